@@ -1,0 +1,183 @@
+"""PairActor: one per (user, character), named `pair:{user}:{character}`.
+
+It serialises the pair's turns (one at a time, in arrival order) while read-only calls (history,
+status) are still answered; it holds what lives only for a turn; it exits after an idle timeout
+and rebuilds from the stores on its next turn; Ray restarts it after a crash. It stays light:
+no model, no torch, no database connection — Postgres work goes to the store deployment.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import Any, AsyncIterator
+
+import ray
+
+from cluster.settings import Settings
+from memory import session
+from pipeline import metrics
+from pipeline.runner import ChainRunner, NodeFailed
+from pipeline.services import NODES_DEPLOYMENT, APP_NAME, Deps, Services
+from pipeline.state import Stimulus, TurnState
+from pipeline.trace import TurnTrace
+
+log = logging.getLogger("novaberg.pair")
+
+LIVE_PAIRS = "pairs:live"
+EVICTED_PAIRS = "pairs:evicted"
+
+
+def pair_name(user_id: str, character_id: str) -> str:
+    return f"pair:{user_id}:{character_id}"
+
+
+class PairActor:
+    def __init__(self, user_id: str, character_id: str, settings: dict):
+        # construction is cheap; connections come up with the first call
+        self.user_id = user_id
+        self.character_id = character_id
+        self.settings = Settings(**settings)
+        self._services: Services | None = None
+        self._runner: ChainRunner | None = None
+        self._lock = asyncio.Lock()  # FIFO: turns run in arrival order
+        self._inflight = 0
+        self._last = time.monotonic()
+        self._turns = 0
+        self._watch: asyncio.Task | None = None
+        self._started = time.time()
+
+    # ------------------------------------------------------------------ plumbing
+    def _ensure(self) -> Services:
+        if self._services is None:
+            self._services = Services.connect(self.settings)
+            nodes_handle = None
+            if self.settings.remote_nodes:
+                from ray import serve
+
+                nodes_handle = serve.get_deployment_handle(NODES_DEPLOYMENT, app_name=APP_NAME)
+            self._runner = ChainRunner(remote=self.settings.remote_nodes, nodes_handle=nodes_handle)
+        if self._watch is None:
+            self._watch = asyncio.get_running_loop().create_task(self._idle_watch())
+        return self._services
+
+    def _enter(self) -> None:
+        self._inflight += 1
+        self._last = time.monotonic()
+
+    def _leave(self) -> None:
+        self._inflight -= 1
+        self._last = time.monotonic()
+
+    async def _idle_watch(self) -> None:
+        timeout = self.settings.pair_idle_timeout_s
+        while True:
+            await asyncio.sleep(min(timeout / 4, 5.0))
+            if self._inflight == 0 and time.monotonic() - self._last > timeout:
+                await self._evict()
+                return
+
+    async def _evict(self) -> None:
+        name = pair_name(self.user_id, self.character_id)
+        log.info("pair %s idle for %.0fs: evicting itself", name, self.settings.pair_idle_timeout_s)
+        try:
+            r = self._services.redis
+            await r.hdel(LIVE_PAIRS, name)
+            await r.zadd(EVICTED_PAIRS, {name: time.time()})
+        except Exception:
+            log.warning("pair %s: could not record its eviction", name, exc_info=True)
+        ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+
+    # ------------------------------------------------------------------ turns
+    async def turn(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._enter()
+        try:
+            return await self._turn_locked(request, None)
+        finally:
+            self._leave()
+
+    async def turn_stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """Events while the turn runs (node_started / node_finished / token), then `final`."""
+        self._enter()
+        try:
+            q: asyncio.Queue = asyncio.Queue()
+            task = asyncio.get_running_loop().create_task(self._turn_locked(request, q))
+            while True:
+                getter = asyncio.ensure_future(q.get())
+                done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    yield getter.result()
+                    continue
+                getter.cancel()
+                while not q.empty():
+                    yield q.get_nowait()
+                result = task.result()
+                yield {"event": "error" if "error" in result else "final", "result": result}
+                return
+        finally:
+            self._leave()
+
+    async def _turn_locked(self, request: dict[str, Any], events: asyncio.Queue | None) -> dict[str, Any]:
+        services = self._ensure()
+        turn_id = request.get("turn_id") or uuid.uuid4().hex
+        async with self._lock:
+            stored = await session.stored_result(services.redis, self.user_id, self.character_id, turn_id)
+            if stored is not None:
+                log.info("pair %s:%s: turn %s answered from its stored result", self.user_id,
+                         self.character_id, turn_id)
+                return {**stored, "replayed": True}
+            return await self._run_chain(services, turn_id, request, events)
+
+    async def _run_chain(self, services: Services, turn_id: str, request: dict[str, Any],
+                         events: asyncio.Queue | None) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        stimulus = Stimulus(user_id=self.user_id, character_id=self.character_id, turn_id=turn_id,
+                            user_prompt=request.get("text"), eigener_gedanke=request.get("eigener_gedanke"),
+                            herkunft=request.get("herkunft", "user"))
+        state = TurnState(stimulus=stimulus)
+        trace = TurnTrace(self.user_id, self.character_id, turn_id, events)
+        try:
+            await self._runner.run(state, Deps(services, trace))
+        except NodeFailed as e:
+            metrics.turn_finished("error")
+            return {"turn_id": turn_id, "error": {"node": e.node, "message": str(e)}}
+        self._turns += 1
+        ms = (time.perf_counter() - t0) * 1000
+        metrics.turn_latency(self.character_id, ms)
+        metrics.turn_finished("ok")
+        try:
+            await services.redis.hset(LIVE_PAIRS, pair_name(self.user_id, self.character_id), time.time())
+        except Exception:
+            log.warning("pair registry update failed", exc_info=True)
+        result = dict(state.dispatch.result)
+        result["timings"] = {**result.get("timings", {}), **trace.timings()}
+        result["replayed"] = not state.dispatch.committed
+        return result
+
+    # ------------------------------------------------------------------ read-only calls
+    async def history(self, limit: int = 50) -> list[dict[str, Any]]:
+        self._enter()
+        try:
+            services = self._ensure()
+            return await session.load_turns(services.redis, self.user_id, self.character_id, limit)
+        finally:
+            self._leave()
+
+    def status(self) -> dict[str, Any]:
+        return {"user_id": self.user_id, "character_id": self.character_id, "turns_here": self._turns,
+                "busy": self._lock.locked(), "inflight": self._inflight,
+                "idle_s": round(time.monotonic() - self._last, 2), "up_s": round(time.time() - self._started, 2),
+                "pid": __import__("os").getpid()}
+
+
+PairActorRemote = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(PairActor)
+
+
+def get_or_create_pair(user_id: str, character_id: str, settings: Settings):
+    """Find the pair's actor by name from any process, or create it (detached: it must not die
+    with the ingress replica that happened to create it)."""
+    return PairActorRemote.options(
+        name=pair_name(user_id, character_id), namespace=settings.namespace, get_if_exists=True,
+        lifetime="detached",
+    ).remote(user_id, character_id, settings.model_dump(mode="json", by_alias=False))

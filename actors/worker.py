@@ -1,0 +1,98 @@
+"""BackgroundWorker: detached actors that consume the outbox (a Redis stream, consumer group).
+
+They outlive the pair actors and the ingress that enqueued the work; a job is acknowledged only
+after its Postgres write committed, and what a dead worker left pending is re-claimed. The
+consumer loop starts in the constructor, on its own thread, so a worker that Ray restarts after a
+crash resumes without anyone calling it.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+import ray
+
+from cluster.settings import Settings
+
+log = logging.getLogger("novaberg.worker")
+
+
+def worker_name(i: int) -> str:
+    return f"outbox-worker-{i}"
+
+
+class BackgroundWorker:
+    def __init__(self, index: int, settings: dict):
+        self.index = index
+        self.settings = Settings(**settings)
+        self.processed = 0
+        self.errors = 0
+        self.ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="outbox", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        asyncio.run(self._loop())
+
+    async def _loop(self) -> None:
+        from redis.asyncio import Redis
+
+        from memory import outbox, pg
+
+        r = Redis.from_url(self.settings.redis_url)
+        pool = pg.open_pool(self.settings.database_url, 1, 2)
+        await pool.open(wait=True)
+        await outbox.ensure_group(r)
+
+        async def handle(job: dict[str, Any]) -> None:
+            kind = job.get("kind")
+            if kind == "turn":
+                await pg.write_turn_job(pool, job)
+            else:
+                raise ValueError(f"unknown outbox job kind {kind!r}")
+
+        consumer = outbox.OutboxConsumer(r, worker_name(self.index), handle,
+                                         claim_idle_ms=self.settings.outbox_claim_idle_ms,
+                                         block_ms=self.settings.outbox_block_ms)
+        self.ready.set()
+        log.info("outbox worker %d consuming", self.index)
+        while True:
+            try:
+                self.processed += await consumer.step()
+            except Exception:
+                self.errors += 1
+                log.exception("outbox worker %d: round failed; retrying in 1s", self.index)
+                await asyncio.sleep(1.0)
+
+    def wait_ready(self, timeout_s: float = 30.0) -> bool:
+        return self.ready.wait(timeout_s)
+
+    def stats(self) -> dict[str, Any]:
+        return {"index": self.index, "processed": self.processed, "errors": self.errors,
+                "running": self._thread.is_alive()}
+
+
+BackgroundWorkerRemote = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(BackgroundWorker)
+
+
+def start_workers(settings: Settings) -> list:
+    """Create (or find) the detached workers and wait until each consumes."""
+    handles = [
+        BackgroundWorkerRemote.options(name=worker_name(i), namespace=settings.namespace, get_if_exists=True,
+                                       lifetime="detached").remote(i, settings.model_dump(mode="json"))
+        for i in range(settings.outbox_workers)
+    ]
+    if not all(ray.get([h.wait_ready.remote() for h in handles])):
+        raise RuntimeError("outbox workers did not become ready in time")
+    return handles
+
+
+def stop_workers(settings: Settings) -> None:
+    """Detached actors outlive serve.shutdown: kill them by name."""
+    for i in range(settings.outbox_workers):
+        try:
+            ray.kill(ray.get_actor(worker_name(i), namespace=settings.namespace), no_restart=True)
+        except ValueError:
+            pass

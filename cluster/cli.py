@@ -1,0 +1,197 @@
+"""`novaberg`: up, down, status, chat, key create."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import httpx
+
+from cluster.daemon import keys_dir, state_file
+from cluster.settings import Settings, load_settings
+
+
+def _read(path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        return None
+
+
+def _daemon(settings: Settings) -> dict | None:
+    raw = _read(state_file(settings.home))
+    if not raw:
+        return None
+    info = json.loads(raw)
+    try:
+        os.kill(info["pid"], 0)
+    except ProcessLookupError:
+        return None
+    return info
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def cmd_up(settings: Settings, args) -> int:
+    info = _daemon(settings)
+    if info and _healthy(info["url"]):
+        print(f"novaberg is already running at {info['url']}")
+        return 0
+    settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    log_path = settings.logs_dir / "daemon.log"
+    state_file(settings.home).unlink(missing_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "cluster.daemon"], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    print(f"starting novaberg (stores, Ray, Serve, model) — log: {log_path}", flush=True)
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            print(f"novaberg failed to start (exit {proc.returncode}); see {log_path}", file=sys.stderr)
+            return 1
+        info = _daemon(settings)
+        if info and _healthy(info["url"]):
+            print(f"novaberg is up at {info['url']}")
+            if info.get("first_start"):
+                print(f"local API key for user 'local': {_read(keys_dir(settings.home) / 'local.key')}")
+                print(f"operator key: stored in {keys_dir(settings.home) / 'operator.key'}")
+            return 0
+        time.sleep(1)
+    print(f"novaberg did not become ready within {args.timeout}s; see {log_path}", file=sys.stderr)
+    return 1
+
+
+def cmd_down(settings: Settings, args) -> int:
+    info = _daemon(settings)
+    if not info:
+        print("novaberg is not running")
+        return 0
+    os.kill(info["pid"], signal.SIGTERM)
+    for _ in range(120):
+        try:
+            os.kill(info["pid"], 0)
+        except ProcessLookupError:
+            print("novaberg stopped")
+            return 0
+        time.sleep(0.5)
+    print("novaberg did not stop within 60s", file=sys.stderr)
+    return 1
+
+
+def _operator_key(settings: Settings, args) -> str:
+    key = getattr(args, "key", None) or _read(keys_dir(settings.home) / "operator.key")
+    if not key:
+        raise SystemExit("no API key: pass --key or run `novaberg up` first")
+    return key
+
+
+def cmd_status(settings: Settings, args) -> int:
+    info = _daemon(settings)
+    if not info:
+        print("novaberg is not running")
+        return 1
+    key = _operator_key(settings, args)
+    r = httpx.get(f"{info['url']}/v1/operator/status", headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    print(json.dumps({"url": info["url"], "healthy": _healthy(info["url"]), **r.json()}, indent=2))
+    return 0
+
+
+def cmd_key_create(settings: Settings, args) -> int:
+    info = _daemon(settings)
+    if not info:
+        print("novaberg is not running; start it with `novaberg up`", file=sys.stderr)
+        return 1
+    key = _operator_key(settings, args)
+    r = httpx.post(f"{info['url']}/v1/operator/keys", json={"user_id": args.user},
+                   headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    if r.status_code != 200:
+        print(f"error {r.status_code}: {r.text}", file=sys.stderr)
+        return 1
+    print(r.json()["api_key"])
+    return 0
+
+
+def cmd_chat(settings: Settings, args) -> int:
+    info = _daemon(settings)
+    if not info:
+        print("novaberg is not running; start it with `novaberg up`", file=sys.stderr)
+        return 1
+    key = _operator_key(settings, args)
+    url = f"{info['url']}/v1/pairs/{args.user}/{args.character}/turns"
+    headers = {"Authorization": f"Bearer {key}"}
+    print(f"Talking to {args.character} as {args.user}. Empty line or Ctrl-D ends.")
+    with httpx.Client(timeout=300) as client:
+        while True:
+            try:
+                text = input("du> ").strip() if not args.message else args.message.pop(0)
+            except EOFError:
+                print()
+                return 0
+            if not text:
+                return 0
+            turn_id = uuid.uuid4().hex
+            print(f"{args.character}> ", end="", flush=True)
+            got_tokens = False
+            with client.stream("POST", url, params={"stream": "true"}, headers=headers,
+                               json={"text": text, "turn_id": turn_id}) as r:
+                if r.status_code != 200:
+                    print(f"[error {r.status_code}: {r.read().decode()}]")
+                    continue
+                event = None
+                for line in r.iter_lines():
+                    if line.startswith("event:"):
+                        event = line[6:].strip()
+                    elif line.startswith("data:") and event == "token":
+                        data = json.loads(line[5:])
+                        if data.get("node") == "responder":
+                            got_tokens = True
+                            print(data["text"], end="", flush=True)
+                    elif line.startswith("data:") and event in ("final", "error"):
+                        data = json.loads(line[5:])
+                        if event == "error":
+                            print(f"[turn failed: {data.get('error')}]", end="")
+                        elif not got_tokens:
+                            print(data["reply"], end="")
+            print()
+            if args.once:
+                return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="novaberg", description="Novaberg on Ray")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up", help="start stores, Ray and the Serve app in the background")
+    up.add_argument("--timeout", type=int, default=600)
+    sub.add_parser("down", help="stop everything (the data stays)")
+    st = sub.add_parser("status", help="health, live pairs, outbox backlog")
+    st.add_argument("--key")
+    ch = sub.add_parser("chat", help="a terminal conversation with a character")
+    ch.add_argument("--user", default="local")
+    ch.add_argument("--character", default="nova")
+    ch.add_argument("--key", help="API key (default: the local operator key)")
+    ch.add_argument("--message", action="append", default=[], help="send this instead of reading stdin")
+    ch.add_argument("--once", action="store_true", help="exit after one reply")
+    key = sub.add_parser("key", help="API keys")
+    ks = key.add_subparsers(dest="keycmd", required=True)
+    kc = ks.add_parser("create", help="create an API key bound to a user")
+    kc.add_argument("--user", required=True)
+    kc.add_argument("--key", help="operator key (default: the local one)")
+    args = p.parse_args(argv)
+    settings = load_settings()
+    handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "chat": cmd_chat,
+                "key": cmd_key_create}
+    return handlers[args.cmd](settings, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

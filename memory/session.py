@@ -1,0 +1,62 @@
+"""Redis session of a pair and the idempotency record of its turns.
+
+Keys: `session:{user}:{character}:turns` (list of turn records, oldest first) and
+`turnres:{user}:{character}:{turn_id}` (the stored result of a finished turn). A turn is committed
+by one Lua script, so the two session entries, the stored result and the outbox job appear
+together or not at all: a repeated `turn_id` can never append twice.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from redis.asyncio import Redis
+
+from memory.outbox import OUTBOX_STREAM
+
+
+def session_key(user_id: str, character_id: str) -> str:
+    return f"session:{user_id}:{character_id}:turns"
+
+
+def summary_key(user_id: str, character_id: str) -> str:
+    return f"session:{user_id}:{character_id}:summary"
+
+
+def result_key(user_id: str, character_id: str, turn_id: str) -> str:
+    return f"turnres:{user_id}:{character_id}:{turn_id}"
+
+
+_COMMIT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
+redis.call('RPUSH', KEYS[2], ARGV[3], ARGV[4])
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[5]), -1)
+redis.call('XADD', KEYS[3], '*', 'job', ARGV[6])
+return 1
+"""
+
+
+async def load_turns(r: Redis, user_id: str, character_id: str, last: int) -> list[dict[str, Any]]:
+    raw = await r.lrange(session_key(user_id, character_id), -last, -1)
+    return [json.loads(x) for x in raw]
+
+
+async def count_turns(r: Redis, user_id: str, character_id: str) -> int:
+    return await r.llen(session_key(user_id, character_id))
+
+
+async def stored_result(r: Redis, user_id: str, character_id: str, turn_id: str) -> dict | None:
+    raw = await r.get(result_key(user_id, character_id, turn_id))
+    return None if raw is None else json.loads(raw)
+
+
+async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str, result: dict,
+                      user_turn: dict, nova_turn: dict, job: dict, keep_turns: int, ttl_s: int) -> bool:
+    """Store result, both session turns and the outbox job atomically. False: already committed."""
+    done = await r.eval(
+        _COMMIT, 3,
+        result_key(user_id, character_id, turn_id), session_key(user_id, character_id), OUTBOX_STREAM,
+        json.dumps(result), ttl_s, json.dumps(user_turn), json.dumps(nova_turn), keep_turns, json.dumps(job),
+    )
+    return bool(done)

@@ -1,0 +1,33 @@
+"""db_zugriff: load the pair's character data and profiles from Postgres (through the store
+deployment, where connections are pooled)."""
+from __future__ import annotations
+
+import logging
+
+from pipeline.services import Deps
+from pipeline.state import PairRecord, TurnState
+
+NAME = "db_zugriff"
+READS = ("stimulus",)
+WRITES = ("pair",)
+
+log = logging.getLogger("novaberg.node.db_zugriff")
+
+
+async def run(state: TurnState, deps: Deps) -> dict:
+    s = state.stimulus
+    row = await deps.store.load_pair(s.user_id, s.character_id)
+    if row["character_found"]:
+        name = row["character_name"]
+        outcome = "charakter_geladen"
+    else:
+        # An unknown character id still gets a conversation; the id becomes the name.
+        name = s.character_id.replace("_", " ").title()
+        outcome = "charakter_unbekannt"
+        log.warning("db_zugriff: fallback charakter_unbekannt: no character %r, name taken from the id (%s)",
+                    s.character_id, name)
+    deps.trace.decision(NAME, "db_zugriff.charakter", outcome,
+                        {"character_id": s.character_id, "profil_gefunden": row["profile_found"]})
+    fields = {k: row[k] for k in ("charakter_anweisung", "nova_kern", "nova_adaptiv", "nova_emotions",
+                                  "nova_intentionen", "nova_beziehung", "mensch_kern")}
+    return {"pair": PairRecord(character_name=name, **fields)}

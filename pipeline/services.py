@@ -1,0 +1,162 @@
+"""What nodes are given to work with (`Deps`) and the thin clients over the Serve deployments.
+
+A pair actor builds one `Services` lazily and reuses it for every turn; `Deps` adds the per-turn
+trace and cache. No heavy library is imported here: the model weights and the Postgres pool live
+in the deployments.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from cluster.settings import Settings
+from pipeline.node_config import node_config
+from pipeline.trace import TurnTrace
+from prompts import PromptLibrary
+
+# Deployment and application names, shared by the app builder and the clients.
+APP_NAME = "novaberg"
+LLM_DEPLOYMENT = "LLM"
+EMBEDDER_DEPLOYMENT = "Embedder"
+STORE_DEPLOYMENT = "Store"
+NODES_DEPLOYMENT = "Nodes"
+
+
+@dataclass
+class ChatResult:
+    content: str
+    reasoning: str | None
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+
+
+class LLMClient:
+    def __init__(self, handle, settings: Settings):
+        self.handle = handle
+        self.settings = settings
+
+    async def chat(self, trace: TurnTrace, node: str, messages: list[dict[str, str]], *,
+                   think: bool = False, stream_tokens: bool = False) -> ChatResult:
+        cfg = node_config(node)
+        request = {
+            "messages": messages,
+            "temperature": cfg.temperature,
+            "max_tokens": min(cfg.max_tokens, self.settings.llm_max_tokens),
+            "think": think,
+            "caller": node,
+        }
+        t0 = time.perf_counter()
+        if stream_tokens and trace.events is not None:
+            parts: list[str] = []
+            reasoning: list[str] = []
+            final: dict[str, Any] = {}
+            gen = self.handle.options(stream=True).chat_stream.remote(request)
+            async for chunk in gen:
+                delta = chunk["choices"][0].get("delta", {}) if chunk.get("choices") else {}
+                if delta.get("content"):
+                    parts.append(delta["content"])
+                    trace.emit("token", node=node, text=delta["content"])
+                if delta.get("reasoning_content"):
+                    reasoning.append(delta["reasoning_content"])
+                if chunk.get("usage"):
+                    final = chunk
+            usage = final.get("usage", {})
+            result = ChatResult("".join(parts), "".join(reasoning) or None, final.get("model", ""),
+                                usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
+                                (final.get("choices") or [{}])[0].get("finish_reason"))
+        else:
+            resp = await self.handle.chat.remote(request)
+            choice = resp["choices"][0]
+            msg = choice["message"]
+            usage = resp.get("usage", {})
+            result = ChatResult(msg.get("content") or "", msg.get("reasoning_content"), resp.get("model", ""),
+                                usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
+                                choice.get("finish_reason"))
+        trace.llm_done((time.perf_counter() - t0) * 1000, result.prompt_tokens, result.completion_tokens)
+        return result
+
+    async def model_name(self) -> str:
+        return await self.handle.model_name.remote()
+
+
+class EmbedderClient:
+    def __init__(self, handle):
+        self.handle = handle
+
+    async def embed(self, trace: TurnTrace, text: str) -> list[float]:
+        t0 = time.perf_counter()
+        vec = await self.handle.embed.remote(text)
+        trace.embed_ms += (time.perf_counter() - t0) * 1000
+        return vec
+
+
+class StoreClient:
+    """Postgres work, run in the store deployment where the connections are pooled."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    async def load_pair(self, user_id: str, character_id: str) -> dict[str, Any]:
+        return await self.handle.load_pair.remote(user_id, character_id)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    llm: LLMClient
+    embedder: EmbedderClient
+    store: StoreClient
+    redis: Any
+    prompts: PromptLibrary
+
+    @classmethod
+    def connect(cls, settings: Settings) -> "Services":
+        from ray import serve
+        from redis.asyncio import Redis
+
+        def h(name):
+            return serve.get_deployment_handle(name, app_name=APP_NAME)
+
+        return cls(
+            settings=settings,
+            llm=LLMClient(h(LLM_DEPLOYMENT), settings),
+            embedder=EmbedderClient(h(EMBEDDER_DEPLOYMENT)),
+            store=StoreClient(h(STORE_DEPLOYMENT)),
+            redis=Redis.from_url(settings.redis_url),
+            prompts=PromptLibrary(),
+        )
+
+
+@dataclass
+class Deps:
+    """Per-turn dependencies of a node: the shared services plus this turn's trace and cache."""
+
+    services: Services
+    trace: TurnTrace
+
+    @property
+    def settings(self) -> Settings:
+        return self.services.settings
+
+    @property
+    def llm(self) -> LLMClient:
+        return self.services.llm
+
+    @property
+    def embedder(self) -> EmbedderClient:
+        return self.services.embedder
+
+    @property
+    def store(self) -> StoreClient:
+        return self.services.store
+
+    @property
+    def redis(self):
+        return self.services.redis
+
+    @property
+    def prompts(self) -> PromptLibrary:
+        return self.services.prompts

@@ -1,0 +1,70 @@
+"""What one turn records while it runs: node rows and decision entries for `pipeline_log`,
+events for streaming clients, and the time spent in LLM and embedding calls."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+log = logging.getLogger("novaberg.pipeline")
+
+
+class TurnTrace:
+    def __init__(self, user_id: str, character_id: str, turn_id: str,
+                 events: asyncio.Queue | None = None):
+        self.user_id = user_id
+        self.character_id = character_id
+        self.turn_id = turn_id
+        self.rows: list[dict[str, Any]] = []
+        self.events = events
+        self.llm_ms = 0.0
+        self.embed_ms = 0.0
+        self.llm_calls = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.node_ms: dict[str, float] = {}
+        self.started = time.perf_counter()
+        self.cache: dict[str, Any] = {}
+        """Per-turn cache: lives exactly as long as this turn, inside the pair actor."""
+
+    def _now(self) -> str:
+        return datetime.now(timezone.utc).isoformat()
+
+    def emit(self, event: str, **data: Any) -> None:
+        if self.events is not None:
+            self.events.put_nowait({"event": event, **data})
+
+    def node_row(self, node: str, duration_ms: float, outcome: str = "ok") -> None:
+        self.node_ms[node] = self.node_ms.get(node, 0.0) + duration_ms
+        self.rows.append({"seq": len(self.rows), "node": node, "art": "node", "outcome": outcome,
+                          "duration_ms": round(duration_ms, 3), "at": self._now()})
+
+    def decision(self, node: str, entscheidung: str, outcome: str, inputs: dict[str, Any] | None = None,
+                 threshold: float | None = None) -> None:
+        """A decision entry (art = switch): which branch a node took, on what, against what."""
+        self.rows.append({"seq": len(self.rows), "node": node, "art": "switch", "entscheidung": entscheidung,
+                          "outcome": outcome, "inputs": inputs or {}, "threshold": threshold,
+                          "at": self._now()})
+        log.info("decision %s = %s (pair %s:%s, turn %s)", entscheidung, outcome, self.user_id,
+                 self.character_id, self.turn_id)
+
+    def add_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Rows recorded by a node that ran in a node deployment."""
+        for r in rows:
+            r = dict(r, seq=len(self.rows))
+            self.rows.append(r)
+
+    def llm_done(self, ms: float, prompt_tokens: int, completion_tokens: int) -> None:
+        self.llm_ms += ms
+        self.llm_calls += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+
+    def timings(self) -> dict[str, Any]:
+        total = (time.perf_counter() - self.started) * 1000
+        return {"total_ms": round(total, 2), "llm_ms": round(self.llm_ms, 2), "embed_ms": round(self.embed_ms, 2),
+                "llm_calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "nodes_ms": {k: round(v, 2) for k, v in self.node_ms.items()}}

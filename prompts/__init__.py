@@ -1,0 +1,68 @@
+"""Prompt files: `prompts/default/{node}.{part}.txt`, with model-level override folders.
+
+A folder named after the answering model (`prompts/{model_slug}/`) overrides single files of
+`default/` (seed 004 §3.3). Rendering takes explicit variables and fails on a missing or an unused
+one, so a prompt and its node cannot drift apart silently.
+"""
+from __future__ import annotations
+
+import re
+import string
+from functools import lru_cache
+from pathlib import Path
+
+PROMPTS_DIR = Path(__file__).parent
+DEFAULT = "default"
+
+
+class PromptError(ValueError):
+    pass
+
+
+def model_slug(model: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "_", model.lower()).strip("_")
+
+
+@lru_cache(maxsize=512)
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def fields_of(text: str) -> set[str]:
+    return {f for _, f, _, _ in string.Formatter().parse(text) if f}
+
+
+class PromptLibrary:
+    def __init__(self, root: Path = PROMPTS_DIR):
+        self.root = root
+
+    def path(self, node: str, part: str, model: str | None = None) -> tuple[Path, str]:
+        """The file for (node, part) and the folder it came from."""
+        name = f"{node}.{part}.txt"
+        if model:
+            folder = model_slug(model)
+            p = self.root / folder / name
+            if p.is_file():
+                return p, folder
+        p = self.root / DEFAULT / name
+        if not p.is_file():
+            raise PromptError(f"no prompt file {DEFAULT}/{name}")
+        return p, DEFAULT
+
+    def render(self, node: str, part: str, model: str | None = None, **variables: object) -> str:
+        path, _ = self.path(node, part, model)
+        text = _read(path)
+        wanted = fields_of(text)
+        missing = wanted - variables.keys()
+        unused = variables.keys() - wanted
+        if missing or unused:
+            raise PromptError(
+                f"{path.relative_to(self.root)}: missing variables {sorted(missing)}, unused {sorted(unused)}"
+            )
+        return text.format(**variables).strip()
+
+    def variant(self, node: str, part: str, model: str | None) -> str:
+        return self.path(node, part, model)[1]
+
+    def all_files(self) -> list[Path]:
+        return sorted(self.root.glob("*/*.*.txt"))

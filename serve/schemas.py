@@ -1,0 +1,92 @@
+"""Wire schemas of the HTTP API, kept apart from the internal turn state."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
+TURN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
+
+
+class TurnRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(description="The human's message.")
+    turn_id: str | None = Field(default=None, pattern=TURN_ID_PATTERN,
+                                description="Idempotency key; repeating it returns the stored result.")
+
+
+class TurnTimings(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    total_ms: float | None = None
+    llm_ms: float | None = None
+    embed_ms: float | None = None
+
+
+class TurnResponse(BaseModel):
+    turn_id: str
+    user_id: str
+    character_id: str
+    character_name: str
+    reply: str
+    herkunft: str
+    model: str
+    replayed: bool = False
+    """True when this turn_id had run before and the stored result is returned."""
+    usage: dict[str, int]
+    timings: dict[str, Any]
+    created_at: str
+    # fields of the seeds' chat endpoint that later nodes fill (perception, emotion)
+    emotion: str | None = None
+    arousal: float | None = None
+
+
+class HistoryResponse(BaseModel):
+    user_id: str
+    character_id: str
+    turns: list[dict[str, Any]]
+
+
+class KeyCreateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str = Field(pattern=ID_PATTERN)
+    label: str = Field(default="", max_length=200)
+
+
+class KeyCreateResponse(BaseModel):
+    user_id: str
+    api_key: str
+
+
+# ------------------------------------------------------------------ OpenAI-compatible
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["system", "user", "assistant", "developer", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = None
+
+
+class ChatCompletionRequest(BaseModel):
+    """The fields the OpenAI clients send; others are refused. Sampling fields are accepted and
+    ignored: every node sets its own temperature and budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(pattern=ID_PATTERN, description="The character.")
+    messages: list[ChatMessage] = Field(min_length=1)
+    user: str | None = Field(default=None, pattern=ID_PATTERN)
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    n: int | None = Field(default=None, ge=1, le=1)
+    stop: str | list[str] | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    seed: int | None = None

@@ -1,0 +1,67 @@
+"""The store deployment: Postgres work for every pair, over one connection pool per replica.
+
+Pair actors hold no database connection (a connection per pair hit `max_connections` at ~95
+pairs); they call this deployment. It applies the schema migrations before it answers, using the
+embedder's dimension.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from ray import serve
+
+from cluster.settings import Settings
+from memory import pg
+from memory.migrate import apply_migrations
+
+log = logging.getLogger("novaberg.store")
+
+
+@serve.deployment(name="Store", max_ongoing_requests=512)
+class StoreDeployment:
+    def __init__(self, settings: dict, embedder):
+        self.settings = Settings(**settings)
+        self.embedder = embedder
+        self.pool = pg.open_pool(self.settings.database_url, self.settings.pg_pool_min, self.settings.pg_pool_max)
+        self._ready = False
+        self._lock = asyncio.Lock()
+
+    async def ready(self) -> dict[str, Any]:
+        async with self._lock:
+            if not self._ready:
+                dim = await self.embedder.dimension.remote()
+                applied = await asyncio.to_thread(apply_migrations, self.settings.database_url, dim)
+                await self.pool.open(wait=True)
+                await pg.ensure_character(self.pool, "nova", self.settings.character_default_name)
+                self._ready = True
+                log.info("store ready (embedding dim %d, migrations applied now: %s)", dim, applied)
+        return {"ready": True}
+
+    async def check_health(self) -> None:
+        await self.ready()
+
+    async def load_pair(self, user_id: str, character_id: str) -> dict[str, Any]:
+        await self.ready()
+        return await pg.load_pair(self.pool, user_id, character_id)
+
+    async def lookup_api_key(self, key: str) -> dict | None:
+        await self.ready()
+        return await pg.lookup_api_key(self.pool, key)
+
+    async def create_api_key(self, user_id: str | None, operator: bool = False, label: str = "") -> str:
+        await self.ready()
+        return await pg.create_api_key(self.pool, user_id, operator=operator, label=label)
+
+    async def ensure_character(self, character_id: str, name: str, charakter_anweisung: str = "") -> None:
+        await self.ready()
+        await pg.ensure_character(self.pool, character_id, name, charakter_anweisung)
+
+    async def turn_record(self, user_id: str, character_id: str, turn_id: str) -> dict | None:
+        await self.ready()
+        return await pg.turn_record(self.pool, user_id, character_id, turn_id)
+
+    async def pipeline_rows(self, user_id: str, character_id: str, turn_id: str | None = None) -> list[dict]:
+        await self.ready()
+        return await pg.pipeline_rows(self.pool, user_id, character_id, turn_id)

@@ -1,0 +1,135 @@
+"""Test session fixtures: the real stores, and (for e2e tests) Ray, Serve and the real model,
+started once per session."""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def home():
+    # short path: unix socket paths must stay under 108 bytes
+    d = Path(tempfile.mkdtemp(prefix="nbt-", dir="/tmp"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def stores(home):
+    from memory.embedded import EmbeddedStores
+
+    s = EmbeddedStores(home=home).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
+def migrated(stores):
+    """The schema, migrated with MiniLM's dimension (384) without loading the model."""
+    from memory.migrate import apply_migrations
+
+    apply_migrations(stores.database_url, 384)
+    return stores
+
+
+@pytest.fixture(scope="session")
+def settings(home, stores):
+    from cluster.settings import Settings
+
+    return Settings(home=home, database_url=stores.database_url, redis_url=stores.redis_url,
+                    http_port=_free_port(), llm_max_tokens=24, pair_idle_timeout_s=6.0,
+                    outbox_claim_idle_ms=1500, outbox_block_ms=200, llm_ctx=2048)
+
+
+@pytest.fixture(scope="session")
+def system(settings, migrated):
+    """Ray + Serve + the real model + outbox workers, once per session."""
+    from cluster import runtime
+
+    rt = runtime.start(settings)
+    yield rt
+    runtime.stop(rt, stop_stores=False)
+
+
+@pytest.fixture(scope="session")
+def keys(system):
+    from cluster import runtime
+
+    return {
+        "alice": runtime.create_key("alice"),
+        "bob": runtime.create_key("bob"),
+        "operator": runtime.create_key(None, operator=True),
+    }
+
+
+@pytest.fixture()
+def client(system):
+    import httpx
+
+    with httpx.Client(base_url=system.url, timeout=180) as c:
+        yield c
+
+
+def auth(key: str) -> dict:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def _pg(database_url: str, fn, *args):
+    from memory import pg
+
+    pool = pg.open_pool(database_url, 1, 1)
+    await pool.open(wait=True)
+    try:
+        return await fn(pool, *args)
+    finally:
+        await pool.close()
+
+
+def pg_call(database_url: str, fn, *args):
+    """Run one of memory.pg's queries from a test."""
+    return asyncio.run(_pg(database_url, fn, *args))
+
+
+async def _redis(url: str, fn, *args):
+    from redis.asyncio import Redis
+
+    r = Redis.from_url(url)
+    try:
+        return await fn(r, *args)
+    finally:
+        await r.aclose()
+
+
+def redis_call(url: str, fn, *args):
+    return asyncio.run(_redis(url, fn, *args))
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.25):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")

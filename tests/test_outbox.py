@@ -1,0 +1,81 @@
+"""The outbox: acknowledged only after the write committed; a job left pending by a dead
+consumer is re-claimed; a job that keeps failing goes to the dead-letter stream."""
+import asyncio
+import json
+import uuid
+
+from memory import outbox, pg
+from memory.outbox import DEAD_STREAM, GROUP, OUTBOX_STREAM, OutboxConsumer
+from tests.conftest import pg_call
+
+
+def _job(user):
+    turn_id = uuid.uuid4().hex
+    return {"kind": "turn", "turn": {
+        "user_id": user, "character_id": "nova", "turn_id": turn_id, "user_text": "hallo", "reply": "hi",
+        "user_embedding": [0.1] * 384, "result": {"reply": "hi"}, "created_at": "2026-11-30T10:00:00+00:00"},
+        "log": [{"seq": 0, "node": "responder", "art": "switch", "entscheidung": "responder.ergebnis",
+                 "outcome": "antwort", "inputs": {"zeichen": 2}, "at": "2026-11-30T10:00:00+00:00"}]}
+
+
+async def _scenario(stores):
+    from redis.asyncio import Redis
+
+    r = Redis.from_url(stores.redis_url)
+    pool = pg.open_pool(stores.database_url, 1, 2)
+    await pool.open(wait=True)
+    try:
+        await outbox.ensure_group(r)
+        # drain what other tests left, so this scenario reads its own jobs
+        await r.delete(OUTBOX_STREAM)
+        await outbox.ensure_group(r)
+        user = f"ob-{uuid.uuid4().hex[:8]}"
+        job = _job(user)
+        await outbox.enqueue(r, job)
+        # a worker reads the job and dies before it writes: the job stays pending with it
+        got = await r.xreadgroup(GROUP, "dead-worker", {OUTBOX_STREAM: ">"}, count=1)
+        assert got and len(got[0][1]) == 1
+        assert (await r.xpending(OUTBOX_STREAM, GROUP))["pending"] == 1
+
+        async def write(j):
+            await pg.write_turn_job(pool, j)
+
+        alive = OutboxConsumer(r, "alive-worker", write, claim_idle_ms=300, block_ms=50)
+        assert await alive.step() == 0  # not idle long enough yet: not taken over
+        assert await pg.turn_record(pool, user, "nova", job["turn"]["turn_id"]) is None
+        await asyncio.sleep(0.4)
+        assert await alive.step() == 1
+        rec = await pg.turn_record(pool, user, "nova", job["turn"]["turn_id"])
+        assert rec["reply"] == "hi" and rec["embedding_dim"] == 384
+        rows = await pg.pipeline_rows(pool, user, "nova")
+        assert [(x["entscheidung"], x["outcome"]) for x in rows] == [("responder.ergebnis", "antwort")]
+        assert (await r.xpending(OUTBOX_STREAM, GROUP))["pending"] == 0
+
+        # the same job again (a worker died after commit, before ack): written once
+        await outbox.enqueue(r, job)
+        assert await alive.step() == 1
+        assert await pg.count_turn_records(pool, user, "nova") == 1
+        assert len(await pg.pipeline_rows(pool, user, "nova")) == 1
+
+        # a failing write is not acknowledged, and after MAX_DELIVERIES it is dead-lettered
+        async def failing(j):
+            raise RuntimeError("database down")
+
+        bad = OutboxConsumer(r, "bad-worker", failing, claim_idle_ms=0, block_ms=50)
+        dead_before = await r.xlen(DEAD_STREAM)
+        await outbox.enqueue(r, _job(user))
+        assert await bad.step() == 0
+        assert (await r.xpending(OUTBOX_STREAM, GROUP))["pending"] == 1
+        for _ in range(outbox.MAX_DELIVERIES):
+            await bad.step()
+        assert (await r.xpending(OUTBOX_STREAM, GROUP))["pending"] == 0
+        assert await r.xlen(DEAD_STREAM) == dead_before + 1
+        dead = await r.xrevrange(DEAD_STREAM, count=1)
+        assert json.loads(dead[0][1][b"job"])["turn"]["user_id"] == user
+    finally:
+        await pool.close()
+        await r.aclose()
+
+
+def test_outbox_reclaim_ack_after_commit_and_dead_letter(migrated):
+    asyncio.run(_scenario(migrated))

@@ -1,0 +1,76 @@
+"""The chain runner enforces the node contract: declared reads, declared writes, typed records."""
+import asyncio
+import types
+
+import pytest
+
+from pipeline.runner import ChainRunner, NodeContractError, NodeFailed, apply_update, load_node, view_for
+from pipeline.services import Deps
+from pipeline.state import DraftRecord, PairRecord, Stimulus, TurnState
+from pipeline.trace import TurnTrace
+
+
+def _state():
+    return TurnState(stimulus=Stimulus(user_id="u", character_id="c", turn_id="t1", user_prompt="hi"))
+
+
+def _node(name, reads, writes, fn):
+    return types.SimpleNamespace(NAME=name, READS=reads, WRITES=writes, run=fn)
+
+
+def test_a_node_sees_only_what_it_declared():
+    state = _state()
+    state.pair = PairRecord(character_name="Nova")
+    view = view_for(state, ("stimulus",))
+    assert view.pair is None and view.stimulus.user_prompt == "hi"
+
+
+def test_undeclared_write_is_refused():
+    node = _node("x", ("stimulus",), ("pair",), None)
+    with pytest.raises(NodeContractError, match="undeclared"):
+        apply_update(_state(), node, {"draft": DraftRecord(reply="a", model="m")})
+
+
+def test_wrong_type_is_refused():
+    node = _node("x", ("stimulus",), ("pair",), None)
+    with pytest.raises(Exception):
+        apply_update(_state(), node, {"pair": {"nonsense": 1}})
+
+
+def test_stimulus_needs_exactly_one_source():
+    with pytest.raises(ValueError):
+        Stimulus(user_id="u", character_id="c", turn_id="t", user_prompt="a", eigener_gedanke="b")
+    with pytest.raises(ValueError):
+        Stimulus(user_id="u", character_id="c", turn_id="t")
+
+
+def test_runner_runs_in_order_records_rows_and_names_a_failed_node():
+    seen = []
+
+    async def first(state, deps):
+        seen.append("first")
+        deps.trace.decision("first", "first.branch", "a", {"k": 1}, threshold=0.5)
+        return {"pair": PairRecord(character_name="Nova")}
+
+    async def second(state, deps):
+        seen.append(state.pair.character_name)
+        raise RuntimeError("boom")
+
+    runner = ChainRunner(chain=())
+    runner.nodes = [_node("first", ("stimulus",), ("pair",), first), _node("second", ("pair",), ("draft",), second)]
+    trace = TurnTrace("u", "c", "t1")
+    deps = Deps(services=None, trace=trace)
+    with pytest.raises(NodeFailed) as e:
+        asyncio.run(runner.run(_state(), deps))
+    assert e.value.node == "second"
+    assert seen == ["first", "Nova"]
+    arts = [(r["node"], r["art"]) for r in trace.rows]
+    assert arts == [("first", "switch"), ("first", "node")]
+    assert trace.rows[0]["threshold"] == 0.5
+
+
+def test_spine_nodes_declare_valid_contracts():
+    for name in ("db_zugriff", "enricher", "responder", "dispatcher"):
+        mod = load_node(name)
+        assert mod.NAME == name
+        assert "stimulus" not in mod.WRITES
