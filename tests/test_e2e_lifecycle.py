@@ -1,0 +1,53 @@
+"""Actors come and go; the stores keep what matters."""
+import time
+import uuid
+
+import pytest
+import ray
+
+from actors.pair import pair_name
+from actors.worker import worker_name
+from memory import pg
+from tests.conftest import auth, pg_call, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def _gone(name, namespace):
+    try:
+        ray.get_actor(name, namespace=namespace)
+        return False
+    except ValueError:
+        return True
+
+
+def test_evicted_pair_actor_comes_back_with_its_history(client, keys, settings):
+    character = f"evict-{uuid.uuid4().hex[:6]}"
+    h = auth(keys["alice"])
+    r = client.post(f"/v1/pairs/alice/{character}/turns", json={"text": "Merk dir: mein Hund heisst Bello."},
+                    headers=h)
+    assert r.status_code == 200
+    name = pair_name("alice", character)
+    assert not _gone(name, settings.namespace)
+    wait_for(lambda: _gone(name, settings.namespace), timeout=settings.pair_idle_timeout_s + 20)
+    hist = client.get(f"/v1/pairs/alice/{character}/turns", headers=h)
+    assert hist.status_code == 200
+    assert [t["inhalt"] for t in hist.json()["turns"]][0] == "Merk dir: mein Hund heisst Bello."
+    r2 = client.post(f"/v1/pairs/alice/{character}/turns", json={"text": "Wie heisst mein Hund?"}, headers=h)
+    assert r2.status_code == 200
+    rows = wait_for(lambda: pg_call(settings.database_url, pg.pipeline_rows, "alice", character, r2.json()["turn_id"]))
+    verlauf = next(x for x in rows if x["entscheidung"] == "enricher.verlauf")
+    assert verlauf["inputs"]["gelesen"] == 2  # rebuilt from the stores
+
+
+def test_background_job_survives_a_killed_worker(client, keys, settings):
+    worker = ray.get_actor(worker_name(0), namespace=settings.namespace)
+    ray.kill(worker, no_restart=False)
+    character = f"worker-{uuid.uuid4().hex[:6]}"
+    r = client.post(f"/v1/pairs/alice/{character}/turns", json={"text": "Hallo"}, headers=auth(keys["alice"]))
+    assert r.status_code == 200
+    rec = wait_for(lambda: pg_call(settings.database_url, pg.turn_record, "alice", character, r.json()["turn_id"]),
+                   timeout=60)
+    assert rec["reply"] == r.json()["reply"]
+    stats = ray.get(ray.get_actor(worker_name(0), namespace=settings.namespace).stats.remote())
+    assert stats["running"] and stats["processed"] >= 1

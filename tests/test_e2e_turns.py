@@ -1,0 +1,82 @@
+"""A turn over HTTP against the real system: reply, session, durable record, pipeline_log."""
+import json
+import uuid
+
+import pytest
+
+from memory import pg, session
+from tests.conftest import auth, pg_call, redis_call, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def test_turn_reply_and_both_turns_stored(client, keys, settings):
+    user = "alice"
+    character = f"nova-{uuid.uuid4().hex[:6]}"
+    r = client.post(f"/v1/pairs/{user}/{character}/turns", json={"text": "Hallo! Ich heisse Alice."},
+                    headers=auth(keys["alice"]))
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["reply"].strip()
+    assert body["replayed"] is False
+    assert body["usage"]["completion_tokens"] > 0 and body["usage"]["llm_calls"] >= 1
+    assert body["timings"]["llm_ms"] > 0 and body["timings"]["embed_ms"] > 0
+    turns = redis_call(settings.redis_url, session.load_turns, user, character, 10)
+    assert [t["rolle"] for t in turns] == ["user", "assistant"]
+    assert turns[0]["inhalt"] == "Hallo! Ich heisse Alice."
+    assert turns[1]["inhalt"] == body["reply"]
+    assert turns[0]["sprecher"] == "Person B" and turns[1]["sprecher"]
+
+    # the outbox worker writes the durable record and the pipeline_log rows
+    rec = wait_for(lambda: pg_call(settings.database_url, pg.turn_record, user, character, body["turn_id"]))
+    assert rec["reply"] == body["reply"] and rec["embedding_dim"] == 384
+    rows = pg_call(settings.database_url, pg.pipeline_rows, user, character, body["turn_id"])
+    nodes = [x["node"] for x in rows if x["art"] == "node"]
+    assert nodes == ["db_zugriff", "enricher", "responder", "dispatcher"]
+    decisions = {x["entscheidung"]: x["outcome"] for x in rows if x["art"] == "switch"}
+    assert decisions["responder.nachricht"] == "reiz_ohne_verlauf"
+    assert decisions["responder.ergebnis"] == "antwort"
+    assert decisions["enricher.verlauf"] == "verlauf_leer"
+    assert decisions["db_zugriff.charakter"] == "charakter_unbekannt"
+
+    # the second turn reads the first from the session
+    r2 = client.post(f"/v1/pairs/{user}/{character}/turns", json={"text": "Weisst du noch, wie ich heisse?"},
+                     headers=auth(keys["alice"]))
+    assert r2.status_code == 200, r2.text
+    rows2 = wait_for(lambda: pg_call(settings.database_url, pg.pipeline_rows, user, character, r2.json()["turn_id"]))
+    d2 = {x["entscheidung"]: x for x in rows2 if x["art"] == "switch"}
+    assert d2["responder.nachricht"]["outcome"] == "verlauf_mit_reiz"
+    assert d2["enricher.verlauf"]["inputs"]["gelesen"] == 2
+
+    hist = client.get(f"/v1/pairs/{user}/{character}/turns", headers=auth(keys["alice"]))
+    assert hist.status_code == 200
+    assert [t["inhalt"] for t in hist.json()["turns"]][::2] == ["Hallo! Ich heisse Alice.",
+                                                                "Weisst du noch, wie ich heisse?"]
+
+
+def test_nova_is_known_by_name(client, keys, settings):
+    r = client.post("/v1/pairs/alice/nova/turns", json={"text": "Hallo Nova"}, headers=auth(keys["alice"]))
+    assert r.status_code == 200, r.text
+    assert r.json()["character_name"] == "Nova"
+
+
+def test_streamed_turn_reports_nodes_tokens_and_final(client, keys):
+    character = f"nova-{uuid.uuid4().hex[:6]}"
+    events = []
+    with client.stream("POST", f"/v1/pairs/alice/{character}/turns", params={"stream": "true"},
+                       json={"text": "Erzaehl mir etwas Schoenes."}, headers=auth(keys["alice"])) as r:
+        assert r.status_code == 200
+        name = None
+        for line in r.iter_lines():
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                events.append((name, json.loads(line[5:])))
+    kinds = [k for k, _ in events]
+    assert kinds[-1] == "final"
+    started = [d["node"] for k, d in events if k == "node_started"]
+    assert started == ["db_zugriff", "enricher", "responder", "dispatcher"]
+    tokens = "".join(d["text"] for k, d in events if k == "token")
+    final = events[-1][1]
+    assert tokens.strip() and final["reply"] == tokens.strip()
+    assert kinds.index("token") > kinds.index("node_started")
