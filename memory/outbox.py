@@ -23,16 +23,16 @@ log = logging.getLogger("novaberg.outbox")
 Handler = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-async def ensure_group(r: Redis) -> None:
+async def ensure_group(r: Redis, stream: str = OUTBOX_STREAM) -> None:
     try:
-        await r.xgroup_create(OUTBOX_STREAM, GROUP, id="0", mkstream=True)
+        await r.xgroup_create(stream, GROUP, id="0", mkstream=True)
     except ResponseError as e:
         if "BUSYGROUP" not in str(e):
             raise
 
 
-async def enqueue(r: Redis, job: dict[str, Any]) -> str:
-    return await r.xadd(OUTBOX_STREAM, {"job": json.dumps(job)})
+async def enqueue(r: Redis, job: dict[str, Any], stream: str = OUTBOX_STREAM) -> str:
+    return await r.xadd(stream, {"job": json.dumps(job)})
 
 
 async def backlog(r: Redis) -> dict[str, Any]:
@@ -52,8 +52,11 @@ async def backlog(r: Redis) -> dict[str, Any]:
 class OutboxConsumer:
     """The loop body of a worker: claim stale jobs, read new ones, handle, acknowledge."""
 
-    def __init__(self, r: Redis, consumer: str, handler: Handler, *, claim_idle_ms: int, block_ms: int):
+    def __init__(self, r: Redis, consumer: str, handler: Handler, *, claim_idle_ms: int, block_ms: int,
+                 stream: str = OUTBOX_STREAM, dead_stream: str = DEAD_STREAM):
         self.r = r
+        self.stream = stream
+        self.dead_stream = dead_stream
         self.consumer = consumer
         self.handler = handler
         self.claim_idle_ms = claim_idle_ms
@@ -65,16 +68,16 @@ class OutboxConsumer:
         entries: list[tuple[str, dict]] = []
         # Redis 6.2 answers [next, entries], Redis 7 adds the deleted ids
         claimed = (await self.r.xautoclaim(
-            OUTBOX_STREAM, GROUP, self.consumer, min_idle_time=self.claim_idle_ms, start_id="0-0", count=16
+            self.stream, GROUP, self.consumer, min_idle_time=self.claim_idle_ms, start_id="0-0", count=16
         ))[1]
         for entry_id, fields in claimed:
             if fields:  # a deleted entry comes back empty
                 log.warning("outbox: re-claimed job %s left pending by a dead worker", _s(entry_id))
                 entries.append((entry_id, fields))
             else:
-                await self.r.xack(OUTBOX_STREAM, GROUP, entry_id)
+                await self.r.xack(self.stream, GROUP, entry_id)
         if not entries:
-            got = await self.r.xreadgroup(GROUP, self.consumer, {OUTBOX_STREAM: ">"}, count=16,
+            got = await self.r.xreadgroup(GROUP, self.consumer, {self.stream: ">"}, count=16,
                                           block=self.block_ms)
             for _stream, items in got or []:
                 entries.extend(items)
@@ -89,18 +92,18 @@ class OutboxConsumer:
             job = json.loads(raw)
             await self.handler(job)
         except Exception:
-            info = await self.r.xpending_range(OUTBOX_STREAM, GROUP, min=entry_id, max=entry_id, count=1)
+            info = await self.r.xpending_range(self.stream, GROUP, min=entry_id, max=entry_id, count=1)
             deliveries = info[0]["times_delivered"] if info else 1
             if deliveries >= MAX_DELIVERIES:
                 log.error("outbox: job %s failed %d times, moved to %s", _s(entry_id), deliveries,
-                          DEAD_STREAM, exc_info=True)
-                await self.r.xadd(DEAD_STREAM, {"job": raw, "from": entry_id})
-                await self.r.xack(OUTBOX_STREAM, GROUP, entry_id)
+                          self.dead_stream, exc_info=True)
+                await self.r.xadd(self.dead_stream, {"job": raw, "from": entry_id})
+                await self.r.xack(self.stream, GROUP, entry_id)
             else:
                 log.warning("outbox: job %s failed (delivery %d), stays pending for a retry",
                             _s(entry_id), deliveries, exc_info=True)
             return 0
-        await self.r.xack(OUTBOX_STREAM, GROUP, entry_id)
+        await self.r.xack(self.stream, GROUP, entry_id)
         self.processed += 1
         return 1
 

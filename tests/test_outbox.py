@@ -5,7 +5,7 @@ import json
 import uuid
 
 from memory import outbox, pg
-from memory.outbox import DEAD_STREAM, GROUP, OUTBOX_STREAM, OutboxConsumer
+from memory.outbox import GROUP, OutboxConsumer
 from tests.conftest import pg_call
 
 
@@ -25,22 +25,22 @@ async def _scenario(stores):
     pool = pg.open_pool(stores.database_url, 1, 2)
     await pool.open(wait=True)
     try:
-        await outbox.ensure_group(r)
-        # drain what other tests left, so this scenario reads its own jobs
-        await r.delete(OUTBOX_STREAM)
-        await outbox.ensure_group(r)
+        # a stream of this test's own: the system's workers consume the real one
+        stream, dead_stream = f"test:outbox:{uuid.uuid4().hex[:8]}", f"test:dead:{uuid.uuid4().hex[:8]}"
+        await outbox.ensure_group(r, stream)
         user = f"ob-{uuid.uuid4().hex[:8]}"
         job = _job(user)
-        await outbox.enqueue(r, job)
+        await outbox.enqueue(r, job, stream)
         # a worker reads the job and dies before it writes: the job stays pending with it
-        got = await r.xreadgroup(GROUP, "dead-worker", {OUTBOX_STREAM: ">"}, count=1)
+        got = await r.xreadgroup(GROUP, "dead-worker", {stream: ">"}, count=1)
         assert got and len(got[0][1]) == 1
-        assert (await r.xpending(OUTBOX_STREAM, GROUP))["pending"] == 1
+        assert (await r.xpending(stream, GROUP))["pending"] == 1
 
         async def write(j):
             await pg.write_turn_job(pool, j)
 
-        alive = OutboxConsumer(r, "alive-worker", write, claim_idle_ms=300, block_ms=50)
+        alive = OutboxConsumer(r, "alive-worker", write, claim_idle_ms=300, block_ms=50, stream=stream,
+                               dead_stream=dead_stream)
         assert await alive.step() == 0  # not idle long enough yet: not taken over
         assert await pg.turn_record(pool, user, "nova", job["turn"]["turn_id"]) is None
         await asyncio.sleep(0.4)
@@ -49,10 +49,10 @@ async def _scenario(stores):
         assert rec["reply"] == "hi" and rec["embedding_dim"] == 384
         rows = await pg.pipeline_rows(pool, user, "nova")
         assert [(x["entscheidung"], x["outcome"]) for x in rows] == [("responder.ergebnis", "antwort")]
-        assert (await r.xpending(OUTBOX_STREAM, GROUP))["pending"] == 0
+        assert (await r.xpending(stream, GROUP))["pending"] == 0
 
         # the same job again (a worker died after commit, before ack): written once
-        await outbox.enqueue(r, job)
+        await outbox.enqueue(r, job, stream)
         assert await alive.step() == 1
         assert await pg.count_turn_records(pool, user, "nova") == 1
         assert len(await pg.pipeline_rows(pool, user, "nova")) == 1
@@ -61,16 +61,17 @@ async def _scenario(stores):
         async def failing(j):
             raise RuntimeError("database down")
 
-        bad = OutboxConsumer(r, "bad-worker", failing, claim_idle_ms=0, block_ms=50)
-        dead_before = await r.xlen(DEAD_STREAM)
-        await outbox.enqueue(r, _job(user))
+        bad = OutboxConsumer(r, "bad-worker", failing, claim_idle_ms=0, block_ms=50, stream=stream,
+                             dead_stream=dead_stream)
+        dead_before = await r.xlen(dead_stream)
+        await outbox.enqueue(r, _job(user), stream)
         assert await bad.step() == 0
-        assert (await r.xpending(OUTBOX_STREAM, GROUP))["pending"] == 1
+        assert (await r.xpending(stream, GROUP))["pending"] == 1
         for _ in range(outbox.MAX_DELIVERIES):
             await bad.step()
-        assert (await r.xpending(OUTBOX_STREAM, GROUP))["pending"] == 0
-        assert await r.xlen(DEAD_STREAM) == dead_before + 1
-        dead = await r.xrevrange(DEAD_STREAM, count=1)
+        assert (await r.xpending(stream, GROUP))["pending"] == 0
+        assert await r.xlen(dead_stream) == dead_before + 1
+        dead = await r.xrevrange(dead_stream, count=1)
         assert json.loads(dead[0][1][b"job"])["turn"]["user_id"] == user
     finally:
         await pool.close()

@@ -1,0 +1,41 @@
+"""A node placed in the node deployment gets the records it reads and its result merges typed."""
+import asyncio
+import types
+
+from pipeline.runner import ChainRunner
+from pipeline.services import Deps
+from pipeline.state import PairRecord, Stimulus, TurnState
+from pipeline.trace import TurnTrace
+
+
+class _Remote:
+    """Stands in for the deployment handle: runs the node function on serialised records."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.calls = []
+        self.run_node = types.SimpleNamespace(remote=self._remote)
+
+    async def _remote(self, name, records):
+        self.calls.append((name, records))
+        return await self.fn(name, records)
+
+
+def test_remote_node_roundtrip():
+    async def fake(name, records):
+        assert set(records) == {"stimulus"}
+        return {"update": {"pair": {"character_name": records["stimulus"]["character_id"].title()}},
+                "rows": [{"seq": 0, "node": name, "art": "switch", "entscheidung": "x.y", "outcome": "z",
+                          "inputs": {}, "at": "2026-11-30T00:00:00+00:00"}],
+                "llm_ms": 5.0, "embed_ms": 1.0}
+
+    handle = _Remote(fake)
+    node = types.SimpleNamespace(NAME="db_zugriff", READS=("stimulus",), WRITES=("pair",), run=None)
+    runner = ChainRunner(chain=(), remote=["db_zugriff"], nodes_handle=handle)
+    runner.nodes = [node]
+    state = TurnState(stimulus=Stimulus(user_id="u", character_id="nova", turn_id="t", user_prompt="hi"))
+    trace = TurnTrace("u", "nova", "t")
+    asyncio.run(runner.run(state, Deps(services=None, trace=trace)))
+    assert isinstance(state.pair, PairRecord) and state.pair.character_name == "Nova"
+    assert [r["art"] for r in trace.rows] == ["switch", "node"]
+    assert trace.llm_ms == 5.0 and trace.embed_ms == 1.0
