@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 import time
 import uuid
 from typing import Any, AsyncIterator
@@ -25,6 +27,7 @@ from pipeline.trace import TurnTrace
 
 log = logging.getLogger("novaberg.pair")
 
+HEAVY_MODULES = ("torch", "sentence_transformers", "llama_cpp", "psycopg", "trafilatura")
 LIVE_PAIRS = "pairs:live"
 EVICTED_PAIRS = "pairs:evicted"
 
@@ -168,7 +171,9 @@ class PairActor:
         return {"user_id": self.user_id, "character_id": self.character_id, "turns_here": self._turns,
                 "busy": self._lock.locked(), "inflight": self._inflight,
                 "idle_s": round(time.monotonic() - self._last, 2), "up_s": round(time.time() - self._started, 2),
-                "pid": __import__("os").getpid()}
+                "pid": os.getpid(),
+                # what must never load in a pair actor (it lives in the shared deployments)
+                "heavy_imports": [m for m in HEAVY_MODULES if m in sys.modules]}
 
 
 PairActorRemote = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(PairActor)

@@ -213,10 +213,11 @@ class LlamaCppBackend:
 class OpenAICompatBackend:
     """Any OpenAI-compatible server (vLLM server, llama.cpp server, Ollama) over httpx."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, transport=None):
         self.settings = settings
         self.model = settings.llm_model
         self._client = None
+        self._transport = transport
         self.busy_s = 0.0
         self.queued = 0
 
@@ -224,6 +225,7 @@ class OpenAICompatBackend:
         import httpx
 
         self._client = httpx.AsyncClient(
+            transport=self._transport,
             base_url=self.settings.openai_base_url.rstrip("/"),
             headers={"Authorization": f"Bearer {self.settings.openai_api_key}"},
             timeout=httpx.Timeout(self.settings.openai_timeout_s, connect=10.0),

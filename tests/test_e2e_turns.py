@@ -80,3 +80,46 @@ def test_streamed_turn_reports_nodes_tokens_and_final(client, keys):
     final = events[-1][1]
     assert tokens.strip() and final["reply"] == tokens.strip()
     assert kinds.index("token") > kinds.index("node_started")
+
+
+def test_turns_of_one_pair_run_one_at_a_time_in_arrival_order(system, keys, settings):
+    import threading
+    import time
+
+    import httpx
+
+    character = f"order-{uuid.uuid4().hex[:6]}"
+    texts = ["Erstens.", "Zweitens.", "Drittens."]
+    results = {}
+
+    def post(i):
+        with httpx.Client(base_url=system.url, timeout=300) as c:
+            results[i] = c.post(f"/v1/pairs/alice/{character}/turns", json={"text": texts[i]},
+                                headers=auth(keys["alice"]))
+
+    threads = []
+    for i in range(3):
+        t = threading.Thread(target=post, args=(i,))
+        t.start()
+        threads.append(t)
+        time.sleep(0.3)
+    for t in threads:
+        t.join(300)
+    assert all(results[i].status_code == 200 for i in range(3))
+    turns = redis_call(settings.redis_url, session.load_turns, "alice", character, 10)
+    assert [t["inhalt"] for t in turns if t["rolle"] == "user"] == texts
+    # each turn saw exactly the turns before it: none ran beside another
+    for i in range(3):
+        tid = results[i].json()["turn_id"]
+        rows = wait_for(lambda: pg_call(settings.database_url, pg.pipeline_rows, "alice", character, tid))
+        verlauf = next(x for x in rows if x["entscheidung"] == "enricher.verlauf")
+        assert verlauf["inputs"]["gelesen"] == 2 * i
+
+
+def test_pair_actor_stays_light(client, keys):
+    # after a turn, the actor has loaded everything it needs for one
+    assert client.post("/v1/pairs/alice/light/turns", json={"text": "Hallo"},
+                       headers=auth(keys["alice"])).status_code == 200
+    r = client.get("/v1/pairs/alice/light/status", headers=auth(keys["alice"]))
+    assert r.status_code == 200
+    assert r.json()["heavy_imports"] == []
