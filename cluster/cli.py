@@ -186,10 +186,16 @@ def main(argv: list[str] | None = None) -> int:
     kc = ks.add_parser("create", help="create an API key bound to a user")
     kc.add_argument("--user", required=True)
     kc.add_argument("--key", help="operator key (default: the local one)")
+    from cluster import memory_cli
+
+    memory_cli.add_parser(sub)
     args = p.parse_args(argv)
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     settings = load_settings()
     handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "chat": cmd_chat,
-                "key": cmd_key_create}
+                "key": cmd_key_create, "memory": memory_cli.run}
     return handlers[args.cmd](settings, args)
 
 

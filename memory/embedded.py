@@ -29,6 +29,8 @@ class EmbeddedStores:
         tmp = self.home / "tmp"
         tmp.mkdir(exist_ok=True)
         os.environ.setdefault("TMPDIR", str(tmp))
+        (tmp / "run").mkdir(mode=0o700, exist_ok=True)
+        os.environ.setdefault("XDG_RUNTIME_DIR", str(tmp / "run"))
         if postgres:
             self._start_postgres()
         if redis:

@@ -178,3 +178,16 @@ async def count_turn_records(pool: AsyncConnectionPool, user_id: str, character_
             "SELECT count(*) FROM turns WHERE user_id = %s AND character_id = %s", (user_id, character_id)
         )
         return (await cur.fetchone())[0]
+
+
+async def decision_rates(pool: AsyncConnectionPool, since: datetime | None = None) -> list[dict]:
+    """How often each branching node took each outcome (art = switch), since a point in time."""
+    sql = ("SELECT entscheidung, outcome, count(*) FROM pipeline_log WHERE art = 'switch'"
+           + (" AND created_at >= %s" if since else "") + " GROUP BY entscheidung, outcome ORDER BY entscheidung, outcome")
+    async with pool.connection() as conn:
+        cur = await conn.execute(sql, (since,) if since else ())
+        rows = await cur.fetchall()
+    totals: dict[str, int] = {}
+    for e, _, n in rows:
+        totals[e] = totals.get(e, 0) + n
+    return [{"entscheidung": e, "outcome": o, "count": n, "rate": round(n / totals[e], 6)} for e, o, n in rows]

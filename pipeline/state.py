@@ -64,6 +64,15 @@ class SessionTurn(_Record):
     time: datetime
     emotion: str | None = None
     arousal: float | None = None
+    vektor: str | None = None
+    stil: str | None = None
+    dynamik: str | None = None
+    tone: str | None = None
+    kern: str | None = None
+    intentionen: list[str] | None = None
+    modus: str | None = None
+    quelle: str | None = None
+    """Source id of an imported turn (e.g. LoCoMo's dia_id)."""
 
 
 class MemoryRecord(_Record):

@@ -133,3 +133,60 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.25):
             return value
         time.sleep(interval)
     raise AssertionError(f"condition not met within {timeout}s")
+
+
+DIM = 384
+
+
+def unit(i: int):
+    """The i-th basis vector of the embedding space."""
+    import numpy as np
+
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def at_cosine(c: float, axis: int = 1, base: int = 0):
+    """A unit vector whose cosine to unit(base) is exactly c (rotated towards unit(axis))."""
+    import math
+
+    return unit(base) * c + unit(axis) * math.sqrt(max(0.0, 1 - c * c))
+
+
+@pytest.fixture()
+def pool(migrated):
+    """A fresh async pool per test (each test runs its own event loop)."""
+    return migrated.database_url
+
+
+def new_pair(prefix: str = "p") -> tuple[str, str]:
+    import uuid
+
+    return f"{prefix}-{uuid.uuid4().hex[:8]}", "nova"
+
+
+async def with_pool(database_url: str, fn):
+    from memory import pg
+
+    p = pg.open_pool(database_url, 1, 2)
+    await p.open(wait=True)
+    try:
+        return await fn(p)
+    finally:
+        await p.close()
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The real embedder model, loaded once (for import and retrieval tests)."""
+    from serve.embedder import load_model
+
+    return load_model(2)
+
+
+def embed_with(model):
+    def embed(texts):
+        return [v.tolist() for v in model.encode(texts, normalize_embeddings=True, convert_to_numpy=True,
+                                                  show_progress_bar=False)]
+    return embed

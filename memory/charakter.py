@@ -1,0 +1,107 @@
+"""Directives, character instructions (at most three active), both sides' profiles and Nova's
+emotion state, per pair."""
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+PROFILE_FIELDS = ("nova_kern", "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung",
+                  "mensch_kern", "mensch_beziehung", "mensch_themen")
+
+
+class TooManyInstructions(ValueError):
+    """A fourth active instruction: the caller asks the human to consolidate (seed 004)."""
+
+
+async def add_directive(pool: AsyncConnectionPool, user_id: str, character_id: str, text: str) -> int:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "INSERT INTO direktiven (user_id, character_id, text) VALUES (%s,%s,%s) RETURNING id",
+            (user_id, character_id, text))
+        return (await cur.fetchone())[0]
+
+
+async def set_directive_active(pool: AsyncConnectionPool, user_id: str, character_id: str, directive_id: int,
+                               aktiv: bool) -> bool:
+    async with pool.connection() as conn:
+        cur = await conn.execute("UPDATE direktiven SET aktiv=%s WHERE id=%s AND user_id=%s AND character_id=%s",
+                                 (aktiv, directive_id, user_id, character_id))
+        return cur.rowcount == 1
+
+
+async def directives(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[dict[str, Any]]:
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT id, text FROM direktiven WHERE user_id=%s AND character_id=%s AND aktiv"
+                                 " ORDER BY id", (user_id, character_id))
+        return [{"id": r[0], "text": r[1]} for r in await cur.fetchall()]
+
+
+async def add_instruction(pool: AsyncConnectionPool, user_id: str, character_id: str, text: str,
+                          max_active: int = 3) -> int:
+    async with pool.connection() as conn:
+        async with conn.transaction():
+            # serialise per pair so two concurrent adds cannot both pass the count
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"anweisung:{user_id}:{character_id}",))
+            cur = await conn.execute("SELECT count(*) FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s"
+                                     " AND aktiv", (user_id, character_id))
+            if (await cur.fetchone())[0] >= max_active:
+                raise TooManyInstructions(f"{max_active} instructions are active already; consolidate first")
+            cur = await conn.execute("INSERT INTO charakter_anweisungen (user_id, character_id, text)"
+                                     " VALUES (%s,%s,%s) RETURNING id", (user_id, character_id, text))
+            return (await cur.fetchone())[0]
+
+
+async def deactivate_instruction(pool: AsyncConnectionPool, user_id: str, character_id: str, instruction_id: int) -> bool:
+    async with pool.connection() as conn:
+        cur = await conn.execute("UPDATE charakter_anweisungen SET aktiv=false WHERE id=%s AND user_id=%s"
+                                 " AND character_id=%s", (instruction_id, user_id, character_id))
+        return cur.rowcount == 1
+
+
+async def instructions(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[dict[str, Any]]:
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT id, text FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s"
+                                 " AND aktiv ORDER BY id", (user_id, character_id))
+        return [{"id": r[0], "text": r[1]} for r in await cur.fetchall()]
+
+
+async def set_profile(pool: AsyncConnectionPool, user_id: str, character_id: str, **fields: str) -> None:
+    bad = set(fields) - set(PROFILE_FIELDS)
+    if bad:
+        raise ValueError(f"unknown profile fields {sorted(bad)}")
+    cols = ", ".join(fields)
+    vals = ", ".join(["%s"] * len(fields))
+    upd = ", ".join(f"{k}=EXCLUDED.{k}" for k in fields)
+    async with pool.connection() as conn:
+        await conn.execute(
+            f"INSERT INTO pair_profiles (user_id, character_id, {cols}) VALUES (%s,%s,{vals})"
+            f" ON CONFLICT (user_id, character_id) DO UPDATE SET {upd}, updated_at=now()",
+            (user_id, character_id, *fields.values()))
+
+
+async def profile(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, str]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(f"SELECT {', '.join(PROFILE_FIELDS)} FROM pair_profiles"
+                                 " WHERE user_id=%s AND character_id=%s", (user_id, character_id))
+        r = await cur.fetchone()
+    return {k: (r[i] if r else "") for i, k in enumerate(PROFILE_FIELDS)}
+
+
+async def save_emotion(pool: AsyncConnectionPool, user_id: str, character_id: str, emotion: str, arousal: float,
+                       vektor: str | None = None, verlauf: list[dict] | None = None) -> None:
+    async with pool.connection() as conn:
+        await conn.execute(
+            "INSERT INTO nova_emotion (user_id, character_id, emotion, arousal, vektor, verlauf)"
+            " VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (user_id, character_id) DO UPDATE SET emotion=EXCLUDED.emotion,"
+            " arousal=EXCLUDED.arousal, vektor=EXCLUDED.vektor, verlauf=EXCLUDED.verlauf, updated_at=now()",
+            (user_id, character_id, emotion, arousal, vektor, Jsonb(verlauf or [])))
+
+
+async def load_emotion(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, Any] | None:
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT emotion, arousal, vektor, verlauf FROM nova_emotion"
+                                 " WHERE user_id=%s AND character_id=%s", (user_id, character_id))
+        r = await cur.fetchone()
+    return None if r is None else {"emotion": r[0], "arousal": r[1], "vektor": r[2], "verlauf": r[3]}

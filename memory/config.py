@@ -1,0 +1,69 @@
+"""Memory thresholds and limits. Where seed 001 / seed 000 give a number, it is the default here.
+
+Thresholds belong to an embedding model and a corpus (seed 001: 0.40 meant 1.4 % in one corpus
+and 35.6 % in another). The seeds' values were calibrated on nomic-embed-text-v2-moe (768 dims);
+`for_model` returns the values measured for the default model, all-MiniLM-L6-v2 — see
+`memory/THRESHOLDS.md` for the measurement.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class MemoryConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    session_max_turns: int = Field(default=20, ge=2)
+    """SESSION_MAX_TURNS: the session window the chain reads."""
+    kzg_threshold: float = Field(default=0.72, ge=-1, le=1)
+    """KZG_RETRIEVAL_SCHWELLE: absolute cosine floor of the short-term memory KNN."""
+    kzg_top_k: int = Field(default=10, ge=1)
+    lzg_anchor_min_similarity: float = Field(default=0.40, ge=-1, le=1)
+    """Anchor floor for the enricher's reading path."""
+    lzg_anchor_count: int = Field(default=3, ge=1)
+    thinker_top_k: int = Field(default=20, ge=1)
+    thinker_min_similarity: float = Field(default=0.0, ge=-1, le=1)
+    spreading_depth: int = Field(default=2, ge=0, le=5)
+    spreading_decay: float = Field(default=0.5, gt=0, le=1)
+    spreading_min_activation: float = Field(default=0.05, ge=0, le=1)
+    spreading_max_nodes: int = Field(default=12, ge=1)
+    lzg_decay_per_day: float = Field(default=0.01, ge=0, le=1)
+    """Weight decay of LZG nodes per day without activation."""
+    goal_threshold: float = Field(default=0.40, ge=0, le=1)
+    """Goal activation = similarity × motivation; activated at or above this."""
+    library_threshold: float = Field(default=0.50, ge=-1, le=1)
+    library_top_k: int = Field(default=3, ge=1)
+    library_weight_cap: float = Field(default=10.0, gt=0)
+    files_dense_floor: float = Field(default=0.30, ge=-1, le=1)
+    files_cap: int = Field(default=3, ge=1)
+    files_excerpt_chars: int = Field(default=300, ge=20)
+    timeline_keyword_limit: int = Field(default=5, ge=1)
+    timeline_window_back_days: int = Field(default=3, ge=0)
+    timeline_window_ahead_days: int = Field(default=14, ge=0)
+    max_active_instructions: int = Field(default=3, ge=1)
+    cluster_gravitation: dict[str, float] = Field(default_factory=lambda: dict(CLUSTER_GRAVITATION_FAKTOR))
+
+
+# Landscape clusters and their perception-gravity factor f (0.05–0.30), one place in the code.
+CLUSTER_GRAVITATION_FAKTOR: dict[str, float] = {
+    "kissenschlacht": 0.25, "feuerwerk": 0.30, "schlachtfeld": 0.05, "paradox": 0.15,
+    "lagerfeuer": 0.20, "werkstatt": 0.10, "bibliothek": 0.10, "hafen": 0.20, "gipfel": 0.25,
+    "nebelwald": 0.15, "tanzflaeche": 0.25, "krankenzimmer": 0.05, "labyrinth": 0.10, "garten": 0.20,
+}
+
+# Measured for all-MiniLM-L6-v2 (memory/THRESHOLDS.md); unknown models keep the seeds' values.
+_PER_MODEL: dict[str, dict[str, float]] = {
+    "all-minilm-l6-v2": {
+        "kzg_threshold": 0.45,
+        "lzg_anchor_min_similarity": 0.30,
+        "library_threshold": 0.40,
+        "files_dense_floor": 0.22,
+        "goal_threshold": 0.30,
+    },
+}
+
+
+def for_model(embedding_model: str, **overrides) -> MemoryConfig:
+    base = dict(_PER_MODEL.get(embedding_model.lower(), {}))
+    base.update(overrides)
+    return MemoryConfig(**base)

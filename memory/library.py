@@ -1,0 +1,55 @@
+"""Nova's library (`autonomous_wissen` + topic vectors), written by the pixie, read by the enricher.
+
+Types `wissen` and `bericht`; the reading path returns only `wissen` (seed 001: `Bibliothek=ja`
+once announced reports that the read path can never return), threshold 0.50, top_k 3, weights
+divided by the cap (10.0) onto 0–1.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
+
+from memory.config import MemoryConfig
+from memory.vectors import normalise
+
+
+async def add(pool: AsyncConnectionPool, user_id: str, character_id: str, typ: str, titel: str, inhalt: str,
+              thema_embedding, gewicht: float = 1.0) -> int:
+    async with pool.connection() as conn:
+        async with conn.transaction():
+            cur = await conn.execute(
+                "INSERT INTO autonomous_wissen (user_id, character_id, typ, titel, inhalt, gewicht)"
+                " VALUES (%s,%s,%s,%s,%s,%s) RETURNING id", (user_id, character_id, typ, titel, inhalt, gewicht))
+            wid = (await cur.fetchone())[0]
+            if thema_embedding is not None:
+                await conn.execute("INSERT INTO autonomous_wissen_thema (wissen_id, embedding) VALUES (%s,%s)",
+                                   (wid, normalise(thema_embedding)))
+    return wid
+
+
+async def bestand(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, int]:
+    """What the reading path can reach (`wissen` with a topic vector) next to everything active."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FILTER (WHERE w.typ = 'wissen' AND t.wissen_id IS NOT NULL), count(*)"
+            " FROM autonomous_wissen w LEFT JOIN autonomous_wissen_thema t ON t.wissen_id = w.id"
+            " WHERE w.user_id=%s AND w.character_id=%s AND w.aktiv", (user_id, character_id))
+        lesbar, alle = await cur.fetchone()
+    return {"lesbar": lesbar, "aktiv": alle}
+
+
+async def suchen(pool: AsyncConnectionPool, user_id: str, character_id: str, vector, cfg: MemoryConfig,
+                 top_k: int | None = None) -> list[dict[str, Any]]:
+    q = normalise(vector)
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT w.id, w.titel, w.inhalt, w.gewicht, 1 - (t.embedding <=> %s) AS sim"
+            " FROM autonomous_wissen w JOIN autonomous_wissen_thema t ON t.wissen_id = w.id"
+            " WHERE w.user_id=%s AND w.character_id=%s AND w.aktiv AND w.typ = 'wissen'"
+            "   AND 1 - (t.embedding <=> %s) >= %s"
+            " ORDER BY t.embedding <=> %s, w.id LIMIT %s",
+            (q, user_id, character_id, q, cfg.library_threshold, q, top_k or cfg.library_top_k))
+        rows = await cur.fetchall()
+    return [{"id": r[0], "titel": r[1], "inhalt": r[2], "similarity": round(float(r[4]), 6),
+             "gewicht": round(min(max(r[3] / cfg.library_weight_cap, 0.0), 1.0), 6)} for r in rows]

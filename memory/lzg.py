@@ -1,0 +1,178 @@
+"""Long-term memory (LZG): nodes with embeddings and weights, synapse edges between them.
+
+`anker_retrieval` is an exact scan over the pair's active nodes (no ivfflat: seed 001 §3.3), in
+cosine order. `spreading_lesen` starts at the anchors and spreads activation along the edges with
+a decay per hop, returning each memory with the path it was reached by ("eingefallen über …").
+"""
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+from psycopg_pool import AsyncConnectionPool
+
+from memory.config import MemoryConfig
+from memory.vectors import normalise
+
+_COLS = "id, inhalt, dimension, beobachter, emotion, arousal, gewicht, zuletzt, quelle, zeitpunkt"
+
+
+def _row(r, sim: float | None = None) -> dict[str, Any]:
+    keys = ("id", "inhalt", "dimension", "beobachter", "emotion", "arousal", "gewicht", "zuletzt", "quelle",
+            "zeitpunkt")
+    d = dict(zip(keys, r))
+    d["zuletzt"] = d["zuletzt"].isoformat() if d["zuletzt"] else None
+    d["zeitpunkt"] = d["zeitpunkt"].isoformat() if d["zeitpunkt"] else None
+    if sim is not None:
+        d["similarity"] = round(float(sim), 6)
+    return d
+
+
+def effective_weight(gewicht: float, zuletzt: datetime, decay_per_day: float, now: datetime | None = None) -> float:
+    """Weight after the forgetting curve: gewicht × (1 − decay)^days since the last activation."""
+    now = now or datetime.now(timezone.utc)
+    days = max(0.0, (now - zuletzt).total_seconds() / 86400)
+    return gewicht * math.pow(1 - decay_per_day, days)
+
+
+async def add_nodes(pool: AsyncConnectionPool, user_id: str, character_id: str,
+                    nodes: Iterable[dict[str, Any]]) -> list[int]:
+    """Insert nodes (inhalt, embedding, and optional dimension, beobachter, emotion, arousal,
+    gewicht, quelle, zeitpunkt); returns their ids in order."""
+    ids: list[int] = []
+    async with pool.connection() as conn:
+        async with conn.transaction():
+            for n in nodes:
+                cur = await conn.execute(
+                    "INSERT INTO lzg_knoten (user_id, character_id, inhalt, dimension, beobachter, emotion, arousal,"
+                    " gewicht, embedding, quelle, zeitpunkt) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+                    (user_id, character_id, n["inhalt"], n.get("dimension", "erlebnis"), n.get("beobachter", "nova"),
+                     n.get("emotion"), n.get("arousal"), n.get("gewicht", 1.0), normalise(n["embedding"]),
+                     n.get("quelle"), n.get("zeitpunkt")),
+                )
+                ids.append((await cur.fetchone())[0])
+    return ids
+
+
+async def add_synapses(pool: AsyncConnectionPool, edges: Iterable[tuple[int, int, float]], art: str = "assoziation") -> None:
+    """Undirected association: each edge is stored in both directions; a repeated edge keeps the
+    stronger weight."""
+    rows = []
+    for a, b, w in edges:
+        rows += [(a, b, w, art), (b, a, w, art)]
+    if not rows:
+        return
+    async with pool.connection() as conn:
+        async with conn.cursor() as cur:
+            await cur.executemany(
+                "INSERT INTO lzg_synapsen (von_id, nach_id, gewicht, art) VALUES (%s,%s,%s,%s)"
+                " ON CONFLICT (von_id, nach_id) DO UPDATE SET gewicht = GREATEST(lzg_synapsen.gewicht, EXCLUDED.gewicht)",
+                rows,
+            )
+
+
+async def has_nodes(pool: AsyncConnectionPool, user_id: str, character_id: str) -> bool:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND aktiv)",
+            (user_id, character_id))
+        return bool((await cur.fetchone())[0])
+
+
+async def count_nodes(pool: AsyncConnectionPool, user_id: str, character_id: str) -> int:
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT count(*) FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND aktiv",
+                                 (user_id, character_id))
+        return (await cur.fetchone())[0]
+
+
+async def anker_retrieval(pool: AsyncConnectionPool, user_id: str, character_id: str, vector, top_k: int,
+                          min_similarity: float) -> list[dict[str, Any]]:
+    """The pair's nodes nearest to `vector` by cosine, best first, at least `min_similarity`.
+    Exact: every active node of the pair is compared; ties break by id."""
+    q = normalise(vector)
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            f"SELECT {_COLS}, 1 - (embedding <=> %s) AS sim FROM lzg_knoten"
+            " WHERE user_id = %s AND character_id = %s AND aktiv"
+            " ORDER BY embedding <=> %s, id LIMIT %s",
+            (q, user_id, character_id, q, top_k),
+        )
+        rows = await cur.fetchall()
+    return [_row(r[:-1], r[-1]) for r in rows if r[-1] >= min_similarity]
+
+
+async def _neighbours(conn, ids: list[int]) -> dict[int, list[tuple[int, float]]]:
+    cur = await conn.execute(
+        "SELECT s.von_id, s.nach_id, s.gewicht FROM lzg_synapsen s JOIN lzg_knoten k ON k.id = s.nach_id"
+        " WHERE s.von_id = ANY(%s) AND k.aktiv ORDER BY s.von_id, s.nach_id", (ids,))
+    out: dict[int, list[tuple[int, float]]] = {}
+    for von, nach, w in await cur.fetchall():
+        out.setdefault(von, []).append((nach, float(w)))
+    return out
+
+
+async def spreading_lesen(pool: AsyncConnectionPool, user_id: str, character_id: str, vector, cfg: MemoryConfig, *,
+                          anchor_count: int | None = None, min_similarity: float | None = None,
+                          cluster: str | None = None, nova_sektor: str | None = None) -> dict[str, Any]:
+    """Anchors, then spreading activation along the edges. Deterministic: the frontier is handled
+    by activation (then id), neighbours by id; a node keeps its strongest path."""
+    anchors = await anker_retrieval(pool, user_id, character_id, vector, anchor_count or cfg.lzg_anchor_count,
+                                    cfg.lzg_anchor_min_similarity if min_similarity is None else min_similarity)
+    reached: dict[int, dict[str, Any]] = {}
+    for a in anchors:
+        reached[a["id"]] = {"id": a["id"], "aktivierung": a["similarity"], "tiefe": 0, "pfad": [a["id"]]}
+    frontier = sorted(reached.values(), key=lambda x: (-x["aktivierung"], x["id"]))
+    max_depth = 0
+    async with pool.connection() as conn:
+        for depth in range(1, cfg.spreading_depth + 1):
+            if not frontier:
+                break
+            nbrs = await _neighbours(conn, [f["id"] for f in frontier])
+            nxt: dict[int, dict[str, Any]] = {}
+            for f in frontier:
+                for nid, w in nbrs.get(f["id"], []):
+                    act = f["aktivierung"] * w * cfg.spreading_decay
+                    if act < cfg.spreading_min_activation:
+                        continue
+                    best = reached.get(nid) or nxt.get(nid)
+                    if best is not None and best["aktivierung"] >= act:
+                        continue
+                    nxt[nid] = {"id": nid, "aktivierung": act, "tiefe": depth, "pfad": f["pfad"] + [nid]}
+            if nxt:
+                max_depth = depth
+            reached.update(nxt)
+            frontier = sorted(nxt.values(), key=lambda x: (-x["aktivierung"], x["id"]))
+        ranked = sorted(reached.values(), key=lambda x: (-x["aktivierung"], x["id"]))[: cfg.spreading_max_nodes]
+        ids = sorted({i for r in ranked for i in r["pfad"]})
+        cur = await conn.execute(f"SELECT {_COLS} FROM lzg_knoten WHERE id = ANY(%s)", (ids,))
+        nodes = {r[0]: _row(r) for r in await cur.fetchall()}
+    now = datetime.now(timezone.utc)
+    erinnerungen = []
+    for r in ranked:
+        n = dict(nodes[r["id"]])
+        n["aktivierung"] = round(r["aktivierung"], 6)
+        n["tiefe"] = r["tiefe"]
+        n["pfad"] = r["pfad"]
+        n["gewicht_wirksam"] = round(effective_weight(n["gewicht"], datetime.fromisoformat(n["zuletzt"]),
+                                                      cfg.lzg_decay_per_day, now), 6)
+        if r["tiefe"] == 0:
+            n["eingefallen_ueber"] = "Anker"
+        else:
+            parent = nodes[r["pfad"][-2]]
+            n["eingefallen_ueber"] = f"eingefallen über »{parent['inhalt'][:80]}«"
+        erinnerungen.append(n)
+    return {
+        "rahmen": {"anker_anzahl": len(anchors), "sprung_tiefe": max_depth, "cluster": cluster or "paradox",
+                   "nova_sektor": nova_sektor},
+        "erinnerungen": erinnerungen,
+        "ids": [e["id"] for e in erinnerungen],
+    }
+
+
+async def touch(pool: AsyncConnectionPool, ids: list[int]) -> None:
+    """Activation restarts a node's forgetting curve."""
+    if ids:
+        async with pool.connection() as conn:
+            await conn.execute("UPDATE lzg_knoten SET zuletzt = now() WHERE id = ANY(%s)", (ids,))

@@ -1,0 +1,116 @@
+"""Timeline per pair: appointments (`termin`) and memory anchors (`erinnerungs_anker`).
+
+Stored in UTC, queried in the configured local time zone: a local day is converted to its UTC
+bounds with zoneinfo, so days of 23 or 25 hours (DST) are exact. Anchors are excluded in the
+query itself, before the limit — excluding them afterwards would let five anchors fill a limit of
+five and return no appointment at all.
+"""
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from psycopg_pool import AsyncConnectionPool
+
+WOCHENTAGE = ("Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag")
+_COLS = "id, typ, titel, personen, beginn, ende, turn_id"
+
+
+def to_utc(local: datetime, tz: str) -> datetime:
+    """A local wall time (naive = in `tz`) as an aware UTC datetime."""
+    if local.tzinfo is None:
+        local = local.replace(tzinfo=ZoneInfo(tz))
+    return local.astimezone(timezone.utc)
+
+
+def day_bounds_utc(day: date, tz: str) -> tuple[datetime, datetime]:
+    z = ZoneInfo(tz)
+    start = datetime.combine(day, time.min, tzinfo=z)
+    end = datetime.combine(day + timedelta(days=1), time.min, tzinfo=z)
+    return start.astimezone(timezone.utc), end.astimezone(timezone.utc)
+
+
+def relation(day: date, today: date) -> str:
+    d = (day - today).days
+    named = {0: "heute", 1: "morgen", 2: "uebermorgen", -1: "gestern", -2: "vorgestern"}
+    if d in named:
+        return named[d]
+    return f"in {d} Tagen" if d > 0 else f"vor {-d} Tagen"
+
+
+def _row(r, tz: str) -> dict[str, Any]:
+    z = ZoneInfo(tz)
+    beginn_local = r[4].astimezone(z)
+    return {"id": r[0], "typ": r[1], "titel": r[2], "personen": list(r[3]), "beginn_utc": r[4].isoformat(),
+            "beginn_lokal": beginn_local.isoformat(), "wochentag": WOCHENTAGE[beginn_local.weekday()],
+            "ende_utc": r[5].isoformat() if r[5] else None, "turn_id": r[6]}
+
+
+async def add(pool: AsyncConnectionPool, user_id: str, character_id: str, titel: str, beginn: datetime, tz: str, *,
+              personen: list[str] | None = None, ende: datetime | None = None, typ: str = "termin",
+              turn_id: str | None = None) -> int:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "INSERT INTO timeline (user_id, character_id, typ, titel, personen, beginn, ende, turn_id)"
+            " VALUES (%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+            (user_id, character_id, typ, titel, personen or [], to_utc(beginn, tz),
+             to_utc(ende, tz) if ende else None, turn_id))
+        return (await cur.fetchone())[0]
+
+
+async def move(pool: AsyncConnectionPool, user_id: str, character_id: str, entry_id: int, beginn: datetime,
+               tz: str) -> bool:
+    async with pool.connection() as conn:
+        cur = await conn.execute("UPDATE timeline SET beginn=%s WHERE id=%s AND user_id=%s AND character_id=%s",
+                                 (to_utc(beginn, tz), entry_id, user_id, character_id))
+        return cur.rowcount == 1
+
+
+async def delete(pool: AsyncConnectionPool, user_id: str, character_id: str, entry_id: int) -> bool:
+    async with pool.connection() as conn:
+        cur = await conn.execute("DELETE FROM timeline WHERE id=%s AND user_id=%s AND character_id=%s",
+                                 (entry_id, user_id, character_id))
+        return cur.rowcount == 1
+
+
+async def find_by_date_range(pool: AsyncConnectionPool, user_id: str, character_id: str, von: date, bis: date,
+                             tz: str, *, limit: int = 50, include_anchors: bool = False) -> list[dict[str, Any]]:
+    """Entries whose start lies on a local day from `von` to `bis` (inclusive)."""
+    start, _ = day_bounds_utc(von, tz)
+    _, end = day_bounds_utc(bis, tz)
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            f"SELECT {_COLS} FROM timeline WHERE user_id=%s AND character_id=%s AND beginn >= %s AND beginn < %s"
+            " AND (%s OR typ <> 'erinnerungs_anker') ORDER BY beginn, id LIMIT %s",
+            (user_id, character_id, start, end, include_anchors, limit))
+        return [_row(r, tz) for r in await cur.fetchall()]
+
+
+async def find_by_keyword(pool: AsyncConnectionPool, user_id: str, character_id: str, keyword: str, tz: str, *,
+                          limit: int = 5, now: datetime | None = None) -> list[dict[str, Any]]:
+    """Titles and persons, in both directions of time (nearest to now first), anchors excluded
+    in the query, before the limit."""
+    now = now or datetime.now(timezone.utc)
+    pattern = f"%{keyword.strip()}%"
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            f"SELECT {_COLS} FROM timeline WHERE user_id=%s AND character_id=%s AND typ <> 'erinnerungs_anker'"
+            " AND (titel ILIKE %s OR EXISTS (SELECT 1 FROM unnest(personen) p WHERE p ILIKE %s))"
+            " ORDER BY abs(extract(epoch FROM (beginn - %s))), id LIMIT %s",
+            (user_id, character_id, pattern, pattern, now, limit))
+        return [_row(r, tz) for r in await cur.fetchall()]
+
+
+async def proaktives_fenster(pool: AsyncConnectionPool, user_id: str, character_id: str, tz: str, *,
+                             back_days: int = 3, ahead_days: int = 14, now: datetime | None = None
+                             ) -> list[dict[str, Any]]:
+    """Appointments from `back_days` ago to `ahead_days` ahead (local days), each with its German
+    weekday and its relation to today."""
+    now = now or datetime.now(timezone.utc)
+    today = now.astimezone(ZoneInfo(tz)).date()
+    rows = await find_by_date_range(pool, user_id, character_id, today - timedelta(days=back_days),
+                                    today + timedelta(days=ahead_days), tz)
+    for r in rows:
+        r["bezug"] = relation(datetime.fromisoformat(r["beginn_lokal"]).date(), today)
+    return rows

@@ -1,0 +1,77 @@
+"""Notes CRUD and search; directives, at most three active instructions, profiles, emotion state;
+decision rates from pipeline_log match a direct count."""
+import asyncio
+
+import psycopg
+import pytest
+
+from memory import charakter, notizen, pg
+from tests.conftest import new_pair, with_pool
+
+
+def test_notes(pool):
+    async def go(p):
+        user, _ = new_pair("notes")
+        a = await notizen.create(p, user, "Einkaufsliste", "Milch, Brot, Kaese", "Wocheneinkauf", ["haushalt"])
+        b = await notizen.create(p, user, "Reiseplanung", "Zug nach Wien buchen", "Urlaub im Mai", ["reise"])
+        assert [n["id"] for n in await notizen.find_by_keyword(p, user, "einkauf")] == [a]
+        assert [n["id"] for n in await notizen.find_by_keyword(p, user, "REISE")] == [b]
+        assert [n["id"] for n in await notizen.find_fulltext(p, user, "Wien")] == [b]
+        assert await notizen.update(p, user, a, inhalt="Milch, Eier", themen=["haushalt", "essen"])
+        assert [n["id"] for n in await notizen.find_by_keyword(p, user, "essen")] == [a]
+        with pytest.raises(ValueError):
+            await notizen.update(p, user, a, owner="x")
+        listing = await notizen.proactive_listing(p, user)
+        assert listing[0] == {"name": "Einkaufsliste", "zusammenfassung": "Wocheneinkauf",
+                              "themen": ["haushalt", "essen"]}
+        assert not await notizen.delete(p, "someone-else", b)
+        assert await notizen.delete(p, user, b)
+        assert [n["name"] for n in await notizen.proactive_listing(p, user)] == ["Einkaufsliste"]
+
+    asyncio.run(with_pool(pool, go))
+
+
+def test_instructions_directives_profiles_emotion(pool):
+    async def go(p):
+        user, ch = new_pair("char")
+        ids = [await charakter.add_instruction(p, user, ch, f"Anweisung {i}") for i in range(3)]
+        with pytest.raises(charakter.TooManyInstructions):
+            await charakter.add_instruction(p, user, ch, "vierte")
+        assert await charakter.deactivate_instruction(p, user, ch, ids[0])
+        await charakter.add_instruction(p, user, ch, "vierte")
+        assert [i["text"] for i in await charakter.instructions(p, user, ch)] == ["Anweisung 1", "Anweisung 2", "vierte"]
+        d = await charakter.add_directive(p, user, ch, "Sprich mich mit Du an.")
+        assert await charakter.directives(p, user, ch) == [{"id": d, "text": "Sprich mich mit Du an."}]
+        await charakter.set_directive_active(p, user, ch, d, False)
+        assert await charakter.directives(p, user, ch) == []
+        await charakter.set_profile(p, user, ch, nova_kern="neugierig", mensch_kern="Gaertnerin")
+        await charakter.set_profile(p, user, ch, nova_beziehung="vertraut")
+        prof = await charakter.profile(p, user, ch)
+        assert prof["nova_kern"] == "neugierig" and prof["mensch_kern"] == "Gaertnerin"
+        assert prof["nova_beziehung"] == "vertraut"
+        assert (await pg.load_pair(p, user, ch))["nova_kern"] == "neugierig"
+        assert await charakter.load_emotion(p, user, ch) is None
+        await charakter.save_emotion(p, user, ch, "freude", 0.7, "erholung", [{"emotion": "freude"}])
+        assert (await charakter.load_emotion(p, user, ch))["vektor"] == "erholung"
+
+    asyncio.run(with_pool(pool, go))
+
+
+def test_decision_rates_match_sql(pool):
+    async def go(p):
+        user, ch = new_pair("rates")
+        rows = [{"seq": i, "node": "thinker", "art": "switch", "entscheidung": "thinker.schnellcheck",
+                 "outcome": "reasoning" if i % 4 == 0 else "pass", "inputs": {}, "at": "2026-11-30T10:00:00+00:00"}
+                for i in range(8)]
+        await pg.write_turn_job(p, {"turn": {"user_id": user, "character_id": ch, "turn_id": "t1", "user_text": "a",
+                                             "reply": "b", "result": {}, "created_at": "2026-11-30T10:00:00+00:00"},
+                                    "log": rows})
+        return await pg.decision_rates(p)
+
+    rates = {(r["entscheidung"], r["outcome"]): r for r in asyncio.run(with_pool(pool, go))}
+    with psycopg.connect(pool) as conn:
+        total, reasoning = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE outcome = 'reasoning') FROM pipeline_log"
+            " WHERE art = 'switch' AND entscheidung = 'thinker.schnellcheck'").fetchone()
+    r = rates[("thinker.schnellcheck", "reasoning")]
+    assert r["count"] == reasoning and abs(r["rate"] - reasoning / total) < 1e-6
