@@ -54,11 +54,10 @@ CLUSTER_GRAVITATION_FAKTOR: dict[str, float] = {
 # Measured for all-MiniLM-L6-v2 (memory/THRESHOLDS.md); unknown models keep the seeds' values.
 _PER_MODEL: dict[str, dict[str, float]] = {
     "all-minilm-l6-v2": {
-        "kzg_threshold": 0.45,
-        "lzg_anchor_min_similarity": 0.30,
-        "library_threshold": 0.40,
-        "files_dense_floor": 0.22,
-        "goal_threshold": 0.30,
+        "kzg_threshold": 0.60,
+        "lzg_anchor_min_similarity": 0.50,
+        "library_threshold": 0.55,
+        "files_dense_floor": 0.45,
     },
 }
 

@@ -1,0 +1,105 @@
+"""Retrieval quality on LoCoMo: the memory read path next to plain dense top-k and BM25, one run.
+
+Imports each conversation into its own pair (real embedded Postgres + Redis, the real MiniLM
+model), then for every question of categories 1–4 measures the share of its evidence turns among
+the top 5 and top 10 of: the memory read path (`memory.lesepfad.erinnern`), plain pgvector
+nearest neighbours on the same nodes, and BM25 (rank_bm25) over the same node texts.
+
+    python -m bench.locomo_recall [--data ../shared/data/locomo/locomo-dev.json] [--out report.json]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import tempfile
+import time
+from pathlib import Path
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+
+
+def tokens(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+async def run(data_path: Path, limit: int | None) -> dict:
+    import numpy as np
+    from rank_bm25 import BM25Okapi
+    from redis.asyncio import Redis
+
+    from memory import pg
+    from memory.config import for_model
+    from memory.embedded import EmbeddedStores
+    from memory.importer import import_conversation, load_conversation, node_text
+    from memory.lesepfad import erinnern
+    from memory.migrate import apply_migrations
+    from serve.embedder import load_model, model_dimension
+
+    model = load_model(2)
+
+    def embed(texts):
+        return [v.tolist() for v in model.encode(texts, normalize_embeddings=True, convert_to_numpy=True,
+                                                  show_progress_bar=False, batch_size=64)]
+
+    home = Path(tempfile.mkdtemp(prefix="nblocomo-", dir="/tmp"))
+    stores = EmbeddedStores(home=home).start()
+    apply_migrations(stores.database_url, model_dimension(model))
+    pool = pg.open_pool(stores.database_url, 1, 4)
+    await pool.open(wait=True)
+    r = Redis.from_url(stores.redis_url)
+    cfg = for_model("all-minilm-l6-v2")
+    raw = json.loads(data_path.read_text())
+    arms = {"read_path": [], "dense": [], "bm25": []}
+    n_questions = 0
+    t0 = time.perf_counter()
+    try:
+        for ci in range(len(raw) if limit is None else min(limit, len(raw))):
+            data, turns = load_conversation(raw, ci)
+            user = f"locomo{ci}"
+            await import_conversation(pool, r, user, "nova", turns, data["conversation"]["speaker_a"], embed)
+            texts = [node_text(t) for t in turns]
+            ids = [t.source_id for t in turns]
+            bm25 = BM25Okapi([tokens(x) for x in texts])
+            mat = np.asarray(embed(texts), dtype=np.float32)
+            for qa in data["qa"]:
+                if qa.get("category") not in (1, 2, 3, 4) or not qa.get("evidence"):
+                    continue
+                ev = set(qa["evidence"])
+                q = qa["question"]
+                qv = embed([q])[0]
+                got = [h["quelle"] for h in await erinnern(pool, user, "nova", q, qv, cfg, k=10)]
+                dense = [ids[i] for i in np.argsort(-(mat @ np.asarray(qv)), kind="stable")[:10]]
+                bm = [ids[i] for i in np.argsort(-bm25.get_scores(tokens(q)), kind="stable")[:10]]
+                for arm, ranked in (("read_path", got), ("dense", dense), ("bm25", bm)):
+                    arms[arm].append((len(ev & set(ranked[:5])) / len(ev), len(ev & set(ranked[:10])) / len(ev)))
+                n_questions += 1
+    finally:
+        await pool.close()
+        await r.aclose()
+        stores.stop()
+    report = {"questions": n_questions, "seconds": round(time.perf_counter() - t0, 1)}
+    for arm, vals in arms.items():
+        report[arm] = {"recall@5": round(sum(v[0] for v in vals) / len(vals), 4),
+                       "recall@10": round(sum(v[1] for v in vals) / len(vals), 4)}
+    for k in ("recall@5", "recall@10"):
+        report[f"read_path_vs_dense_{k}"] = round(report["read_path"][k] / report["dense"][k], 3)
+        report[f"read_path_vs_bm25_{k}"] = round(report["read_path"][k] / report["bm25"][k], 3)
+    return report
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--conversations", type=int, help="only the first N conversations")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    report = asyncio.run(run(args.data, args.conversations))
+    print(json.dumps(report, indent=2))
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

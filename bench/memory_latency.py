@@ -1,0 +1,113 @@
+"""Retrieval latency of the memory stores at 10 000 LZG nodes per pair, next to one plain pgvector
+nearest-neighbour query on the same data, as ratios measured in one run.
+
+    python -m bench.memory_latency [--nodes 10000] [--queries 200]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from pathlib import Path
+
+DIM = 384
+
+
+def pct(values, p):
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))]
+
+
+async def run(nodes: int, queries: int) -> dict:
+    import numpy as np
+    from redis.asyncio import Redis
+
+    from memory import aufzeichnungen, kzg, library, lzg, pg
+    from memory.config import MemoryConfig
+    from memory.embedded import EmbeddedStores
+    from memory.kzg import KZGIndex
+    from memory.migrate import apply_migrations
+
+    rng = np.random.default_rng(1)
+
+    def vecs(n):
+        v = rng.normal(size=(n, DIM)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    home = Path(tempfile.mkdtemp(prefix="nblat-", dir="/tmp"))
+    stores = EmbeddedStores(home=home).start()
+    apply_migrations(stores.database_url, DIM)
+    pool = pg.open_pool(stores.database_url, 1, 2)
+    await pool.open(wait=True)
+    r = Redis.from_url(stores.redis_url)
+    cfg = MemoryConfig(lzg_anchor_min_similarity=0.0, library_threshold=0.0, files_dense_floor=0.0, kzg_threshold=0.0)
+    user, ch = "bench", "nova"
+    try:
+        ids: list[int] = []
+        data = vecs(nodes)
+        for i in range(0, nodes, 1000):
+            ids += await lzg.add_nodes(pool, user, ch, [{"inhalt": f"Erinnerung {i + j}", "embedding": v}
+                                                       for j, v in enumerate(data[i:i + 1000])])
+        edges = [(ids[i], ids[int(j)], 0.5) for i in range(nodes) for j in rng.integers(0, nodes, 3) if ids[i] != ids[int(j)]]
+        await lzg.add_synapses(pool, edges)
+        # a second pair of the same size: the scans must filter, not just read one pair
+        other = vecs(nodes)
+        for i in range(0, nodes, 1000):
+            await lzg.add_nodes(pool, "other", ch, [{"inhalt": "x", "embedding": v} for v in other[i:i + 1000]])
+        for i, v in enumerate(vecs(500)):
+            await kzg.add_entry(r, user, ch, f"kurz {i}", v)
+        for i, v in enumerate(vecs(1000)):
+            await library.add(pool, user, ch, "wissen", f"W{i}", "Wissen", v)
+            await aufzeichnungen.add(pool, user, ch, f"/f/{i}", f"F{i}", "notiz datei", "inhalt", v)
+        async with pool.connection() as conn:
+            await conn.execute("ANALYZE")
+        qs = vecs(queries)
+        index = KZGIndex(user, ch)
+        await index.refresh(r)
+
+        async def plain(q):
+            async with pool.connection() as conn:
+                cur = await conn.execute(
+                    "SELECT id FROM lzg_knoten WHERE user_id=%s AND character_id=%s ORDER BY embedding <=> %s LIMIT 10",
+                    (user, ch, q))
+                await cur.fetchall()
+
+        ops = {
+            "plain_pgvector_knn": plain,
+            "kzg_knn": lambda q: index.search(r, q, threshold=0.0, top_k=10),
+            "lzg_anchors": lambda q: lzg.anker_retrieval(pool, user, ch, q, 3, 0.0),
+            "lzg_anchors_spreading": lambda q: lzg.spreading_lesen(pool, user, ch, q, cfg),
+            "library": lambda q: library.suchen(pool, user, ch, q, cfg),
+            "file_index": lambda q: aufzeichnungen.suchen(pool, user, ch, "notiz", q, cfg),
+        }
+        times: dict[str, list[float]] = {k: [] for k in ops}
+        for q in qs[:5]:  # warm-up
+            for fn in ops.values():
+                await fn(q)
+        for q in qs:  # interleaved, so noise hits every arm alike
+            for name, fn in ops.items():
+                t = time.perf_counter()
+                await fn(q)
+                times[name].append((time.perf_counter() - t) * 1000)
+    finally:
+        await pool.close()
+        await r.aclose()
+        stores.stop()
+    base50 = pct(times["plain_pgvector_knn"], 50)
+    return {"lzg_nodes_per_pair": nodes, "queries": queries,
+            "arms": {k: {"p50_ms": round(pct(v, 50), 3), "p95_ms": round(pct(v, 95), 3),
+                         "p50_ratio_to_plain_knn": round(pct(v, 50) / base50, 3)} for k, v in times.items()}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=10_000)
+    ap.add_argument("--queries", type=int, default=200)
+    args = ap.parse_args()
+    print(json.dumps(asyncio.run(run(args.nodes, args.queries)), indent=2))
+
+
+if __name__ == "__main__":
+    main()
