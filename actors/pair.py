@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator
 
 import ray
 
+from actors.arrival import ArrivalOrder
 from cluster.settings import Settings
 from memory import session
 from pipeline import metrics
@@ -44,7 +45,7 @@ class PairActor:
         self.settings = Settings(**settings)
         self._services: Services | None = None
         self._runner: ChainRunner | None = None
-        self._lock = asyncio.Lock()  # FIFO: turns run in arrival order
+        self._order = ArrivalOrder()  # one turn at a time, in arrival order
         self._inflight = 0
         self._last = time.monotonic()
         self._turns = 0
@@ -124,13 +125,16 @@ class PairActor:
     async def _turn_locked(self, request: dict[str, Any], events: asyncio.Queue | None) -> dict[str, Any]:
         services = self._ensure()
         turn_id = request.get("turn_id") or uuid.uuid4().hex
-        async with self._lock:
+        await self._order.acquire(request.get("seq"))
+        try:
             stored = await session.stored_result(services.redis, self.user_id, self.character_id, turn_id)
             if stored is not None:
                 log.info("pair %s:%s: turn %s answered from its stored result", self.user_id,
                          self.character_id, turn_id)
                 return {**stored, "replayed": True}
             return await self._run_chain(services, turn_id, request, events)
+        finally:
+            self._order.release()
 
     async def _run_chain(self, services: Services, turn_id: str, request: dict[str, Any],
                          events: asyncio.Queue | None) -> dict[str, Any]:
@@ -169,7 +173,7 @@ class PairActor:
 
     def status(self) -> dict[str, Any]:
         return {"user_id": self.user_id, "character_id": self.character_id, "turns_here": self._turns,
-                "busy": self._lock.locked(), "inflight": self._inflight,
+                "busy": self._order.busy, "inflight": self._inflight,
                 "idle_s": round(time.monotonic() - self._last, 2), "up_s": round(time.time() - self._started, 2),
                 "pid": os.getpid(),
                 # what must never load in a pair actor (it lives in the shared deployments)

@@ -102,6 +102,10 @@ class StoreClient:
     async def load_pair(self, user_id: str, character_id: str) -> dict[str, Any]:
         return await self.handle.load_pair.remote(user_id, character_id)
 
+    async def call(self, op: str, *args, **kwargs) -> Any:
+        """A memory operation of memory/ops.py, run where the connections are pooled."""
+        return await self.handle.call.remote(op, *args, **kwargs)
+
 
 @dataclass
 class Services:

@@ -90,6 +90,18 @@ class Ingress:
                          f"text: longer than {self.settings.max_text_chars} characters ({len(text)})")
         return text
 
+    async def _redis_client(self):
+        if self._redis is None:
+            from redis.asyncio import Redis
+
+            self._redis = Redis.from_url(self.settings.redis_url)
+        return self._redis
+
+    async def _arrival(self, user_id: str, character_id: str) -> int:
+        """The turn's arrival number for its pair, the same sequence across ingress replicas."""
+        r = await self._redis_client()
+        return int(await r.incr(f"pair:seq:{user_id}:{character_id}"))
+
     # ------------------------------------------------------------------ pair actors
     def _pair(self, user_id: str, character_id: str):
         k = f"{user_id}\x00{character_id}"
@@ -150,11 +162,7 @@ class Ingress:
     @app.get("/healthz")
     async def healthz(self) -> dict:
         await self.store.ready.remote()
-        if self._redis is None:
-            from redis.asyncio import Redis
-
-            self._redis = Redis.from_url(self.settings.redis_url)
-        await self._redis.ping()
+        await (await self._redis_client()).ping()
         return {"status": "ok"}
 
     @app.post("/v1/pairs/{user_id}/{character_id}/turns", response_model=TurnResponse)
@@ -164,6 +172,7 @@ class Ingress:
         principal = await self._principal(authorization)
         self._owner(principal, user_id)
         request = {"text": self._validate_text(body.text), "turn_id": body.turn_id or uuid.uuid4().hex}
+        request["seq"] = await self._arrival(user_id, character_id)
         if not stream:
             result = await self._call(user_id, character_id, "turn", request)
             self._turn_error(result)
@@ -209,6 +218,7 @@ class Ingress:
             p.get("text", "") for p in (last.content or []) if isinstance(p, dict) and p.get("type") == "text")
         request = {"text": self._validate_text(text or ""), "turn_id": x_turn_id or uuid.uuid4().hex}
         character_id = body.model
+        request["seq"] = await self._arrival(user_id, character_id)
         cid = f"chatcmpl-{request['turn_id']}"
         created = int(time.time())
         if not body.stream:
@@ -274,10 +284,7 @@ class Ingress:
         await self._operator(authorization)
         from memory import outbox
 
-        if self._redis is None:
-            from redis.asyncio import Redis
-
-            self._redis = Redis.from_url(self.settings.redis_url)
-        live = await self._redis.hlen("pairs:live")
-        return {"live_pairs": live, "outbox": await outbox.backlog(self._redis),
+        r = await self._redis_client()
+        live = await r.hlen("pairs:live")
+        return {"live_pairs": live, "outbox": await outbox.backlog(r),
                 "llm": await self.llm.load.remote(), "embedder": await self.embedder.load.remote()}

@@ -62,6 +62,13 @@ class StoreDeployment:
         await self.ready()
         return await pg.turn_record(self.pool, user_id, character_id, turn_id)
 
+    async def call(self, op: str, *args, **kwargs) -> Any:
+        """Run one memory operation (memory/ops.py) on the pool."""
+        from memory.ops import lookup
+
+        await self.ready()
+        return await lookup(op)(self.pool, *args, **kwargs)
+
     async def pipeline_rows(self, user_id: str, character_id: str, turn_id: str | None = None) -> list[dict]:
         await self.ready()
         return await pg.pipeline_rows(self.pool, user_id, character_id, turn_id)

@@ -123,3 +123,18 @@ def test_pair_actor_stays_light(client, keys):
     r = client.get("/v1/pairs/alice/light/status", headers=auth(keys["alice"]))
     assert r.status_code == 200
     assert r.json()["heavy_imports"] == []
+
+
+def test_memory_operations_run_in_the_store_deployment(system):
+    """Pair actors reach Postgres memory only through the store deployment's pooled `call`."""
+    from datetime import datetime
+
+    from ray import serve
+
+    store = serve.get_deployment_handle("Store", app_name="novaberg")
+    user = f"ops-{uuid.uuid4().hex[:6]}"
+    tid = store.call.remote("timeline.add", user, "nova", "Konzert", datetime(2026, 12, 24, 20), "Europe/Berlin").result()
+    found = store.call.remote("timeline.find_by_keyword", user, "nova", "konzert", "Europe/Berlin").result()
+    assert [f["id"] for f in found] == [tid]
+    with pytest.raises(Exception, match="no memory operation"):
+        store.call.remote("drop.everything").result()

@@ -1,0 +1,58 @@
+"""The Postgres memory operations that nodes may call through the store deployment, by name.
+
+A node in a pair actor holds no connection; it asks the store deployment to run one of these
+with its pooled connections: `await deps.store.call("lzg.spreading_lesen", user, character, ...)`.
+"""
+from __future__ import annotations
+
+from memory import aufzeichnungen, charakter, lesepfad, library, lzg, notizen, pg, timeline, ziele
+
+OPS = {
+    "lzg.add_nodes": lzg.add_nodes,
+    "lzg.add_synapses": lzg.add_synapses,
+    "lzg.has_nodes": lzg.has_nodes,
+    "lzg.anker_retrieval": lzg.anker_retrieval,
+    "lzg.spreading_lesen": lzg.spreading_lesen,
+    "lzg.touch": lzg.touch,
+    "lesepfad.erinnern": lesepfad.erinnern,
+    "ziele.add_goal": ziele.add_goal,
+    "ziele.load_goals": ziele.load_goals,
+    "ziele.verstaerken": ziele.verstaerken,
+    "library.add": library.add,
+    "library.bestand": library.bestand,
+    "library.suchen": library.suchen,
+    "aufzeichnungen.add": aufzeichnungen.add,
+    "aufzeichnungen.suchen": aufzeichnungen.suchen,
+    "timeline.add": timeline.add,
+    "timeline.move": timeline.move,
+    "timeline.delete": timeline.delete,
+    "timeline.find_by_date_range": timeline.find_by_date_range,
+    "timeline.find_by_keyword": timeline.find_by_keyword,
+    "timeline.proaktives_fenster": timeline.proaktives_fenster,
+    "notizen.create": notizen.create,
+    "notizen.update": notizen.update,
+    "notizen.delete": notizen.delete,
+    "notizen.find_by_keyword": notizen.find_by_keyword,
+    "notizen.find_fulltext": notizen.find_fulltext,
+    "notizen.proactive_listing": notizen.proactive_listing,
+    "charakter.add_directive": charakter.add_directive,
+    "charakter.directives": charakter.directives,
+    "charakter.add_instruction": charakter.add_instruction,
+    "charakter.instructions": charakter.instructions,
+    "charakter.set_profile": charakter.set_profile,
+    "charakter.profile": charakter.profile,
+    "charakter.save_emotion": charakter.save_emotion,
+    "charakter.load_emotion": charakter.load_emotion,
+    "pg.decision_rates": pg.decision_rates,
+}
+
+
+class UnknownOperation(KeyError):
+    pass
+
+
+def lookup(name: str):
+    try:
+        return OPS[name]
+    except KeyError:
+        raise UnknownOperation(f"no memory operation {name!r}") from None
