@@ -46,6 +46,15 @@ async def count_turns(r: Redis, user_id: str, character_id: str) -> int:
     return await r.llen(session_key(user_id, character_id))
 
 
+async def set_summary(r: Redis, user_id: str, character_id: str, summary: str) -> None:
+    await r.set(summary_key(user_id, character_id), summary)
+
+
+async def get_summary(r: Redis, user_id: str, character_id: str) -> str | None:
+    raw = await r.get(summary_key(user_id, character_id))
+    return None if raw is None else raw.decode()
+
+
 async def stored_result(r: Redis, user_id: str, character_id: str, turn_id: str) -> dict | None:
     raw = await r.get(result_key(user_id, character_id, turn_id))
     return None if raw is None else json.loads(raw)

@@ -18,7 +18,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from actors.pair import get_or_create_pair
 from cluster.settings import Settings
-from serve.schemas import (ID_PATTERN, ChatCompletionRequest, HistoryResponse, KeyCreateRequest,
+from serve.schemas import (ID_PATTERN, TURN_ID_PATTERN, ChatCompletionRequest, HistoryResponse, KeyCreateRequest,
                            KeyCreateResponse, TurnRequest, TurnResponse)
 
 log = logging.getLogger("novaberg.ingress")
@@ -205,7 +205,7 @@ class Ingress:
     # ------------------------------------------------------------------ OpenAI-compatible
     @app.post("/v1/chat/completions")
     async def chat_completions(self, body: ChatCompletionRequest, authorization: str | None = Header(None),
-                               x_turn_id: str | None = Header(None)):
+                               x_turn_id: str | None = Header(None, pattern=TURN_ID_PATTERN)):
         principal = await self._principal(authorization)
         user_id = body.user or principal["user_id"]
         if user_id is None:

@@ -57,3 +57,10 @@ def test_openai_route_bad_input(client, keys, settings):
     r = client.post("/v1/chat/completions", json={"model": "badpair", "messages": [], "foo": 1}, headers=h)
     assert r.status_code == 422
     assert _stored(settings) == (0, 0)
+
+
+def test_openai_route_rejects_a_bad_turn_id_header(client, keys, settings):
+    r = client.post("/v1/chat/completions", headers={**auth(keys["alice"]), "X-Turn-Id": "bad id/../x"},
+                    json={"model": "badpair", "messages": [{"role": "user", "content": "hi"}]})
+    assert r.status_code == 422
+    assert _stored(settings) == (0, 0)

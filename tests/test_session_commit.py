@@ -28,6 +28,9 @@ async def _scenario(url):
         turns = await session.load_turns(r, user, "nova", 10)
         assert len(turns) == 4
         assert await r.ttl(session.result_key(user, "nova", turn)) > 0
+        assert await session.get_summary(r, user, "nova") is None
+        await session.set_summary(r, user, "nova", "Sie sprachen ueber Hunde.")
+        assert await session.get_summary(r, user, "nova") == "Sie sprachen ueber Hunde."
     finally:
         await r.aclose()
 
