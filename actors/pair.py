@@ -21,7 +21,7 @@ from actors.arrival import ArrivalOrder
 from cluster.settings import Settings
 from memory import session
 from pipeline import metrics
-from pipeline.runner import ChainRunner, NodeFailed
+from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, NodeFailed
 from pipeline.services import NODES_DEPLOYMENT, APP_NAME, Deps, Services
 from pipeline.state import Stimulus, TurnState
 from pipeline.trace import TurnTrace
@@ -30,6 +30,8 @@ log = logging.getLogger("novaberg.pair")
 
 HEAVY_MODULES = ("torch", "sentence_transformers", "llama_cpp", "psycopg", "trafilatura")
 LIVE_PAIRS = "pairs:live"
+MAX_SELF_TRIGGERS = 3
+"""Self-triggered character turns per pair between two messages of the human."""
 EVICTED_PAIRS = "pairs:evicted"
 
 
@@ -44,7 +46,8 @@ class PairActor:
         self.character_id = character_id
         self.settings = Settings(**settings)
         self._services: Services | None = None
-        self._runner: ChainRunner | None = None
+        self._human: ChainRunner | None = None
+        self._character: ChainRunner | None = None
         self._order = ArrivalOrder()  # one turn at a time, in arrival order
         self._inflight = 0
         self._last = time.monotonic()
@@ -61,7 +64,9 @@ class PairActor:
                 from ray import serve
 
                 nodes_handle = serve.get_deployment_handle(NODES_DEPLOYMENT, app_name=APP_NAME)
-            self._runner = ChainRunner(remote=self.settings.remote_nodes, nodes_handle=nodes_handle)
+            remote = self.settings.remote_nodes
+            self._human = ChainRunner(HUMAN_CHAIN, remote=remote, nodes_handle=nodes_handle, name="human")
+            self._character = ChainRunner(CHARACTER_CHAIN, remote=remote, nodes_handle=nodes_handle, name="character")
         if self._watch is None:
             self._watch = asyncio.get_running_loop().create_task(self._idle_watch())
         return self._services
@@ -145,7 +150,12 @@ class PairActor:
         state = TurnState(stimulus=stimulus)
         trace = TurnTrace(self.user_id, self.character_id, turn_id, events)
         try:
-            await self._runner.run(state, Deps(services, trace))
+            deps = Deps(services, trace)
+            if stimulus.herkunft == "user":
+                # a message of the human: perceive and remember it, then Nova answers
+                await self._human.run(state, deps)
+                await services.redis.delete(self._self_trigger_key())
+            await self._character.run(state, deps)
         except NodeFailed as e:
             metrics.turn_finished("error")
             return {"turn_id": turn_id, "error": {"node": e.node, "message": str(e)}}
@@ -161,6 +171,38 @@ class PairActor:
         result["timings"] = {**result.get("timings", {}), **trace.timings()}
         result["replayed"] = not state.dispatch.committed
         return result
+
+    # ------------------------------------------------------------------ events without a message
+    def _self_trigger_key(self) -> str:
+        return f"selftrigger:{self.user_id}:{self.character_id}"
+
+    async def event(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A `continue` event (a self-trigger) or an `impulse` (Nova's own thought): the character
+        chain alone, with exactly one of user_prompt / eigener_gedanke."""
+        self._enter()
+        try:
+            services = self._ensure()
+            kind = request.get("kind")
+            if kind == "continue":
+                n = await services.redis.incr(self._self_trigger_key())
+                await services.redis.expire(self._self_trigger_key(), 24 * 3600)
+                if n > MAX_SELF_TRIGGERS:
+                    log.warning("pair %s:%s: self-trigger dropped at the limit (%d of %d)", self.user_id,
+                                self.character_id, n, MAX_SELF_TRIGGERS)
+                    return {"dropped": True, "reason": "max_self_triggers", "counter": n}
+                herkunft = "self_trigger"
+            elif kind == "impulse":
+                herkunft = "eigener_impuls"
+            else:
+                raise ValueError(f"unknown event kind {kind!r}")
+            log.info("pair %s:%s: %s event arrived (turn %s)", self.user_id, self.character_id, kind,
+                     request.get("turn_id"))
+            req = {"turn_id": request.get("turn_id") or uuid.uuid4().hex, "herkunft": herkunft,
+                   "text": request.get("user_prompt"), "eigener_gedanke": request.get("eigener_gedanke"),
+                   "seq": None}
+            return await self._turn_locked(req, None)
+        finally:
+            self._leave()
 
     # ------------------------------------------------------------------ read-only calls
     async def history(self, limit: int = 50) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from typing import Any
 
 import ray
@@ -29,6 +30,7 @@ class BackgroundWorker:
         self.settings = Settings(**settings)
         self.processed = 0
         self.errors = 0
+        self.impulses = 0
         self.ready = threading.Event()
         self._thread = threading.Thread(target=self._main, name="outbox", daemon=True)
         self._thread.start()
@@ -46,10 +48,19 @@ class BackgroundWorker:
         await pool.open(wait=True)
         await outbox.ensure_group(r)
 
+        services = None
+
         async def handle(job: dict[str, Any]) -> None:
+            nonlocal services
             kind = job.get("kind")
             if kind == "turn":
                 await pg.write_turn_job(pool, job)
+            elif kind == "hintergrund":
+                from actors.background import run_background
+                from pipeline.services import Services
+
+                services = services or Services.connect(self.settings)
+                await run_background(services, pool, job)
             else:
                 raise ValueError(f"unknown outbox job kind {kind!r}")
 
@@ -58,9 +69,17 @@ class BackgroundWorker:
                                          block_ms=self.settings.outbox_block_ms)
         self.ready.set()
         log.info("outbox worker %d consuming", self.index)
+        last_impulse_check = 0.0
         while True:
             try:
                 self.processed += await consumer.step()
+                if self.index == 0 and time.monotonic() - last_impulse_check > 1.0:
+                    from actors.background import deliver_due_impulses
+                    from pipeline.services import Services
+
+                    services = services or Services.connect(self.settings)
+                    last_impulse_check = time.monotonic()
+                    self.impulses += await deliver_due_impulses(services, self.settings)
             except Exception:
                 self.errors += 1
                 log.exception("outbox worker %d: round failed; retrying in 1s", self.index)
@@ -70,7 +89,7 @@ class BackgroundWorker:
         return self.ready.wait(timeout_s)
 
     def stats(self) -> dict[str, Any]:
-        return {"index": self.index, "processed": self.processed, "errors": self.errors,
+        return {"index": self.index, "processed": self.processed, "errors": self.errors, "impulses": self.impulses,
                 "running": self._thread.is_alive()}
 
 

@@ -57,6 +57,11 @@ class Settings(BaseSettings):
     vllm_gpus: int = Field(default=1, ge=1)
 
     # --- Embedder
+    embedding_model: str = "all-minilm-l6-v2"
+    """Name of the embedding model; selects its measured memory thresholds (memory/THRESHOLDS.md)."""
+    query_rewrite: bool = True
+    """Seed 001's query rewriting; off gives the named exit `abgeschaltet`."""
+    query_rewrite_deadline_s: float = Field(default=20.0, gt=0)
     embed_threads: int = Field(default=1, ge=1)
     embed_batch: int = Field(default=32, ge=1)
 
@@ -73,7 +78,7 @@ class Settings(BaseSettings):
     character_default_name: str = "Nova"
 
     # --- Background work
-    outbox_workers: int = Field(default=1, ge=1)
+    outbox_workers: int = Field(default=2, ge=1)
     outbox_claim_idle_ms: int = Field(default=30_000, ge=100)
     """A job pending this long with a worker is taken over by another one."""
     outbox_block_ms: int = Field(default=1000, ge=10)

@@ -37,6 +37,8 @@ OPS = {
     "notizen.proactive_listing": notizen.proactive_listing,
     "charakter.add_directive": charakter.add_directive,
     "charakter.directives": charakter.directives,
+    "charakter.set_directive_active": charakter.set_directive_active,
+    "charakter.deactivate_instruction": charakter.deactivate_instruction,
     "charakter.add_instruction": charakter.add_instruction,
     "charakter.instructions": charakter.instructions,
     "charakter.set_profile": charakter.set_profile,

@@ -6,6 +6,7 @@ longer than `claim_idle_ms` (its worker died) is taken over with XAUTOCLAIM. A j
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any, Awaitable, Callable
@@ -86,8 +87,16 @@ class OutboxConsumer:
             acked += await self._handle(entry_id, fields)
         return acked
 
+    async def _heartbeat(self, entry_id) -> None:
+        """Keep a long job's claim fresh, so no other worker takes it over while it runs."""
+        while True:
+            await asyncio.sleep(max(self.claim_idle_ms / 3000, 0.05))
+            await self.r.xclaim(self.stream, GROUP, self.consumer, min_idle_time=0, message_ids=[entry_id],
+                                justid=True)
+
     async def _handle(self, entry_id, fields) -> int:
         raw = fields.get(b"job", fields.get("job"))
+        beat = asyncio.ensure_future(self._heartbeat(entry_id))
         try:
             job = json.loads(raw)
             await self.handler(job)
@@ -103,6 +112,8 @@ class OutboxConsumer:
                 log.warning("outbox: job %s failed (delivery %d), stays pending for a retry",
                             _s(entry_id), deliveries, exc_info=True)
             return 0
+        finally:
+            beat.cancel()
         await self.r.xack(self.stream, GROUP, entry_id)
         self.processed += 1
         return 1

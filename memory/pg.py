@@ -79,11 +79,25 @@ async def load_pair(pool: AsyncConnectionPool, user_id: str, character_id: str) 
             (user_id, character_id),
         )
         pr = await cur.fetchone()
+        cur = await conn.execute("SELECT text FROM direktiven WHERE user_id=%s AND character_id=%s AND aktiv ORDER BY id",
+                                 (user_id, character_id))
+        direktiven = [r[0] for r in await cur.fetchall()]
+        cur = await conn.execute("SELECT text FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s AND aktiv"
+                                 " ORDER BY id", (user_id, character_id))
+        anweisungen = [r[0] for r in await cur.fetchall()]
+        cur = await conn.execute("SELECT emotion, arousal FROM nova_emotion WHERE user_id=%s AND character_id=%s",
+                                 (user_id, character_id))
+        emo = await cur.fetchone()
     out: dict[str, Any] = {
         "character_found": ch is not None,
         "character_name": ch[0] if ch else None,
         "charakter_anweisung": ch[1] if ch else "",
         "profile_found": pr is not None,
+        "direktiven": direktiven,
+        "anweisungen": anweisungen,
+        "nova_emotion": emo[0] if emo else "neutral",
+        "nova_arousal": float(emo[1]) if emo else 0.3,
+        "emotion_found": emo is not None,
     }
     keys = ("nova_kern", "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung", "mensch_kern")
     for i, k in enumerate(keys):

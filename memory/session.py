@@ -32,7 +32,9 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
 redis.call('RPUSH', KEYS[2], ARGV[3], ARGV[4])
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[5]), -1)
-redis.call('XADD', KEYS[3], '*', 'job', ARGV[6])
+for i = 6, #ARGV do
+  redis.call('XADD', KEYS[3], '*', 'job', ARGV[i])
+end
 return 1
 """
 
@@ -61,11 +63,13 @@ async def stored_result(r: Redis, user_id: str, character_id: str, turn_id: str)
 
 
 async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str, result: dict,
-                      user_turn: dict, nova_turn: dict, job: dict, keep_turns: int, ttl_s: int) -> bool:
-    """Store result, both session turns and the outbox job atomically. False: already committed."""
+                      user_turn: dict, nova_turn: dict, job: dict | list[dict], keep_turns: int, ttl_s: int) -> bool:
+    """Store result, both session turns and the outbox jobs atomically. False: already committed."""
+    jobs = job if isinstance(job, list) else [job]
     done = await r.eval(
         _COMMIT, 3,
         result_key(user_id, character_id, turn_id), session_key(user_id, character_id), OUTBOX_STREAM,
-        json.dumps(result), ttl_s, json.dumps(user_turn), json.dumps(nova_turn), keep_turns, json.dumps(job),
+        json.dumps(result), ttl_s, json.dumps(user_turn), json.dumps(nova_turn), keep_turns,
+        *[json.dumps(j) for j in jobs],
     )
     return bool(done)

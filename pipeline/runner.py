@@ -10,16 +10,50 @@ from __future__ import annotations
 import importlib
 import logging
 import time
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from pipeline.services import Deps
 from pipeline.state import RECORDS, TurnState
 
 log = logging.getLogger("novaberg.runner")
 
-# The first chain of the spine; the full 24-node chain replaces it node by node.
-CHARACTER_CHAIN: tuple[str, ...] = ("db_zugriff", "enricher", "responder", "dispatcher")
+@dataclass(frozen=True)
+class Loop:
+    """`head`, then while `weiter(state)` holds and fewer than `max_runden` rounds ran: `tail`, `head`."""
+
+    head: tuple[str, ...]
+    tail: tuple[str, ...]
+    weiter: Callable[[TurnState], bool]
+    max_runden: int
+    name: str
+
+    def names(self) -> tuple[str, ...]:
+        return self.head + self.tail
+
+
+def _agent_requested(state: TurnState) -> bool:
+    return bool(state.plan and state.plan.agent_name)
+
+
+def _correction_due(state: TurnState) -> bool:
+    return bool(state.urteil and not state.urteil.bestanden)
+
+
+PLANNER_LOOP = Loop(("planner",), ("agent_dispatch",), _agent_requested, max_runden=4, name="planner_schleife")
+TRIBUNAL_LOOP = Loop(("tribunal", "evaluate"), ("corrector",), _correction_due, max_runden=2, name="tribunal_schleife")
+
+# NODES.md: the human's message is perceived and remembered first (its salience and the
+# dispatcher's writes travel in the background job the character chain's dispatcher commits).
+HUMAN_CHAIN: tuple = ("perzeption", "enricher", "ei_calc")
+CHARACTER_CHAIN: tuple = (
+    "db_zugriff", "ei_calc", "enricher", "emotionale_gravitation", "reducer", "sachlage", "erinnerungsanker",
+    "router", PLANNER_LOOP, "gv_node", "haltungsraum", "verfasser", "responder", "thinker", TRIBUNAL_LOOP,
+    "perzeption_assistant", "ei_calc_persist", "dispatcher",
+)
+# Run by the outbox worker after the reply left: never on the reply's path.
+BACKGROUND_CHAIN: tuple = ("salience", "praegung", "aufgriff")
 
 
 class NodeContractError(RuntimeError):
@@ -58,10 +92,14 @@ def apply_update(state: TurnState, node: ModuleType, update: dict[str, Any]) -> 
 
 
 class ChainRunner:
-    def __init__(self, chain: Sequence[str] = CHARACTER_CHAIN, remote: Sequence[str] = (), nodes_handle=None):
-        self.nodes = [load_node(n) for n in chain]
+    def __init__(self, chain: Sequence = CHARACTER_CHAIN, remote: Sequence[str] = (), nodes_handle=None,
+                 name: str = "character"):
+        self.name = name
+        self.nodes = [s if isinstance(s, Loop) else load_node(s) for s in chain]
+        self._modules = {n: load_node(n) for s in chain if isinstance(s, Loop) for n in s.names()}
         self.remote = set(remote)
-        unknown = self.remote - set(chain)
+        names = {n for s in chain for n in (s.names() if isinstance(s, Loop) else (s,))}
+        unknown = self.remote - names
         if unknown:
             log.warning("runner: remote_nodes names nodes outside the chain: %s", sorted(unknown))
         if self.remote and nodes_handle is None:
@@ -69,29 +107,51 @@ class ChainRunner:
         self.nodes_handle = nodes_handle
 
     async def run(self, state: TurnState, deps: Deps) -> TurnState:
-        trace = deps.trace
-        for node in self.nodes:
-            name = node.NAME
-            trace.emit("node_started", node=name)
-            t0 = time.perf_counter()
-            try:
-                if name in self.remote:
-                    update = await self._run_remote(node, state, deps)
-                else:
-                    update = await node.run(view_for(state, node.READS), deps)
-                apply_update(state, node, update)
-            except NodeContractError:
-                raise
-            except Exception as e:  # a failed node ends the turn; nothing is committed
-                log.exception("runner: node %s failed on turn %s of %s:%s", name, trace.turn_id,
-                              trace.user_id, trace.character_id)
-                raise NodeFailed(name, e) from e
-            ms = (time.perf_counter() - t0) * 1000
-            if not getattr(node, "SELF_LOGGED", False):
-                trace.node_row(name, ms)
-            trace.emit("node_finished", node=name, ms=round(ms, 2))
-            _observe_node(name, ms)
+        deps.trace.chain = self.name
+        for step in self.nodes:
+            if isinstance(step, Loop):
+                await self._loop(step, state, deps)
+            else:
+                await self._node(step, state, deps)
         return state
+
+    async def _loop(self, loop: Loop, state: TurnState, deps: Deps) -> None:
+        for n in loop.head:
+            await self._node(self._modules[n], state, deps)
+        runden = 0
+        while loop.weiter(state):
+            if runden >= loop.max_runden:
+                log.warning("runner: %s stopped at its limit of %d rounds (pair %s:%s, turn %s)", loop.name,
+                            loop.max_runden, deps.trace.user_id, deps.trace.character_id, deps.trace.turn_id)
+                deps.trace.decision(loop.name, f"{loop.name}.grenze", "erreicht", {"runden": runden},
+                                    threshold=loop.max_runden)
+                break
+            runden += 1
+            for n in loop.tail + loop.head:
+                await self._node(self._modules[n], state, deps)
+
+    async def _node(self, node: ModuleType, state: TurnState, deps: Deps) -> None:
+        trace = deps.trace
+        name = node.NAME
+        trace.emit("node_started", node=name)
+        t0 = time.perf_counter()
+        try:
+            if name in self.remote:
+                update = await self._run_remote(node, state, deps)
+            else:
+                update = await node.run(view_for(state, node.READS), deps)
+            apply_update(state, node, update)
+        except NodeContractError:
+            raise
+        except Exception as e:  # a failed node ends the turn; nothing is committed
+            log.exception("runner: node %s failed on turn %s of %s:%s", name, trace.turn_id,
+                          trace.user_id, trace.character_id)
+            raise NodeFailed(name, e) from e
+        ms = (time.perf_counter() - t0) * 1000
+        if not getattr(node, "SELF_LOGGED", False):
+            trace.node_row(name, ms)
+        trace.emit("node_finished", node=name, ms=round(ms, 2))
+        _observe_node(name, ms)
 
     async def _run_remote(self, node: ModuleType, state: TurnState, deps: Deps) -> dict[str, Any]:
         view = view_for(state, node.READS)

@@ -7,7 +7,7 @@ in the deployments.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.settings import Settings
@@ -87,9 +87,13 @@ class EmbedderClient:
         self.handle = handle
 
     async def embed(self, trace: TurnTrace, text: str) -> list[float]:
+        key = ("embedding", text)
+        if key in trace.cache:  # the same text twice in one turn (both chains embed the stimulus)
+            return trace.cache[key]
         t0 = time.perf_counter()
         vec = await self.handle.embed.remote(text)
         trace.embed_ms += (time.perf_counter() - t0) * 1000
+        trace.cache[key] = vec
         return vec
 
 
@@ -115,6 +119,17 @@ class Services:
     store: StoreClient
     redis: Any
     prompts: PromptLibrary
+    cache: dict = field(default_factory=dict)
+    """What the pair actor keeps warm across turns (e.g. the KZG vectors)."""
+
+    @property
+    def memory_cfg(self):
+        from memory.config import for_model
+
+        cfg = self.cache.get("memory_cfg")
+        if cfg is None:
+            cfg = self.cache["memory_cfg"] = for_model(self.settings.embedding_model)
+        return cfg
 
     @classmethod
     def connect(cls, settings: Settings) -> "Services":

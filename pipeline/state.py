@@ -51,6 +51,10 @@ class PairRecord(_Record):
     nova_intentionen: str = ""
     nova_beziehung: str = ""
     mensch_kern: str = ""
+    direktiven: list[str] = Field(default_factory=list)
+    anweisungen: list[str] = Field(default_factory=list)
+    nova_emotion: str = "neutral"
+    nova_arousal: float = 0.3
 
 
 class SessionTurn(_Record):
@@ -75,11 +79,142 @@ class SessionTurn(_Record):
     """Source id of an imported turn (e.g. LoCoMo's dia_id)."""
 
 
+class PerzeptionRecord(_Record):
+    """Written by perzeption: how the human's message comes across."""
+
+    emotion: str = "neutral"
+    arousal: float = Field(default=0.3, ge=0, le=1)
+    intent: str = "austausch"
+    tone: str = "neutral"
+    gespraechs_modus: str = "austausch"
+    beziehungs_dynamik: str = "neutral"
+    user_intentionen: list[str] = Field(default_factory=list)
+    fallback: str | None = None
+    """Name of the fallback taken, if the model's answer was not usable."""
+
+
+class EmotionRecord(_Record):
+    """Written by ei_calc: the human's emotion history and Nova's own state."""
+
+    emotions_verlauf: list[dict] = Field(default_factory=list)
+    emotions_vektor: str = "plateau"
+    ei_arousal: float = 0.3
+    sprach_stil: str = "locker"
+    modus_plausibel: bool = True
+    nova_emotion: str = "neutral"
+    nova_arousal: float = 0.3
+    nova_sektor: str = "neutral"
+    konflikt: bool = False
+
+
 class MemoryRecord(_Record):
-    """Written by the enricher."""
+    """Written by the enricher (seed 001)."""
 
     session_turns: list[SessionTurn] = Field(default_factory=list)
     query_embedding: list[float] | None = None
+    user_intentionen: list[str] = Field(default_factory=list)
+    aktivierte_ziele: list[dict] = Field(default_factory=list)
+    zielsog_roh: float = 0.0
+    gravitationsterm: float = 0.0
+    suchtext: str | None = None
+    suchtext_herkunft: str | None = None
+    such_vektor: list[float] | None = None
+    verschiebung: str | None = None
+    kzg: list[dict] = Field(default_factory=list)
+    lzg_resonanz: dict | None = None
+    bibliothek: list[dict] = Field(default_factory=list)
+    aufzeichnungen: list[dict] = Field(default_factory=list)
+    plugins: dict[str, list[dict]] = Field(default_factory=dict)
+    emotionale_gravitationspunkte: list[dict] = Field(default_factory=list)
+
+
+class GravitationRecord(_Record):
+    """Written by emotionale_gravitation: the pull of emotional memories on Nova's state."""
+
+    term: float = Field(default=0.0, ge=0, le=1)
+    richtung: str = "neutral"
+    punkte: int = 0
+
+
+class KontextRecord(_Record):
+    """Written by the reducer: merged memory entries and the blocks per reader."""
+
+    eintraege: list[dict] = Field(default_factory=list)
+    gedaechtnis_block: str = ""
+    lzg_resonanz: dict | None = None
+    """Passed through untouched (seed 001: the LZG memories take no dedup)."""
+
+
+class SachlageRecord(_Record):
+    """Written by sachlage: the acute objects of the turn and the research on the first."""
+
+    objekte: list[dict] = Field(default_factory=list)
+    recherche_status: str = "keine_objekte"
+
+
+class AnkerRecord(_Record):
+    """Written by erinnerungsanker: the memory anchors this turn wrote to the timeline."""
+
+    geschrieben: list[dict] = Field(default_factory=list)
+    status: str = "nicht_datiert"
+
+
+class RouteRecord(_Record):
+    """Written by the router."""
+
+    intent: str = "austausch"
+    management: str = "keins"
+    needs_memory: bool = False
+    needs_timeline: bool = False
+    timeline_query: dict | None = None
+    needs_web: bool = False
+    momentum: str = "mid"
+    termine: list[dict] = Field(default_factory=list)
+    fallback: str | None = None
+
+
+class AgentResult(_Record):
+    agent_name: str
+    status: str
+    ergebnis: dict | None = None
+    fehler: str | None = None
+
+
+class PlanRecord(_Record):
+    """Written by planner and agent_dispatch."""
+
+    agent_name: str = ""
+    auftrag: dict = Field(default_factory=dict)
+    agent_results: list[AgentResult] = Field(default_factory=list)
+    task_block: str = ""
+    task_context_cut: bool = False
+    schleifen: int = 0
+
+
+class LandschaftRecord(_Record):
+    """Written by gv_node."""
+
+    cluster: str = "paradox"
+    gv_detail: str = ""
+    werkzeug: str = "Impuls"
+    vehikel: str = "Aussage"
+
+
+class HaltungRecord(_Record):
+    """Written by haltungsraum."""
+
+    umfang: str = "mittel"
+    spanne: str = "zwei bis drei Saetzen"
+    naehe: float = 0.5
+    waerme: float = 0.5
+    energie: str = "ruhig"
+    initiative: float = 0.5
+
+
+class VerfasserRecord(_Record):
+    """Written by verfasser: content notes in third person."""
+
+    inhalt: str = ""
 
 
 class DraftRecord(_Record):
@@ -91,6 +226,40 @@ class DraftRecord(_Record):
     completion_tokens: int = 0
     reasoning: str | None = None
     prompt_variant: str = "default"
+
+
+class PruefungRecord(_Record):
+    """Written by the thinker: its outcome and the annotations for the tribunal."""
+
+    status: str = "uebersprungen"
+    node_annotations: list[str] = Field(default_factory=list)
+
+
+class UrteilRecord(_Record):
+    """Written by tribunal / evaluate / corrector."""
+
+    urteile: list[dict] = Field(default_factory=list)
+    bestanden: bool = True
+    runden: int = 0
+    reply: str = ""
+
+
+class NovaPerzeptionRecord(_Record):
+    """Written by perzeption_assistant: Nova's own reply as perceived."""
+
+    emotion: str = "neutral"
+    arousal: float = 0.3
+    stil: str = "locker"
+
+
+class HintergrundRecord(_Record):
+    """Written by salience / praegung / aufgriff (background): what they decided to write."""
+
+    kern: str = ""
+    intentionen: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    salienz: float = 0.0
+    pending_writes: list[dict] = Field(default_factory=list)
 
 
 class DispatchRecord(_Record):
@@ -106,8 +275,23 @@ class DispatchRecord(_Record):
 class TurnState(_Record):
     stimulus: Stimulus
     pair: PairRecord | None = None
+    perzeption: PerzeptionRecord | None = None
+    emotion: EmotionRecord | None = None
     memory: MemoryRecord | None = None
+    gravitation: GravitationRecord | None = None
+    kontext: KontextRecord | None = None
+    sachlage: SachlageRecord | None = None
+    anker: AnkerRecord | None = None
+    route: RouteRecord | None = None
+    plan: PlanRecord | None = None
+    landschaft: LandschaftRecord | None = None
+    haltung: HaltungRecord | None = None
+    verfasser: VerfasserRecord | None = None
     draft: DraftRecord | None = None
+    pruefung: PruefungRecord | None = None
+    urteil: UrteilRecord | None = None
+    nova_perzeption: NovaPerzeptionRecord | None = None
+    hintergrund: HintergrundRecord | None = None
     dispatch: DispatchRecord | None = None
 
 

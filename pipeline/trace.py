@@ -27,6 +27,8 @@ class TurnTrace:
         self.node_ms: dict[str, float] = {}
         self.started = time.perf_counter()
         self.cache: dict[str, Any] = {}
+        self.chain = "character"
+        """Which chain is running: "human" or "character" (set by the runner)."""
         """Per-turn cache: lives exactly as long as this turn, inside the pair actor."""
 
     def _now(self) -> str:

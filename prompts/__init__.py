@@ -61,6 +61,23 @@ class PromptLibrary:
             )
         return text.format(**variables).strip()
 
+    def render_parts(self, node: str, parts: tuple[str, ...], model: str | None, variables: dict) -> list[str]:
+        """Render several parts of one node from one set of variables: each file gets the
+        variables it names; a missing one fails, and so does one that no part uses."""
+        out, used = [], set()
+        for part in parts:
+            path, _ = self.path(node, part, model)
+            wanted = fields_of(_read(path))
+            missing = wanted - variables.keys()
+            if missing:
+                raise PromptError(f"{path.relative_to(self.root)}: missing variables {sorted(missing)}")
+            used |= wanted
+            out.append(_read(path).format(**{k: variables[k] for k in wanted}).strip())
+        unused = variables.keys() - used
+        if unused:
+            raise PromptError(f"{node}.{{{','.join(parts)}}}: unused variables {sorted(unused)}")
+        return out
+
     def variant(self, node: str, part: str, model: str | None) -> str:
         return self.path(node, part, model)[1]
 

@@ -38,9 +38,20 @@ class TurnResponse(BaseModel):
     usage: dict[str, int]
     timings: dict[str, Any]
     created_at: str
-    # fields of the seeds' chat endpoint that later nodes fill (perception, emotion)
+    eigener_gedanke: str | None = None
+    # the fields of the seeds' chat endpoint
     emotion: str | None = None
     arousal: float | None = None
+    emotions_vektor: str | None = None
+    emotions_verlauf: list[str] | None = None
+    sprach_stil: str | None = None
+    beziehungs_dynamik: str | None = None
+    intent: str | None = None
+    tone: str | None = None
+    gespraechs_modus: str | None = None
+    user_intentionen: list[str] | None = None
+    momentum: str | None = None
+    needs_web: bool | None = None
 
 
 class HistoryResponse(BaseModel):

@@ -32,7 +32,11 @@ def test_turn_reply_and_both_turns_stored(client, keys, settings):
     assert rec["reply"] == body["reply"] and rec["embedding_dim"] == 384
     rows = pg_call(settings.database_url, pg.pipeline_rows, user, character, body["turn_id"])
     nodes = [x["node"] for x in rows if x["art"] == "node"]
-    assert nodes == ["db_zugriff", "enricher", "responder", "dispatcher"]
+    # the human chain first, then the character chain, in their order
+    assert nodes[:3] == ["perzeption", "enricher", "ei_calc"]
+    assert nodes[3:6] == ["db_zugriff", "ei_calc", "enricher"]
+    assert nodes.index("router") < nodes.index("planner") < nodes.index("responder") < nodes.index("tribunal")
+    assert nodes[-1] == "dispatcher"
     decisions = {x["entscheidung"]: x["outcome"] for x in rows if x["art"] == "switch"}
     assert decisions["responder.nachricht"] == "reiz_ohne_verlauf"
     assert decisions["responder.ergebnis"] == "antwort"
@@ -75,10 +79,11 @@ def test_streamed_turn_reports_nodes_tokens_and_final(client, keys):
     kinds = [k for k, _ in events]
     assert kinds[-1] == "final"
     started = [d["node"] for k, d in events if k == "node_started"]
-    assert started == ["db_zugriff", "enricher", "responder", "dispatcher"]
-    tokens = "".join(d["text"] for k, d in events if k == "token")
+    assert started[0] == "perzeption" and started[-1] == "dispatcher"
+    assert "responder" in started and started.index("responder") < started.index("thinker")
+    tokens = "".join(d["text"] for k, d in events if k == "token" and d["node"] == "responder")
     final = events[-1][1]
-    assert tokens.strip() and final["reply"] == tokens.strip()
+    assert tokens.strip() and final["reply"].strip()
     assert kinds.index("token") > kinds.index("node_started")
 
 

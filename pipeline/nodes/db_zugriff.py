@@ -27,7 +27,11 @@ async def run(state: TurnState, deps: Deps) -> dict:
         log.warning("db_zugriff: fallback charakter_unbekannt: no character %r, name taken from the id (%s)",
                     s.character_id, name)
     deps.trace.decision(NAME, "db_zugriff.charakter", outcome,
-                        {"character_id": s.character_id, "profil_gefunden": row["profile_found"]})
+                        {"character_id": s.character_id, "profil_gefunden": row["profile_found"],
+                         "direktiven": len(row["direktiven"]), "anweisungen": len(row["anweisungen"])})
+    if not row["emotion_found"]:
+        log.info("db_zugriff: no persisted emotion state for %s:%s (cold start): neutral", s.user_id, s.character_id)
     fields = {k: row[k] for k in ("charakter_anweisung", "nova_kern", "nova_adaptiv", "nova_emotions",
-                                  "nova_intentionen", "nova_beziehung", "mensch_kern")}
+                                  "nova_intentionen", "nova_beziehung", "mensch_kern", "direktiven", "anweisungen",
+                                  "nova_emotion", "nova_arousal")}
     return {"pair": PairRecord(character_name=name, **fields)}

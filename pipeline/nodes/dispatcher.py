@@ -1,6 +1,7 @@
-"""dispatcher: commit the turn. Both session turns, the stored result (what a repeated turn_id
-returns) and the outbox job for the Postgres writes (turn record + pipeline_log) go to Redis in one
-atomic step; the outbox worker writes Postgres in the background."""
+"""dispatcher: commit the turn. Both session turns (each with its speaker and perception), the
+stored result (what a repeated turn_id returns) and two outbox jobs — the durable Postgres record
+with the pipeline_log rows, and the background work (salience, praegung, aufgriff and their
+pending writes) — go to Redis in one atomic step. Nothing here waits for the background."""
 from __future__ import annotations
 
 import logging
@@ -12,57 +13,79 @@ from pipeline.services import Deps
 from pipeline.state import DispatchRecord, TurnState
 
 NAME = "dispatcher"
-READS = ("stimulus", "pair", "memory", "draft")
+READS = ("stimulus", "pair", "memory", "draft", "urteil", "perzeption", "emotion", "route", "nova_perzeption",
+         "plan")
 WRITES = ("dispatch",)
 SELF_LOGGED = True  # its pipeline_log row must be in the job it commits
+# records the background chain needs, copied into its job
+BACKGROUND_RECORDS = ("stimulus", "pair", "draft", "urteil", "perzeption", "memory")
 
 log = logging.getLogger("novaberg.node.dispatcher")
 
 
+def final_reply(state: TurnState) -> str:
+    return state.urteil.reply if state.urteil and state.urteil.reply else state.draft.reply
+
+
 def turn_result(state: TurnState, deps: Deps) -> dict:
-    s, d = state.stimulus, state.draft
+    s, d, p, e, r = state.stimulus, state.draft, state.perzeption, state.emotion, state.route
     return {
-        "turn_id": s.turn_id,
-        "user_id": s.user_id,
-        "character_id": s.character_id,
-        "character_name": state.pair.character_name,
-        "reply": d.reply,
-        "herkunft": s.herkunft,
-        "model": d.model,
+        "turn_id": s.turn_id, "user_id": s.user_id, "character_id": s.character_id,
+        "character_name": state.pair.character_name, "reply": final_reply(state), "herkunft": s.herkunft,
+        "eigener_gedanke": s.eigener_gedanke, "model": d.model,
         "usage": {"prompt_tokens": deps.trace.prompt_tokens, "completion_tokens": deps.trace.completion_tokens,
                   "llm_calls": deps.trace.llm_calls},
+        # the fields of the seeds' chat endpoint
+        "emotion": p.emotion if p else None, "arousal": p.arousal if p else None,
+        "emotions_vektor": e.emotions_vektor if e else None,
+        "emotions_verlauf": [h["emotion"] for h in e.emotions_verlauf] if e else None,
+        "sprach_stil": e.sprach_stil if e else None, "beziehungs_dynamik": p.beziehungs_dynamik if p else None,
+        "intent": r.intent if r else (p.intent if p else None), "tone": p.tone if p else None,
+        "gespraechs_modus": p.gespraechs_modus if p else None,
+        "user_intentionen": p.user_intentionen if p else None,
+        "momentum": r.momentum if r else None, "needs_web": r.needs_web if r else None,
         "created_at": datetime.now(timezone.utc).isoformat(),
     }
 
 
 async def run(state: TurnState, deps: Deps) -> dict:
     t0 = time.perf_counter()
-    s, d = state.stimulus, state.draft
+    s, p, np_ = state.stimulus, state.perzeption, state.nova_perzeption
     result = turn_result(state, deps)
     result["timings"] = deps.trace.timings()
+    name = state.pair.character_name
     user_turn = {"rolle": "user", "sprecher": "Person B", "inhalt": s.text, "turn_id": s.turn_id,
-                 "herkunft": s.herkunft, "time": s.received_at.isoformat()}
-    nova_turn = {"rolle": "assistant", "sprecher": state.pair.character_name, "inhalt": d.reply,
-                 "turn_id": s.turn_id, "herkunft": s.herkunft, "time": result["created_at"]}
+                 "herkunft": s.herkunft, "time": s.received_at.isoformat(),
+                 "emotion": p.emotion if p else None, "arousal": p.arousal if p else None,
+                 "tone": p.tone if p else None, "dynamik": p.beziehungs_dynamik if p else None,
+                 "modus": p.gespraechs_modus if p else None, "intentionen": p.user_intentionen if p else None,
+                 "vektor": state.emotion.emotions_vektor if state.emotion else None,
+                 "stil": state.emotion.sprach_stil if state.emotion else None}
     if s.eigener_gedanke is not None:
-        user_turn["sprecher"] = f"{state.pair.character_name} (eigener Gedanke)"
-    # the dispatcher's own row is written before the job leaves, so it travels with it
+        # an impulse turn is marked by its speaker, not filtered out (seed 001 §3.1)
+        user_turn.update(rolle="assistant", sprecher=f"{name} (eigener Gedanke)")
+    nova_turn = {"rolle": "assistant", "sprecher": name, "inhalt": result["reply"], "turn_id": s.turn_id,
+                 "herkunft": s.herkunft, "time": result["created_at"],
+                 "emotion": np_.emotion if np_ else None, "arousal": np_.arousal if np_ else None,
+                 "stil": np_.stil if np_ else None}
     deps.trace.node_row(NAME, (time.perf_counter() - t0) * 1000)
-    job = {
-        "kind": "turn",
-        "turn": {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id,
-                 "user_text": s.text, "reply": d.reply, "user_embedding": state.memory.query_embedding,
-                 "result": result, "created_at": result["created_at"]},
-        "log": deps.trace.rows,
-    }
+    jobs = [
+        {"kind": "turn", "turn": {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id,
+                                  "user_text": s.text, "reply": result["reply"],
+                                  "user_embedding": state.memory.query_embedding if state.memory else None,
+                                  "result": result, "created_at": result["created_at"]},
+         "log": deps.trace.rows},
+        {"kind": "hintergrund", "turn_id": s.turn_id,
+         "state": {r: getattr(state, r).model_dump(mode="json") for r in BACKGROUND_RECORDS
+                   if getattr(state, r) is not None}},
+    ]
     committed = await session.commit_turn(
         deps.redis, user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id, result=result,
-        user_turn=user_turn, nova_turn=nova_turn, job=job, keep_turns=deps.settings.session_keep_turns,
+        user_turn=user_turn, nova_turn=nova_turn, job=jobs, keep_turns=deps.settings.session_keep_turns,
         ttl_s=deps.settings.turn_result_ttl_s,
     )
     if not committed:
         log.warning("dispatcher: turn %s of %s:%s was committed already; nothing written twice",
                     s.turn_id, s.user_id, s.character_id)
-    if not committed:
         result = await session.stored_result(deps.redis, s.user_id, s.character_id, s.turn_id) or result
-    return {"dispatch": DispatchRecord(committed=committed, outbox_job="turn", result=result)}
+    return {"dispatch": DispatchRecord(committed=committed, outbox_job="turn+hintergrund", result=result)}

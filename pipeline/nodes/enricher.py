@@ -1,20 +1,31 @@
-"""enricher (spine stage): the session turns of the pair and the embedding of the stimulus.
+"""enricher (seed 001): Nova's memory interface.
 
-Seed 001 specifies the full enricher (query rewriting, KZG/LZG, goals, library); this stage reads
-the Redis session window (SESSION_MAX_TURNS) and embeds the stimulus, which the dispatcher stores
-with the turn record.
+Human chain (7 fields): the session turns, the user's intentions, the prompt embedding, activated
+goals with their strengths, the gravity term and the ungated goal pull — no vector search.
+Character chain (15 fields): the same, plus the query rewrite (one LLM call, 20 s deadline, every
+other exit named and logged with the raw utterance used instead), the perception-gravity shift of
+the search key, KZG, LZG (anchors + spreading), the plugin hooks, and the file index as its own
+channel. One search key serves every reader. The protocol line names the memories read.
 """
 from __future__ import annotations
 
 import logging
 
-from memory import session
+from memory import kzg, session
+from memory.kzg import KZGIndex
+from memory.ziele import Aktivierung, aktivieren, wahrnehmung_verschieben, ziel_paar_bestimmen
+from pipeline import plugins
+from pipeline.llm_json import ask
 from pipeline.services import Deps
 from pipeline.state import MemoryRecord, SessionTurn, TurnState
 
 NAME = "enricher"
-READS = ("stimulus",)
+READS = ("stimulus", "perzeption", "emotion")
 WRITES = ("memory",)
+REWRITE_MIN_TURNS = 2
+REWRITE_MAX_CHARS = 300  # the plausibility limit of the rewritten key
+REWRITE_MAX_TOKENS = 48
+REWRITE_VERLAUF_TURNS = 6
 
 log = logging.getLogger("novaberg.node.enricher")
 
@@ -23,17 +34,142 @@ class SessionDefect(RuntimeError):
     """The session holds turns but none could be read: a defect, not an empty conversation."""
 
 
-async def run(state: TurnState, deps: Deps) -> dict:
-    s = state.stimulus
-    r = deps.redis
-    raw = await session.load_turns(r, s.user_id, s.character_id, deps.settings.session_max_turns)
+async def _session(deps: Deps, user_id: str, character_id: str) -> list[SessionTurn]:
+    raw = await session.load_turns(deps.redis, user_id, character_id, deps.settings.session_max_turns)
     if not raw:
-        stored = await session.count_turns(r, s.user_id, s.character_id)
+        stored = await session.count_turns(deps.redis, user_id, character_id)
         if stored:
             # seed 001: an empty history beside existing turns is a defect and must be loud
-            raise SessionDefect(f"session of {s.user_id}:{s.character_id} holds {stored} turns, read 0")
-    turns = [SessionTurn.model_validate(t) for t in raw]
+            raise SessionDefect(f"session of {user_id}:{character_id} holds {stored} turns, read 0")
+    return [SessionTurn.model_validate(t) for t in raw]
+
+
+async def _goals(deps: Deps, state: TurnState, raw_vec) -> Aktivierung:
+    s = state.stimulus
+    turn_pair = (s.user_id, s.character_id) if deps.trace.chain == "human" else (s.character_id, s.user_id)
+    character_id, user_id = ziel_paar_bestimmen(turn_pair, deps.trace.chain)
+    goals = await deps.store.call("ziele.load_goals", character_id, user_id)
+    a = aktivieren(goals, raw_vec, deps.services.memory_cfg.goal_threshold)
+    if a.ohne_embedding:
+        log.error("enricher: goals without embedding %s cannot activate", a.ohne_embedding)
+    verstaerkt = await deps.store.call("ziele.verstaerken", a.aktivierte) if a.aktivierte else []
+    if verstaerkt:
+        deps.trace.decision(NAME, "enricher.ziele_verstaerkung", "verstaerkt", {"ziele": verstaerkt})
+    return a
+
+
+def gravitationsterm(a: Aktivierung) -> float:
+    """The summed strengths of the activated goals, normalised onto [0, 1]."""
+    total = sum(g["aktivierungs_staerke"] for g in a.aktivierte)
+    return round(total / (1.0 + total), 6)
+
+
+async def rewrite(deps: Deps, turns: list[SessionTurn], raw: str) -> tuple[str, str]:
+    """The search text and its origin: `rewrite`, or a named exit with the raw utterance."""
+    if not deps.settings.query_rewrite:
+        exit_ = "abgeschaltet"
+    elif not turns:
+        exit_ = "verlauf_leer"
+    elif len(turns) < REWRITE_MIN_TURNS:
+        exit_ = "zu_wenig_verlauf"
+    else:
+        verlauf = "\n".join(f"{t.sprecher}: {t.inhalt}" for t in turns[-REWRITE_VERLAUF_TURNS:])
+        text, outcome = await ask(deps, NAME, {"verlauf": verlauf, "aeusserung": raw}, prompt="query_rewrite",
+                                  timeout_s=deps.settings.query_rewrite_deadline_s)
+        if outcome == "aufruf_gescheitert":
+            exit_ = "aufruf_gescheitert"
+        elif text is None:
+            exit_ = "leer"
+        else:
+            line = text.strip().splitlines()[0].strip()
+            if line.lower().startswith("suchanfrage:"):
+                line = line[len("suchanfrage:"):].strip()
+            line = line.strip('"„“ ')
+            if not line:
+                exit_ = "leer"
+            elif len(line) > REWRITE_MAX_CHARS:
+                exit_ = "zu_lang"
+            else:
+                return line, "rewrite"
+    log.warning("enricher: query rewrite exit %s: searching with the raw utterance %r", exit_, raw)
+    return raw, exit_
+
+
+async def _cluster(deps: Deps, user_id: str, character_id: str) -> str:
+    """The landscape cluster of the previous turn (gv_node writes it), `paradox` as fallback."""
+    raw = await deps.redis.hget(f"gv:detail:{user_id}:{character_id}", "cluster")
+    if raw is None:
+        return "paradox"
+    return raw.decode() if isinstance(raw, bytes) else raw
+
+
+async def run(state: TurnState, deps: Deps) -> dict:
+    s = state.stimulus
+    cfg = deps.services.memory_cfg
+    turns = await _session(deps, s.user_id, s.character_id)
+    intentionen = state.perzeption.user_intentionen if state.perzeption else []
+    raw_vec = await deps.embedder.embed(deps.trace, s.text)  # in every run: the goals need the raw stimulus
+    a = await _goals(deps, state, raw_vec)
+    base = dict(session_turns=turns, query_embedding=raw_vec, user_intentionen=intentionen,
+                aktivierte_ziele=a.aktivierte, zielsog_roh=a.zielsog_roh, gravitationsterm=gravitationsterm(a))
     deps.trace.decision(NAME, "enricher.verlauf", "verlauf" if turns else "verlauf_leer",
                         {"gelesen": len(turns), "fenster": deps.settings.session_max_turns})
-    vec = await deps.embedder.embed(deps.trace, s.text)
-    return {"memory": MemoryRecord(session_turns=turns, query_embedding=vec)}
+    if deps.trace.chain == "human":
+        return {"memory": MemoryRecord(**base)}
+
+    # pre-check: rewrite, shift and search only when KZG, LZG or the library hold something
+    has_kzg = await kzg.count(deps.redis, s.user_id, s.character_id) > 0
+    has_lzg = await deps.store.call("lzg.has_nodes", s.user_id, s.character_id)
+    bib = await deps.store.call("library.bestand", s.user_id, s.character_id)
+    if not (has_kzg or has_lzg or bib["aktiv"]):
+        _, exit_, _ = wahrnehmung_verschieben(raw_vec, a, None, cfg, gedaechtnis_suche=False)
+        deps.trace.decision(NAME, "enricher.verschiebung", exit_, {"kzg": False, "lzg": False, "bibliothek": 0})
+        log.info("enricher: no memory yet (KZG, LZG, library empty): no search, herkunft=%s", exit_)
+        return {"memory": MemoryRecord(**base, verschiebung=exit_)}
+
+    anweisung = "anweisung" in intentionen
+    if anweisung:
+        suchtext, herkunft = s.text, "anweisung"  # imperative override: search the raw utterance
+        such_basis = raw_vec
+    else:
+        suchtext, herkunft = await rewrite(deps, turns, s.text)
+        such_basis = raw_vec if herkunft != "rewrite" else await deps.embedder.embed(deps.trace, suchtext)
+    deps.trace.decision(NAME, "enricher.rewrite", herkunft, {"verlauf": len(turns), "suchtext": suchtext})
+    cluster = await _cluster(deps, s.user_id, s.character_id)
+    such_vektor, verschiebung, info = wahrnehmung_verschieben(such_basis, a, cluster, cfg,
+                                                               intention_anweisung=anweisung)
+    deps.trace.decision(NAME, "enricher.verschiebung", verschiebung, {"cluster": cluster, **info})
+
+    index = deps.services.cache.setdefault("kzg_index", KZGIndex(s.user_id, s.character_id))
+    kzg_hits = await index.search(deps.redis, such_vektor, threshold=cfg.kzg_threshold, top_k=cfg.kzg_top_k)
+    nova_sektor = state.emotion.nova_sektor if state.emotion else None
+    resonanz = await deps.store.call("lzg.spreading_lesen", s.user_id, s.character_id, such_vektor, cfg,
+                                     cluster=cluster, nova_sektor=nova_sektor) if has_lzg else None
+    plugin_out: dict[str, list[dict]] = {}
+    partial = TurnState.model_construct(stimulus=s)
+    for plugin in plugins.discover():
+        try:
+            plugin_out[plugin.NAME] = await plugin.enrich(partial, deps, such_vektor)
+        except Exception as e:  # a failing source leaves its channel empty, loudly
+            log.warning("enricher: plugin %s failed (%s: %s); its context is empty this turn", plugin.NAME,
+                        type(e).__name__, e)
+            plugin_out[plugin.NAME] = []
+    try:
+        files = await deps.store.call("aufzeichnungen.suchen", s.user_id, s.character_id, suchtext, such_vektor, cfg)
+        aufzeichnungen = files["treffer"]
+    except Exception as e:
+        log.warning("enricher: file index failed (%s: %s); no records this turn", type(e).__name__, e)
+        aufzeichnungen = []
+    punkte = [{"quelle": "kzg", "inhalt": h["inhalt"], "emotion": h["emotion"], "arousal": h.get("arousal")}
+              for h in kzg_hits if h.get("emotion") and h["emotion"] != "neutral"]
+    if resonanz:
+        punkte += [{"quelle": "lzg", "inhalt": e["inhalt"], "emotion": e["emotion"], "arousal": e.get("arousal")}
+                   for e in resonanz["erinnerungen"] if e.get("emotion") and e["emotion"] != "neutral"]
+    ids = resonanz["ids"] if resonanz else []
+    log.info("enricher: herkunft=%s suchtext=%r verschiebung=%s kzg=%d lzg_resonanz_count=%d lzg_resonanz_ids=%s "
+             "bibliothek=%d aufzeichnungen=%d", herkunft, suchtext, verschiebung, len(kzg_hits), len(ids), ids,
+             len(plugin_out.get("bibliothek", [])), len(aufzeichnungen))
+    return {"memory": MemoryRecord(
+        **base, suchtext=suchtext, suchtext_herkunft=herkunft, such_vektor=such_vektor, verschiebung=verschiebung,
+        kzg=kzg_hits, lzg_resonanz=resonanz, bibliothek=plugin_out.pop("bibliothek", []), plugins=plugin_out,
+        aufzeichnungen=aufzeichnungen, emotionale_gravitationspunkte=punkte)}

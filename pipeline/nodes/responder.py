@@ -1,8 +1,13 @@
-"""responder (seed 004): write Nova's reply.
+"""responder (seed 004): write Nova's reply from a script, not a report.
 
-Stable blocks (role, profiles, rules, directives, character instruction) form the system message;
-everything that changes every turn (history, stimulus, time, direction) comes last, in the user
-message, so the engine reuses the cached prefix (RAY-NOTES: memories placed last halved LLM time).
+System message, stable across turns so the engine reuses the prefix: [ROLLE], [PERSON A — WER SIE
+IST], [PERSON B — WER ER IST], [ZWISCHEN BEIDEN], [REGELN], [DIREKTIVEN], [PERSON A — IHR WESEN];
+on an impulse turn [EIGENER GEDANKE] joins it. User message: [GESPRAECHSVERLAUF], then the blocks
+that change every turn in the order of seed 004 §3.1 ([SZENE], [PERSON A — IHRE EMOTION],
+[AUFGABE], [PERSON B — WIE ER GERADE DA IST], [INHALT]), then [AKTUELLER PROMPT] (or the impulse
+order), [DEIN SPRACHSTIL] and [REGIE FUER DIESE REPLIK] last. The per-turn blocks stand after the
+history, not in the system message: placed early they would force the engine to re-read the whole
+history every turn (RAY-NOTES: memories placed last halved LLM time).
 """
 from __future__ import annotations
 
@@ -13,9 +18,16 @@ from pipeline.state import DraftRecord, SessionTurn, TurnState
 from pipeline.timefmt import local_now, wochentag
 
 NAME = "responder"
-READS = ("stimulus", "pair", "memory")
+READS = ("stimulus", "pair", "memory", "perzeption", "emotion", "plan", "landschaft", "haltung", "verfasser")
 WRITES = ("draft",)
-SPANNE = "zwei bis drei Saetzen"
+DEFAULT_SPANNE = "zwei bis drei Saetzen"
+
+EI_MIKRO = {
+    "absturz": " Person B ist gerade abgestuerzt: erst da sein, dann erst Inhalt.",
+    "einbruch": " Die Stimmung von Person B ist eingebrochen: behutsam.",
+    "spirale": " Person B dreht sich nach unten: nicht mitdrehen, Halt geben.",
+    "erholung": " Person B erholt sich: das darf man spueren lassen.",
+}
 
 log = logging.getLogger("novaberg.node.responder")
 
@@ -35,35 +47,86 @@ def _or(text: str, fallback: str) -> str:
     return text.strip() or fallback
 
 
+def _haltung_text(h) -> str:
+    naehe = "nah" if h.naehe >= 0.65 else ("zurueckhaltend" if h.naehe <= 0.35 else "offen")
+    waerme = "warm" if h.waerme >= 0.7 else "freundlich"
+    return f"{naehe}, {waerme}"
+
+
 def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict], dict]:
     s, p, m = state.stimulus, state.pair, state.memory
     pr = deps.prompts
     name = p.character_name
+    blocks: list[str] = []
     person_a = "\n".join(
         f"{label}: {value}" for label, value in (
             ("Gewachsene Persoenlichkeit", p.nova_kern), ("Was sie gerade beschaeftigt", p.nova_adaptiv),
-            ("Emotionale Grundstimmung", p.nova_emotions), ("Ihre Art zu kommunizieren", p.nova_intentionen),
-            ("Wie sie Person B sieht", p.nova_beziehung)) if value.strip()
+            ("Emotionale Grundstimmung", p.nova_emotions), ("Ihre Art zu kommunizieren", p.nova_intentionen))
+        if value.strip()
     ) or f"{name} lernt Person B gerade erst kennen; ihr Bild von sich waechst mit dem Gespraech."
+    zwischen = "\n".join(x for x in (
+        f"Wie {name} Person B sieht: {p.nova_beziehung}" if p.nova_beziehung.strip() else "",) if x) or \
+        "Die beiden kennen sich noch nicht lange."
     system_parts = [
         pr.render(NAME, "identity", model, character_name=name, person_a=person_a,
-                  person_b=_or(p.mensch_kern, "Noch unbekannt.")),
-        pr.render(NAME, "rules", model, character_name=name, direktiven="Keine.",
-                  wesen=_or(p.charakter_anweisung, f"{name} ist warm, neugierig und aufmerksam.")),
+                  person_b=_or(p.mensch_kern, "Noch unbekannt."), zwischen=zwischen),
+        pr.render(NAME, "rules", model, character_name=name,
+                  direktiven="\n".join(f"- {d}" for d in p.direktiven) or "Keine.",
+                  wesen=_or("\n".join([p.charakter_anweisung] + p.anweisungen),
+                            f"{name} ist warm, neugierig und aufmerksam.")),
     ]
-    now = local_now(deps.settings.timezone)
-    common = dict(character_name=name, verlauf=_verlauf(m.session_turns), wochentag=wochentag(now),
-                  datum=now.strftime("%d.%m.%Y"), uhrzeit=now.strftime("%H:%M"), spanne=SPANNE)
     if s.eigener_gedanke is not None:
         system_parts.append(pr.render(NAME, "gedanke", model, character_name=name, gedanke=s.eigener_gedanke))
-        user = pr.render(NAME, "auftrag", model, **common)
+
+    lage: list[str] = []
+    if state.landschaft:
+        l = state.landschaft
+        lage.append(pr.render(NAME, "szene", model, cluster=l.cluster, gv_detail=l.gv_detail, character_name=name,
+                              sektor=state.emotion.nova_sektor if state.emotion else "neutral"))
+        blocks.append("SZENE")
+    if state.emotion:
+        lage.append(pr.render(NAME, "emotion", model, character_name=name, emotion=state.emotion.nova_emotion,
+                              arousal=f"{state.emotion.nova_arousal:.1f}"))
+        blocks.append("PERSON A — IHRE EMOTION")
+    cut = bool(state.plan and state.plan.task_context_cut)
+    if state.plan and state.plan.task_block:
+        lage.append(pr.render(NAME, "aufgabe", model, task_block=state.plan.task_block))
+        blocks.append("AUFGABE")
+    if state.perzeption and s.user_prompt is not None:
+        pz = state.perzeption
+        lage.append(pr.render(NAME, "person_b", model, emotion=pz.emotion, modus=pz.gespraechs_modus,
+                              dynamik=pz.beziehungs_dynamik,
+                              vektor=state.emotion.emotions_vektor if state.emotion else "plateau"))
+        blocks.append("PERSON B — WIE ER GERADE DA IST")
+    if state.verfasser and state.verfasser.inhalt and not cut:
+        lage.append(pr.render(NAME, "inhalt", model, character_name=name, inhalt=state.verfasser.inhalt))
+        blocks.append("INHALT")
+
+    now = local_now(deps.settings.timezone)
+    common = dict(verlauf=_verlauf(m.session_turns), lage="\n\n".join(lage))
+    if s.eigener_gedanke is not None:
+        user_parts = [pr.render(NAME, "auftrag", model, character_name=name, **common)]
         form = "verlauf_mit_auftrag" if m.session_turns else "auftrag_ohne_verlauf"
     else:
-        user = pr.render(NAME, "task", model, aktueller_prompt=s.user_prompt, **common)
+        user_parts = [pr.render(NAME, "task", model, aktueller_prompt=s.user_prompt, **common)]
         form = "verlauf_mit_reiz" if m.session_turns else "reiz_ohne_verlauf"
+    stil = state.emotion.sprach_stil if state.emotion else ""
+    if stil:
+        user_parts.append(pr.render(NAME, "stil", model, stil=stil, character_name=name))
+    else:
+        log.info("responder: [DEIN SPRACHSTIL] omitted: no language style this turn")
+    h, l = state.haltung, state.landschaft
+    user_parts.append(pr.render(
+        NAME, "regie", model, wochentag=wochentag(now), datum=now.strftime("%d.%m.%Y"), uhrzeit=now.strftime("%H:%M"),
+        werkzeug=l.werkzeug if l else "Impuls", vehikel=l.vehikel if l else "Aussage",
+        spanne=h.spanne if h else DEFAULT_SPANNE, haltung=_haltung_text(h) if h else "offen, freundlich",
+        energie=h.energie if h else "ruhig",
+        mikro=EI_MIKRO.get(state.emotion.emotions_vektor, "") if state.emotion else ""))
     system = "\n\n".join(system_parts)
+    user = "\n\n".join(user_parts)
     inputs = {"eigener_gedanke": s.eigener_gedanke is not None, "verlauf_beitraege": len(m.session_turns),
-              "reiz_zeichen": len(s.text), "system_zeichen": len(system)}
+              "reiz_zeichen": len(s.text), "system_zeichen": len(system), "bloecke": blocks,
+              "sprachstil_block": bool(stil), "kontext_schnitt": cut}
     return [{"role": "system", "content": system}, {"role": "user", "content": user}], {"form": form, **inputs}
 
 
@@ -74,9 +137,9 @@ async def run(state: TurnState, deps: Deps) -> dict:
     log.debug("Responder: System-Prompt:\n%s", messages[0]["content"])
     result = await deps.llm.chat(deps.trace, NAME, messages, stream_tokens=True)
     reply = result.content.strip()
-    outcome = "antwort" if reply else "leer"
-    deps.trace.decision(NAME, "responder.ergebnis", outcome,
-                        {"zeichen": len(reply), "token": result.completion_tokens})
+    deps.trace.decision(NAME, "responder.ergebnis", "antwort" if reply else "leer",
+                        {"zeichen": len(reply), "token": result.completion_tokens,
+                         "inhalt_zeichen": len(state.verfasser.inhalt) if state.verfasser else 0})
     if not reply:
         log.warning("responder: fallback leer_wiederholung: empty reply (finish %s), asking once more",
                     result.finish_reason)

@@ -1,0 +1,25 @@
+"""Directives agent: absolute instructions of the user for this pair, added or lifted."""
+from __future__ import annotations
+
+from pipeline.state import AgentResult
+
+
+async def dispatch_direktiven(state, deps) -> AgentResult:
+    auftrag = state.plan.auftrag
+    aktion, p = auftrag.get("aktion"), auftrag.get("parameter") or {}
+    s = state.stimulus
+    text = str(p.get("text") or "").strip()
+    if aktion == "anlegen" and text:
+        did = await deps.store.call("charakter.add_directive", s.user_id, s.character_id, text)
+        return AgentResult(agent_name="direktiven", status="abgeschlossen",
+                           ergebnis={"aktion": "anlegen", "id": did, "beschreibung": f"Vorgabe gemerkt: {text}"})
+    if aktion == "aufheben" and text:
+        current = await deps.store.call("charakter.directives", s.user_id, s.character_id)
+        match = [d for d in current if text.lower() in d["text"].lower()]
+        if not match:
+            return AgentResult(agent_name="direktiven", status="verworfen", ergebnis={"grund": "keine passende Vorgabe"})
+        await deps.store.call("charakter.set_directive_active", s.user_id, s.character_id, match[0]["id"], False)
+        return AgentResult(agent_name="direktiven", status="abgeschlossen",
+                           ergebnis={"aktion": "aufheben", "id": match[0]["id"], "beschreibung": f"Vorgabe aufgehoben: {match[0]['text']}"})
+    return AgentResult(agent_name="direktiven", status="rueckfrage",
+                       ergebnis={"frage": "Welche Vorgabe genau soll ich mir merken oder aufheben?"})

@@ -1,0 +1,40 @@
+"""Notes agent: create, change, delete, find a note of the user."""
+from __future__ import annotations
+
+from pipeline.state import AgentResult
+
+AKTIONEN = ("anlegen", "aendern", "loeschen", "finden")
+
+
+async def dispatch_notizen(state, deps) -> AgentResult:
+    auftrag = state.plan.auftrag
+    aktion, p = auftrag.get("aktion"), auftrag.get("parameter") or {}
+    user = state.stimulus.user_id
+    name = str(p.get("name") or "").strip()
+    if aktion not in AKTIONEN:
+        return AgentResult(agent_name="notizen", status="rueckfrage",
+                           ergebnis={"frage": "Was genau soll mit der Notiz geschehen: anlegen, aendern oder loeschen?"})
+    if not name:
+        return AgentResult(agent_name="notizen", status="rueckfrage", ergebnis={"frage": "Wie soll die Notiz heissen?"})
+    if aktion == "anlegen":
+        nid = await deps.store.call("notizen.create", user, name, str(p.get("inhalt") or ""),
+                                    str(p.get("zusammenfassung") or p.get("inhalt") or "")[:200],
+                                    [str(t) for t in p.get("themen") or []])
+        return AgentResult(agent_name="notizen", status="abgeschlossen",
+                           ergebnis={"aktion": "anlegen", "id": nid, "beschreibung": f"Notiz '{name}' angelegt"})
+    found = await deps.store.call("notizen.find_by_keyword", user, name)
+    if aktion == "finden":
+        return AgentResult(agent_name="notizen", status="abgeschlossen",
+                           ergebnis={"aktion": "finden", "notizen": found,
+                                     "beschreibung": f"{len(found)} Notiz(en) zu '{name}' gefunden"})
+    if not found:
+        return AgentResult(agent_name="notizen", status="verworfen",
+                           ergebnis={"grund": f"keine Notiz mit dem Namen '{name}'"})
+    target = found[0]
+    if aktion == "aendern":
+        await deps.store.call("notizen.update", user, target["id"], inhalt=str(p.get("inhalt") or target["inhalt"]))
+        return AgentResult(agent_name="notizen", status="abgeschlossen",
+                           ergebnis={"aktion": "aendern", "id": target["id"], "beschreibung": f"Notiz '{target['name']}' geaendert"})
+    await deps.store.call("notizen.delete", user, target["id"])
+    return AgentResult(agent_name="notizen", status="abgeschlossen",
+                       ergebnis={"aktion": "loeschen", "id": target["id"], "beschreibung": f"Notiz '{target['name']}' geloescht"})

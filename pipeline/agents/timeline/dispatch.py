@@ -1,0 +1,81 @@
+"""Timeline agent: create, move, delete appointments; German relative dates ("morgen um 14 Uhr")
+are read with dateparser against the local time, and stored in UTC."""
+from __future__ import annotations
+
+import logging
+import re
+from datetime import datetime
+
+from pipeline.state import AgentResult
+from pipeline.timefmt import local_now
+
+AKTIONEN = ("anlegen", "verschieben", "loeschen")
+log = logging.getLogger("novaberg.agent.timeline")
+
+
+_UHR = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*Uhr\b", re.I)
+_NAECHST = re.compile(r"\bn(?:ae|ä)chste[nrms]?\s+", re.I)
+_TAG_MONAT = re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(?!\d)")
+
+
+def _normalise(text: str, year: int) -> str:
+    """Forms dateparser misses: "14 Uhr" → "14:00", "nächsten Dienstag" → "Dienstag", "3.12." → "3.12.<year>"."""
+    text = _UHR.sub(lambda m: f"{int(m.group(1))}:{m.group(2) or '00'}", text)
+    text = _NAECHST.sub("", text)
+    text = " ".join(re.sub(r"\b(?:am|um|den)\b", " ", text, flags=re.I).split())
+    return _TAG_MONAT.sub(lambda m: f"{m.group(1)}.{m.group(2)}.{year}", text)
+
+
+def parse_when(text: str, tz: str, now: datetime | None = None) -> datetime | None:
+    """A local wall time (naive) from German text or ISO; None when it cannot be read."""
+    import dateparser
+
+    text = (text or "").strip()
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text).replace(tzinfo=None)
+    except ValueError:
+        pass
+    base = (now or local_now(tz)).replace(tzinfo=None)
+    text = _normalise(text, base.year)
+    got = dateparser.parse(text, languages=["de"], settings={
+        "RELATIVE_BASE": base, "PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False})
+    if got is not None and got < base and _TAG_MONAT.search(text):
+        got = got.replace(year=got.year + 1)  # "3.1." said in December means next January
+    return got
+
+
+async def dispatch_timeline(state, deps) -> AgentResult:
+    auftrag = state.plan.auftrag
+    aktion, p = auftrag.get("aktion"), auftrag.get("parameter") or {}
+    s, tz = state.stimulus, deps.settings.timezone
+    titel = str(p.get("titel") or "").strip()
+    if aktion not in AKTIONEN:
+        return AgentResult(agent_name="timeline", status="rueckfrage",
+                           ergebnis={"frage": "Soll ich einen Termin anlegen, verschieben oder loeschen?"})
+    if not titel:
+        return AgentResult(agent_name="timeline", status="rueckfrage", ergebnis={"frage": "Worum geht es bei dem Termin?"})
+    if aktion in ("anlegen", "verschieben"):
+        when = parse_when(str(p.get("wann") or ""), tz)
+        if when is None:
+            return AgentResult(agent_name="timeline", status="rueckfrage",
+                               ergebnis={"frage": f"Wann genau ist '{titel}'?"})
+    if aktion == "anlegen":
+        tid = await deps.store.call("timeline.add", s.user_id, s.character_id, titel, when, tz,
+                                    personen=[str(x) for x in p.get("personen") or []], turn_id=s.turn_id)
+        return AgentResult(agent_name="timeline", status="abgeschlossen", ergebnis={
+            "aktion": "anlegen", "id": tid, "beginn_lokal": when.isoformat(),
+            "beschreibung": f"Termin '{titel}' am {when.strftime('%d.%m.%Y um %H:%M')} eingetragen"})
+    found = await deps.store.call("timeline.find_by_keyword", s.user_id, s.character_id, titel, tz)
+    if not found:
+        return AgentResult(agent_name="timeline", status="verworfen", ergebnis={"grund": f"kein Termin '{titel}' gefunden"})
+    target = found[0]
+    if aktion == "verschieben":
+        await deps.store.call("timeline.move", s.user_id, s.character_id, target["id"], when, tz)
+        return AgentResult(agent_name="timeline", status="abgeschlossen", ergebnis={
+            "aktion": "verschieben", "id": target["id"],
+            "beschreibung": f"Termin '{target['titel']}' auf {when.strftime('%d.%m.%Y um %H:%M')} verschoben"})
+    await deps.store.call("timeline.delete", s.user_id, s.character_id, target["id"])
+    return AgentResult(agent_name="timeline", status="abgeschlossen",
+                       ergebnis={"aktion": "loeschen", "id": target["id"], "beschreibung": f"Termin '{target['titel']}' geloescht"})

@@ -1,0 +1,90 @@
+"""Ask the LLM for a small JSON object, from a node's prompt files, and check the answer.
+
+The model's answer is an external source: it is parsed and validated, and every way it can fail
+has a name (`aufruf_gescheitert`, `leer`, `kein_json`, `ungueltig`), is logged with the node, and
+is written as the node's decision entry `{node}.antwort`. The caller gets None and uses its
+documented default.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from pipeline.services import Deps
+
+log = logging.getLogger("novaberg.llm_json")
+M = TypeVar("M", bound=BaseModel)
+
+
+def first_json_object(text: str) -> dict | None:
+    """The first balanced {...} in the text that parses as a JSON object."""
+    start = text.find("{")
+    while start >= 0:
+        depth, in_str, esc = 0, False, False
+        for i in range(start, len(text)):
+            ch = text[i]
+            if in_str:
+                if esc:
+                    esc = False
+                elif ch == "\\":
+                    esc = True
+                elif ch == '"':
+                    in_str = False
+            elif ch == '"':
+                in_str = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    try:
+                        obj = json.loads(text[start:i + 1])
+                        return obj if isinstance(obj, dict) else None
+                    except json.JSONDecodeError:
+                        break
+        start = text.find("{", start + 1)
+    return None
+
+
+async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] = ("identity", "rules", "task"),
+              think: bool = False, prompt: str | None = None, timeout_s: float | None = None) -> tuple[str | None, str]:
+    """Plain text answer: (text or None, outcome). `prompt` names the prompt files when they are
+    not the node's own; `timeout_s` is the call's deadline."""
+    import asyncio
+
+    model = await deps.llm.model_name()
+    rendered = deps.prompts.render_parts(prompt or node, parts, model, variables)
+    system, user = "\n\n".join(rendered[:-1]), rendered[-1]
+    try:
+        call = deps.llm.chat(deps.trace, node, [{"role": "system", "content": system},
+                                                 {"role": "user", "content": user}], think=think)
+        res = await (asyncio.wait_for(call, timeout_s) if timeout_s else call)
+    except Exception as e:  # the engine is down or refused: the node goes on without it
+        log.warning("%s: fallback aufruf_gescheitert: %s: %s", node, type(e).__name__, e)
+        return None, "aufruf_gescheitert"
+    text = res.content.strip()
+    return (text, "ok") if text else (None, "leer")
+
+
+async def ask_json(deps: Deps, node: str, schema: type[M], variables: dict, *,
+                   parts: tuple[str, ...] = ("identity", "rules", "task")) -> tuple[M | None, str]:
+    text, outcome = await ask(deps, node, variables, parts=parts)
+    result: M | None = None
+    if text is not None:
+        obj = first_json_object(text)
+        if obj is None:
+            outcome = "kein_json"
+        else:
+            try:
+                result = schema.model_validate(obj)
+                outcome = "ok"
+            except ValidationError as e:
+                outcome = "ungueltig"
+                log.warning("%s: answer did not fit %s: %s", node, schema.__name__, e.errors()[:2])
+    if result is None:
+        log.warning("%s: fallback %s: the model's answer was not usable; defaults apply", node, outcome)
+    deps.trace.decision(node, f"{node}.antwort", outcome, {"zeichen": 0 if text is None else len(text)})
+    return result, outcome

@@ -1,0 +1,90 @@
+"""ei_calc: emotional intelligence, pure computation. The human's emotion history with decay
+weights (the current perception enters as "turn 0", seed 001 §5), the emotion vector, arousal,
+language style by feature scoring, mode plausibility, Nova's own emotion after empathy
+modulation, and the conflict flag."""
+from __future__ import annotations
+
+import re
+
+from pipeline import vocab
+from pipeline.services import Deps
+from pipeline.state import EmotionRecord, PerzeptionRecord, TurnState
+
+NAME = "ei_calc"
+READS = ("stimulus", "pair", "perzeption", "memory")
+WRITES = ("emotion",)
+DECAY = 0.7
+VERLAUF_MAX = 8
+
+_STIL_MERKMALE = {
+    "locker": [r"\bhey\b", r"\bhi\b", r"\bna\b", r"\bcool\b", r"[:;]-?[)D]", r"\bok\b", r"\bjo\b"],
+    "formell": [r"\bSie\b", r"\bIhnen\b", r"\bIhr\b", r"\bsehr geehrte", r"\bbitte\b", r"\bdanke sehr\b"],
+    "fachlich": [r"\b\w{14,}\b", r"\d+[.,]\d+", r"\b(?:Prozess|System|Funktion|Analyse|Daten|Version)\w*"],
+    "emotional": [r"!{2,}", r"\b(?:traurig|gluecklich|angst|wuetend|liebe|hasse|vermisse|allein)\w*", r"\bich fuehle"],
+    "jugendlich": [r"\b(?:krass|digga|lol|voll|mega|cringe|bro|alter)\b"],
+}
+
+
+def sprach_stil(text: str) -> str:
+    scores = {s: sum(len(re.findall(p, text, re.I if s != "formell" else 0)) for p in pats)
+              for s, pats in _STIL_MERKMALE.items()}
+    best = max(scores.values())
+    return "locker" if best == 0 else next(s for s in vocab.SPRACHSTILE if scores[s] == best)
+
+
+def verlauf(perzeption: PerzeptionRecord, turns) -> list[dict]:
+    """Newest first: turn 0 is the current perception, then the human's stored turns."""
+    out = [{"emotion": perzeption.emotion, "arousal": perzeption.arousal, "gewicht": 1.0}]
+    older = [t for t in reversed(turns) if t.rolle == "user" and t.emotion]
+    for age, t in enumerate(older[: VERLAUF_MAX - 1], start=1):
+        out.append({"emotion": t.emotion, "arousal": t.arousal if t.arousal is not None else 0.3,
+                    "gewicht": round(DECAY ** age, 6)})
+    return out
+
+
+def vektor(history: list[dict]) -> str:
+    """Direction of the human's emotional course (EMOTIONS_VEKTOREN)."""
+    vals = [vocab.VALENZ.get(h["emotion"], 0.0) for h in history]  # newest first
+    if len(vals) < 2:
+        return "plateau"
+    now, older = vals[0], vals[1:]
+    w = [DECAY ** i for i in range(len(older))]
+    before = sum(v * x for v, x in zip(older, w)) / sum(w)
+    delta = now - before
+    if len(vals) >= 3 and vals[0] < vals[1] < vals[2] and now < 0:
+        return "spirale"
+    if delta <= -0.8:
+        return "absturz"
+    if delta <= -0.35:
+        return "einbruch"
+    if delta >= 0.35:
+        return "erholung"
+    spread = max(older) - min(older)
+    return "stabilisierung" if spread > 0.5 else "plateau"
+
+
+def run_sync(state: TurnState) -> EmotionRecord:
+    p = state.perzeption or PerzeptionRecord(fallback="ohne_perzeption")
+    turns = state.memory.session_turns if state.memory else []
+    history = verlauf(p, turns)
+    total = sum(h["gewicht"] for h in history)
+    arousal = sum(h["arousal"] * h["gewicht"] for h in history) / total
+    valenz = vocab.VALENZ.get(p.emotion, 0.0)
+    prev_emotion = state.pair.nova_emotion if state.pair else "neutral"
+    prev_arousal = state.pair.nova_arousal if state.pair else 0.3
+    # empathy: a strong feeling of the human colours Nova's state; a weak one leaves hers
+    nova_emotion = p.emotion if abs(valenz) >= 0.5 else prev_emotion
+    nova_arousal = round(0.6 * prev_arousal + 0.4 * p.arousal, 4)
+    modus_plausibel = not (p.gespraechs_modus == "konflikt" and valenz > 0.5)
+    return EmotionRecord(
+        emotions_verlauf=history, emotions_vektor=vektor(history), ei_arousal=round(arousal, 4),
+        sprach_stil=sprach_stil(state.stimulus.text), modus_plausibel=modus_plausibel,
+        nova_emotion=nova_emotion, nova_arousal=nova_arousal, nova_sektor=vocab.SEKTOR.get(nova_emotion, "neutral"),
+        konflikt=p.beziehungs_dynamik == "angriff" or p.gespraechs_modus == "konflikt")
+
+
+async def run(state: TurnState, deps: Deps) -> dict:
+    rec = run_sync(state)
+    deps.trace.decision(NAME, "ei_calc.vektor", rec.emotions_vektor,
+                        {"verlauf": len(rec.emotions_verlauf), "stil": rec.sprach_stil, "konflikt": rec.konflikt})
+    return {"emotion": rec}

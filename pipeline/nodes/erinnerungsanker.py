@@ -1,0 +1,53 @@
+"""erinnerungsanker: when the conversation dates something ("last Tuesday", "on my birthday"),
+write a timeline entry of type `erinnerungs_anker` pointing to this turn."""
+from __future__ import annotations
+
+import logging
+from datetime import date, datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline.llm_json import ask_json
+from pipeline.services import Deps
+from pipeline.state import AnkerRecord, TurnState
+from pipeline.timefmt import local_now
+
+NAME = "erinnerungsanker"
+READS = ("stimulus",)
+WRITES = ("anker",)
+
+log = logging.getLogger("novaberg.node.erinnerungsanker")
+
+
+class _Antwort(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    datiert: bool = False
+    datum: str | None = None
+    titel: str | None = None
+
+
+async def run(state: TurnState, deps: Deps) -> dict:
+    s = state.stimulus
+    if s.user_prompt is None:
+        deps.trace.decision(NAME, "erinnerungsanker.lauf", "kein_nutzerreiz", {})
+        return {"anker": AnkerRecord(status="kein_nutzerreiz")}
+    now = local_now(deps.settings.timezone)
+    answer, outcome = await ask_json(deps, NAME, _Antwort, {"nachricht": s.text, "heute": now.date().isoformat()})
+    status, written = "nicht_datiert", []
+    if answer is None:
+        status = f"antwort_{outcome}"
+    elif answer.datiert:
+        try:
+            day = date.fromisoformat((answer.datum or "").strip())
+        except ValueError:
+            status = "datum_unlesbar"
+            log.warning("erinnerungsanker: fallback datum_unlesbar: %r is no ISO date; no anchor written", answer.datum)
+        else:
+            titel = (answer.titel or s.text)[:120]
+            anchor_id = await deps.store.call("timeline.add", s.user_id, s.character_id, titel,
+                                              datetime(day.year, day.month, day.day, 12, 0), deps.settings.timezone,
+                                              typ="erinnerungs_anker", turn_id=s.turn_id)
+            written.append({"id": anchor_id, "datum": day.isoformat(), "titel": titel})
+            status = "geschrieben"
+    deps.trace.decision(NAME, "erinnerungsanker.ergebnis", status, {"anker": len(written)})
+    return {"anker": AnkerRecord(geschrieben=written, status=status)}

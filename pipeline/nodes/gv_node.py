@@ -1,0 +1,59 @@
+"""gv_node: the conversation vector — the landscape cluster, its description (third person, as
+an analyst), tool and vehicle. Stored in Redis `gv:detail:{user}:{character}` for the next
+turn's enricher."""
+from __future__ import annotations
+
+import logging
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline import vocab
+from pipeline.llm_json import ask_json
+from pipeline.nodes.perzeption import kurzverlauf
+from pipeline.services import Deps
+from pipeline.state import LandschaftRecord, TurnState
+
+NAME = "gv_node"
+READS = ("stimulus", "pair", "memory", "perzeption", "emotion", "route")
+WRITES = ("landschaft",)
+
+log = logging.getLogger("novaberg.node.gv_node")
+
+
+class _Antwort(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    cluster: str = "paradox"
+    gv_detail: str = ""
+    werkzeug: str = "Impuls"
+    vehikel: str = "Aussage"
+
+
+def gv_key(user_id: str, character_id: str) -> str:
+    return f"gv:detail:{user_id}:{character_id}"
+
+
+async def run(state: TurnState, deps: Deps) -> dict:
+    s = state.stimulus
+    p, e, r = state.perzeption, state.emotion, state.route
+    answer, outcome = await ask_json(deps, NAME, _Antwort, {
+        "character_name": state.pair.character_name,
+        "verlauf": kurzverlauf([t.model_dump() for t in state.memory.session_turns[-6:]]), "nachricht": s.text,
+        "cluster": ", ".join(vocab.CLUSTER), "werkzeuge": ", ".join(vocab.WERKZEUGE),
+        "emotion": p.emotion if p else "neutral", "vektor": e.emotions_vektor if e else "plateau",
+        "dynamik": p.beziehungs_dynamik if p else "neutral", "momentum": r.momentum if r else "mid"})
+    if answer is None:
+        rec, status = LandschaftRecord(), f"fallback_{outcome}"
+    else:
+        cluster = answer.cluster.strip().lower()
+        if cluster not in vocab.CLUSTER:
+            log.warning("gv_node: fallback paradox: cluster %r is none of the 14", answer.cluster)
+            cluster, status = "paradox", "cluster_unbekannt"
+        else:
+            status = "ok"
+        werkzeug = vocab.pick(answer.werkzeug.strip().capitalize(), vocab.WERKZEUGE, "Impuls")
+        rec = LandschaftRecord(cluster=cluster, gv_detail=answer.gv_detail[:400], werkzeug=werkzeug,
+                               vehikel=answer.vehikel[:40] or "Aussage")
+    await deps.redis.hset(gv_key(s.user_id, s.character_id), mapping={
+        "cluster": rec.cluster, "gv_detail": rec.gv_detail, "werkzeug": rec.werkzeug, "vehikel": rec.vehikel})
+    deps.trace.decision(NAME, "gv_node.cluster", rec.cluster, {"status": status})
+    return {"landschaft": rec}

@@ -1,0 +1,81 @@
+"""perzeption (human chain): how the human's message comes across — emotion, arousal, intent,
+tone, conversation mode, relationship dynamics, user intentions. One LLM call; values outside
+the vocabularies fall back to their defaults, each counted and logged."""
+from __future__ import annotations
+
+import logging
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory import session
+from pipeline import vocab
+from pipeline.llm_json import ask_json
+from pipeline.services import Deps
+from pipeline.state import PerzeptionRecord, TurnState
+
+NAME = "perzeption"
+READS = ("stimulus",)
+WRITES = ("perzeption",)
+VERLAUF_TURNS = 6
+VERLAUF_ZEICHEN = 100  # seed 001: the history form for perception is cut to 100 characters per turn
+
+log = logging.getLogger("novaberg.node.perzeption")
+
+
+class _Antwort(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    emotion: str = "neutral"
+    arousal: float = Field(default=0.3)
+    intent: str = "austausch"
+    tone: str = "neutral"
+    gespraechs_modus: str = "austausch"
+    beziehungs_dynamik: str = "neutral"
+    user_intentionen: list[str] = Field(default_factory=list)
+
+
+def kurzverlauf(turns: list[dict]) -> str:
+    if not turns:
+        return "(noch kein Verlauf)"
+    return "\n".join(f"{t.get('sprecher', t.get('rolle'))}: {t['inhalt'][:VERLAUF_ZEICHEN]}" for t in turns)
+
+
+def normalise(a: _Antwort) -> tuple[PerzeptionRecord, list[str]]:
+    """Fit the answer into the vocabularies; returns the record and the fields that fell back."""
+    fixed = []
+    emotion = vocab.pick(a.emotion.lower().strip(), vocab.EMOTIONEN, "neutral")
+    modus = vocab.pick(a.gespraechs_modus.lower().strip(), vocab.GESPRAECHSMODI, "austausch")
+    dyn = vocab.pick(a.beziehungs_dynamik.lower().strip(), vocab.BEZIEHUNGSDYNAMIK, "neutral")
+    intentionen = [i for i in (x.lower().strip() for x in a.user_intentionen) if i in vocab.USER_INTENTIONEN]
+    for name, got, raw in (("emotion", emotion, a.emotion), ("gespraechs_modus", modus, a.gespraechs_modus),
+                           ("beziehungs_dynamik", dyn, a.beziehungs_dynamik)):
+        if got != raw.lower().strip():
+            fixed.append(name)
+    if len(intentionen) != len(a.user_intentionen):
+        fixed.append("user_intentionen")
+    arousal = min(max(float(a.arousal), 0.0), 1.0)
+    if arousal != a.arousal:
+        fixed.append("arousal")
+    rec = PerzeptionRecord(emotion=emotion, arousal=arousal, intent=a.intent[:40] or "austausch",
+                           tone=a.tone[:40] or "neutral", gespraechs_modus=modus, beziehungs_dynamik=dyn,
+                           user_intentionen=intentionen)
+    return rec, fixed
+
+
+async def run(state: TurnState, deps: Deps) -> dict:
+    s = state.stimulus
+    turns = await session.load_turns(deps.redis, s.user_id, s.character_id, VERLAUF_TURNS) if deps.redis else []
+    answer, outcome = await ask_json(deps, NAME, _Antwort, {
+        "verlauf": kurzverlauf(turns), "nachricht": s.text, "emotionen": ", ".join(vocab.EMOTIONEN),
+        "modi": ", ".join(vocab.GESPRAECHSMODI), "dynamiken": ", ".join(vocab.BEZIEHUNGSDYNAMIK),
+        "intentionen": ", ".join(vocab.USER_INTENTIONEN)})
+    if answer is None:
+        rec = PerzeptionRecord(fallback=f"perzeption_{outcome}")
+        fixed = ["alle"]
+    else:
+        rec, fixed = normalise(answer)
+        if fixed:
+            log.warning("perzeption: fallback vokabular: fields %s outside the vocabularies, defaults used", fixed)
+    deps.trace.decision(NAME, "perzeption.ergebnis", "fallback" if answer is None else ("angepasst" if fixed else "ok"),
+                        {"emotion": rec.emotion, "arousal": rec.arousal, "angepasst": fixed})
+    return {"perzeption": rec}

@@ -1,0 +1,63 @@
+"""reducer: merge the memory entries of all sources into one list and the [GEDAECHTNIS] block.
+
+Identical content is kept once (the highest weight wins, ties by arrival); every source's weight
+is put on one 0–1 scale; each source has a cap. `lzg_resonanz` passes through untouched (seed
+001: the LZG memories take no dedup). The file index is not merged here: it is its own channel.
+"""
+from __future__ import annotations
+
+from pipeline.services import Deps
+from pipeline.state import KontextRecord, TurnState
+
+NAME = "reducer"
+READS = ("stimulus", "memory")
+WRITES = ("kontext",)
+CAPS = {"kzg": 5, "bibliothek": 3, "notizen": 5, "timeline": 6}
+
+
+def entries(memory) -> list[dict]:
+    out = []
+    for h in memory.kzg:
+        out.append({"quelle": "kzg", "inhalt": h["inhalt"], "gewicht": max(0.0, min(1.0, h["similarity"]))})
+    for h in memory.bibliothek:
+        out.append({"quelle": "bibliothek", "inhalt": f"{h['titel']}: {h['inhalt']}", "gewicht": h["gewicht"]})
+    for n in memory.plugins.get("notizen", []):
+        text = n["name"] + (f" — {n['zusammenfassung']}" if n.get("zusammenfassung") else "")
+        out.append({"quelle": "notizen", "inhalt": text, "gewicht": 0.5})
+    for t in memory.plugins.get("timeline", []):
+        out.append({"quelle": "timeline", "inhalt": f"{t['wochentag']} ({t['bezug']}): {t['titel']}", "gewicht": 0.6})
+    return out
+
+
+def reduce(raw: list[dict]) -> list[dict]:
+    best: dict[str, tuple[int, dict]] = {}
+    for order, e in enumerate(raw):
+        key = " ".join(e["inhalt"].lower().split())
+        if key not in best or e["gewicht"] > best[key][1]["gewicht"]:
+            best[key] = (best[key][0] if key in best else order, e)
+    kept = [e for _, e in sorted(best.values(), key=lambda x: x[0])]
+    out, counts = [], {}
+    for e in sorted(kept, key=lambda e: -e["gewicht"]):
+        counts[e["quelle"]] = counts.get(e["quelle"], 0) + 1
+        if counts[e["quelle"]] <= CAPS.get(e["quelle"], 5):
+            out.append(e)
+    return out
+
+
+def block(kept: list[dict], resonanz: dict | None) -> str:
+    lines = [f"- ({e['quelle']}) {e['inhalt']}" for e in kept]
+    if resonanz:
+        for m in resonanz["erinnerungen"]:
+            via = "" if m["tiefe"] == 0 else f" [{m['eingefallen_ueber']}]"
+            lines.append(f"- (erinnerung) {m['inhalt']}{via}")
+    return "\n".join(lines)
+
+
+async def run(state: TurnState, deps: Deps) -> dict:
+    raw = entries(state.memory)
+    kept = reduce(raw)
+    resonanz = state.memory.lzg_resonanz
+    deps.trace.decision(NAME, "reducer.zusammenfuehrung", "eintraege" if kept or resonanz else "leer",
+                        {"roh": len(raw), "behalten": len(kept),
+                         "lzg": len(resonanz["erinnerungen"]) if resonanz else 0})
+    return {"kontext": KontextRecord(eintraege=kept, gedaechtnis_block=block(kept, resonanz), lzg_resonanz=resonanz)}

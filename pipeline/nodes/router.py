@@ -1,0 +1,83 @@
+"""router: classify the turn — intent, management intent, needs_memory, needs_timeline with its
+query (range or search), needs_web, momentum — then read the asked appointments."""
+from __future__ import annotations
+
+import logging
+from datetime import date
+
+from pydantic import BaseModel, ConfigDict
+
+from pipeline import vocab
+from pipeline.llm_json import ask_json
+from pipeline.nodes.perzeption import kurzverlauf
+from pipeline.services import Deps
+from pipeline.state import RouteRecord, TurnState
+from pipeline.timefmt import local_now
+
+NAME = "router"
+READS = ("stimulus", "memory", "perzeption")
+WRITES = ("route",)
+
+log = logging.getLogger("novaberg.node.router")
+
+
+class _Antwort(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    intent: str = "austausch"
+    management: str = "keins"
+    needs_memory: bool = False
+    needs_timeline: bool = False
+    timeline_query: dict | None = None
+    needs_web: bool = False
+    momentum: str = "mid"
+
+
+async def read_appointments(deps: Deps, state: TurnState, query: dict | None) -> tuple[list[dict], str]:
+    s = state.stimulus
+    tz = deps.settings.timezone
+    if not query:
+        return [], "ohne_anfrage"
+    art = query.get("art")
+    try:
+        if art == "range":
+            von, bis = date.fromisoformat(query["von"]), date.fromisoformat(query.get("bis") or query["von"])
+            return await deps.store.call("timeline.find_by_date_range", s.user_id, s.character_id, von, bis, tz), "range"
+        if art == "search" and str(query.get("stichwort", "")).strip():
+            return await deps.store.call("timeline.find_by_keyword", s.user_id, s.character_id,
+                                         str(query["stichwort"]), tz), "search"
+    except (KeyError, ValueError) as e:
+        log.warning("router: fallback timeline_anfrage_unlesbar: %r (%s)", query, e)
+        return [], "anfrage_unlesbar"
+    log.warning("router: fallback timeline_anfrage_unbekannt: %r", query)
+    return [], "anfrage_unbekannt"
+
+
+async def run(state: TurnState, deps: Deps) -> dict:
+    s = state.stimulus
+    turns = [t.model_dump() for t in state.memory.session_turns[-6:]] if state.memory else []
+    answer, outcome = await ask_json(deps, NAME, _Antwort, {
+        "verlauf": kurzverlauf(turns), "nachricht": s.text, "heute": local_now(deps.settings.timezone).date().isoformat(),
+        "management": ", ".join(vocab.MANAGEMENT), "momentum": ", ".join(vocab.MOMENTUM)})
+    if answer is None:
+        # without a usable classification the turn is plain conversation, with memory
+        rec = RouteRecord(needs_memory=True, fallback=f"router_{outcome}",
+                          intent=state.perzeption.intent if state.perzeption else "austausch")
+    else:
+        management = vocab.pick(answer.management.strip().lower(), vocab.MANAGEMENT, "keins")
+        momentum = vocab.pick(answer.momentum.strip().lower(), vocab.MOMENTUM, "mid")
+        if management != answer.management.strip().lower() or momentum != answer.momentum.strip().lower():
+            log.warning("router: fallback vokabular: management %r / momentum %r outside the vocabulary",
+                        answer.management, answer.momentum)
+        rec = RouteRecord(intent=answer.intent[:40] or "austausch", management=management,
+                          needs_memory=answer.needs_memory, needs_timeline=answer.needs_timeline,
+                          timeline_query=answer.timeline_query if answer.needs_timeline else None,
+                          needs_web=answer.needs_web, momentum=momentum)
+    termine_status = "nicht_gefragt"
+    if rec.needs_timeline:
+        termine, termine_status = await read_appointments(deps, state, rec.timeline_query)
+        rec.termine = termine
+    deps.trace.decision(NAME, "router.management", rec.management,
+                        {"needs_memory": rec.needs_memory, "needs_timeline": rec.needs_timeline,
+                         "needs_web": rec.needs_web, "momentum": rec.momentum, "antwort": outcome})
+    deps.trace.decision(NAME, "router.termine", termine_status, {"gefunden": len(rec.termine)})
+    return {"route": rec}

@@ -1,0 +1,51 @@
+"""salience (background): annotate the turn (kern, intentionen, tags), score its salience — the
+model's importance, the human's arousal and the goal pull `zielsog_roh` — and decide the
+pending writes: a KZG entry when the turn matters, a delegation when one was named."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.llm_json import ask_json
+from pipeline.nodes.perzeption_assistant import final_reply
+from pipeline.services import Deps
+from pipeline.state import HintergrundRecord, TurnState
+
+NAME = "salience"
+READS = ("stimulus", "pair", "draft", "urteil", "perzeption", "memory", "hintergrund")
+WRITES = ("hintergrund",)
+KZG_SCHWELLE = 0.35
+
+
+class _Antwort(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    kern: str = ""
+    intentionen: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    wichtigkeit: float = 0.3
+    delegation: str = ""
+
+
+def score(wichtigkeit: float, arousal: float, zielsog: float) -> float:
+    return round(min(1.0, 0.5 * wichtigkeit + 0.3 * arousal + 0.2 * zielsog), 4)
+
+
+async def run(state: TurnState, deps: Deps) -> dict:
+    s = state.stimulus
+    answer, outcome = await ask_json(deps, NAME, _Antwort, {
+        "character_name": state.pair.character_name, "mensch": s.text, "antwort": final_reply(state)})
+    a = answer or _Antwort(kern=s.text[:200])
+    arousal = state.perzeption.arousal if state.perzeption else 0.3
+    zielsog = state.memory.zielsog_roh if state.memory else 0.0
+    sal = score(min(max(a.wichtigkeit, 0.0), 1.0), arousal, zielsog)
+    writes = []
+    if sal >= KZG_SCHWELLE:
+        writes.append({"art": "kzg", "inhalt": f"{s.text} — {final_reply(state)}"[:500],
+                       "emotion": state.perzeption.emotion if state.perzeption else None, "arousal": arousal})
+    if a.delegation.strip():
+        writes.append({"art": "delegation", "aufgabe": a.delegation.strip()[:300]})
+    deps.trace.decision(NAME, "salience.schreiben", "kzg" if sal >= KZG_SCHWELLE else "nichts",
+                        {"salienz": sal, "zielsog_roh": zielsog, "antwort": outcome}, threshold=KZG_SCHWELLE)
+    prev = state.hintergrund or HintergrundRecord()
+    return {"hintergrund": prev.model_copy(update={"kern": a.kern[:300] or s.text[:200], "intentionen": a.intentionen[:5],
+                                                   "tags": a.tags[:8], "salienz": sal,
+                                                   "pending_writes": prev.pending_writes + writes})}

@@ -1,0 +1,46 @@
+"""A scripted LLM for node unit tests: answers per node from a script and records every call.
+Only for tests; the product always talks to a real engine."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipeline.services import ChatResult, Deps, Services
+from pipeline.trace import TurnTrace
+from prompts import PromptLibrary
+
+
+@dataclass
+class ScriptedLLM:
+    script: dict[str, list[str]] = field(default_factory=dict)
+    model: str = "scripted"
+    calls: list[dict] = field(default_factory=list)
+    fail: set[str] = field(default_factory=set)
+
+    async def chat(self, trace: TurnTrace, node: str, messages, *, think: bool = False,
+                   stream_tokens: bool = False) -> ChatResult:
+        self.calls.append({"node": node, "messages": messages, "think": think})
+        if node in self.fail:
+            raise RuntimeError("engine unavailable")
+        answers = self.script.get(node) or [""]
+        text = answers.pop(0) if len(answers) > 1 else answers[0]
+        trace.llm_done(1.0, 10, len(text.split()))
+        if stream_tokens:
+            trace.emit("token", node=node, text=text)
+        return ChatResult(text, None, self.model, 10, len(text.split()), "stop")
+
+    async def model_name(self) -> str:
+        return self.model
+
+
+class NoStore:
+    async def call(self, op, *a, **k):
+        raise AssertionError(f"this test expects no store call ({op})")
+
+
+def deps_for(llm: ScriptedLLM, *, store=None, redis=None, embedder=None, settings=None,
+             turn=("u", "nova", "t1")) -> Deps:
+    from cluster.settings import Settings
+
+    services = Services(settings=settings or Settings(), llm=llm, embedder=embedder, store=store or NoStore(),
+                        redis=redis, prompts=PromptLibrary())
+    return Deps(services, TurnTrace(*turn))

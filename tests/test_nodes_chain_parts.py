@@ -1,0 +1,138 @@
+"""reducer, router, gv_node, the tribunal loop and the responder's blocks, with a scripted LLM."""
+import asyncio
+from datetime import datetime, timezone
+
+from pipeline.nodes import gv_node, reducer, responder, router
+from pipeline.runner import TRIBUNAL_LOOP, ChainRunner
+from pipeline.state import (DraftRecord, EmotionRecord, HaltungRecord, LandschaftRecord, MemoryRecord, PairRecord,
+                            PerzeptionRecord, PlanRecord, SessionTurn, Stimulus, TurnState, VerfasserRecord)
+from tests.scripted_llm import ScriptedLLM, deps_for
+from tests.test_nodes_planner_agents import RecordingStore
+
+
+def _state(text="Hallo", impulse=False, **records):
+    stim = Stimulus(user_id="u", character_id="nova", turn_id="t",
+                    **({"eigener_gedanke": text, "herkunft": "eigener_impuls"} if impulse else {"user_prompt": text}))
+    return TurnState(stimulus=stim, pair=PairRecord(character_name="Nova", direktiven=["Duze mich."]), **records)
+
+
+def _decisions(deps):
+    return [(r["entscheidung"], r["outcome"]) for r in deps.trace.rows if r["art"] == "switch"]
+
+
+def test_reducer_dedups_scales_caps_and_passes_lzg_through():
+    resonanz = {"erinnerungen": [{"inhalt": "Bello", "tiefe": 0, "eingefallen_ueber": "Anker"}], "ids": [1]}
+    mem = MemoryRecord(
+        kzg=[{"inhalt": "Bello ist ein Beagle", "similarity": 0.8}, {"inhalt": "bello  ist ein beagle", "similarity": 0.9}]
+        + [{"inhalt": f"k{i}", "similarity": 0.5} for i in range(7)],
+        bibliothek=[{"titel": "Hunde", "inhalt": "Beagle jagen gern", "gewicht": 0.4}],
+        plugins={"notizen": [{"name": "Einkauf", "zusammenfassung": "Milch"}]}, lzg_resonanz=resonanz)
+    deps = deps_for(ScriptedLLM())
+    out = asyncio.run(reducer.run(_state(memory=mem), deps))["kontext"]
+    beagles = [e for e in out.eintraege if "beagle" in e["inhalt"].lower() and e["quelle"] == "kzg"]
+    assert len(beagles) == 1 and beagles[0]["gewicht"] == 0.9  # highest weight wins
+    assert sum(e["quelle"] == "kzg" for e in out.eintraege) == reducer.CAPS["kzg"]
+    assert out.lzg_resonanz is resonanz or out.lzg_resonanz == resonanz
+    assert "(erinnerung) Bello" in out.gedaechtnis_block and "(notizen) Einkauf — Milch" in out.gedaechtnis_block
+
+
+def test_router_fallback_and_asked_appointments():
+    deps = deps_for(ScriptedLLM({"router": ["unverstaendlich"]}))
+    out = asyncio.run(router.run(_state(memory=MemoryRecord()), deps))["route"]
+    assert out.fallback == "router_kein_json" and out.needs_memory and out.management == "keins"
+    store = RecordingStore({"timeline.find_by_keyword": [{"id": 5, "titel": "Zahnarzt"}]})
+    ans = ('{"intent": "frage", "management": "keins", "needs_timeline": true, '
+           '"timeline_query": {"art": "search", "stichwort": "Zahnarzt"}, "momentum": "sehr hoch"}')
+    deps = deps_for(ScriptedLLM({"router": [ans]}), store=store)
+    out = asyncio.run(router.run(_state("Wann war nochmal der Zahnarzt?", memory=MemoryRecord()), deps))["route"]
+    assert out.termine == [{"id": 5, "titel": "Zahnarzt"}] and out.momentum == "mid"
+    assert store.calls[0][0] == "timeline.find_by_keyword"
+    assert ("router.termine", "search") in _decisions(deps)
+
+
+def test_gv_node_unknown_cluster_falls_back_to_paradox(stores):
+    from redis.asyncio import Redis
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            deps = deps_for(ScriptedLLM({"gv_node": ['{"cluster": "mondlandschaft", "gv_detail": "Still.", "werkzeug": "frage"}']}),
+                            redis=r, turn=("gvu", "nova", "t"))
+            out = await gv_node.run(_state(memory=MemoryRecord()), deps)
+            stored = await r.hgetall(gv_node.gv_key("u", "nova"))
+            return out["landschaft"], stored, deps
+        finally:
+            await r.aclose()
+
+    rec, stored, deps = asyncio.run(go())
+    assert rec.cluster == "paradox" and rec.werkzeug == "Frage" and stored[b"cluster"] == b"paradox"
+    assert ("gv_node.cluster", "paradox") in _decisions(deps)
+
+
+def test_tribunal_loop_corrects_until_it_passes_and_ships_the_last_version():
+    llm = ScriptedLLM({"tribunal": ['{"urteil": "mangel", "gruende": ["beantwortet die Frage nicht"]}',
+                                    '{"urteil": "ok", "gruende": []}'],
+                       "corrector": ["Bello ist ein Beagle."]})
+    state = _state("Was fuer ein Hund ist Bello?", draft=DraftRecord(reply="Schoenes Wetter heute.", model="m"))
+    deps = deps_for(llm)
+    asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP,)).run(state, deps))
+    assert state.urteil.reply == "Bello ist ein Beagle." and state.urteil.bestanden and state.urteil.runden == 1
+    assert [u["urteil"] for u in state.urteil.urteile] == ["mangel", "ok"]
+    assert ("evaluate.entscheidung", "korrektur") in _decisions(deps)
+    assert ("evaluate.entscheidung", "bestanden") in _decisions(deps)
+    # a tribunal that never passes stops at the bound; the last version ships
+    llm = ScriptedLLM({"tribunal": ['{"urteil": "mangel", "gruende": ["x"]}'], "corrector": [""]})
+    state = _state("?", draft=DraftRecord(reply="Erste Fassung.", model="m"))
+    deps = deps_for(llm)
+    asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP,)).run(state, deps))
+    assert state.urteil.reply == "Erste Fassung." and ("evaluate.entscheidung", "grenze_erreicht") in _decisions(deps)
+    assert ("corrector.ergebnis", "vorige_fassung") in _decisions(deps)
+
+
+def _full_state(impulse=False, stil="locker", cut=False):
+    turns = [SessionTurn(rolle="user", sprecher="Person B", inhalt="[emotionaler_ausdruck] Hi", turn_id="a",
+                         time=datetime.now(timezone.utc), emotion="freude", arousal=0.6)]
+    return _state("Ich vermisse Bello" if not impulse else "Ob Bello den Park vermisst?", impulse=impulse,
+                  memory=MemoryRecord(session_turns=turns), perzeption=PerzeptionRecord(emotion="traurigkeit"),
+                  emotion=EmotionRecord(sprach_stil=stil, emotions_vektor="einbruch", nova_emotion="traurigkeit"),
+                  plan=PlanRecord(task_block="Erfolg: Nova hat soeben selbst erledigt: Notiz angelegt.", task_context_cut=cut),
+                  landschaft=LandschaftRecord(cluster="lagerfeuer", gv_detail="Ruhig."), haltung=HaltungRecord(),
+                  verfasser=VerfasserRecord(inhalt="Nova stellt fest, dass Bello fehlt."))
+
+
+def test_responder_blocks_in_order():
+    deps = deps_for(ScriptedLLM())
+    (system, user), info = [m["content"] for m in responder.build_messages(_full_state(), deps, "m")[0]], \
+        responder.build_messages(_full_state(), deps, "m")[1]
+    order = ["[ROLLE]", "[PERSON A — WER SIE IST]", "[PERSON B — WER ER IST]", "[ZWISCHEN BEIDEN]", "[REGELN]",
+             "[DIREKTIVEN]", "[PERSON A — IHR WESEN]"]
+    assert [system.index(b) for b in order] == sorted(system.index(b) for b in order)
+    uorder = ["[GESPRAECHSVERLAUF]", "[SZENE]", "[PERSON A — IHRE EMOTION]", "[AUFGABE]",
+              "[PERSON B — WIE ER GERADE DA IST]", "[INHALT]", "[AKTUELLER PROMPT]", "[DEIN SPRACHSTIL]",
+              "[REGIE FUER DIESE REPLIK]"]
+    assert [user.index(b) for b in uorder] == sorted(user.index(b) for b in uorder)
+    assert "----- Turn 1 von 1 (freude, a=0.6) -----" in user and "Duze mich." in system
+    assert "[EIGENER GEDANKE]" not in system and info["form"] == "verlauf_mit_reiz"
+    assert "eingebrochen" in user  # the EI micro direction of the vector
+
+
+def test_responder_impulse_variant_cut_and_missing_style(caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="novaberg.node.responder")
+    deps = deps_for(ScriptedLLM())
+    (system, user), info = [m["content"] for m in responder.build_messages(_full_state(impulse=True, stil="", cut=True), deps, "m")[0]], \
+        responder.build_messages(_full_state(impulse=True, stil="", cut=True), deps, "m")[1]
+    assert "[EIGENER GEDANKE]" in system and "Ob Bello den Park vermisst?" in system
+    assert "Person B hat nichts Neues gesagt" in user and "[PERSON B — WIE ER GERADE DA IST]" not in user
+    assert "[INHALT]" not in user  # context cut: no memory content
+    assert "[DEIN SPRACHSTIL]" not in user and "omitted" in caplog.text
+    assert info["form"] == "verlauf_mit_auftrag"
+
+
+def test_responder_records_both_decisions_also_when_empty():
+    deps = deps_for(ScriptedLLM({"responder": [""]}))
+    out = asyncio.run(responder.run(_full_state(), deps))["draft"]
+    assert out.reply == ""
+    assert _decisions(deps) == [("responder.nachricht", "verlauf_mit_reiz"), ("responder.ergebnis", "leer"),
+                                ("responder.ergebnis", "leer")]

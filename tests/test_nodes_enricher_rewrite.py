@@ -1,0 +1,45 @@
+"""The enricher's query rewrite: every exit named, the first line checked, the prefix stripped."""
+import asyncio
+from datetime import datetime, timezone
+
+from cluster.settings import Settings
+from pipeline.nodes.enricher import REWRITE_MAX_CHARS, rewrite
+from pipeline.state import SessionTurn
+from tests.scripted_llm import ScriptedLLM, deps_for
+
+RAW = "Und wie weist man das nach?"
+
+
+def _turns(n):
+    return [SessionTurn(rolle="user" if i % 2 == 0 else "assistant", sprecher="Person B" if i % 2 == 0 else "Nova",
+                        inhalt=f"Beitrag {i} ueber Schwarze Loecher", turn_id=f"t{i}", time=datetime.now(timezone.utc))
+            for i in range(n)]
+
+
+def _rw(answer, turns=4, settings=None, fail=False, caplog=None):
+    llm = ScriptedLLM({"enricher": [answer]})
+    if fail:
+        llm.fail.add("enricher")
+    deps = deps_for(llm, settings=settings)
+    return asyncio.run(rewrite(deps, _turns(turns), RAW)), llm
+
+
+def test_rewrite_takes_the_first_line_without_prefix():
+    (text, origin), llm = _rw("Suchanfrage: Wie weist man das Informationsparadoxon nach?\nzweite Zeile")
+    assert (text, origin) == ("Wie weist man das Informationsparadoxon nach?", "rewrite")
+    assert "Beitrag 3" in llm.calls[0]["messages"][1]["content"]
+
+
+def test_every_other_exit_returns_the_raw_utterance(caplog):
+    cases = [
+        (_rw("x", settings=Settings(query_rewrite=False)), "abgeschaltet"),
+        (_rw("x", turns=0), "verlauf_leer"),
+        (_rw("x", turns=1), "zu_wenig_verlauf"),
+        (_rw("   "), "leer"),
+        (_rw("Suchanfrage:   "), "leer"),
+        (_rw("a" * (REWRITE_MAX_CHARS + 1)), "zu_lang"),
+        (_rw("x", fail=True), "aufruf_gescheitert"),
+    ]
+    for ((text, origin), _), expected in cases:
+        assert (text, origin) == (RAW, expected)
+    assert "query rewrite exit zu_lang" in caplog.text and RAW in caplog.text

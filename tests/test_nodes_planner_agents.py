@@ -1,0 +1,127 @@
+"""Planner ⇄ agent_dispatch: the registry and its error paths, the counters in Redis, the
+[AUFGABE] block variants and the context cut; the agents do real store operations."""
+import asyncio
+import sys
+import types
+
+import pytest
+
+from pipeline import agents
+from pipeline.nodes import agent_dispatch, planner
+from pipeline.runner import PLANNER_LOOP, ChainRunner
+from pipeline.state import AgentResult, PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
+from tests.scripted_llm import ScriptedLLM, deps_for
+
+
+class RecordingStore:
+    """Stands in for the store deployment: records the memory operations a node asks for."""
+
+    def __init__(self, answers=None):
+        self.calls = []
+        self.answers = answers or {}
+
+    async def call(self, op, *args, **kwargs):
+        self.calls.append((op, args, kwargs))
+        value = self.answers.get(op, 1)
+        return value(*args, **kwargs) if callable(value) else value
+
+
+def _state(text, management="keins", **plan):
+    return TurnState(stimulus=Stimulus(user_id="u1", character_id="nova", turn_id="t", user_prompt=text),
+                     pair=PairRecord(character_name="Nova"), route=RouteRecord(management=management),
+                     plan=PlanRecord(**plan) if plan else None)
+
+
+def test_registry_discovers_every_agent_folder():
+    assert set(agents.registry()) == {"notizen", "timeline", "direktiven", "charakter"}
+
+
+def test_missing_dispatch_and_failing_agent_become_fehler(stores, monkeypatch):
+    from redis.asyncio import Redis
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            deps = deps_for(ScriptedLLM(), redis=r)
+            before = int(await r.hget(agent_dispatch.DELIVERED, "geist:character") or 0)
+            out = await agent_dispatch.run(_state("x", agent_name="geist"), deps)
+            res = out["plan"].agent_results[-1]
+            assert res.status == "fehler" and "Kein Dispatch" in res.fehler and out["plan"].agent_name == ""
+            assert int(await r.hget(agent_dispatch.DELIVERED, "geist:character")) == before + 1
+
+            async def boom(state, deps):
+                raise RuntimeError("kaputt")
+
+            monkeypatch.setitem(agents.registry(), "notizen", boom)
+            out = await agent_dispatch.run(_state("x", agent_name="notizen"), deps)
+            assert out["plan"].agent_results[-1].fehler == "RuntimeError: kaputt"
+            assert int(await r.hget(agent_dispatch.PROCESSED, "notizen:character:fehler")) >= 1
+            assert await agent_dispatch.run(_state("x", agent_name=""), deps) == {}
+        finally:
+            await r.aclose()
+
+    asyncio.run(go())
+
+
+def test_task_block_variants_and_context_cut():
+    ok = AgentResult(agent_name="notizen", status="abgeschlossen", ergebnis={"beschreibung": "Notiz 'Einkauf' angelegt"})
+    ask = AgentResult(agent_name="timeline", status="rueckfrage", ergebnis={"frage": "Wann genau?"})
+    no = AgentResult(agent_name="notizen", status="verworfen", ergebnis={"grund": "es keine solche Notiz gibt"})
+    err = AgentResult(agent_name="timeline", status="fehler", fehler="DB weg")
+    block, cut = planner.task_block("Nova", [ok])
+    assert block.startswith("Erfolg: Nova hat soeben selbst erledigt: Notiz 'Einkauf' angelegt") and cut
+    assert "Fachabteilung" not in block  # Nova is the one who acted
+    assert planner.task_block("Nova", [ask]) == ("Rueckfrage: Nova braucht noch eine Angabe und fragt genau danach: Wann genau?", False)
+    assert planner.task_block("Nova", [no])[0].startswith("Verworfen:") and planner.task_block("Nova", [no])[1]
+    assert planner.task_block("Nova", [err])[0].startswith("Fehler:") and planner.task_block("Nova", [err])[1]
+
+
+def test_planner_loop_runs_several_agents_in_one_turn(stores):
+    from redis.asyncio import Redis
+
+    answer = ('{"auftraege": [{"agent": "notizen", "aktion": "anlegen", "parameter": {"name": "Einkauf", '
+              '"inhalt": "Milch"}}, {"agent": "timeline", "aktion": "anlegen", "parameter": {"titel": "Zahnarzt", '
+              '"wann": "2026-12-03T14:00"}}, {"agent": "unbekannt", "aktion": "x"}]}')
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            store = RecordingStore({"notizen.create": 11, "timeline.add": 22})
+            deps = deps_for(ScriptedLLM({"planner": [answer]}), store=store, redis=r)
+            state = _state("Notiz Einkauf: Milch, und Zahnarzt am 3.12. um 14 Uhr", management="notizen")
+            runner = ChainRunner(chain=(PLANNER_LOOP,))
+            await runner.run(state, deps)
+            return state, store, deps
+        finally:
+            await r.aclose()
+
+    state, store, deps = asyncio.run(go())
+    assert [r.status for r in state.plan.agent_results] == ["abgeschlossen", "abgeschlossen"]
+    assert [c[0] for c in store.calls] == ["notizen.create", "timeline.add"]
+    assert store.calls[1][1][3].isoformat() == "2026-12-03T14:00:00"  # local wall time, stored in UTC by the store
+    assert state.plan.task_context_cut and state.plan.task_block.count("Erfolg:") == 2
+    nodes = [row["node"] for row in deps.trace.rows if row["art"] == "node"]
+    assert nodes == ["planner", "agent_dispatch", "planner", "agent_dispatch", "planner"]
+
+
+def test_planner_without_management_makes_no_call_and_unusable_orders_ask_back():
+    llm = ScriptedLLM()
+    state = _state("Wie geht's?")
+    out = asyncio.run(planner.run(state, deps_for(llm)))
+    assert out["plan"].agent_name == "" and llm.calls == []
+    llm = ScriptedLLM({"planner": ["weiss nicht"]})
+    out = asyncio.run(planner.run(_state("Mach mal was mit Terminen", management="timeline"), deps_for(llm)))
+    assert out["plan"].task_block.startswith("Rueckfrage:") and not out["plan"].task_context_cut
+
+
+def test_timeline_agent_reads_german_relative_dates():
+    from datetime import datetime
+
+    from pipeline.agents.timeline.dispatch import parse_when
+
+    now = datetime(2026, 11, 30, 10, 0)
+    assert parse_when("morgen um 14 Uhr", "Europe/Berlin", now) == datetime(2026, 12, 1, 14, 0)
+    assert parse_when("2026-12-24T18:30", "Europe/Berlin", now) == datetime(2026, 12, 24, 18, 30)
+    assert parse_when("naechsten Dienstag um 9:30 Uhr", "Europe/Berlin", now) == datetime(2026, 12, 1, 9, 30)
+    assert parse_when("am 3.12. um 14 Uhr", "Europe/Berlin", now) == datetime(2026, 12, 3, 14, 0)
+    assert parse_when("irgendwann", "Europe/Berlin", now) is None
