@@ -18,7 +18,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from actors.pair import get_or_create_pair
 from cluster.settings import Settings
-from serve.schemas import (ID_PATTERN, TURN_ID_PATTERN, ChatCompletionRequest, HistoryResponse, KeyCreateRequest,
+from serve.schemas import (ID_PATTERN, TURN_ID_PATTERN, ChatCompletionRequest, EventRequest, HistoryResponse, KeyCreateRequest,
                            KeyCreateResponse, TurnRequest, TurnResponse)
 
 log = logging.getLogger("novaberg.ingress")
@@ -278,6 +278,19 @@ class Ingress:
         await self._operator(authorization)
         key = await self.store.create_api_key.remote(body.user_id, False, body.label)
         return {"user_id": body.user_id, "api_key": key}
+
+    @app.post("/v1/pairs/{user_id}/{character_id}/events")
+    async def post_event(self, body: EventRequest, user_id: str = Path(pattern=ID_PATTERN),
+                         character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
+        """Operators: let Nova open from her own thought, or continue, on the pair's event queue."""
+        await self._operator(authorization)
+        if (body.eigener_gedanke is None) == (body.user_prompt is None):
+            raise _error(422, "invalid_request", "exactly one of eigener_gedanke / user_prompt must be set")
+        result = await self._call(user_id, character_id, "event", body.model_dump())
+        if result.get("dropped"):
+            raise _error(429, "limit", f"event dropped: {result['reason']} (counter {result['counter']})")
+        self._turn_error(result)
+        return result
 
     @app.get("/v1/operator/status")
     async def operator_status(self, authorization: str | None = Header(None)):

@@ -101,3 +101,15 @@ class ChatCompletionRequest(BaseModel):
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     seed: int | None = None
+
+
+class EventRequest(BaseModel):
+    """An event without a message of the human: Nova's own thought (`impulse`) or a `continue`
+    (self-trigger). Exactly one of eigener_gedanke / user_prompt."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["impulse", "continue"]
+    eigener_gedanke: str | None = Field(default=None, min_length=1, max_length=2000)
+    user_prompt: str | None = Field(default=None, min_length=1, max_length=8000)
+    turn_id: str | None = Field(default=None, pattern=TURN_ID_PATTERN)

@@ -39,7 +39,8 @@ def test_reducer_dedups_scales_caps_and_passes_lzg_through():
 def test_router_fallback_and_asked_appointments():
     deps = deps_for(ScriptedLLM({"router": ["unverstaendlich"]}))
     out = asyncio.run(router.run(_state(memory=MemoryRecord()), deps))["route"]
-    assert out.fallback == "router_kein_json" and out.needs_memory and out.management == "keins"
+    assert out.fallback == "router_regeln" and out.needs_memory and out.management == "keins"
+    assert ("router.antwort", "kein_json") in _decisions(deps)
     store = RecordingStore({"timeline.find_by_keyword": [{"id": 5, "titel": "Zahnarzt"}]})
     ans = ('{"intent": "frage", "management": "keins", "needs_timeline": true, '
            '"timeline_query": {"art": "search", "stichwort": "Zahnarzt"}, "momentum": "sehr hoch"}')
@@ -136,3 +137,17 @@ def test_responder_records_both_decisions_also_when_empty():
     assert out.reply == ""
     assert _decisions(deps) == [("responder.nachricht", "verlauf_mit_reiz"), ("responder.ergebnis", "leer"),
                                 ("responder.ergebnis", "leer")]
+
+
+def test_responder_trims_the_history_in_blocks_to_fit_the_context(caplog):
+    from cluster.settings import Settings
+
+    long_turns = [SessionTurn(rolle="user", sprecher="Person B", inhalt="x" * 400, turn_id=f"t{i}",
+                              time=datetime.now(timezone.utc)) for i in range(20)]
+    state = _state("Hallo", memory=MemoryRecord(session_turns=long_turns))
+    deps = deps_for(ScriptedLLM(), settings=Settings(llm_ctx=1024))
+    (system, user), info = [m["content"] for m in responder.build_messages(state, deps, "m")[0]], \
+        responder.build_messages(state, deps, "m")[1]
+    assert info["verlauf_gekuerzt"] % responder.TRIM_BLOCK == 0 and info["verlauf_gekuerzt"] > 0
+    assert len(system) + len(user) < (1024 - 160) * responder.CHARS_PER_TOKEN + 600
+    assert "verlauf_gekuerzt" in caplog.text

@@ -125,3 +125,28 @@ def test_timeline_agent_reads_german_relative_dates():
     assert parse_when("naechsten Dienstag um 9:30 Uhr", "Europe/Berlin", now) == datetime(2026, 12, 1, 9, 30)
     assert parse_when("am 3.12. um 14 Uhr", "Europe/Berlin", now) == datetime(2026, 12, 3, 14, 0)
     assert parse_when("irgendwann", "Europe/Berlin", now) is None
+
+
+def test_rules_read_plain_management_requests():
+    from pipeline import regeln
+
+    t = "Bitte leg eine Notiz Einkauf an: Milch, Brot und Kaese"
+    assert regeln.management(t) == "notizen"
+    assert regeln.auftrag("notizen", t) == {"agent": "notizen", "aktion": "anlegen",
+                                            "parameter": {"name": "Einkauf an", "inhalt": "Milch, Brot und Kaese"}} or \
+        regeln.auftrag("notizen", "Notiz Einkauf: Milch")["parameter"] == {"name": "Einkauf", "inhalt": "Milch"}
+    t = "Trag einen Termin ein: Zahnarzt, morgen um 14 Uhr"
+    assert regeln.management(t) == "timeline"
+    assert regeln.auftrag("timeline", t) == {"agent": "timeline", "aktion": "anlegen",
+                                             "parameter": {"titel": "Zahnarzt", "wann": "morgen um 14 Uhr"}}
+    assert regeln.auftrag("timeline", "Termin mit Oma irgendwann") is None
+    assert regeln.management("Wie geht es dir?") == "keins"
+
+
+def test_planner_falls_back_to_the_rules():
+    llm = ScriptedLLM({"planner": ["kein json"]})
+    deps = deps_for(llm)
+    out = asyncio.run(planner.run(_state("Notiz Einkauf: Milch und Brot", management="notizen"), deps))
+    assert out["plan"].agent_name == "notizen"
+    assert out["plan"].auftrag["parameter"] == {"name": "Einkauf", "inhalt": "Milch und Brot"}
+    assert any(r.get("outcome") == "planner_regeln" for r in deps.trace.rows)

@@ -9,6 +9,7 @@ import logging
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline import regeln
 from pipeline.agents import registry
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
@@ -69,6 +70,13 @@ async def run(state: TurnState, deps: Deps) -> dict:
             "nachricht": state.stimulus.text, "heute": f"{now:%Y-%m-%d %H:%M}", "management": route.management})
         known = registry()
         rest = [a.model_dump() for a in (answer.auftraege if answer else []) if a.agent in known][:MAX_AUFTRAEGE]
+        if not rest:
+            by_rule = regeln.auftrag(route.management, state.stimulus.text)
+            if by_rule is not None:
+                log.warning("planner: fallback planner_regeln (answer %s): %s/%s by rule", outcome,
+                            by_rule["agent"], by_rule["aktion"])
+                deps.trace.decision(NAME, "planner.quelle", "planner_regeln", {"antwort": outcome})
+                rest = [by_rule]
         if not rest:
             log.warning("planner: fallback rueckfrage: management %r but no usable order (%s)", route.management, outcome)
             block = (f"Rueckfrage: {state.pair.character_name} hat verstanden, dass etwas zu {route.management} "

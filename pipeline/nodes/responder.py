@@ -53,6 +53,22 @@ def _haltung_text(h) -> str:
     return f"{naehe}, {waerme}"
 
 
+CHARS_PER_TOKEN = 2.5  # a cautious estimate for German text; the engine counts exactly
+TRIM_BLOCK = 4  # the history is cut in blocks, not turn by turn, so the cached prefix survives
+
+
+def fit_history(turns: list[SessionTurn], other_chars: int, deps: Deps) -> tuple[list[SessionTurn], int]:
+    """Drop the oldest turns, a block at a time, until the prompt fits the engine's context."""
+    from pipeline.node_config import node_config
+
+    budget = (deps.settings.llm_ctx - min(node_config(NAME).max_tokens, deps.settings.llm_max_tokens)) * CHARS_PER_TOKEN
+    dropped = 0
+    while turns and other_chars + len(_verlauf(turns)) > budget:
+        turns = turns[TRIM_BLOCK:]
+        dropped += TRIM_BLOCK
+    return turns, dropped
+
+
 def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict], dict]:
     s, p, m = state.stimulus, state.pair, state.memory
     pr = deps.prompts
@@ -103,7 +119,12 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
         blocks.append("INHALT")
 
     now = local_now(deps.settings.timezone)
-    common = dict(verlauf=_verlauf(m.session_turns), lage="\n\n".join(lage))
+    fixed = sum(len(x) for x in system_parts + lage) + len(s.text) + 600
+    turns, dropped = fit_history(m.session_turns, fixed, deps)
+    if dropped:
+        log.warning("responder: fallback verlauf_gekuerzt: %d oldest turns left out to fit the context of %d tokens",
+                    min(dropped, len(m.session_turns)), deps.settings.llm_ctx)
+    common = dict(verlauf=_verlauf(turns), lage="\n\n".join(lage))
     if s.eigener_gedanke is not None:
         user_parts = [pr.render(NAME, "auftrag", model, character_name=name, **common)]
         form = "verlauf_mit_auftrag" if m.session_turns else "auftrag_ohne_verlauf"
@@ -126,7 +147,7 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
     user = "\n\n".join(user_parts)
     inputs = {"eigener_gedanke": s.eigener_gedanke is not None, "verlauf_beitraege": len(m.session_turns),
               "reiz_zeichen": len(s.text), "system_zeichen": len(system), "bloecke": blocks,
-              "sprachstil_block": bool(stil), "kontext_schnitt": cut}
+              "sprachstil_block": bool(stil), "kontext_schnitt": cut, "verlauf_gekuerzt": min(dropped, len(m.session_turns))}
     return [{"role": "system", "content": system}, {"role": "user", "content": user}], {"form": form, **inputs}
 
 

@@ -7,7 +7,7 @@ from datetime import date
 
 from pydantic import BaseModel, ConfigDict
 
-from pipeline import vocab
+from pipeline import regeln, vocab
 from pipeline.llm_json import ask_json
 from pipeline.nodes.perzeption import kurzverlauf
 from pipeline.services import Deps
@@ -59,9 +59,11 @@ async def run(state: TurnState, deps: Deps) -> dict:
         "verlauf": kurzverlauf(turns), "nachricht": s.text, "heute": local_now(deps.settings.timezone).date().isoformat(),
         "management": ", ".join(vocab.MANAGEMENT), "momentum": ", ".join(vocab.MOMENTUM)})
     if answer is None:
-        # without a usable classification the turn is plain conversation, with memory
-        rec = RouteRecord(needs_memory=True, fallback=f"router_{outcome}",
+        # without a usable classification: the rules read management requests, the rest is
+        # plain conversation with memory
+        rec = RouteRecord(needs_memory=True, fallback="router_regeln", management=regeln.management(s.text),
                           intent=state.perzeption.intent if state.perzeption else "austausch")
+        log.warning("router: fallback router_regeln (answer %s): management %s by rule", outcome, rec.management)
     else:
         management = vocab.pick(answer.management.strip().lower(), vocab.MANAGEMENT, "keins")
         momentum = vocab.pick(answer.momentum.strip().lower(), vocab.MOMENTUM, "mid")

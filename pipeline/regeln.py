@@ -1,0 +1,58 @@
+"""Rule-based readings of management requests, the named fallback of router (`router_regeln`) and
+planner (`planner_regeln`) when the model's answer is unusable — a small local model often cannot
+produce the JSON those nodes ask for. The rules cover plain phrasings; anything else asks back."""
+from __future__ import annotations
+
+import re
+
+_NOTIZ = re.compile(r"\bnotiz\w*\b", re.I)
+_TERMIN = re.compile(r"\b(?:termin\w*|kalender|trag\w*\b.*\bein\b)", re.I)
+_DIREKTIVE = re.compile(r"\b(?:ab jetzt|von nun an|in zukunft)\b.*\b(?:immer|nie|bitte)\b", re.I)
+_CHARAKTER = re.compile(r"\b(?:sei|werde)\b.{0,40}\b(?:mehr|weniger|frecher|lockerer|ernster)\b", re.I)
+_LOESCH = re.compile(r"\bl(?:oe|ö)sch", re.I)
+_VERSCHIEB = re.compile(r"\bverschieb", re.I)
+_NOTIZ_INHALT = re.compile(r"notiz\w*\s+(?:mit dem namen\s+|namens\s+|zu\s+|über\s+|ueber\s+)?[\"„]?([^:\"“,.]+?)[\"“]?\s*:\s*(.+)$",
+                           re.I | re.S)
+_NOTIZ_NAME = re.compile(r"notiz\w*\s+(?:mit dem namen\s+|namens\s+|zu\s+|über\s+|ueber\s+)?[\"„]?([^:\"“,.?!]+)", re.I)
+_TERMIN_TEIL = re.compile(r"termin\w*(?:\s+ein)?\s*:\s*(.+)$", re.I | re.S)
+
+
+def management(text: str) -> str:
+    if _NOTIZ.search(text):
+        return "notizen"
+    if _TERMIN.search(text):
+        return "timeline"
+    if _DIREKTIVE.search(text):
+        return "direktiven"
+    if _CHARAKTER.search(text):
+        return "charakter"
+    return "keins"
+
+
+def auftrag(management_: str, text: str) -> dict | None:
+    """One order for the agent of `management_`, or None when the phrasing is not covered."""
+    t = text.strip()
+    if management_ == "notizen":
+        aktion = "loeschen" if _LOESCH.search(t) else "anlegen"
+        m = _NOTIZ_INHALT.search(t)
+        if m and aktion == "anlegen":
+            return {"agent": "notizen", "aktion": aktion,
+                    "parameter": {"name": m.group(1).strip(), "inhalt": m.group(2).strip()}}
+        m = _NOTIZ_NAME.search(t)
+        if m:
+            name = re.sub(r"\b(?:an|anlegen|loeschen|löschen|bitte)\b", "", m.group(1), flags=re.I).strip()
+            if name:
+                return {"agent": "notizen", "aktion": aktion, "parameter": {"name": name}}
+        return None
+    if management_ == "timeline":
+        m = _TERMIN_TEIL.search(t)
+        if not m or "," not in m.group(1):
+            return None
+        titel, wann = (x.strip(" .!") for x in m.group(1).split(",", 1))
+        aktion = "loeschen" if _LOESCH.search(t) else ("verschieben" if _VERSCHIEB.search(t) else "anlegen")
+        return {"agent": "timeline", "aktion": aktion, "parameter": {"titel": titel, "wann": wann}}
+    if management_ == "direktiven":
+        return {"agent": "direktiven", "aktion": "anlegen", "parameter": {"text": t}}
+    if management_ == "charakter":
+        return {"agent": "charakter", "aktion": "anweisung", "parameter": {"text": t}}
+    return None

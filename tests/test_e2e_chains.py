@@ -1,0 +1,87 @@
+"""The full chains with the real tiny model: agents through the planner, found again later; an
+impulse turn; the self-trigger limit; background writes visible to the next turn."""
+import uuid
+
+import pytest
+import ray
+
+from actors.pair import MAX_SELF_TRIGGERS, pair_name
+from memory import kzg, pg
+from tests.conftest import auth, pg_call, redis_call, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def _post(client, key, user, character, text):
+    r = client.post(f"/v1/pairs/{user}/{character}/turns", json={"text": text}, headers=auth(key))
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _decisions(settings, user, character, turn_id):
+    rows = wait_for(lambda: pg_call(settings.database_url, pg.pipeline_rows, user, character, turn_id))
+    return [(x["entscheidung"], x["outcome"]) for x in rows if x["art"] == "switch"]
+
+
+def test_note_and_appointment_through_the_agents_are_found_later(client, keys, settings):
+    ch = f"agents-{uuid.uuid4().hex[:6]}"
+    first = _post(client, keys["alice"], "alice", ch, "Notiz Einkauf: Milch, Brot und Kaese")
+    second = _post(client, keys["alice"], "alice", ch, "Trag einen Termin ein: Zahnarzt, morgen um 14 Uhr")
+    d1 = _decisions(settings, "alice", ch, first["turn_id"])
+    assert ("agent_dispatch.zustellung", "abgeschlossen") in d1
+    d2 = _decisions(settings, "alice", ch, second["turn_id"])
+    assert ("agent_dispatch.zustellung", "abgeschlossen") in d2
+    # a later turn finds both again: the note in the proactive listing, the appointment in the window
+    third = _post(client, keys["alice"], "alice", ch, "Was steht eigentlich an?")
+    from ray import serve
+
+    store = serve.get_deployment_handle("Store", app_name="novaberg")
+    notes = store.call.remote("notizen.find_by_keyword", "alice", "Einkauf").result()
+    assert any(n["inhalt"] == "Milch, Brot und Kaese" for n in notes)
+    window = store.call.remote("timeline.proaktives_fenster", "alice", ch, settings.timezone).result()
+    assert [(t["titel"], t["bezug"]) for t in window] == [("Zahnarzt", "morgen")]
+    assert window[0]["beginn_lokal"][11:16] == "14:00"
+    d3 = _decisions(settings, "alice", ch, third["turn_id"])
+    assert ("reducer.zusammenfuehrung", "eintraege") in d3  # both reached the memory context
+
+
+def test_impulse_turn_and_the_self_trigger_limit(client, keys, settings):
+    ch = f"impulse-{uuid.uuid4().hex[:6]}"
+    _post(client, keys["alice"], "alice", ch, "Ich gehe morgen wandern.")
+    r = client.post(f"/v1/pairs/alice/{ch}/events", json={"kind": "impulse", "eigener_gedanke": "Ob das Wetter haelt?"},
+                    headers=auth(keys["operator"]))
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["herkunft"] == "eigener_impuls" and body["eigener_gedanke"] == "Ob das Wetter haelt?"
+    d = _decisions(settings, "alice", ch, body["turn_id"])
+    assert ("responder.nachricht", "verlauf_mit_auftrag") in d
+    hist = client.get(f"/v1/pairs/alice/{ch}/turns", headers=auth(keys["alice"])).json()["turns"]
+    assert hist[-2]["sprecher"] == "Nova (eigener Gedanke)" and hist[-2]["inhalt"] == "Ob das Wetter haelt?"
+    assert client.post(f"/v1/pairs/alice/{ch}/events", json={"kind": "impulse", "eigener_gedanke": "x"},
+                       headers=auth(keys["alice"])).status_code == 403
+    # self-triggers: MAX_SELF_TRIGGERS run, the next is dropped and counted
+    actor = ray.get_actor(pair_name("alice", ch), namespace=settings.namespace)
+    outs = [ray.get(actor.event.remote({"kind": "continue", "eigener_gedanke": f"Nachgedanke {i}"}))
+            for i in range(MAX_SELF_TRIGGERS + 1)]
+    assert all("reply" in o for o in outs[:MAX_SELF_TRIGGERS])
+    assert outs[-1] == {"dropped": True, "reason": "max_self_triggers", "counter": MAX_SELF_TRIGGERS + 1}
+    # a message of the human resets the counter
+    _post(client, keys["alice"], "alice", ch, "Da bin ich wieder.")
+    assert "reply" in ray.get(actor.event.remote({"kind": "continue", "eigener_gedanke": "Noch etwas."}))
+
+
+def test_background_writes_are_visible_to_the_next_turn(client, keys, settings):
+    ch = f"bg-{uuid.uuid4().hex[:6]}"
+    first = _post(client, keys["alice"], "alice", ch, "Mein Hund Bello ist heute krank geworden, ich mache mir Sorgen.")
+    # the reply came back before the background chain ran; its writes arrive through the outbox
+    rows = wait_for(lambda: [x for x in pg_call(settings.database_url, pg.pipeline_rows, "alice", ch, first["turn_id"])
+                             if x["node"] == "aufgriff"], timeout=120)
+    assert rows
+    lzg_count = pg_call(settings.database_url, lambda p: __import__("memory.lzg", fromlist=["x"]).count_nodes(p, "alice", ch))
+    assert lzg_count >= 1  # praegung imprinted the turn
+    second = _post(client, keys["alice"], "alice", ch, "Weisst du noch, was mit Bello ist?")
+    d = _decisions(settings, "alice", ch, second["turn_id"])
+    assert ("enricher.rewrite", "rewrite") in d or any(k == "enricher.rewrite" for k, _ in d)
+    rows2 = pg_call(settings.database_url, pg.pipeline_rows, "alice", ch, second["turn_id"])
+    verschiebung = [x for x in rows2 if x["entscheidung"] == "enricher.verschiebung"]
+    assert verschiebung and verschiebung[-1]["outcome"] != "keine_gedaechtnis_suche"  # memory existed now
