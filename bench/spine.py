@@ -45,7 +45,8 @@ async def run_pairs(url: str, key: str, pairs: int, turns: int, think_s: float) 
             r.raise_for_status()
             tm = r.json()["timings"]
             rows.append({"client_ms": ms, "llm_ms": tm["llm_ms"], "embed_ms": tm["embed_ms"],
-                         "actor_ms": tm["total_ms"], "tokens": r.json()["usage"]["completion_tokens"]})
+                         "actor_ms": tm["total_ms"], "tokens": r.json()["usage"]["completion_tokens"],
+                         "llm_calls": r.json()["usage"]["llm_calls"], "nodes_ms": tm.get("nodes_ms", {})})
             if think_s:
                 await asyncio.sleep(think_s)
 
@@ -67,7 +68,18 @@ async def run_pairs(url: str, key: str, pairs: int, turns: int, think_s: float) 
         "orchestration_overhead_ms_p50": round(statistics.median(
             r["client_ms"] - r["llm_ms"] - r["embed_ms"] for r in rows), 1),
         "completion_tokens_per_turn": round(statistics.mean(r["tokens"] for r in rows), 1),
+        "llm_calls_per_turn": round(statistics.mean(r["llm_calls"] for r in rows), 2),
+        "nodes": {n: {"p50_ms": round(pct(v, 50), 2), "p95_ms": round(pct(v, 95), 2)}
+                  for n, v in sorted(_per_node(rows).items())},
     }
+
+
+def _per_node(rows: list[dict]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for r in rows:
+        for node, ms in r["nodes_ms"].items():
+            out.setdefault(node, []).append(ms)
+    return out
 
 
 def main() -> None:

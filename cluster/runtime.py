@@ -47,6 +47,9 @@ def start(settings: Settings, *, ray_address: str = "local") -> Runtime:
     serve.run(build_app(settings), name=APP_NAME, route_prefix="/", blocking=False)
     serve.get_deployment_handle(STORE_DEPLOYMENT, app_name=APP_NAME).ready.remote().result(timeout_s=120)
     start_workers(settings)
+    from actors.pixie import start_pixie
+
+    start_pixie(settings)
     log.info("novaberg up in %.1fs at %s", time.monotonic() - t0, settings.url)
     return Runtime(settings=settings, stores=stores)
 
@@ -58,9 +61,12 @@ def stop(rt: Runtime, *, stop_stores: bool = True) -> None:
 
     if ray.is_initialized():
         try:
+            from actors.pixie import stop_pixie
+
             stop_workers(rt.settings)
+            stop_pixie(rt.settings)
         except Exception:
-            log.warning("stopping outbox workers failed", exc_info=True)
+            log.warning("stopping outbox workers or the pixie failed", exc_info=True)
         ray.shutdown()  # stops Serve and every actor of this local cluster
     if stop_stores:
         rt.stores.stop()

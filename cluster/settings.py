@@ -83,6 +83,9 @@ class Settings(BaseSettings):
     """A job pending this long with a worker is taken over by another one."""
     outbox_block_ms: int = Field(default=1000, ge=10)
 
+    pixie_interval_s: float = Field(default=900.0, gt=0)
+    """How often the pixie looks for delegated tasks."""
+
     # --- Node placement: names of nodes that run in the stateless node deployment
     remote_nodes: list[str] = Field(default_factory=list)
 

@@ -56,7 +56,8 @@ def test_impulse_turn_and_the_self_trigger_limit(client, keys, settings):
     d = _decisions(settings, "alice", ch, body["turn_id"])
     assert ("responder.nachricht", "verlauf_mit_auftrag") in d
     hist = client.get(f"/v1/pairs/alice/{ch}/turns", headers=auth(keys["alice"])).json()["turns"]
-    assert hist[-2]["sprecher"] == "Nova (eigener Gedanke)" and hist[-2]["inhalt"] == "Ob das Wetter haelt?"
+    assert hist[-2]["sprecher"] == f"{body['character_name']} (eigener Gedanke)"
+    assert hist[-2]["inhalt"] == "Ob das Wetter haelt?"
     assert client.post(f"/v1/pairs/alice/{ch}/events", json={"kind": "impulse", "eigener_gedanke": "x"},
                        headers=auth(keys["alice"])).status_code == 403
     # self-triggers: MAX_SELF_TRIGGERS run, the next is dropped and counted
