@@ -157,7 +157,7 @@ class ChainRunner:
         view = view_for(state, node.READS)
         payload = {r: getattr(view, r).model_dump(mode="json") for r in node.READS if getattr(view, r) is not None}
         payload["stimulus"] = state.stimulus.model_dump(mode="json")
-        out = await self.nodes_handle.run_node.remote(node.NAME, payload)
+        out = await self.nodes_handle.run_node.remote(node.NAME, payload, deps.trace.chain)
         deps.trace.add_rows(out["rows"])
         deps.trace.llm_ms += out["llm_ms"]
         deps.trace.embed_ms += out["embed_ms"]

@@ -19,7 +19,7 @@ class NodeDeployment:
         self.settings = Settings(**settings)
         self._services: Services | None = None
 
-    async def run_node(self, name: str, records: dict[str, Any]) -> dict[str, Any]:
+    async def run_node(self, name: str, records: dict[str, Any], chain: str = "character") -> dict[str, Any]:
         if self._services is None:
             self._services = Services.connect(self.settings)
         node = load_node(name)
@@ -28,6 +28,7 @@ class NodeDeployment:
             raise ValueError(f"node {name} called without the stimulus record")
         s = state.stimulus
         trace = TurnTrace(s.user_id, s.character_id, s.turn_id)
+        trace.chain = chain
         update = await node.run(state, Deps(self._services, trace))
         return {"update": {k: (v.model_dump(mode="json") if v is not None else None) for k, v in update.items()},
                 "rows": trace.rows, "llm_ms": trace.llm_ms, "embed_ms": trace.embed_ms}

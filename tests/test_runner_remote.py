@@ -16,8 +16,8 @@ class _Remote:
         self.calls = []
         self.run_node = types.SimpleNamespace(remote=self._remote)
 
-    async def _remote(self, name, records):
-        self.calls.append((name, records))
+    async def _remote(self, name, records, chain="character"):
+        self.calls.append((name, records, chain))
         return await self.fn(name, records)
 
 
@@ -39,3 +39,4 @@ def test_remote_node_roundtrip():
     assert isinstance(state.pair, PairRecord) and state.pair.character_name == "Nova"
     assert [r["art"] for r in trace.rows] == ["switch", "node"]
     assert trace.llm_ms == 5.0 and trace.embed_ms == 1.0
+    assert handle.calls[0][2] == "character"
