@@ -1,0 +1,128 @@
+"""sachlage, erinnerungsanker, verfasser, perzeption_assistant, ei_calc_persist, salience,
+praegung and aufgriff with a scripted LLM: their branches, fallbacks and decision entries."""
+import asyncio
+import json
+from datetime import datetime
+
+from pipeline.nodes import (aufgriff, ei_calc_persist, erinnerungsanker, perzeption_assistant, praegung, sachlage,
+                            salience, verfasser)
+from pipeline.state import (DraftRecord, EmotionRecord, HaltungRecord, HintergrundRecord, KontextRecord, MemoryRecord,
+                            NovaPerzeptionRecord, PairRecord, PerzeptionRecord, PlanRecord, Stimulus, TurnState)
+from tests.scripted_llm import ScriptedLLM, deps_for
+from tests.test_nodes_planner_agents import RecordingStore
+
+
+def _state(text="Hallo", herkunft="user", **records):
+    stim = Stimulus(user_id="u", character_id="nova", turn_id="t9", herkunft=herkunft,
+                    **({"user_prompt": text} if herkunft == "user" else {"eigener_gedanke": text}))
+    return TurnState(stimulus=stim, pair=PairRecord(character_name="Nova"), **records)
+
+
+def _d(deps):
+    return [(r["entscheidung"], r["outcome"]) for r in deps.trace.rows if r["art"] == "switch"]
+
+
+def test_sachlage_names_the_missing_web_provider():
+    deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": [{"name": "Tritium", "behauptung": "ist radioaktiv"}]}']}))
+    out = asyncio.run(sachlage.run(_state("Tritium ist radioaktiv, oder?"), deps))["sachlage"]
+    assert out.objekte[0]["name"] == "Tritium" and out.recherche_status == "keine_suchmaschine"
+    deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": []}']}))
+    assert asyncio.run(sachlage.run(_state(), deps))["sachlage"].recherche_status == "keine_objekte"
+
+
+def test_erinnerungsanker_writes_an_anchor_for_a_dated_experience():
+    store = RecordingStore({"timeline.add": 77})
+    deps = deps_for(ScriptedLLM({"erinnerungsanker": ['{"datiert": true, "datum": "2026-11-24", "titel": "Konzert"}']}),
+                    store=store)
+    out = asyncio.run(erinnerungsanker.run(_state("Letzten Dienstag war ich im Konzert"), deps))["anker"]
+    assert out.status == "geschrieben" and out.geschrieben[0]["id"] == 77
+    op, args, kwargs = store.calls[0]
+    assert op == "timeline.add" and args[2] == "Konzert" and args[3] == datetime(2026, 11, 24, 12, 0)
+    assert kwargs == {"typ": "erinnerungs_anker", "turn_id": "t9"}
+    deps = deps_for(ScriptedLLM({"erinnerungsanker": ['{"datiert": true, "datum": "letzte Woche"}']}), store=RecordingStore())
+    assert asyncio.run(erinnerungsanker.run(_state(), deps))["anker"].status == "datum_unlesbar"
+    deps = deps_for(ScriptedLLM())
+    assert asyncio.run(erinnerungsanker.run(_state("gedanke", herkunft="eigener_impuls"), deps))["anker"].status == "kein_nutzerreiz"
+
+
+def test_verfasser_skips_on_a_context_cut_and_without_material():
+    deps = deps_for(ScriptedLLM({"verfasser": ["Nova stellt fest: Bello ist ein Beagle."]}))
+    base = dict(memory=MemoryRecord(), kontext=KontextRecord(gedaechtnis_block="- (kzg) Bello ist ein Beagle"),
+                haltung=HaltungRecord())
+    out = asyncio.run(verfasser.run(_state(**base, plan=PlanRecord(task_context_cut=True)), deps))["verfasser"]
+    assert out.inhalt == "" and ("verfasser.lauf", "uebersprungen_kontext_schnitt") in _d(deps)
+    out = asyncio.run(verfasser.run(_state(**base), deps))["verfasser"]
+    assert out.inhalt.startswith("Nova stellt fest")
+    deps = deps_for(ScriptedLLM())
+    out = asyncio.run(verfasser.run(_state(memory=MemoryRecord(), kontext=KontextRecord()), deps))
+    assert ("verfasser.lauf", "ohne_material") in _d(deps)
+
+
+def test_perzeption_assistant_falls_back_to_the_computed_state_and_persist_saves_it():
+    deps = deps_for(ScriptedLLM({"perzeption_assistant": ["?"]}))
+    st = _state(draft=DraftRecord(reply="Oh nein.", model="m"), emotion=EmotionRecord(nova_emotion="traurigkeit", nova_arousal=0.6))
+    out = asyncio.run(perzeption_assistant.run(st, deps))["nova_perzeption"]
+    assert (out.emotion, out.arousal) == ("traurigkeit", 0.6)
+    store = RecordingStore()
+    deps = deps_for(ScriptedLLM(), store=store)
+    st = _state(emotion=EmotionRecord(nova_arousal=0.4, emotions_vektor="einbruch"),
+                nova_perzeption=NovaPerzeptionRecord(emotion="traurigkeit", arousal=0.8))
+    asyncio.run(ei_calc_persist.run(st, deps))
+    op, args, _ = store.calls[0]
+    assert op == "charakter.save_emotion" and args[2:5] == ("traurigkeit", 0.6, "einbruch")
+
+
+def test_salience_scores_and_decides_the_writes():
+    ans = '{"kern": "Bello ist krank", "intentionen": ["hilferuf"], "tags": ["hund"], "wichtigkeit": 0.9, "delegation": "Was hilft kranken Beagle?"}'
+    deps = deps_for(ScriptedLLM({"salience": [ans]}))
+    st = _state("Bello ist krank", draft=DraftRecord(reply="Das tut mir leid.", model="m"),
+                perzeption=PerzeptionRecord(emotion="angst", arousal=0.8), memory=MemoryRecord(zielsog_roh=0.5))
+    out = asyncio.run(salience.run(st, deps))["hintergrund"]
+    assert out.salienz == salience.score(0.9, 0.8, 0.5) and out.kern == "Bello ist krank"
+    assert [w["art"] for w in out.pending_writes] == ["kzg", "delegation"]
+    deps = deps_for(ScriptedLLM({"salience": ['{"wichtigkeit": 0.0}']}))
+    st = _state("ok", draft=DraftRecord(reply="ok", model="m"), perzeption=PerzeptionRecord(arousal=0.1))
+    out = asyncio.run(salience.run(st, deps))["hintergrund"]
+    assert out.pending_writes == [] and ("salience.schreiben", "nichts") in _d(deps)
+
+
+class _Embedder:
+    async def embed(self, trace, text):
+        return [1.0] + [0.0] * 383
+
+
+def test_praegung_imprints_and_links_to_the_resonating_anchors():
+    store = RecordingStore({"lzg.add_nodes": [101], "charakter.profile": {"mensch_kern": "liebt Hunde"}})
+    deps = deps_for(ScriptedLLM({"praegung": ['{"erinnerungen": [{"inhalt": "Bello war krank", "dimension": "erlebnis"}], '
+                                              '"profil_mensch": "sorgt sich um Bello"}']}), store=store, embedder=_Embedder())
+    st = _state("Bello ist krank", draft=DraftRecord(reply="Oh.", model="m"), hintergrund=HintergrundRecord(kern="Bello krank"),
+                memory=MemoryRecord(lzg_resonanz={"ids": [5, 6], "erinnerungen": []}))
+    asyncio.run(praegung.run(st, deps))
+    ops = [c[0] for c in store.calls]
+    assert ops == ["lzg.add_nodes", "lzg.add_synapses", "lzg.touch", "charakter.profile", "charakter.set_profile"]
+    assert store.calls[1][1][0] == [(101, 5, 0.5), (101, 6, 0.5)]
+    assert store.calls[4][2] == {"mensch_kern": "liebt Hunde\nsorgt sich um Bello"}
+
+
+def test_aufgriff_plans_an_impulse_and_skips_non_user_turns(stores):
+    from redis.asyncio import Redis
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            deps = deps_for(ScriptedLLM({"aufgriff": ['{"aufgreifen": true, "gedanke": "Wie geht es Bello?", "in_minuten": 30}']}),
+                            redis=r)
+            st = _state("Bello ist krank", hintergrund=HintergrundRecord(kern="Bello krank"))
+            st.stimulus.user_id = f"auf-{id(st)}"
+            out = (await aufgriff.run(st, deps))["hintergrund"]
+            due = await r.zrange(aufgriff.DUE_KEY, 0, -1, withscores=True)
+            mine = [json.loads(m) for m, _ in due if json.loads(m)["user_id"] == st.stimulus.user_id]
+            assert mine and mine[0]["gedanke"] == "Wie geht es Bello?"
+            assert out.pending_writes[-1]["art"] == "impuls"
+            deps2 = deps_for(ScriptedLLM(), redis=r)
+            await aufgriff.run(_state("x", herkunft="eigener_impuls"), deps2)
+            assert ("aufgriff.plan", "kein_nutzerreiz") in _d(deps2)
+        finally:
+            await r.aclose()
+
+    asyncio.run(go())
