@@ -10,10 +10,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from psycopg_pool import AsyncConnectionPool
+from typing import TYPE_CHECKING
 
 from memory.config import MemoryConfig
 from memory.vectors import cosine, normalise, to_list
+
+if TYPE_CHECKING:  # the pair actor imports this module for the pure parts: no driver there
+    from psycopg_pool import AsyncConnectionPool
 
 Graph = Literal["human", "character"]
 
