@@ -21,10 +21,26 @@ class ArrivalOrder:
         self._running = False
         self._last: float | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._primed = False
 
     @property
     def busy(self) -> bool:
         return self._running
+
+    @property
+    def primed(self) -> bool:
+        return self._primed
+
+    def prime(self, last_started: int | None) -> None:
+        """The last number a previous incarnation of the actor started, so a fresh actor knows which
+        number comes next (turns queued during its creation may reach it in any order)."""
+        self._primed = True
+        if last_started is not None and self._last is None:
+            self._last = float(last_started)
+
+    @property
+    def last(self) -> float | None:
+        return self._last
 
     async def acquire(self, seq: int | None) -> None:
         loop = asyncio.get_running_loop()

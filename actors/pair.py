@@ -130,8 +130,13 @@ class PairActor:
     async def _turn_locked(self, request: dict[str, Any], events: asyncio.Queue | None) -> dict[str, Any]:
         services = self._ensure()
         turn_id = request.get("turn_id") or uuid.uuid4().hex
+        if not self._order.primed:
+            raw = await services.redis.get(self._seq_key())
+            self._order.prime(int(raw) if raw is not None else 0)
         await self._order.acquire(request.get("seq"))
         try:
+            if request.get("seq") is not None:
+                await services.redis.set(self._seq_key(), int(self._order.last))
             stored = await session.stored_result(services.redis, self.user_id, self.character_id, turn_id)
             if stored is not None:
                 log.info("pair %s:%s: turn %s answered from its stored result", self.user_id,
@@ -173,6 +178,9 @@ class PairActor:
         return result
 
     # ------------------------------------------------------------------ events without a message
+    def _seq_key(self) -> str:
+        return f"pair:seqstarted:{self.user_id}:{self.character_id}"
+
     def _self_trigger_key(self) -> str:
         return f"selftrigger:{self.user_id}:{self.character_id}"
 

@@ -49,3 +49,12 @@ def test_turns_without_a_number_run_after_numbered_ones():
     log = []
     asyncio.run(_run(ArrivalOrder(grace_s=0.05), [(1, 0.0), (None, 0.005), (2, 0.01)], log))
     assert [s for k, s in log if k == "start"] == [1, 2, None]
+
+
+def test_a_primed_fresh_actor_waits_for_the_next_number():
+    log = []
+    order = ArrivalOrder(grace_s=0.3)
+    order.prime(0)  # nothing started before: 1 is next
+    # 2 reaches the new actor 0.1 s before 1: it still runs second
+    asyncio.run(_run(order, [(2, 0.0), (1, 0.1), (3, 0.15)], log))
+    assert [s for k, s in log if k == "start"] == [1, 2, 3]
