@@ -6,7 +6,7 @@ import pytest
 import ray
 
 from actors.pair import MAX_SELF_TRIGGERS, pair_name
-from memory import kzg, pg
+from memory import lzg, pg
 from tests.conftest import auth, pg_call, redis_call, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -78,11 +78,10 @@ def test_background_writes_are_visible_to_the_next_turn(client, keys, settings):
     rows = wait_for(lambda: [x for x in pg_call(settings.database_url, pg.pipeline_rows, "alice", ch, first["turn_id"])
                              if x["node"] == "aufgriff"], timeout=120)
     assert rows
-    lzg_count = pg_call(settings.database_url, lambda p: __import__("memory.lzg", fromlist=["x"]).count_nodes(p, "alice", ch))
-    assert lzg_count >= 1  # praegung imprinted the turn
+    assert pg_call(settings.database_url, lzg.count_nodes, "alice", ch) >= 1  # praegung imprinted the turn
     second = _post(client, keys["alice"], "alice", ch, "Weisst du noch, was mit Bello ist?")
     d = _decisions(settings, "alice", ch, second["turn_id"])
-    assert ("enricher.rewrite", "rewrite") in d or any(k == "enricher.rewrite" for k, _ in d)
+    assert any(k == "enricher.rewrite" for k, _ in d)  # the memory search ran: there was memory now
     rows2 = pg_call(settings.database_url, pg.pipeline_rows, "alice", ch, second["turn_id"])
     verschiebung = [x for x in rows2 if x["entscheidung"] == "enricher.verschiebung"]
     assert verschiebung and verschiebung[-1]["outcome"] != "keine_gedaechtnis_suche"  # memory existed now
