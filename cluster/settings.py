@@ -86,6 +86,17 @@ class Settings(BaseSettings):
     pixie_interval_s: float = Field(default=900.0, gt=0)
     """How often the pixie looks for delegated tasks."""
 
+    # --- Web layer (Thinker, sachlage)
+    serper_api_key: str | None = None
+    """Serper is asked first when a key is set."""
+    searxng_url: str | None = None
+    """A SearXNG instance, the fallback provider (e.g. http://127.0.0.1:8888)."""
+    web_timeout_s: float = Field(default=10.0, gt=0)
+    web_max_bytes: int = Field(default=2_000_000, ge=1024)
+    web_max_redirects: int = Field(default=5, ge=0)
+    web_allowed_networks: list[str] = Field(default_factory=list)
+    """Private networks fetches may reach anyway (e.g. a local SearXNG); empty: public addresses only."""
+
     # --- Node placement: names of nodes that run in the stateless node deployment
     remote_nodes: list[str] = Field(default_factory=list)
 

@@ -21,6 +21,7 @@ LLM_DEPLOYMENT = "LLM"
 EMBEDDER_DEPLOYMENT = "Embedder"
 STORE_DEPLOYMENT = "Store"
 NODES_DEPLOYMENT = "Nodes"
+WEB_DEPLOYMENT = "Web"
 
 
 @dataclass
@@ -111,6 +112,24 @@ class StoreClient:
         return await self.handle.call.remote(op, *args, **kwargs)
 
 
+class WebClient:
+    """Search and page text through the web deployment (the guard and the parsers live there)."""
+
+    def __init__(self, handle, settings: Settings):
+        self.handle = handle
+        self.settings = settings
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.settings.serper_api_key or self.settings.searxng_url)
+
+    async def search(self, query: str) -> dict:
+        return await self.handle.search.remote(query)
+
+    async def fetch(self, url: str) -> dict:
+        return await self.handle.fetch.remote(url)
+
+
 @dataclass
 class Services:
     settings: Settings
@@ -119,6 +138,7 @@ class Services:
     store: StoreClient
     redis: Any
     prompts: PromptLibrary
+    web: WebClient | None = None
     cache: dict = field(default_factory=dict)
     """What the pair actor keeps warm across turns (e.g. the KZG vectors)."""
 
@@ -146,6 +166,7 @@ class Services:
             store=StoreClient(h(STORE_DEPLOYMENT)),
             redis=Redis.from_url(settings.redis_url),
             prompts=PromptLibrary(),
+            web=WebClient(h(WEB_DEPLOYMENT), settings),
         )
 
 

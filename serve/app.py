@@ -7,6 +7,7 @@ from serve.ingress import Ingress
 from serve.llm import LLMDeployment, vllm_server_app
 from serve.nodes import NodeDeployment
 from serve.store import StoreDeployment
+from serve.web import WebDeployment
 
 
 def build_app(settings: Settings):
@@ -20,9 +21,10 @@ def build_app(settings: Settings):
         ray_actor_options={"num_cpus": 0.5 if settings.llm_backend == "llamacpp" else 0},
     ).bind(s, vllm)
     store = StoreDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s, embedder)
+    web = WebDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s)
     ingress_kw = dict(num_replicas=settings.ingress_replicas, max_ongoing_requests=settings.ingress_max_ongoing,
                       ray_actor_options={"num_cpus": 0})
     if settings.remote_nodes:
         nodes = NodeDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s)
-        return Ingress.options(**ingress_kw).bind(s, store, llm, embedder, nodes)
-    return Ingress.options(**ingress_kw).bind(s, store, llm, embedder)
+        return Ingress.options(**ingress_kw).bind(s, store, llm, embedder, web, nodes)
+    return Ingress.options(**ingress_kw).bind(s, store, llm, embedder, web)

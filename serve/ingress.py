@@ -53,7 +53,7 @@ async def _http_error(request: Request, exc: HTTPException):
 @serve.deployment(name="Ingress")
 @serve.ingress(app)
 class Ingress:
-    def __init__(self, settings: dict, store, llm, embedder, nodes=None):
+    def __init__(self, settings: dict, store, llm, embedder, web=None, nodes=None):
         self.settings = Settings(**settings)
         self.store = store
         self.llm = llm

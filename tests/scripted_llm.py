@@ -37,10 +37,10 @@ class NoStore:
         raise AssertionError(f"this test expects no store call ({op})")
 
 
-def deps_for(llm: ScriptedLLM, *, store=None, redis=None, embedder=None, settings=None,
+def deps_for(llm: ScriptedLLM, *, store=None, redis=None, embedder=None, settings=None, web=None,
              turn=("u", "nova", "t1")) -> Deps:
     from cluster.settings import Settings
 
     services = Services(settings=settings or Settings(), llm=llm, embedder=embedder, store=store or NoStore(),
-                        redis=redis, prompts=PromptLibrary())
+                        redis=redis, prompts=PromptLibrary(), web=web)
     return Deps(services, TurnTrace(*turn))

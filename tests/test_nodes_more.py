@@ -29,6 +29,17 @@ def test_sachlage_names_the_missing_web_provider():
     deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": []}']}))
     assert asyncio.run(sachlage.run(_state(), deps))["sachlage"].recherche_status == "keine_objekte"
 
+    class _Web:
+        configured = True
+
+        async def search(self, q):
+            assert q == "Tritium"
+            return {"anbieter": "searxng", "treffer": [{"titel": "Tritium", "url": "https://x", "snippet": "H-3"}]}
+
+    deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": [{"name": "Tritium"}]}']}), web=_Web())
+    out = asyncio.run(sachlage.run(_state("Tritium?"), deps))["sachlage"]
+    assert out.recherche_status == "recherchiert" and out.objekte[0]["recherche"][0]["snippet"] == "H-3"
+
 
 def test_erinnerungsanker_writes_an_anchor_for_a_dated_experience():
     store = RecordingStore({"timeline.add": 77})

@@ -33,17 +33,18 @@ async def run(state: TurnState, deps: Deps) -> dict:
     answer, outcome = await ask_json(deps, NAME, _Antwort, {"nachricht": state.stimulus.text})
     objekte = [o.model_dump() for o in (answer.objekte if answer else [])][:MAX_OBJEKTE]
     objekte = [o for o in objekte if o["name"].strip()]
-    search = getattr(deps.services, "web_search", None)
+    web = deps.services.web
     if not objekte:
         status = "keine_objekte"
-    elif search is None:
+    elif web is None or not web.configured:
         # the web layer is not configured on this deployment: the objects stay unresearched
         status = "keine_suchmaschine"
         log.warning("sachlage: fallback keine_suchmaschine: %d objects found, no web provider configured", len(objekte))
     else:
         try:
-            objekte[0]["recherche"] = await search(objekte[0]["name"])
-            status = "recherchiert"
+            found = await web.search(objekte[0]["name"])
+            objekte[0]["recherche"] = found["treffer"]
+            status = "recherchiert" if found["treffer"] else "recherche_leer"
         except Exception as e:
             status = "recherche_gescheitert"
             log.warning("sachlage: fallback recherche_gescheitert: %s: %s", type(e).__name__, e)
