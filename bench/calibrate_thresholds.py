@@ -21,7 +21,7 @@ def main() -> None:
     import numpy as np
 
     from memory.importer import load_conversation, node_text
-    from serve.embedder import load_model
+    from serve.embedder import encode, load_model
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -29,8 +29,7 @@ def main() -> None:
     model = load_model(2)
 
     def embed(texts):
-        return model.encode(texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False,
-                            batch_size=64)
+        return np.asarray(encode(model, texts), dtype=np.float32)
 
     raw = json.loads(args.data.read_text())
     convs = []

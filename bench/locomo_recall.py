@@ -35,13 +35,12 @@ async def run(data_path: Path, limit: int | None) -> dict:
     from memory.importer import import_conversation, load_conversation, node_text
     from memory.lesepfad import erinnern
     from memory.migrate import apply_migrations
-    from serve.embedder import load_model, model_dimension
+    from serve.embedder import encode, load_model, model_dimension
 
     model = load_model(2)
 
     def embed(texts):
-        return [v.tolist() for v in model.encode(texts, normalize_embeddings=True, convert_to_numpy=True,
-                                                  show_progress_bar=False, batch_size=64)]
+        return encode(model, texts)
 
     home = Path(tempfile.mkdtemp(prefix="nblocomo-", dir="/tmp"))
     stores = EmbeddedStores(home=home).start()

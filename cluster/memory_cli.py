@@ -20,8 +20,9 @@ class _Ctx:
         self.dim = model_dimension(self.model)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        return [v.tolist() for v in self.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True,
-                                                       show_progress_bar=False)]
+        from serve.embedder import encode
+
+        return encode(self.model, texts)
 
     async def open(self):
         from redis.asyncio import Redis

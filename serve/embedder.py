@@ -29,6 +29,13 @@ def load_model(threads: int):
     return SentenceTransformer(str(model_dir()), device="cpu")
 
 
+def encode(model, texts: list[str]) -> list[list[float]]:
+    """Normalised embeddings as lists: the one way every caller encodes (deployment, CLI, benchmarks)."""
+    vecs = model.encode(texts, batch_size=min(len(texts), 64) or 1, normalize_embeddings=True,
+                        convert_to_numpy=True, show_progress_bar=False)
+    return [v.tolist() for v in vecs]
+
+
 def model_dimension(model) -> int:
     get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     return int(get())
@@ -49,9 +56,7 @@ class EmbedderDeployment:
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         self.batches += 1
         self.texts += len(texts)
-        vecs = self.model.encode(texts, batch_size=len(texts), normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=False)
-        return [v.tolist() for v in vecs]
+        return encode(self.model, texts)
 
     async def embed(self, text: str) -> list[float]:
         return await self._embed_batch(text)

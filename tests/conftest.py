@@ -186,7 +186,6 @@ def minilm():
 
 
 def embed_with(model):
-    def embed(texts):
-        return [v.tolist() for v in model.encode(texts, normalize_embeddings=True, convert_to_numpy=True,
-                                                  show_progress_bar=False)]
-    return embed
+    from serve.embedder import encode
+
+    return lambda texts: encode(model, texts)

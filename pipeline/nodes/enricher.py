@@ -35,6 +35,16 @@ class SessionDefect(RuntimeError):
 
 
 async def _session(deps: Deps, user_id: str, character_id: str) -> list[SessionTurn]:
+    # both chains of one turn run the enricher: the session is read once per turn
+    cached = deps.trace.cache.get("enricher.session")
+    if cached is not None:
+        return cached
+    turns = await _read_session(deps, user_id, character_id)
+    deps.trace.cache["enricher.session"] = turns
+    return turns
+
+
+async def _read_session(deps: Deps, user_id: str, character_id: str) -> list[SessionTurn]:
     raw = await session.load_turns(deps.redis, user_id, character_id, deps.settings.session_max_turns)
     if not raw:
         stored = await session.count_turns(deps.redis, user_id, character_id)
@@ -45,6 +55,16 @@ async def _session(deps: Deps, user_id: str, character_id: str) -> list[SessionT
 
 
 async def _goals(deps: Deps, state: TurnState, raw_vec) -> Aktivierung:
+    # both chains read the same goal pair (ziel_paar_bestimmen): activate and reinforce once per turn
+    cached = deps.trace.cache.get("enricher.ziele")
+    if cached is not None:
+        return cached
+    a = await _activate_goals(deps, state, raw_vec)
+    deps.trace.cache["enricher.ziele"] = a
+    return a
+
+
+async def _activate_goals(deps: Deps, state: TurnState, raw_vec) -> Aktivierung:
     s = state.stimulus
     turn_pair = (s.user_id, s.character_id) if deps.trace.chain == "human" else (s.character_id, s.user_id)
     character_id, user_id = ziel_paar_bestimmen(turn_pair, deps.trace.chain)
