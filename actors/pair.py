@@ -23,6 +23,7 @@ from memory import session
 from pipeline import metrics
 from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, NodeFailed
 from pipeline.services import NODES_DEPLOYMENT, APP_NAME, Deps, Services
+from pipeline.reiz import stimulus_from_event
 from pipeline.state import Stimulus, TurnState
 from pipeline.trace import TurnTrace
 
@@ -54,6 +55,7 @@ class PairActor:
         self._turns = 0
         self._watch: asyncio.Task | None = None
         self._started = time.time()
+        self._pending: set[asyncio.Task] = set()
 
     # ------------------------------------------------------------------ plumbing
     def _ensure(self) -> Services:
@@ -83,7 +85,7 @@ class PairActor:
         timeout = self.settings.pair_idle_timeout_s
         while True:
             await asyncio.sleep(min(timeout / 4, 5.0))
-            if self._inflight == 0 and time.monotonic() - self._last > timeout:
+            if self._inflight == 0 and not self._pending and time.monotonic() - self._last > timeout:
                 await self._evict()
                 return
 
@@ -127,9 +129,10 @@ class PairActor:
         finally:
             self._leave()
 
-    async def _turn_locked(self, request: dict[str, Any], events: asyncio.Queue | None) -> dict[str, Any]:
+    async def _turn_locked(self, request: dict[str, Any], events: asyncio.Queue | None,
+                           stimulus: Stimulus | None = None) -> dict[str, Any]:
         services = self._ensure()
-        turn_id = request.get("turn_id") or uuid.uuid4().hex
+        turn_id = stimulus.turn_id if stimulus else (request.get("turn_id") or uuid.uuid4().hex)
         if not self._order.primed:
             raw = await services.redis.get(self._seq_key())
             self._order.prime(int(raw) if raw is not None else 0)
@@ -142,16 +145,15 @@ class PairActor:
                 log.info("pair %s:%s: turn %s answered from its stored result", self.user_id,
                          self.character_id, turn_id)
                 return {**stored, "replayed": True}
-            return await self._run_chain(services, turn_id, request, events)
+            return await self._run_chain(services, turn_id, request, events, stimulus)
         finally:
             self._order.release()
 
     async def _run_chain(self, services: Services, turn_id: str, request: dict[str, Any],
-                         events: asyncio.Queue | None) -> dict[str, Any]:
+                         events: asyncio.Queue | None, stimulus: Stimulus | None = None) -> dict[str, Any]:
         t0 = time.perf_counter()
-        stimulus = Stimulus(user_id=self.user_id, character_id=self.character_id, turn_id=turn_id,
-                            user_prompt=request.get("text"), eigener_gedanke=request.get("eigener_gedanke"),
-                            herkunft=request.get("herkunft", "user"))
+        stimulus = stimulus or Stimulus(user_id=self.user_id, character_id=self.character_id, turn_id=turn_id,
+                                        user_prompt=request.get("text"), herkunft="user")
         state = TurnState(stimulus=stimulus)
         trace = TurnTrace(self.user_id, self.character_id, turn_id, events)
         try:
@@ -172,6 +174,7 @@ class PairActor:
             await services.redis.hset(LIVE_PAIRS, pair_name(self.user_id, self.character_id), time.time())
         except Exception:
             log.warning("pair registry update failed", exc_info=True)
+        self._consume_self_trigger(state)
         result = dict(state.dispatch.result)
         result["timings"] = {**result.get("timings", {}), **trace.timings()}
         result["replayed"] = not state.dispatch.committed
@@ -183,6 +186,29 @@ class PairActor:
 
     def _self_trigger_key(self) -> str:
         return f"selftrigger:{self.user_id}:{self.character_id}"
+
+    def _consume_self_trigger(self, state: TurnState) -> None:
+        """The event consumer of seed 000 §3.5: every arrival is logged, present or not; a set
+        self-trigger becomes a `continue` event on this pair's queue, after the current turn."""
+        p = state.pruefung
+        present = p is not None
+        value = p.self_trigger if p else None
+        log.info("pair %s:%s: self-trigger in result — present=%s, value=%s (turn %s)", self.user_id,
+                 self.character_id, present, value, state.stimulus.turn_id)
+        if value and state.dispatch and state.dispatch.committed:
+            task = asyncio.get_running_loop().create_task(
+                self.event({"kind": "continue", **p.self_trigger_payload}))
+            self._pending.add(task)
+            task.add_done_callback(self._self_trigger_done)
+
+    def _self_trigger_done(self, task: asyncio.Task) -> None:
+        self._pending.discard(task)
+        if task.cancelled():
+            return
+        if task.exception() is not None:
+            log.error("pair %s:%s: self-triggered retry failed: %r", self.user_id, self.character_id, task.exception())
+        elif task.result().get("dropped"):
+            log.warning("pair %s:%s: self-triggered retry dropped: %s", self.user_id, self.character_id, task.result())
 
     async def event(self, request: dict[str, Any]) -> dict[str, Any]:
         """A `continue` event (a self-trigger) or an `impulse` (Nova's own thought): the character
@@ -203,12 +229,11 @@ class PairActor:
                 herkunft = "eigener_impuls"
             else:
                 raise ValueError(f"unknown event kind {kind!r}")
-            log.info("pair %s:%s: %s event arrived (turn %s)", self.user_id, self.character_id, kind,
-                     request.get("turn_id"))
-            req = {"turn_id": request.get("turn_id") or uuid.uuid4().hex, "herkunft": herkunft,
-                   "text": request.get("user_prompt"), "eigener_gedanke": request.get("eigener_gedanke"),
-                   "seq": None}
-            return await self._turn_locked(req, None)
+            log.info("pair %s:%s: %s event arrived (turn %s, retry=%s)", self.user_id, self.character_id, kind,
+                     request.get("turn_id"), bool(request.get("thinker_unsicher_retry")))
+            stimulus = stimulus_from_event(self.user_id, self.character_id,
+                                           {**request, "turn_id": request.get("turn_id") or uuid.uuid4().hex}, herkunft)
+            return await self._turn_locked({"seq": None}, None, stimulus)
         finally:
             self._leave()
 

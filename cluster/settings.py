@@ -89,6 +89,7 @@ class Settings(BaseSettings):
     # --- Web layer (Thinker, sachlage)
     serper_api_key: str | None = None
     """Serper is asked first when a key is set."""
+    serper_url: str = "https://google.serper.dev/search"
     searxng_url: str | None = None
     """A SearXNG instance, the fallback provider (e.g. http://127.0.0.1:8888)."""
     web_timeout_s: float = Field(default=10.0, gt=0)

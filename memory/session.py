@@ -30,7 +30,11 @@ def result_key(user_id: str, character_id: str, turn_id: str) -> str:
 _COMMIT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
-redis.call('RPUSH', KEYS[2], ARGV[3], ARGV[4])
+if ARGV[3] == '' then
+  redis.call('RPUSH', KEYS[2], ARGV[4])
+else
+  redis.call('RPUSH', KEYS[2], ARGV[3], ARGV[4])
+end
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[5]), -1)
 for i = 6, #ARGV do
   redis.call('XADD', KEYS[3], '*', 'job', ARGV[i])
@@ -63,13 +67,14 @@ async def stored_result(r: Redis, user_id: str, character_id: str, turn_id: str)
 
 
 async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str, result: dict,
-                      user_turn: dict, nova_turn: dict, job: dict | list[dict], keep_turns: int, ttl_s: int) -> bool:
-    """Store result, both session turns and the outbox jobs atomically. False: already committed."""
+                      user_turn: dict | None, nova_turn: dict, job: dict | list[dict], keep_turns: int, ttl_s: int) -> bool:
+    """Store result, both session turns and the outbox jobs atomically. False: already committed.
+    `user_turn` None: the turn has no new message of the human (a self-triggered retry)."""
     jobs = job if isinstance(job, list) else [job]
     done = await r.eval(
         _COMMIT, 3,
         result_key(user_id, character_id, turn_id), session_key(user_id, character_id), OUTBOX_STREAM,
-        json.dumps(result), ttl_s, json.dumps(user_turn), json.dumps(nova_turn), keep_turns,
+        json.dumps(result), ttl_s, json.dumps(user_turn) if user_turn is not None else "", json.dumps(nova_turn), keep_turns,
         *[json.dumps(j) for j in jobs],
     )
     return bool(done)

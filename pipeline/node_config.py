@@ -16,6 +16,7 @@ NODE_CONFIG: dict[str, NodeConfig] = {
     "responder": NodeConfig(temperature=0.7, max_tokens=160),
     "enricher": NodeConfig(temperature=0.2, max_tokens=48),
     "thinker": NodeConfig(temperature=0.15, max_tokens=400),
+    "thinker_nachfass": NodeConfig(temperature=0.15, max_tokens=300),
 }
 
 

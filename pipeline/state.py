@@ -28,6 +28,14 @@ class Stimulus(_Record):
     eigener_gedanke: str | None = None
     herkunft: Herkunft = "user"
     received_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    reiz_herkunft: Herkunft | None = None
+    """For a self-triggered retry: where the stimulus it repeats came from."""
+    gedanke_arousal: float | None = Field(default=None, ge=0, le=1)
+    """The arousal an own thought brought with it."""
+    thinker_unsicher_retry: bool = False
+    """Set on the Thinker's retry (seed 000 §3.5): it never triggers again."""
+    ursprung_turn_id: str | None = None
+    """The turn a retry repeats."""
 
     @model_validator(mode="after")
     def _one_stimulus(self):
@@ -229,10 +237,17 @@ class DraftRecord(_Record):
 
 
 class PruefungRecord(_Record):
-    """Written by the thinker: its outcome and the annotations for the tribunal."""
+    """Written by the thinker: its outcome, the checked reply and the annotations for the tribunal.
+    `self_trigger` and its payload are declared here so they reach the pair actor (seed 000 §3.5)."""
 
     status: str = "uebersprungen"
+    reply: str | None = None
+    """The reply after the check (corrected, or with the gesture); None = the draft unchanged."""
     node_annotations: list[str] = Field(default_factory=list)
+    iterationen: int = 0
+    werkzeuge: list[str] = Field(default_factory=list)
+    self_trigger: bool = False
+    self_trigger_payload: dict | None = None
 
 
 class UrteilRecord(_Record):
@@ -293,6 +308,15 @@ class TurnState(_Record):
     nova_perzeption: NovaPerzeptionRecord | None = None
     hintergrund: HintergrundRecord | None = None
     dispatch: DispatchRecord | None = None
+
+
+def current_reply(state: TurnState) -> str:
+    """The reply as it stands: the tribunal loop's, else the Thinker's, else the responder's draft."""
+    if state.urteil and state.urteil.reply:
+        return state.urteil.reply
+    if state.pruefung and state.pruefung.reply:
+        return state.pruefung.reply
+    return state.draft.reply
 
 
 RECORDS = tuple(n for n in TurnState.model_fields if n != "stimulus")

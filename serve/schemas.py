@@ -52,6 +52,10 @@ class TurnResponse(BaseModel):
     user_intentionen: list[str] | None = None
     momentum: str | None = None
     needs_web: bool | None = None
+    nachricht_folgt: bool = False
+    """The Thinker could not decide: a second message follows as its own turn (see history)."""
+    ursprung_turn_id: str | None = None
+    """On that second message: the turn it continues."""
 
 
 class HistoryResponse(BaseModel):
@@ -113,3 +117,6 @@ class EventRequest(BaseModel):
     eigener_gedanke: str | None = Field(default=None, min_length=1, max_length=2000)
     user_prompt: str | None = Field(default=None, min_length=1, max_length=8000)
     turn_id: str | None = Field(default=None, pattern=TURN_ID_PATTERN)
+    reiz_herkunft: Literal["user", "eigener_impuls"] | None = None
+    gedanke_arousal: float | None = Field(default=None, ge=0, le=1)
+    thinker_unsicher_retry: bool = False

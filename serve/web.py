@@ -80,7 +80,7 @@ class WebLayer:
 
     async def _serper(self, query: str) -> list[dict]:
         async with httpx.AsyncClient(timeout=self.settings.web_timeout_s) as c:
-            r = await c.post("https://google.serper.dev/search", json={"q": query, "gl": "de", "hl": "de"},
+            r = await c.post(self.settings.serper_url, json={"q": query, "gl": "de", "hl": "de"},
                              headers={"X-API-KEY": self.settings.serper_api_key})
             r.raise_for_status()
             return [{"titel": h.get("title", ""), "url": h.get("link", ""), "snippet": h.get("snippet", "")}

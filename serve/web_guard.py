@@ -106,7 +106,7 @@ class WebGuard:
             addrs = [str(literal)]
         except ValueError:
             try:
-                addrs = await self.resolver(host, port)
+                addrs = await self.resolver(host.rstrip("."), port)  # "localhost." is localhost
             except OSError as e:
                 raise FetchRefused(f"host {host} does not resolve ({e})") from e
         if not addrs:
@@ -148,4 +148,6 @@ class WebGuard:
                                                bytes(body), truncated, redirects)
                 except TimeoutError as e:
                     raise FetchRefused(f"no answer within {self.timeout_s:.0f}s") from e
+                except httpx.RemoteProtocolError as e:  # e.g. a redirect location httpx cannot parse
+                    raise FetchRefused(f"unusable answer: {e}") from e
         raise FetchRefused(f"more than {self.max_redirects} redirects")

@@ -22,14 +22,31 @@ class ScriptedLLM:
         if node in self.fail:
             raise RuntimeError("engine unavailable")
         answers = self.script.get(node) or [""]
-        text = answers.pop(0) if len(answers) > 1 else answers[0]
+        answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        # an answer is its content, or (content, reasoning) for a model that reasons apart
+        text, reasoning = (answer, None) if isinstance(answer, str) else answer
         trace.llm_done(1.0, 10, len(text.split()))
         if stream_tokens:
             trace.emit("token", node=node, text=text)
-        return ChatResult(text, None, self.model, 10, len(text.split()), "stop")
+        return ChatResult(text, reasoning, self.model, 10, len(text.split()), "stop")
 
     async def model_name(self) -> str:
         return self.model
+
+
+class PoolStore:
+    """The store deployment's operations run in-process on a real pool (no Ray): the same
+    memory/ops.py functions, the same Postgres."""
+
+    def __init__(self, pool):
+        self.pool = pool
+        self.calls: list[tuple] = []
+
+    async def call(self, op, *args, **kwargs):
+        from memory.ops import lookup
+
+        self.calls.append((op, args, kwargs))
+        return await lookup(op)(self.pool, *args, **kwargs)
 
 
 class NoStore:

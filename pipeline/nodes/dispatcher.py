@@ -10,28 +10,24 @@ from datetime import datetime, timezone
 
 from memory import session
 from pipeline.services import Deps
-from pipeline.state import DispatchRecord, TurnState
+from pipeline.state import DispatchRecord, TurnState, current_reply
 
 NAME = "dispatcher"
-READS = ("stimulus", "pair", "memory", "draft", "urteil", "perzeption", "emotion", "route", "nova_perzeption",
+READS = ("stimulus", "pair", "memory", "draft", "pruefung", "urteil", "perzeption", "emotion", "route", "nova_perzeption",
          "plan")
 WRITES = ("dispatch",)
 SELF_LOGGED = True  # its pipeline_log row must be in the job it commits
 # records the background chain needs, copied into its job
-BACKGROUND_RECORDS = ("stimulus", "pair", "draft", "urteil", "perzeption", "memory")
+BACKGROUND_RECORDS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory")
 
 log = logging.getLogger("novaberg.node.dispatcher")
-
-
-def final_reply(state: TurnState) -> str:
-    return state.urteil.reply if state.urteil and state.urteil.reply else state.draft.reply
 
 
 def turn_result(state: TurnState, deps: Deps) -> dict:
     s, d, p, e, r = state.stimulus, state.draft, state.perzeption, state.emotion, state.route
     return {
         "turn_id": s.turn_id, "user_id": s.user_id, "character_id": s.character_id,
-        "character_name": state.pair.character_name, "reply": final_reply(state), "herkunft": s.herkunft,
+        "character_name": state.pair.character_name, "reply": current_reply(state), "herkunft": s.herkunft,
         "eigener_gedanke": s.eigener_gedanke, "model": d.model,
         "usage": {"prompt_tokens": deps.trace.prompt_tokens, "completion_tokens": deps.trace.completion_tokens,
                   "llm_calls": deps.trace.llm_calls},
@@ -44,6 +40,9 @@ def turn_result(state: TurnState, deps: Deps) -> dict:
         "gespraechs_modus": p.gespraechs_modus if p else None,
         "user_intentionen": p.user_intentionen if p else None,
         "momentum": r.momentum if r else None, "needs_web": r.needs_web if r else None,
+        # the Thinker's last resort: a second message follows as its own turn (seed 000 §3.5)
+        "nachricht_folgt": bool(state.pruefung and state.pruefung.self_trigger),
+        "ursprung_turn_id": s.ursprung_turn_id,
         "created_at": datetime.now(timezone.utc).isoformat(),
     }
 
@@ -61,7 +60,10 @@ async def run(state: TurnState, deps: Deps) -> dict:
                  "modus": p.gespraechs_modus if p else None, "intentionen": p.user_intentionen if p else None,
                  "vektor": state.emotion.emotions_vektor if state.emotion else None,
                  "stil": state.emotion.sprach_stil if state.emotion else None}
-    if s.eigener_gedanke is not None:
+    if s.thinker_unsicher_retry:
+        # the retry answers the same stimulus again: it is in the session already, only Nova speaks
+        user_turn = None
+    elif s.eigener_gedanke is not None:
         # an impulse turn is marked by its speaker, not filtered out (seed 001 §3.1)
         user_turn.update(rolle="assistant", sprecher=f"{name} (eigener Gedanke)")
     nova_turn = {"rolle": "assistant", "sprecher": name, "inhalt": result["reply"], "turn_id": s.turn_id,

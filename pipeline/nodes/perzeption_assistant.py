@@ -6,10 +6,10 @@ from pydantic import BaseModel, ConfigDict
 from pipeline import vocab
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
-from pipeline.state import NovaPerzeptionRecord, TurnState
+from pipeline.state import NovaPerzeptionRecord, TurnState, current_reply
 
 NAME = "perzeption_assistant"
-READS = ("stimulus", "pair", "draft", "urteil", "emotion")
+READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "emotion")
 WRITES = ("nova_perzeption",)
 
 
@@ -20,13 +20,9 @@ class _Antwort(BaseModel):
     stil: str = "locker"
 
 
-def final_reply(state: TurnState) -> str:
-    return state.urteil.reply if state.urteil and state.urteil.reply else state.draft.reply
-
-
 async def run(state: TurnState, deps: Deps) -> dict:
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
-        "character_name": state.pair.character_name, "antwort": final_reply(state),
+        "character_name": state.pair.character_name, "antwort": current_reply(state),
         "emotionen": ", ".join(vocab.EMOTIONEN), "stile": ", ".join(vocab.SPRACHSTILE)})
     if answer is None:
         # her computed state stands in for the perceived one

@@ -7,12 +7,11 @@ import logging
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.llm_json import ask_json
-from pipeline.nodes.perzeption_assistant import final_reply
 from pipeline.services import Deps
-from pipeline.state import HintergrundRecord, TurnState
+from pipeline.state import HintergrundRecord, TurnState, current_reply
 
 NAME = "praegung"
-READS = ("stimulus", "pair", "draft", "urteil", "perzeption", "memory", "hintergrund")
+READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "hintergrund")
 WRITES = ("hintergrund",)
 MAX_NEU = 2
 SYNAPSE_GEWICHT = 0.5
@@ -37,7 +36,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     h = state.hintergrund or HintergrundRecord()
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
         "character_name": state.pair.character_name, "kern": h.kern or s.text, "mensch": s.text,
-        "antwort": final_reply(state)})
+        "antwort": current_reply(state)})
     if answer is None or not answer.erinnerungen:
         # without a usable answer the turn's core is remembered as it is
         neu = [{"inhalt": (h.kern or s.text)[:300], "dimension": "erlebnis"}]

@@ -6,12 +6,11 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.llm_json import ask_json
-from pipeline.nodes.perzeption_assistant import final_reply
 from pipeline.services import Deps
-from pipeline.state import HintergrundRecord, TurnState
+from pipeline.state import HintergrundRecord, TurnState, current_reply
 
 NAME = "salience"
-READS = ("stimulus", "pair", "draft", "urteil", "perzeption", "memory", "hintergrund")
+READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "hintergrund")
 WRITES = ("hintergrund",)
 KZG_SCHWELLE = 0.35
 
@@ -32,14 +31,14 @@ def score(wichtigkeit: float, arousal: float, zielsog: float) -> float:
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
-        "character_name": state.pair.character_name, "mensch": s.text, "antwort": final_reply(state)})
+        "character_name": state.pair.character_name, "mensch": s.text, "antwort": current_reply(state)})
     a = answer or _Antwort(kern=s.text[:200])
     arousal = state.perzeption.arousal if state.perzeption else 0.3
     zielsog = state.memory.zielsog_roh if state.memory else 0.0
     sal = score(min(max(a.wichtigkeit, 0.0), 1.0), arousal, zielsog)
     writes = []
     if sal >= KZG_SCHWELLE:
-        writes.append({"art": "kzg", "inhalt": f"{s.text} — {final_reply(state)}"[:500],
+        writes.append({"art": "kzg", "inhalt": f"{s.text} — {current_reply(state)}"[:500],
                        "emotion": state.perzeption.emotion if state.perzeption else None, "arousal": arousal})
     if a.delegation.strip():
         writes.append({"art": "delegation", "aufgabe": a.delegation.strip()[:300]})

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
-from pipeline.state import TurnState, UrteilRecord
+from pipeline.state import TurnState, UrteilRecord, current_reply
 
 NAME = "tribunal"
 READS = ("stimulus", "pair", "draft", "pruefung", "urteil")
@@ -21,8 +21,8 @@ class _Antwort(BaseModel):
 
 
 async def run(state: TurnState, deps: Deps) -> dict:
-    u = state.urteil or UrteilRecord(reply=state.draft.reply)
-    reply = u.reply or state.draft.reply
+    u = state.urteil or UrteilRecord(reply=current_reply(state))
+    reply = u.reply or current_reply(state)
     hinweise = "; ".join(state.pruefung.node_annotations) if state.pruefung and state.pruefung.node_annotations else "keine"
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
         "character_name": state.pair.character_name, "nachricht": state.stimulus.text,

@@ -1,29 +1,48 @@
 """§4.4 search discipline: one web search per turn by default; a failed or empty search counts;
 without budget the model gets the guiding text instead; the first search is served from the
-sachlage research hits when there are some (no provider call)."""
+sachlage research hits when there are some (no provider call). The log lines are F-LOG-3's."""
 from __future__ import annotations
 
 import logging
 
 log = logging.getLogger("novaberg.thinker.budget")
-LEITTEXT = ("Die Web-Suche dieses Turns ist verbraucht. Pruefe mit dem, was vorliegt, oder schreibe "
-            "ERGEBNIS: OK, wenn nichts dagegen spricht.")
+LEITTEXT = ("Die Websuche dieses Turns ist bereits gelaufen — ihre Treffer stehen oben im Verlauf. "
+            "Pruefe damit, oder lade eine andere URL aus der Trefferliste mit web_fetch(url).")
+WEBSUCHE_MAX_JE_TURN = 1
 
 
 class SearchBudget:
-    def __init__(self, limit: int = 1, sachlage_treffer: list[dict] | None = None):
+    def __init__(self, limit: int = WEBSUCHE_MAX_JE_TURN, sachlage_treffer: list[dict] | None = None,
+                 sachlage_objekt: str = ""):
         self.limit = limit
         self.used = 0
+        self.provider_calls = 0
         self.sachlage_treffer = sachlage_treffer or []
+        self.sachlage_objekt = sachlage_objekt
+        if self.sachlage_treffer:
+            log.info("thinker: sachlage research of this turn — %d hits on %r serve the first web search",
+                     len(self.sachlage_treffer), sachlage_objekt)
+        else:
+            log.info("thinker: sachlage research of this turn — no hits, the first web search goes to the provider")
 
     def available(self) -> bool:
-        return self.used < self.limit
+        if self.used < self.limit:
+            return True
+        log.info("thinker search budget: the turn's budget is spent, no new search")
+        return False
 
     def take(self, query: str) -> list[dict] | None:
-        """Count one search; returns the sachlage hits when they serve it (no provider call)."""
+        """Count one search; returns the sachlage hits when they serve it (no provider call).
+        None means: the caller asks the provider (and the search counts however it ends)."""
         self.used += 1
         if self.used == 1 and self.sachlage_treffer:
-            log.info("thinker: web_search %r served from %d sachlage hits (no provider call)", query,
-                     len(self.sachlage_treffer))
+            log.info("thinker search budget: %r served from the sachlage research (%d hits), no new search",
+                     query, len(self.sachlage_treffer))
             return self.sachlage_treffer
+        self.provider_calls += 1
+        log.info("thinker search budget: one search booked, %d left", max(0, self.limit - self.used))
         return None
+
+    @property
+    def vorrecherche(self) -> int:
+        return len(self.sachlage_treffer)

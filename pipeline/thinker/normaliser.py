@@ -1,6 +1,7 @@
 """§3.4 thinking normaliser, chosen by the model that actually answers (not a profile name):
 models whose output may land only in the reasoning channel get the split normaliser, which asks a
-follow-up with think=False carrying the reasoning as material (Nachfass, at most 2 per turn)."""
+follow-up with think=False carrying the reasoning as material (Nachfass, at most 2 per turn,
+outside the iteration limit; the node does the call)."""
 from __future__ import annotations
 
 SPLIT_STEMS = ("gemma4", "qwen3.8")
@@ -27,9 +28,3 @@ def normaliser_for(model: str) -> ThinkingNormalizer:
     m = model.lower()
     return ThinkSplitNormalizer() if any(stem in m for stem in SPLIT_STEMS) else ThinkingNormalizer()
 
-
-def nachfass_messages(question: str, reasoning: str) -> list[dict[str, str]]:
-    """The follow-up asks only for the decision, with the reasoning as material."""
-    return [{"role": "system", "content": "Du triffst nur noch die Entscheidung. Antworte im Protokoll "
-                                          "(TOOL: …, ERGEBNIS: OK oder ERGEBNIS: KORREKTUR)."},
-            {"role": "user", "content": f"[MATERIAL]\n{reasoning}\n\n[FRAGE]\n{question}"}]

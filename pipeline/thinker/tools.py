@@ -1,0 +1,141 @@
+"""§4 the Thinker's tools, made as closures over the store, the pair, the web layer and the
+per-turn cache and search budget — no globals, nothing that outlives the turn.
+
+Every tool takes the one argument the protocol carries and returns text for the model. Tool
+output is data: the node puts it into a user message under a data marker, never into a system
+message.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from datetime import date, datetime
+from typing import Awaitable, Callable
+
+from pipeline.services import Deps
+from pipeline.state import Stimulus
+from pipeline.thinker.budget import LEITTEXT, SearchBudget
+from pipeline.thinker.cache import HINWEIS_TREFFER, ToolCache
+
+log = logging.getLogger("novaberg.thinker.tools")
+
+TIMELINE_LIMIT = 5
+MEMORY_TOP_K = 20
+MEMORY_MIN_SIMILARITY = 0.0
+FETCH_CHARS = 3000
+"""Page text handed to the model per fetch (the prompt stays small on small engines)."""
+
+Tool = Callable[[str], Awaitable[str]]
+
+
+def parse_datum(text: str) -> date | None:
+    t = text.strip().strip("\"'")
+    for fmt in ("%Y-%m-%d", "%d.%m.%Y", "%d.%m.%y"):
+        try:
+            return datetime.strptime(t, fmt).date()
+        except ValueError:
+            pass
+    m = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", t)
+    if m:
+        try:
+            return date(int(m[1]), int(m[2]), int(m[3]))
+        except ValueError:
+            return None
+    return None
+
+
+def format_termin(e: dict) -> str:
+    beginn = datetime.fromisoformat(e["beginn_lokal"])
+    personen = f" (mit {', '.join(e['personen'])})" if e.get("personen") else ""
+    return f"[{e['typ']}] {beginn.strftime('%d.%m.%Y %H:%M')}: {e['titel']}{personen}"
+
+
+def format_faktencheck_treffer(rows: list[dict]) -> str:
+    """Cosine order as retrieved (no reordering by weight), the observer as source, no weight."""
+    return "\n".join(f"[LZG/{r['dimension']}, Quelle: {r['beobachter']}]: {r['inhalt']}" for r in rows)
+
+
+def format_treffer(hits: list[dict], kopf: str) -> str:
+    lines = [kopf]
+    for i, h in enumerate(hits, 1):
+        lines.append(f"{i}. {h.get('titel', '')} — {h.get('url', '')}\n   {h.get('snippet', '')}")
+    return "\n".join(lines)
+
+
+def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: SearchBudget) -> dict[str, Tool]:
+    store, web = deps.store, deps.services.web
+    user_id, character_id = stimulus.user_id, stimulus.character_id
+    tz = deps.settings.timezone
+
+    async def timeline_check(arg: str) -> str:
+        day = parse_datum(arg)
+        if day is None:
+            return f"Kein Datum erkannt in '{arg}'. Erwartet: JJJJ-MM-TT."
+        rows = await store.call("timeline.find_by_date_range", user_id, character_id, day, day, tz,
+                                limit=TIMELINE_LIMIT)
+        if not rows:
+            return f"Keine Termine am {day.isoformat()}."
+        return f"Termine am {day.isoformat()}:\n" + "\n".join(format_termin(r) for r in rows)
+
+    async def timeline_search(arg: str) -> str:
+        if not arg.strip():
+            return "Leeres Stichwort."
+        rows = await store.call("timeline.find_by_keyword", user_id, character_id, arg, tz, limit=TIMELINE_LIMIT)
+        if not rows:
+            return f"Keine Termine zu '{arg}'."
+        return "\n".join(format_termin(r) for r in rows)
+
+    async def memory_search(arg: str) -> str:
+        vector = await deps.embedder.embed(deps.trace, arg)
+        rows = await store.call("lzg.anker_retrieval", user_id, character_id, vector, MEMORY_TOP_K,
+                                MEMORY_MIN_SIMILARITY)
+        if not rows:
+            return "Keine Eintraege im Langzeitgedaechtnis."
+        if cache.seen_result([r["id"] for r in rows]):  # stage 2: other words, the same hits
+            log.info("thinker: memory_search %r returned hits seen before (stage 2)", arg)
+            return HINWEIS_TREFFER
+        return format_faktencheck_treffer(rows)
+
+    async def _seite(url: str) -> dict:
+        if web is None:
+            return {"url": url, "ok": False, "fehler": "keine Webanbindung"}
+        return await web.fetch(url)
+
+    async def web_search(arg: str) -> str:
+        if not budget.available():
+            return LEITTEXT
+        hits = budget.take(arg)
+        if hits is not None:
+            kopf = f"In diesem Turn bereits nachgeschlagen zu {budget.sachlage_objekt}:"
+        else:
+            if web is None or not web.configured:
+                log.warning("thinker: web_search fallback keine_suchmaschine: no provider configured")
+                return "Keine Suchmaschine konfiguriert; die Suche dieses Turns ist verbraucht."
+            try:
+                found = await web.search(arg)
+            except Exception as e:  # a failed search counts against the budget all the same
+                log.warning("thinker: web_search fallback suche_gescheitert: %s: %s", type(e).__name__, e)
+                return f"Die Suche ist gescheitert ({type(e).__name__}); die Suche dieses Turns ist verbraucht."
+            hits = found.get("treffer") or []
+            if not hits:
+                return f"Keine Treffer fuer '{arg}'; die Suche dieses Turns ist verbraucht."
+            kopf = f"Treffer fuer '{arg}' ({found.get('anbieter')}):"
+        text = format_treffer(hits[:5], kopf)
+        top = hits[0].get("url")
+        if top:  # auto-fetch of the top URL is code, not a decision of the model (seed 000 §4.4)
+            page = await _seite(top)
+            if page.get("ok"):
+                text += f"\n\n--- Vollstaendiger Inhalt von {page['url']} ---\n{page['text'][:FETCH_CHARS]}"
+            else:
+                text += f"\n\n(Die erste Seite liess sich nicht laden: {page.get('fehler')})"
+        return text
+
+    async def web_fetch(arg: str) -> str:
+        url = arg.strip().strip("\"'<>")
+        page = await _seite(url)
+        if not page.get("ok"):
+            return f"Seite {url} nicht geladen: {page.get('fehler')}"
+        return f"Seiteninhalt von {page['url']}:\n{page['text'][:FETCH_CHARS]}"
+
+    return {"timeline_check": timeline_check, "timeline_search": timeline_search, "memory_search": memory_search,
+            "web_search": web_search, "web_fetch": web_fetch}
