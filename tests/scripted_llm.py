@@ -18,7 +18,7 @@ class ScriptedLLM:
 
     async def chat(self, trace: TurnTrace, node: str, messages, *, think: bool = False,
                    stream_tokens: bool = False) -> ChatResult:
-        self.calls.append({"node": node, "messages": messages, "think": think})
+        self.calls.append({"node": node, "messages": [dict(m) for m in messages], "think": think})
         if node in self.fail:
             raise RuntimeError("engine unavailable")
         answers = self.script.get(node) or [""]

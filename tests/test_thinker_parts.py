@@ -8,12 +8,14 @@ from pipeline.thinker.schnellcheck import schnellcheck
 
 
 def test_quick_check_skip_match_and_force():
-    assert schnellcheck("Schoen, dass du da bist!", "Hallo", False) == ("kein_treffer", [])
-    outcome, matches = schnellcheck("Der Termin ist am Dienstag um 14 Uhr.", "Wann?", False)
-    assert outcome == "treffer" and {"am", "dienstag", "um", "uhr"} <= set(matches)
-    assert schnellcheck("Es sind 3 Millionen.", "x", False)[1] == ["million"]
-    assert "2026" in schnellcheck("Im Jahr 2026.", "", False)[1]
-    assert schnellcheck("Schoen!", "Hallo", True)[0] == "erzwungen"
+    c = schnellcheck("Schoen, dass du da bist!", "Hallo", False)
+    assert (c.outcome, c.in_antwort, c.in_reiz, c.reasoning) == ("kein_treffer", [], [], False)
+    c = schnellcheck("Der Termin ist am Dienstag um 14 Uhr.", "Wann?", False)
+    assert c.outcome == "treffer" and {"am", "dienstag", "um", "uhr"} <= set(c.in_antwort) and c.in_reiz == []
+    assert schnellcheck("Schoen.", "Es sind 3 Millionen.", False).in_reiz == ["million"]
+    assert "2026" in schnellcheck("Im Jahr 2026.", "", False).in_antwort
+    c = schnellcheck("Schoen!", "Hallo", True)
+    assert c.outcome == "erzwungen" and c.reasoning and c.zahl == 0
 
 
 def test_cache_stages_and_bound():
