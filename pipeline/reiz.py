@@ -7,7 +7,7 @@ from typing import Any
 
 from pipeline.state import Stimulus
 
-RETRY_SUFFIX = ":retry"
+RETRY_SUFFIX = "-retry"
 
 
 def retry_nutzlast(stimulus: Stimulus) -> dict[str, Any]:

@@ -36,7 +36,7 @@ def test_a_turn_with_facts_runs_the_thinker_and_its_retry_is_a_second_message(cl
         "thinker_unsicher_retry": True})
     assert r.status_code == 200, r.text
     retry = r.json()
-    assert retry["turn_id"] == f"{first['turn_id']}:retry" and retry["ursprung_turn_id"] == first["turn_id"]
+    assert retry["turn_id"] == f"{first['turn_id']}-retry" and retry["ursprung_turn_id"] == first["turn_id"]
     assert retry["herkunft"] == "self_trigger" and not retry["nachricht_folgt"]
     retry_switches = {x["entscheidung"]: x for x in _rows(settings, "alice", ch, retry["turn_id"]) if x["art"] == "switch"}
     assert retry_switches["thinker.schnellcheck"]["inputs"]["unsicher_retry"] is True

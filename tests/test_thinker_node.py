@@ -350,8 +350,8 @@ def test_the_payload_of_an_own_thought_rebuilds_the_stimulus():
     retry = stimulus_from_event("u", "nova", {"kind": "continue", **payload}, "self_trigger")
     assert retry.eigener_gedanke == stim.eigener_gedanke and retry.user_prompt is None
     assert retry.reiz_herkunft == "eigener_impuls" and retry.gedanke_arousal == 0.8
-    assert retry.thinker_unsicher_retry and retry.turn_id == "imp-7:retry" and retry.ursprung_turn_id == "imp-7"
-    assert retry_nutzlast(retry) == {**payload, "turn_id": "imp-7:retry"}
+    assert retry.thinker_unsicher_retry and retry.turn_id == "imp-7-retry" and retry.ursprung_turn_id == "imp-7"
+    assert retry_nutzlast(retry) == {**payload, "turn_id": "imp-7-retry"}
 
 
 def test_the_retry_recognises_itself_and_never_triggers_again():
@@ -382,7 +382,7 @@ def test_the_pair_consumer_logs_every_arrival_and_queues_the_retry(caplog):
 
     async def event(request):
         events.append(request)
-        return {"turn_id": "t1:retry"}
+        return {"turn_id": "t1-retry"}
 
     actor.event = event
     base = _state().model_copy(update={"dispatch": DispatchRecord(committed=True, outbox_job="x", result={})})
