@@ -34,6 +34,8 @@ LIVE_PAIRS = "pairs:live"
 MAX_SELF_TRIGGERS = 3
 """Self-triggered character turns per pair between two messages of the human."""
 EVICTED_PAIRS = "pairs:evicted"
+NODE_ERRORS = "errors:nodes"
+"""Sorted set of failed nodes (score: time), member `{time}:{node}:{user}:{character}:{turn}`."""
 
 
 def pair_name(user_id: str, character_id: str) -> str:
@@ -165,6 +167,8 @@ class PairActor:
             await self._character.run(state, deps)
         except NodeFailed as e:
             metrics.turn_finished("error")
+            metrics.node_error(e.node)
+            await self._record_error(services, e.node, turn_id)
             return {"turn_id": turn_id, "error": {"node": e.node, "message": str(e)}}
         self._turns += 1
         ms = (time.perf_counter() - t0) * 1000
@@ -179,6 +183,15 @@ class PairActor:
         result["timings"] = {**result.get("timings", {}), **trace.timings()}
         result["replayed"] = not state.dispatch.committed
         return result
+
+    async def _record_error(self, services: Services, node: str, turn_id: str) -> None:
+        """A failed turn commits nothing, so its node is counted here for the dashboard."""
+        try:
+            now = time.time()
+            await services.redis.zadd(NODE_ERRORS, {f"{now:.6f}:{node}:{self.user_id}:{self.character_id}:{turn_id}": now})
+            await services.redis.zremrangebyscore(NODE_ERRORS, 0, now - 7 * 24 * 3600)
+        except Exception:
+            log.warning("could not record the failed node %s", node, exc_info=True)
 
     # ------------------------------------------------------------------ events without a message
     def _seq_key(self) -> str:

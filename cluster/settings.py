@@ -86,6 +86,12 @@ class Settings(BaseSettings):
     pixie_interval_s: float = Field(default=900.0, gt=0)
     """How often the pixie looks for delegated tasks."""
 
+    # --- Operators' dashboard
+    dashboard_sample_s: float = Field(default=10.0, gt=0)
+    """How often the ingress samples the deployments' loads and publishes the gauges."""
+    dashboard_window_s: float = Field(default=300.0, gt=0)
+    """The window of the published gauges."""
+
     # --- Web layer (Thinker, sachlage)
     serper_api_key: str | None = None
     """Serper is asked first when a key is set."""

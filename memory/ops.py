@@ -5,7 +5,7 @@ with its pooled connections: `await deps.store.call("lzg.spreading_lesen", user,
 """
 from __future__ import annotations
 
-from memory import aufzeichnungen, charakter, lesepfad, library, lzg, notizen, pg, timeline, ziele
+from memory import aufzeichnungen, charakter, dashboard, lesepfad, library, lzg, notizen, pg, timeline, ziele
 
 OPS = {
     "lzg.add_nodes": lzg.add_nodes,
@@ -46,6 +46,10 @@ OPS = {
     "charakter.save_emotion": charakter.save_emotion,
     "charakter.load_emotion": charakter.load_emotion,
     "pg.decision_rates": pg.decision_rates,
+    "dashboard.turn_stats": dashboard.turn_stats,
+    "dashboard.node_stats": dashboard.node_stats,
+    "dashboard.recent_pairs": dashboard.recent_pairs,
+    "dashboard.pair_turns": dashboard.pair_turns,
 }
 
 

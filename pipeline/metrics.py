@@ -21,6 +21,7 @@ def _m():
         "node": Histogram("novaberg_node_latency_ms", "Node latency", boundaries=_BOUNDS_MS, tag_keys=("node",)),
         "tokens": Counter("novaberg_llm_tokens", "LLM tokens", tag_keys=("kind", "caller")),
         "turns": Counter("novaberg_turns", "Finished turns", tag_keys=("outcome",)),
+        "errors": Counter("novaberg_node_errors", "Turns ended by a failed node", tag_keys=("node",)),
     }
 
 
@@ -40,6 +41,12 @@ def turn_finished(outcome: str) -> None:
     m = _m()
     if m:
         m["turns"].inc(1, tags={"outcome": outcome})
+
+
+def node_error(node: str) -> None:
+    m = _m()
+    if m:
+        m["errors"].inc(1, tags={"node": node})
 
 
 def llm_tokens(caller: str, prompt: int, completion: int) -> None:

@@ -48,6 +48,7 @@ class LLMClient:
             "max_tokens": min(cfg.max_tokens, self.settings.llm_max_tokens),
             "think": think,
             "caller": node,
+            "pair": f"{trace.user_id}:{trace.character_id}",
         }
         t0 = time.perf_counter()
         if stream_tokens and trace.events is not None:

@@ -3,6 +3,7 @@ batched across all pairs with `@serve.batch`."""
 from __future__ import annotations
 
 import logging
+import time
 import os
 
 from ray import serve
@@ -50,13 +51,18 @@ class EmbedderDeployment:
         self._embed_batch.set_max_batch_size(self.settings.embed_batch)
         self.batches = 0
         self.texts = 0
+        self.busy_s = 0.0
         log.info("embedder ready, dimension %d", self.dim)
 
     @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.005)
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         self.batches += 1
         self.texts += len(texts)
-        return encode(self.model, texts)
+        t0 = time.perf_counter()
+        try:
+            return encode(self.model, texts)
+        finally:
+            self.busy_s += time.perf_counter() - t0
 
     async def embed(self, text: str) -> list[float]:
         return await self._embed_batch(text)
@@ -65,4 +71,4 @@ class EmbedderDeployment:
         return self.dim
 
     def load(self) -> dict:
-        return {"batches": self.batches, "texts": self.texts}
+        return {"batches": self.batches, "texts": self.texts, "busy_s": round(self.busy_s, 3), "at": time.time()}

@@ -12,7 +12,7 @@ from typing import Any, AsyncIterator
 import ray
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from ray import serve
 from sse_starlette.sse import EventSourceResponse
 
@@ -61,6 +61,15 @@ class Ingress:
         self._pairs: dict[str, Any] = {}
         self._keys: dict[str, tuple[float, dict | None]] = {}
         self._redis = None
+        from cluster import dashboard
+
+        self._dashboard = dashboard.DashboardLoop(
+            store, self._redis_client, dashboard.LoadSampler(llm, embedder),
+            interval_s=self.settings.dashboard_sample_s, window_s=self.settings.dashboard_window_s)
+        try:  # the gauges are published from the start when the replica has its loop already
+            self._dashboard.ensure()
+        except RuntimeError:
+            pass  # no running loop yet: the first dashboard request starts it
 
     # ------------------------------------------------------------------ auth
     async def _principal(self, authorization: str | None) -> dict:
@@ -291,6 +300,35 @@ class Ingress:
             raise _error(429, "limit", f"event dropped: {result['reason']} (counter {result['counter']})")
         self._turn_error(result)
         return result
+
+    @app.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
+    async def dashboard_page(self):
+        """The operators' page. It carries no data: it reads the JSON endpoints with the operator
+        key from its URL fragment (never sent to the server): /dashboard#key=..."""
+        from cluster import dashboard
+
+        self._dashboard.ensure()
+        return HTMLResponse(dashboard.page())
+
+    @app.get("/v1/operator/dashboard")
+    async def dashboard_json(self, window_s: float = Query(default=900.0, gt=0, le=7 * 24 * 3600),
+                             authorization: str | None = Header(None)):
+        """The dashboard's figures over the last `window_s` seconds."""
+        await self._operator(authorization)
+        from cluster import dashboard
+
+        self._dashboard.ensure()
+        if not self._dashboard.sampler.samples:
+            await self._dashboard.sampler.sample()
+        return await dashboard.snapshot(self.store, await self._redis_client(), self._dashboard.sampler, window_s)
+
+    @app.get("/v1/operator/pairs/{user_id}/{character_id}/turns")
+    async def dashboard_pair(self, user_id: str = Path(pattern=ID_PATTERN), character_id: str = Path(pattern=ID_PATTERN),
+                             limit: int = Query(default=10, ge=1, le=100), authorization: str | None = Header(None)):
+        """One pair's last turns with each node's duration and decisions."""
+        await self._operator(authorization)
+        turns = await self.store.call.remote("dashboard.pair_turns", user_id, character_id, limit)
+        return {"user_id": user_id, "character_id": character_id, "turns": turns}
 
     @app.get("/v1/operator/status")
     async def operator_status(self, authorization: str | None = Header(None)):

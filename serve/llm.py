@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, AsyncIterator
 
 from ray import serve
@@ -18,6 +19,20 @@ class LLMDeployment:
         self.settings = Settings(**settings)
         self.backend = _make_backend(self.settings, vllm_server)
         self._started = False
+        self._since = time.time()
+        self.requests = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self._recording: list[dict[str, Any]] | None = None
+        """When on: every request as sent, with its usage and time (the benchmark replays them)."""
+
+    def _count(self, request: dict[str, Any], usage: dict[str, Any], t0: float) -> None:
+        self.requests += 1
+        self.prompt_tokens += usage.get("prompt_tokens", 0)
+        self.completion_tokens += usage.get("completion_tokens", 0)
+        metrics.llm_tokens(request.get("caller", "?"), usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+        if self._recording is not None:
+            self._recording.append({"request": request, "usage": usage, "started": t0, "ms": (time.time() - t0) * 1000})
 
     async def _ensure_started(self) -> None:
         if not self._started:
@@ -26,24 +41,35 @@ class LLMDeployment:
 
     async def chat(self, request: dict[str, Any]) -> dict[str, Any]:
         await self._ensure_started()
+        t0 = time.time()
         out = await self.backend.chat(request)
-        u = out["usage"]
-        metrics.llm_tokens(request.get("caller", "?"), u["prompt_tokens"], u["completion_tokens"])
+        self._count(request, out["usage"], t0)
         return out
 
     async def chat_stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         await self._ensure_started()
+        t0 = time.time()
         async for c in self.backend.chat_stream(request):
             if c.get("usage"):
-                metrics.llm_tokens(request.get("caller", "?"), c["usage"]["prompt_tokens"],
-                                   c["usage"]["completion_tokens"])
+                self._count(request, c["usage"], t0)
             yield c
 
     def model_name(self) -> str:
         return self.backend.model
 
     def load(self) -> dict[str, Any]:
-        return {"backend": self.settings.llm_backend, "model": self.backend.model, **self.backend.load()}
+        """Cumulative counters of this replica (rates come from two samples)."""
+        return {"backend": self.settings.llm_backend, "model": self.backend.model, "requests": self.requests,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "since": self._since, "at": time.time(), **self.backend.load()}
+
+    def record(self, on: bool) -> list[dict[str, Any]]:
+        """Start recording requests (on) or stop and return what was recorded (off)."""
+        if on:
+            self._recording = []
+            return []
+        out, self._recording = self._recording or [], None
+        return out
 
     async def check_health(self) -> None:
         await self._ensure_started()
