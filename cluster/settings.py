@@ -86,6 +86,10 @@ class Settings(BaseSettings):
     pixie_interval_s: float = Field(default=900.0, gt=0)
     """How often the pixie looks for delegated tasks."""
 
+    # --- Thinker
+    thinker_max_iterations: int = Field(default=5, ge=1, le=5)
+    """Reasoning iterations per check; seed 000 allows at most 5 (lower only to save time, e.g. in tests)."""
+
     # --- Operators' dashboard
     dashboard_sample_s: float = Field(default=10.0, gt=0)
     """How often the ingress samples the deployments' loads and publishes the gauges."""

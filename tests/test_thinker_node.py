@@ -131,6 +131,14 @@ def test_five_iterations_at_most_then_the_reply_stays():
     assert llm.calls[-1]["messages"][-1]["content"].startswith("Diese Zeile war kein Schritt")
     d = _decisions(deps)["thinker.ergebnis"]
     assert d["outcome"] == "max_iterationen" and d["threshold"] == thinker.MAX_ITERATIONEN
+    # a deployment may ask for fewer (never more than the seed's five)
+    from cluster.settings import Settings
+
+    llm = ScriptedLLM({"thinker": ["Ich bin mir nicht sicher."]})
+    assert _run(_state(), deps_for(llm, settings=Settings(thinker_max_iterations=2))).status == "max_iterationen"
+    assert len(llm.calls) == 2
+    with pytest.raises(ValueError):
+        Settings(thinker_max_iterations=6)
 
 
 def test_an_engine_failure_is_a_named_fallback():

@@ -115,13 +115,14 @@ async def run(state: TurnState, deps: Deps) -> dict:
     blocks.append(deps.prompts.render(NAME, "antwort", model, antwort=reply))
     messages = [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(blocks)}]
 
+    limit = min(MAX_ITERATIONEN, deps.settings.thinker_max_iterations)
     iterationen = nachfass = 0
     werkzeuge: list[str] = []
     annotations: list[str] = []
     probleme = ""
     outcome = "max_iterationen"
     payload = None
-    while iterationen < MAX_ITERATIONEN:
+    while iterationen < limit:
         iterationen += 1
         try:
             res = await deps.llm.chat(deps.trace, NAME, messages, think=True)
@@ -194,14 +195,14 @@ async def run(state: TurnState, deps: Deps) -> dict:
         messages += [{"role": "assistant", "content": content or "(leer)"},
                      {"role": "user", "content": deps.prompts.render(NAME, "erinnerung", model)}]
     if outcome == "max_iterationen":
-        log.info("thinker: no result after %d iterations: the reply stays unchanged", MAX_ITERATIONEN)
+        log.info("thinker: no result after %d iterations: the reply stays unchanged", limit)
 
     deps.trace.decision(NAME, "thinker.ergebnis", outcome, {
         "iterationen": iterationen, "werkzeugaufrufe": len(werkzeuge), "werkzeuge": werkzeuge,
         "nachfass": nachfass, "vorrecherche": budget.vorrecherche, "suchen": budget.used,
         "anbieter_aufrufe": budget.provider_calls, "cache_stufe1": cache.hits_stage1,
         "cache_stufe2": cache.hits_stage2, "probleme": len([p for p in probleme.splitlines() if p.strip()]),
-        "max_iterationen": MAX_ITERATIONEN, "nachfass_max": NACHFASS_MAX}, threshold=MAX_ITERATIONEN)
+        "max_iterationen": limit, "nachfass_max": NACHFASS_MAX}, threshold=limit)
     changed = changed or reply != state.draft.reply
     return {"pruefung": PruefungRecord(
         status=outcome, reply=reply if changed else None, node_annotations=annotations, iterationen=iterationen,

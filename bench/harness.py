@@ -1,0 +1,448 @@
+"""The benchmark harness: simulated users against the whole system, and the LLM engine alone on
+the same requests, in one run.
+
+A scenario is N pairs × M turns with a think time between a pair's turns and a message mix
+(smalltalk, questions that need memory, planner/agent requests, web questions). Turns go over HTTP
+(`--driver http`, the default) or straight to the pair actors (`--driver actors`). While the
+scenario runs, the LLM deployment records every request it serves; afterwards the same requests
+are replayed straight against the engine (no actors, no nodes) at the same concurrency, and the
+pipeline's LLM throughput is printed next to the raw engine's as a ratio — the figure that says
+whether the pipeline keeps the engine busy.
+
+    python -m bench.harness --pairs 8 --turns 5                 # CPU, embedded defaults
+    python -m bench.harness --pairs 8 --turns 5 --sweep 1,4,8   # throughput against concurrency
+    NOVABERG_LLM_BACKEND=vllm python -m bench.harness --pairs 64 --turns 5 --sweep 8,32,64   # GPU
+
+Writes `report.json`, `latency.png` and `throughput.png` to --out (default bench/results/<time>).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+MESSAGES: dict[str, list[str]] = {
+    "smalltalk": ["Hallo, wie geht es dir heute?", "Ich war heute im Park spazieren.", "Was denkst du ueber Regen?",
+                  "Erzaehl mir etwas ueber dich.", "Gute Nacht, bis morgen!"],
+    "memory": ["Weisst du noch, was ich dir ueber meinen Bruder erzaehlt habe?", "Was habe ich letzte Woche gemacht?",
+               "Erinnerst du dich, wie mein Hund heisst?", "Wovon habe ich dir gestern erzaehlt?"],
+    "agent": ["Notiz Einkauf: Milch, Brot und Kaese", "Trag einen Termin ein: Zahnarzt, morgen um 14 Uhr",
+              "Notiz Urlaub: Koffer packen und Pass suchen", "Trag einen Termin ein: Friseur, uebermorgen um 10 Uhr"],
+    "web": ["Wie weit ist der naechste Magnetar von der Erde entfernt?", "Wer hat 2024 den Nobelpreis fuer Physik bekommen?",
+            "Wie hoch ist die Zugspitze?"],
+}
+
+
+@dataclass
+class Scenario:
+    pairs: int = 8
+    turns: int = 5
+    think_s: float = 1.0
+    mix: dict[str, float] = field(default_factory=lambda: {"smalltalk": 0.4, "memory": 0.25, "agent": 0.2, "web": 0.15})
+    seed: int = 7
+
+    def messages(self, pair: int) -> list[tuple[str, str]]:
+        """The (category, text) sequence of one pair: drawn from the mix, reproducible."""
+        rnd = random.Random(self.seed * 1000 + pair)
+        cats, weights = zip(*self.mix.items())
+        out = []
+        for _ in range(self.turns):
+            c = rnd.choices(cats, weights)[0]
+            out.append((c, rnd.choice(MESSAGES[c])))
+        return out
+
+
+# ------------------------------------------------------------------------------------- figures
+def pct(values: list[float], p: float) -> float | None:
+    """Nearest-rank percentile (None without values)."""
+    s = sorted(values)
+    if not s:
+        return None
+    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
+    return round(s[k], 2)
+
+
+def prompt_text(messages: list[dict[str, str]]) -> str:
+    return "".join(f"<{m['role']}>{m['content']}" for m in messages)
+
+
+def common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def prefix_reuse(records: list[dict]) -> dict[str, dict[str, float]]:
+    """Per node: the share of each prompt that equals the same node's previous prompt for the same
+    pair (characters of the rendered messages), averaged over the prompts that have a predecessor."""
+    last: dict[tuple[str, str], str] = {}
+    shares: dict[str, list[float]] = {}
+    for rec in sorted(records, key=lambda r: r["started"]):
+        req = rec["request"]
+        key = (req.get("pair", "?"), req.get("caller", "?"))
+        text = prompt_text(req["messages"])
+        prev = last.get(key)
+        if prev is not None and text:
+            shares.setdefault(key[1], []).append(common_prefix(prev, text) / len(text))
+        last[key] = text
+    return {node: {"mean": round(statistics.mean(v), 4), "prompts": len(v)} for node, v in sorted(shares.items())}
+
+
+def summarise(rows: list[dict], wall_s: float, records: list[dict], llm_before: dict, llm_after: dict) -> dict[str, Any]:
+    lat = [r["client_ms"] for r in rows]
+    actor = sum(r["actor_ms"] for r in rows)
+    inside = sum(r["llm_ms"] + r["embed_ms"] for r in rows)
+    per_node: dict[str, list[float]] = {}
+    for r in rows:
+        for node, ms in r["nodes_ms"].items():
+            per_node.setdefault(node, []).append(ms)
+    by_cat: dict[str, list[float]] = {}
+    for r in rows:
+        by_cat.setdefault(r["category"], []).append(r["client_ms"])
+    busy = (llm_after.get("busy_s", 0) - llm_before.get("busy_s", 0))
+    completion = sum(r["usage"].get("completion_tokens", 0) for r in records)
+    prompt = sum(r["usage"].get("prompt_tokens", 0) for r in records)
+    n = max(1, len(rows))
+    return {
+        "turns": len(rows), "errors": sum(1 for r in rows if r.get("error")), "wall_s": round(wall_s, 2),
+        "turns_per_s": round(len(rows) / wall_s, 4) if wall_s else None,
+        "latency_ms": {"p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99), "mean": round(statistics.mean(lat), 2) if lat else None},
+        "latency_ms_by_category": {c: {"p50": pct(v, 50), "p95": pct(v, 95), "turns": len(v)} for c, v in sorted(by_cat.items())},
+        "nodes_ms": {k: {"p50": pct(v, 50), "p95": pct(v, 95)} for k, v in sorted(per_node.items())},
+        "llm_calls_per_turn": round(sum(r["llm_calls"] for r in rows) / n, 2),
+        "tokens_per_turn": {"prompt": round(sum(r["prompt_tokens"] for r in rows) / n, 1),
+                            "completion": round(sum(r["completion_tokens"] for r in rows) / n, 1)},
+        "llm_busy_share": round(min(1.0, busy / wall_s), 4) if wall_s else None,
+        "orchestration_overhead_share": round((actor - inside) / actor, 4) if actor else None,
+        "llm_requests": len(records), "llm_requests_per_s": round(len(records) / wall_s, 4) if wall_s else None,
+        "llm_completion_tokens_per_s": round(completion / wall_s, 3) if wall_s else None,
+        "llm_prompt_tokens_per_s": round(prompt / wall_s, 3) if wall_s else None,
+        "prefix_reuse": prefix_reuse(records),
+    }
+
+
+# ------------------------------------------------------------------------------------- drivers
+class HttpDriver:
+    def __init__(self, url: str, key: str, concurrency: int):
+        import httpx
+
+        self.client = httpx.AsyncClient(base_url=url, timeout=900, limits=httpx.Limits(max_connections=concurrency + 4))
+        self.key = key
+
+    async def turn(self, user: str, character: str, text: str) -> dict:
+        r = await self.client.post(f"/v1/pairs/{user}/{character}/turns", json={"text": text},
+                                   headers={"Authorization": f"Bearer {self.key}"})
+        if r.status_code != 200:
+            return {"error": f"HTTP {r.status_code}: {r.text[:200]}"}
+        return r.json()
+
+    async def close(self):
+        await self.client.aclose()
+
+
+class ActorDriver:
+    """Straight to the pair actors (no HTTP, no ingress): in the driver process of the cluster."""
+
+    def __init__(self, settings):
+        self.settings = settings
+
+    async def turn(self, user: str, character: str, text: str) -> dict:
+        from actors.pair import get_or_create_pair
+
+        return await get_or_create_pair(user, character, self.settings).turn.remote({"text": text})
+
+    async def close(self):
+        pass
+
+
+async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None = None) -> dict[str, Any]:
+    """The scenario's turns (pairs concurrently, each pair's turns in order), the LLM requests they
+    caused, and the figures."""
+    tag = tag or uuid.uuid4().hex[:6]
+    rows: list[dict] = []
+
+    async def one_pair(i: int):
+        user = f"bench{i}-{tag}"
+        for t, (cat, text) in enumerate(sc.messages(i)):
+            if t and sc.think_s:
+                await asyncio.sleep(sc.think_s)
+            t0 = time.perf_counter()
+            out = await driver.turn(user, "nova", text)
+            ms = (time.perf_counter() - t0) * 1000
+            tm, us = out.get("timings", {}), out.get("usage", {})
+            rows.append({"pair": i, "category": cat, "client_ms": ms, "error": out.get("error"),
+                         "actor_ms": tm.get("total_ms", 0.0), "llm_ms": tm.get("llm_ms", 0.0),
+                         "embed_ms": tm.get("embed_ms", 0.0), "nodes_ms": tm.get("nodes_ms", {}),
+                         "llm_calls": us.get("llm_calls", 0), "prompt_tokens": us.get("prompt_tokens", 0),
+                         "completion_tokens": us.get("completion_tokens", 0)})
+            if progress is not None:
+                progress.update(1)
+
+    before = await llm.load.remote()
+    await llm.record.remote(True)
+    t0 = time.perf_counter()
+    try:
+        await asyncio.gather(*(one_pair(i) for i in range(sc.pairs)))
+    finally:
+        wall = time.perf_counter() - t0
+        records = await llm.record.remote(False)
+    after = await llm.load.remote()
+    return {"rows": rows, "records": records, "figures": summarise(rows, wall, records, before, after)}
+
+
+async def wait_llm_idle(llm, quiet_s: float = 3.0, timeout_s: float = 900.0) -> float:
+    """Wait until the engine has had nothing to do for `quiet_s` (the background chain of the
+    scenario's last turns runs after their replies): the replay must have the engine to itself."""
+    t0 = time.perf_counter()
+    last = None
+    quiet_since = time.perf_counter()
+    while time.perf_counter() - t0 < timeout_s:
+        load = await llm.load.remote()
+        mark = (load.get("requests"), load.get("queued"))
+        if mark != last or load.get("queued"):
+            last, quiet_since = mark, time.perf_counter()
+        elif time.perf_counter() - quiet_since >= quiet_s:
+            break
+        await asyncio.sleep(0.5)
+    return round(time.perf_counter() - t0, 1)
+
+
+async def replay(llm, records: list[dict], concurrency: int, progress=None) -> dict[str, Any]:
+    """The recorded requests straight against the engine, `concurrency` at a time, in recorded order."""
+    queue: asyncio.Queue = asyncio.Queue()
+    for r in sorted(records, key=lambda r: r["started"]):
+        queue.put_nowait(r["request"])
+    done: list[dict] = []
+
+    async def worker():
+        while not queue.empty():
+            req = queue.get_nowait()
+            t0 = time.perf_counter()
+            out = await llm.chat.remote({**req, "caller": f"replay:{req.get('caller', '?')}"})
+            done.append({"ms": (time.perf_counter() - t0) * 1000, "usage": out.get("usage", {})})
+            if progress is not None:
+                progress.update(1)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    wall = time.perf_counter() - t0
+    completion = sum(d["usage"].get("completion_tokens", 0) for d in done)
+    prompt = sum(d["usage"].get("prompt_tokens", 0) for d in done)
+    return {"requests": len(done), "wall_s": round(wall, 2), "requests_per_s": round(len(done) / wall, 4) if wall else None,
+            "completion_tokens_per_s": round(completion / wall, 3) if wall else None,
+            "prompt_tokens_per_s": round(prompt / wall, 3) if wall else None,
+            "latency_ms": {"p50": pct([d["ms"] for d in done], 50), "p95": pct([d["ms"] for d in done], 95)}}
+
+
+def compare(pipeline: dict, engine: dict) -> dict[str, Any]:
+    """Pipeline LLM throughput as a share of the raw engine's on the same requests."""
+    def ratio(a, b):
+        return round(a / b, 4) if a is not None and b else None
+
+    return {"requests_per_s": ratio(pipeline["llm_requests_per_s"], engine["requests_per_s"]),
+            "prompt_tokens_per_s": ratio(pipeline["llm_prompt_tokens_per_s"], engine["prompt_tokens_per_s"]),
+            "completion_tokens_per_s": ratio(pipeline["llm_completion_tokens_per_s"], engine["completion_tokens_per_s"]),
+            "wall_s_engine_over_pipeline": ratio(engine["wall_s"], pipeline["wall_s"])}
+
+
+# ------------------------------------------------------------------------------------- report
+def gpu_info() -> dict[str, Any]:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return {"present": False, "note": "no GPU on this machine (nvidia-smi not found): GPU figures were not measured"}
+    try:
+        out = subprocess.run([smi, "--query-gpu=name,memory.total", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20).stdout.strip()
+    except Exception as e:  # noqa: BLE001 - reported, not raised
+        return {"present": False, "note": f"nvidia-smi failed: {e}"}
+    return {"present": bool(out), "gpus": [line.strip() for line in out.splitlines() if line.strip()]}
+
+
+def plots(report: dict, rows: list[dict], out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    fig, ax = plt.subplots(figsize=(7, 4))
+    cats = sorted({r["category"] for r in rows})
+    ax.hist([[r["client_ms"] / 1000 for r in rows if r["category"] == c] for c in cats], bins=20, stacked=True,
+            label=cats)
+    for q, ls in (("p50", "--"), ("p95", ":")):
+        v = report["main"]["pipeline"]["latency_ms"][q]
+        if v is not None:
+            ax.axvline(v / 1000, color="k", linestyle=ls, label=f"{q} {v / 1000:.1f} s")
+    ax.set_xlabel("turn latency (s)")
+    ax.set_ylabel("turns")
+    ax.set_title(f"Turn latency — {report['main']['scenario']['pairs']} pairs × {report['main']['scenario']['turns']} turns")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "latency.png", dpi=110)
+    plt.close(fig)
+    files.append("latency.png")
+
+    sweep = report["sweep"]
+    fig, ax1 = plt.subplots(figsize=(7, 4))
+    xs = [p["pairs"] for p in sweep]
+    ax1.plot(xs, [p["pipeline"]["turns_per_s"] for p in sweep], "o-", label="pipeline turns/s")
+    ax1.set_xlabel("concurrent pairs")
+    ax1.set_ylabel("turns/s")
+    ax2 = ax1.twinx()
+    ax2.plot(xs, [p["pipeline"]["llm_completion_tokens_per_s"] for p in sweep], "s--", color="tab:orange",
+             label="pipeline LLM tokens/s")
+    ax2.plot(xs, [p["engine"]["completion_tokens_per_s"] if p.get("engine") else None for p in sweep], "^:",
+             color="tab:green", label="raw engine tokens/s")
+    ax2.set_ylabel("completion tokens/s")
+    lines = ax1.get_legend_handles_labels()
+    lines2 = ax2.get_legend_handles_labels()
+    ax1.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper left")
+    ax1.set_title("Throughput against concurrency")
+    fig.tight_layout()
+    fig.savefig(out / "throughput.png", dpi=110)
+    plt.close(fig)
+    files.append("throughput.png")
+    return files
+
+
+def _progress(total: int, desc: str):
+    try:
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=desc, unit="turn" if "turn" in desc else "req")
+    except ImportError:  # the bench extra is not installed: run without a bar
+        return None
+
+
+async def run_all(driver_factory, llm, scenario: Scenario, sweep: list[int], engine_baseline: bool = True,
+                  show_progress: bool = True) -> tuple[dict[str, Any], list[dict]]:
+    levels = sorted(set(sweep) | {scenario.pairs})
+    points, main, main_rows = [], None, []
+    for pairs in levels:
+        sc = Scenario(**{**asdict(scenario), "pairs": pairs})
+        driver = driver_factory(pairs)
+        bar = _progress(pairs * sc.turns, f"{pairs} pairs: turns") if show_progress else None
+        try:
+            run = await run_scenario(driver, sc, llm, bar)
+        finally:
+            await driver.close()
+            if bar is not None:
+                bar.close()
+        point = {"pairs": pairs, "pipeline": run["figures"]}
+        if engine_baseline and run["records"]:
+            await wait_llm_idle(llm)
+            bar = _progress(len(run["records"]), f"{pairs} pairs: engine replay") if show_progress else None
+            try:
+                point["engine"] = await replay(llm, run["records"], concurrency=pairs, progress=bar)
+            finally:
+                if bar is not None:
+                    bar.close()
+            point["pipeline_over_engine"] = compare(run["figures"], point["engine"])
+        points.append(point)
+        if pairs == scenario.pairs:
+            main = {"scenario": asdict(sc), **{k: v for k, v in point.items() if k != "pairs"}}
+            main_rows = run["rows"]
+    return {"main": main, "sweep": points}, main_rows
+
+
+def print_summary(report: dict) -> None:
+    m = report["main"]
+    p, sc = m["pipeline"], m["scenario"]
+    print(f"\n== {sc['pairs']} pairs × {sc['turns']} turns, think {sc['think_s']} s, backend {report['system']['llm_backend']}"
+          f" ({report['system']['llm_model']})")
+    print(f"turns/s {p['turns_per_s']}  latency p50/p95/p99 ms {p['latency_ms']['p50']} / {p['latency_ms']['p95']} / "
+          f"{p['latency_ms']['p99']}  errors {p['errors']}")
+    print(f"LLM calls/turn {p['llm_calls_per_turn']}  tokens/turn prompt {p['tokens_per_turn']['prompt']} completion "
+          f"{p['tokens_per_turn']['completion']}  LLM busy share {p['llm_busy_share']}  orchestration overhead "
+          f"{p['orchestration_overhead_share']}")
+    if "engine" in m:
+        e, r = m["engine"], m["pipeline_over_engine"]
+        print(f"engine replay ({e['requests']} requests, same concurrency): {e['completion_tokens_per_s']} tok/s, "
+              f"{e['requests_per_s']} req/s — pipeline {p['llm_completion_tokens_per_s']} tok/s, "
+              f"{p['llm_requests_per_s']} req/s")
+        print(f"pipeline / engine: requests/s {r['requests_per_s']}, prompt tokens/s {r['prompt_tokens_per_s']}, "
+              f"completion tokens/s {r['completion_tokens_per_s']}")
+    print("prefix reuse per node: " + ", ".join(f"{k} {v['mean']:.2f}" for k, v in p["prefix_reuse"].items()))
+    print("nodes p50 ms: " + ", ".join(f"{k} {v['p50']}" for k, v in p["nodes_ms"].items()))
+    for pt in report["sweep"]:
+        ratio = pt.get("pipeline_over_engine", {}).get("completion_tokens_per_s")
+        print(f"sweep {pt['pairs']:>3} pairs: {pt['pipeline']['turns_per_s']} turns/s, LLM busy "
+              f"{pt['pipeline']['llm_busy_share']}, pipeline/engine tokens/s {ratio}")
+    print(f"GPU: {report['gpu'].get('gpus') or report['gpu'].get('note')}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", type=int, default=8)
+    ap.add_argument("--turns", type=int, default=5)
+    ap.add_argument("--think-s", type=float, default=1.0)
+    ap.add_argument("--mix", default="smalltalk=0.4,memory=0.25,agent=0.2,web=0.15",
+                    help="category=weight,... of smalltalk, memory, agent, web")
+    ap.add_argument("--sweep", default="", help="further concurrency levels (pairs), e.g. 1,4")
+    ap.add_argument("--driver", choices=("http", "actors"), default="http")
+    ap.add_argument("--no-engine-baseline", action="store_true")
+    ap.add_argument("--max-tokens", type=int, default=48, help="LLM output cap per call (on a scratch system)")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+
+    mix = {k: float(v) for k, v in (x.split("=") for x in args.mix.split(",") if x)}
+    unknown = set(mix) - set(MESSAGES)
+    if unknown:
+        ap.error(f"unknown message categories {sorted(unknown)}; known: {sorted(MESSAGES)}")
+    scenario = Scenario(pairs=args.pairs, turns=args.turns, think_s=args.think_s, mix=mix, seed=args.seed)
+    sweep = [int(x) for x in args.sweep.split(",") if x.strip()]
+    out = args.out or Path("bench/results") / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+
+    from ray import serve
+
+    from cluster import runtime
+    from cluster.settings import load_settings
+    from pipeline.services import APP_NAME, LLM_DEPLOYMENT
+
+    home = Path(tempfile.mkdtemp(prefix="nbbench-", dir="/tmp"))
+    settings = load_settings(home=home, http_port=int(os.environ.get("NOVABERG_HTTP_PORT", "8765")),
+                             llm_max_tokens=args.max_tokens)
+    rt = runtime.start(settings)
+    try:
+        key = runtime.create_key(None, operator=True)
+        llm = serve.get_deployment_handle(LLM_DEPLOYMENT, app_name=APP_NAME)
+        load = llm.load.remote().result()
+        if settings.llm_replicas > 1:
+            print("note: the LLM deployment has several replicas; the recording sees the one that answers "
+                  "record(), so the engine replay covers only its requests")
+
+        def factory(concurrency):
+            return HttpDriver(rt.url, key, concurrency) if args.driver == "http" else ActorDriver(settings)
+
+        report, rows = asyncio.run(run_all(factory, llm, scenario, sweep, not args.no_engine_baseline))
+    finally:
+        runtime.stop(rt)
+        shutil.rmtree(home, ignore_errors=True)
+    report.update(system={"llm_backend": load["backend"], "llm_model": load["model"], "driver": args.driver,
+                          "max_tokens": args.max_tokens, "cpus": os.cpu_count(),
+                          "llm_replicas": settings.llm_replicas},
+                  gpu=gpu_info(), measured_at=datetime.now(timezone.utc).isoformat())
+    report["files"] = ["report.json"] + plots(report, rows, out)
+    (out / "report.json").write_text(json.dumps(report, indent=2))
+    print_summary(report)
+    print(f"\nreport and plots in {out}")
+
+
+if __name__ == "__main__":
+    main()
