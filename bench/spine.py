@@ -19,16 +19,10 @@ from pathlib import Path
 
 import httpx
 
+from bench.harness import pct
+
 MESSAGES = ["Hallo, wie geht es dir heute?", "Ich war heute im Park spazieren.",
             "Was denkst du ueber Regen?", "Erzaehl mir etwas ueber dich.", "Gute Nacht!"]
-
-
-def pct(values: list[float], p: float) -> float:
-    s = sorted(values)
-    if not s:
-        return float("nan")
-    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
-    return s[k]
 
 
 async def run_pairs(url: str, key: str, pairs: int, turns: int, think_s: float) -> dict:

@@ -3,8 +3,8 @@ batched across all pairs with `@serve.batch`."""
 from __future__ import annotations
 
 import logging
-import time
 import os
+import time
 
 from ray import serve
 

@@ -17,6 +17,7 @@ from ray import serve
 from sse_starlette.sse import EventSourceResponse
 
 from actors.pair import get_or_create_pair
+from cluster import dashboard
 from cluster.settings import Settings
 from serve.schemas import (ID_PATTERN, TURN_ID_PATTERN, ChatCompletionRequest, EventRequest, HistoryResponse, KeyCreateRequest,
                            KeyCreateResponse, TurnRequest, TurnResponse)
@@ -61,8 +62,6 @@ class Ingress:
         self._pairs: dict[str, Any] = {}
         self._keys: dict[str, tuple[float, dict | None]] = {}
         self._redis = None
-        from cluster import dashboard
-
         self._dashboard = dashboard.DashboardLoop(
             store, self._redis_client, dashboard.LoadSampler(llm, embedder),
             interval_s=self.settings.dashboard_sample_s, window_s=self.settings.dashboard_window_s)
@@ -305,8 +304,6 @@ class Ingress:
     async def dashboard_page(self):
         """The operators' page. It carries no data: it reads the JSON endpoints with the operator
         key from its URL fragment (never sent to the server): /dashboard#key=..."""
-        from cluster import dashboard
-
         self._dashboard.ensure()
         return HTMLResponse(dashboard.page())
 
@@ -315,8 +312,6 @@ class Ingress:
                              authorization: str | None = Header(None)):
         """The dashboard's figures over the last `window_s` seconds."""
         await self._operator(authorization)
-        from cluster import dashboard
-
         self._dashboard.ensure()
         if not self._dashboard.sampler.samples:
             await self._dashboard.sampler.sample()

@@ -1,3 +1,3 @@
 """Building blocks of the Thinker (seed 000): the quick check, the per-turn tool cache, the search
-budget, the thinking normaliser and the text protocol. The node that runs the ReAct loop over
-them is not wired into the chain yet (pipeline/nodes/thinker.py still passes the reply through)."""
+budget, the thinking normaliser, the text protocol and the tools. The ReAct loop over them is the
+node `pipeline/nodes/thinker.py`."""
