@@ -1,4 +1,4 @@
-"""`novaberg`: up, down, status, chat, key create."""
+"""`novaberg`: up, down, status, chat, key create, memory, character."""
 from __future__ import annotations
 
 import argparse
@@ -129,8 +129,14 @@ def cmd_chat(settings: Settings, args) -> int:
     key = _operator_key(settings, args)
     url = f"{info['url']}/v1/pairs/{args.user}/{args.character}/turns"
     headers = {"Authorization": f"Bearer {key}"}
-    print(f"Talking to {args.character} as {args.user}. Empty line or Ctrl-D ends.")
     with httpx.Client(timeout=300) as client:
+        g = client.get(f"{info['url']}/v1/pairs/{args.user}/{args.character}/greeting", headers=headers)
+        if g.status_code != 200:
+            print(f"error {g.status_code}: {g.text}", file=sys.stderr)
+            return 1
+        print(f"Talking to {g.json()['name']} ({args.character}) as {args.user}. Empty line or Ctrl-D ends.")
+        if g.json()["neu_im_verlauf"]:  # a new pair: the character opens with her greeting
+            print(f"{args.character}> {g.json()['begruessung']}")
         while True:
             try:
                 text = input("du> ").strip() if not args.message else args.message.pop(0)
@@ -186,16 +192,17 @@ def main(argv: list[str] | None = None) -> int:
     kc = ks.add_parser("create", help="create an API key bound to a user")
     kc.add_argument("--user", required=True)
     kc.add_argument("--key", help="operator key (default: the local one)")
-    from cluster import memory_cli
+    from cluster import character_cli, memory_cli
 
     memory_cli.add_parser(sub)
+    character_cli.add_parser(sub)
     args = p.parse_args(argv)
     import logging
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     settings = load_settings()
     handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "chat": cmd_chat,
-                "key": cmd_key_create, "memory": memory_cli.run}
+                "key": cmd_key_create, "memory": memory_cli.run, "character": character_cli.run}
     return handlers[args.cmd](settings, args)
 
 

@@ -73,9 +73,10 @@ class Settings(BaseSettings):
     session_keep_turns: int = Field(default=500, ge=20)
     """Turns kept in the Redis session list for history."""
     max_text_chars: int = Field(default=8000, ge=1)
+    character_card_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    """The largest Character Card (JSON or PNG) an import accepts; larger bodies get 413."""
     turn_result_ttl_s: int = Field(default=7 * 24 * 3600, ge=60)
     timezone: str = "Europe/Berlin"
-    character_default_name: str = "Nova"
 
     # --- Background work
     outbox_workers: int = Field(default=2, ge=1)

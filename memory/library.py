@@ -29,14 +29,18 @@ async def add(pool: AsyncConnectionPool, user_id: str, character_id: str, typ: s
 
 
 async def bestand(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, int]:
-    """What the reading path can reach (`wissen` with a topic vector) next to everything active."""
+    """What the reading path can reach (`wissen` with a topic vector) next to everything active, and
+    the character's own background knowledge (`charakter_wissen`, shared by all its pairs)."""
     async with pool.connection() as conn:
         cur = await conn.execute(
             "SELECT count(*) FILTER (WHERE w.typ = 'wissen' AND t.wissen_id IS NOT NULL), count(*)"
             " FROM autonomous_wissen w LEFT JOIN autonomous_wissen_thema t ON t.wissen_id = w.id"
             " WHERE w.user_id=%s AND w.character_id=%s AND w.aktiv", (user_id, character_id))
         lesbar, alle = await cur.fetchone()
-    return {"lesbar": lesbar, "aktiv": alle}
+        cur = await conn.execute("SELECT count(*) FROM charakter_wissen WHERE character_id=%s AND aktiv",
+                                 (character_id,))
+        charakter = (await cur.fetchone())[0]
+    return {"lesbar": lesbar, "aktiv": alle, "charakter": charakter}
 
 
 async def suchen(pool: AsyncConnectionPool, user_id: str, character_id: str, vector, cfg: MemoryConfig,

@@ -5,7 +5,7 @@ with its pooled connections: `await deps.store.call("lzg.spreading_lesen", user,
 """
 from __future__ import annotations
 
-from memory import aufzeichnungen, charakter, dashboard, lesepfad, library, lzg, notizen, pg, timeline, ziele
+from memory import aufzeichnungen, charakter, charaktere, dashboard, lesepfad, library, lzg, notizen, pg, timeline, ziele
 
 OPS = {
     "lzg.add_nodes": lzg.add_nodes,
@@ -45,6 +45,14 @@ OPS = {
     "charakter.profile": charakter.profile,
     "charakter.save_emotion": charakter.save_emotion,
     "charakter.load_emotion": charakter.load_emotion,
+    "charaktere.create": charaktere.create,
+    "charaktere.get": charaktere.get,
+    "charaktere.exists": charaktere.exists,
+    "charaktere.list_all": charaktere.list_all,
+    "charaktere.update": charaktere.update,
+    "charaktere.delete": charaktere.delete,
+    "charaktere.wissen": charaktere.wissen,
+    "charaktere.wissen_suchen": charaktere.wissen_suchen,
     "pg.decision_rates": pg.decision_rates,
     "dashboard.turn_stats": dashboard.turn_stats,
     "dashboard.node_stats": dashboard.node_stats,

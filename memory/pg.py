@@ -13,8 +13,6 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-DEFAULT_CHARACTER_NAME = "Nova"
-
 
 def open_pool(database_url: str, min_size: int, max_size: int) -> AsyncConnectionPool:
     async def _configure(conn):
@@ -56,21 +54,12 @@ async def lookup_api_key(pool: AsyncConnectionPool, key: str) -> dict | None:
 
 
 # ---------------------------------------------------------------- characters and profiles
-async def ensure_character(pool: AsyncConnectionPool, character_id: str, name: str,
-                           charakter_anweisung: str = "") -> None:
-    async with pool.connection() as conn:
-        await conn.execute(
-            "INSERT INTO characters (character_id, name, charakter_anweisung) VALUES (%s, %s, %s)"
-            " ON CONFLICT (character_id) DO NOTHING",
-            (character_id, name, charakter_anweisung),
-        )
-
-
 async def load_pair(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, Any]:
     """The character row and the pair's profiles; found=False fields say what is missing."""
     async with pool.connection() as conn:
         cur = await conn.execute(
-            "SELECT name, charakter_anweisung FROM characters WHERE character_id = %s", (character_id,)
+            "SELECT name, charakter_anweisung, identitaet, sprechweise, szenario, beispieldialog FROM characters"
+            " WHERE character_id = %s", (character_id,)
         )
         ch = await cur.fetchone()
         cur = await conn.execute(
@@ -92,6 +81,10 @@ async def load_pair(pool: AsyncConnectionPool, user_id: str, character_id: str) 
         "character_found": ch is not None,
         "character_name": ch[0] if ch else None,
         "charakter_anweisung": ch[1] if ch else "",
+        "identitaet": ch[2] if ch else "",
+        "sprechweise": ch[3] if ch else "",
+        "szenario": ch[4] if ch else "",
+        "beispieldialog": ch[5] if ch else "",
         "profile_found": pr is not None,
         "direktiven": direktiven,
         "anweisungen": anweisungen,

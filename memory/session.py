@@ -78,3 +78,16 @@ async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str
         *[json.dumps(j) for j in jobs],
     )
     return bool(done)
+
+
+_GREET = """
+if redis.call('LLEN', KEYS[1]) > 0 then return 0 end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+return 1
+"""
+
+
+async def begruessen(r: Redis, user_id: str, character_id: str, turn: dict) -> bool:
+    """The character's greeting as the first message of a pair's session, once: only a session
+    without any turn takes it (atomic, so two clients asking at once store it once)."""
+    return bool(await r.eval(_GREET, 1, session_key(user_id, character_id), json.dumps(turn)))

@@ -53,6 +53,11 @@ class PairRecord(_Record):
 
     character_name: str
     charakter_anweisung: str = ""
+    identitaet: str = ""
+    """Who the character is, as she was created (her card): [PERSON A — WER SIE IST] before what grew."""
+    sprechweise: str = ""
+    szenario: str = ""
+    beispieldialog: str = ""
     nova_kern: str = ""
     nova_adaptiv: str = ""
     nova_emotions: str = ""
@@ -72,7 +77,8 @@ class SessionTurn(_Record):
     sprecher: str
     inhalt: str
     turn_id: str
-    herkunft: Herkunft = "user"
+    herkunft: Herkunft | Literal["begruessung"] = "user"
+    """`begruessung`: the character's greeting, the first message of a new pair."""
     time: datetime
     emotion: str | None = None
     arousal: float | None = None

@@ -7,19 +7,24 @@ import json
 import logging
 import time
 import uuid
+from datetime import datetime, timezone
 from typing import Any, AsyncIterator
 
 import ray
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from ray import serve
 from sse_starlette.sse import EventSourceResponse
 
 from actors.pair import get_or_create_pair
 from cluster import dashboard
 from cluster.settings import Settings
-from serve.schemas import (ID_PATTERN, TURN_ID_PATTERN, ChatCompletionRequest, EventRequest, HistoryResponse, KeyCreateRequest,
+from memory import session
+from pipeline.figur import einsetzen
+from serve import charakterkarte
+from serve.schemas import (ID_PATTERN, TURN_ID_PATTERN, Character, CharacterCreate, CharacterImportResponse,
+                           CharacterPatch, ChatCompletionRequest, EventRequest, HistoryResponse, KeyCreateRequest,
                            KeyCreateResponse, TurnRequest, TurnResponse)
 
 log = logging.getLogger("novaberg.ingress")
@@ -29,6 +34,8 @@ app = FastAPI(title="Novaberg", version="0.1.0",
 
 _ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError)
 _KEY_CACHE_S = 30.0
+_CHARACTER_CACHE_S = 10.0
+"""How long a replica trusts that a character exists; a removal reaches other replicas within it."""
 
 
 @app.exception_handler(RequestValidationError)
@@ -61,6 +68,7 @@ class Ingress:
         self.embedder = embedder
         self._pairs: dict[str, Any] = {}
         self._keys: dict[str, tuple[float, dict | None]] = {}
+        self._characters: dict[str, float] = {}
         self._redis = None
         self._dashboard = dashboard.DashboardLoop(
             store, self._redis_client, dashboard.LoadSampler(llm, embedder),
@@ -109,6 +117,21 @@ class Ingress:
         """The turn's arrival number for its pair, the same sequence across ingress replicas."""
         r = await self._redis_client()
         return int(await r.incr(f"pair:seq:{user_id}:{character_id}"))
+
+    async def _known_character(self, character_id: str) -> None:
+        """404 for a character that does not exist, before any pair actor is made for it."""
+        now = time.monotonic()
+        seen = self._characters.get(character_id)
+        if seen is not None and now - seen < _CHARACTER_CACHE_S:
+            return
+        if await self.store.call.remote("charaktere.exists", character_id):
+            if len(self._characters) > 10_000:
+                self._characters.clear()
+            self._characters[character_id] = now
+            return
+        self._characters.pop(character_id, None)
+        raise _error(404, "unknown_character",
+                     f"no character {character_id!r}; GET /v1/characters lists the characters")
 
     # ------------------------------------------------------------------ pair actors
     def _pair(self, user_id: str, character_id: str):
@@ -180,6 +203,7 @@ class Ingress:
         principal = await self._principal(authorization)
         self._owner(principal, user_id)
         request = {"text": self._validate_text(body.text), "turn_id": body.turn_id or uuid.uuid4().hex}
+        await self._known_character(character_id)
         request["seq"] = await self._arrival(user_id, character_id)
         if not stream:
             result = await self._call(user_id, character_id, "turn", request)
@@ -200,6 +224,7 @@ class Ingress:
                           authorization: str | None = Header(None)):
         principal = await self._principal(authorization)
         self._owner(principal, user_id)
+        await self._known_character(character_id)
         turns = await self._call(user_id, character_id, "history", limit)
         return {"user_id": user_id, "character_id": character_id, "turns": turns}
 
@@ -208,6 +233,7 @@ class Ingress:
                          character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
         principal = await self._principal(authorization)
         self._owner(principal, user_id)
+        await self._known_character(character_id)
         return await self._call(user_id, character_id, "status")
 
     # ------------------------------------------------------------------ OpenAI-compatible
@@ -226,6 +252,7 @@ class Ingress:
             p.get("text", "") for p in (last.content or []) if isinstance(p, dict) and p.get("type") == "text")
         request = {"text": self._validate_text(text or ""), "turn_id": x_turn_id or uuid.uuid4().hex}
         character_id = body.model
+        await self._known_character(character_id)
         request["seq"] = await self._arrival(user_id, character_id)
         cid = f"chatcmpl-{request['turn_id']}"
         created = int(time.time())
@@ -294,11 +321,136 @@ class Ingress:
         await self._operator(authorization)
         if (body.eigener_gedanke is None) == (body.user_prompt is None):
             raise _error(422, "invalid_request", "exactly one of eigener_gedanke / user_prompt must be set")
+        await self._known_character(character_id)
         result = await self._call(user_id, character_id, "event", body.model_dump())
         if result.get("dropped"):
             raise _error(429, "limit", f"event dropped: {result['reason']} (counter {result['counter']})")
         self._turn_error(result)
         return result
+
+    # ------------------------------------------------------------------ characters
+    async def _character_or_404(self, character_id: str) -> dict:
+        ch = await self.store.call.remote("charaktere.get", character_id)
+        if ch is None:
+            self._characters.pop(character_id, None)
+            raise _error(404, "unknown_character",
+                         f"no character {character_id!r}; GET /v1/characters lists the characters")
+        return ch
+
+    @staticmethod
+    async def _body(request: Request, limit: int) -> bytes:
+        """The request body, refused with 413 as soon as it passes `limit` (before any parsing)."""
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _error(413, "too_large", f"body of {declared} bytes; at most {limit}")
+        buf = bytearray()
+        async for chunk in request.stream():
+            buf += chunk
+            if len(buf) > limit:
+                raise _error(413, "too_large", f"body larger than {limit} bytes")
+        if not buf:
+            raise _error(422, "invalid_card", "empty body: send the card as JSON or PNG")
+        return bytes(buf)
+
+    @app.get("/v1/characters")
+    async def list_characters(self, authorization: str | None = Header(None)):
+        """Every character (any key may list them)."""
+        await self._principal(authorization)
+        return {"characters": await self.store.call.remote("charaktere.list_all")}
+
+    @app.post("/v1/characters", status_code=201, response_model=Character)
+    async def create_character(self, body: CharacterCreate, authorization: str | None = Header(None)):
+        await self._operator(authorization)
+        fields = body.model_dump(exclude={"character_id"}, exclude_none=True)
+        ch = await self.store.create_character.remote(body.character_id, fields, [])
+        if ch is None:
+            raise _error(409, "conflict", f"character {body.character_id!r} exists; "
+                                          f"PATCH /v1/characters/{body.character_id} changes it")
+        self._characters[body.character_id] = time.monotonic()
+        log.info("ingress: character %s (%s) created", body.character_id, body.name)
+        return ch
+
+    @app.post("/v1/characters/import", status_code=201, response_model=CharacterImportResponse)
+    async def import_character(self, request: Request,
+                               character_id: str | None = Query(None, pattern=ID_PATTERN),
+                               replace: bool = Query(False), authorization: str | None = Header(None)):
+        """A Character Card (V1/V2/V3, JSON or PNG) as the raw body becomes a character; its
+        lorebook becomes her background knowledge. The answer says what went where and what was
+        kept without a place."""
+        await self._operator(authorization)
+        data = await self._body(request, self.settings.character_card_max_bytes)
+        try:
+            card = await asyncio.to_thread(charakterkarte.lesen, data)
+            cid = character_id or charakterkarte.character_id_aus(card.felder["name"])
+        except charakterkarte.KarteFehler as e:
+            raise _error(422, "invalid_card", str(e))
+        ch = await self.store.create_character.remote(cid, {**card.felder, "karte_rest": card.karte_rest},
+                                                      [w.model_dump() for w in card.wissen], replace)
+        if ch is None:
+            raise _error(409, "conflict", f"character {cid!r} exists; pass replace=true to overwrite it, "
+                                          "or character_id=... for another id")
+        self._characters[cid] = time.monotonic()
+        log.info("ingress: character %s imported from a %s card (%s): %d knowledge entries; kept without a place: %s",
+                 cid, card.quelle, card.format, len(card.wissen), card.nicht_uebernommen or "nothing")
+        return {"character": ch, "format": card.format, "quelle": card.quelle, "abbildung": card.abbildung,
+                "nicht_uebernommen": card.nicht_uebernommen, "wissen_eintraege": len(card.wissen)}
+
+    @app.get("/v1/characters/{character_id}", response_model=Character)
+    async def get_character(self, character_id: str = Path(pattern=ID_PATTERN),
+                            authorization: str | None = Header(None)):
+        await self._principal(authorization)
+        return await self._character_or_404(character_id)
+
+    @app.patch("/v1/characters/{character_id}", response_model=Character)
+    async def patch_character(self, body: CharacterPatch, character_id: str = Path(pattern=ID_PATTERN),
+                              authorization: str | None = Header(None)):
+        await self._operator(authorization)
+        fields = body.model_dump(exclude_none=True)
+        if not fields:
+            raise _error(422, "invalid_request", "no field to change")
+        ch = await self.store.call.remote("charaktere.update", character_id, fields)
+        if ch is None:
+            raise _error(404, "unknown_character",
+                         f"no character {character_id!r}; GET /v1/characters lists the characters")
+        return ch
+
+    @app.delete("/v1/characters/{character_id}", status_code=204)
+    async def delete_character(self, character_id: str = Path(pattern=ID_PATTERN),
+                               authorization: str | None = Header(None)):
+        """Remove a character and her background knowledge; the pairs' own memories stay."""
+        await self._operator(authorization)
+        self._characters.pop(character_id, None)
+        if not await self.store.call.remote("charaktere.delete", character_id):
+            raise _error(404, "unknown_character",
+                         f"no character {character_id!r}; GET /v1/characters lists the characters")
+        log.info("ingress: character %s removed", character_id)
+        return Response(status_code=204)
+
+    @app.get("/v1/characters/{character_id}/export")
+    async def export_character(self, character_id: str = Path(pattern=ID_PATTERN),
+                               authorization: str | None = Header(None)):
+        """The character as a Character Card V2 (JSON)."""
+        await self._principal(authorization)
+        ch = await self._character_or_404(character_id)
+        wissen = await self.store.call.remote("charaktere.wissen", character_id)
+        return charakterkarte.exportieren(ch, wissen)
+
+    @app.get("/v1/pairs/{user_id}/{character_id}/greeting")
+    async def greeting(self, user_id: str = Path(pattern=ID_PATTERN), character_id: str = Path(pattern=ID_PATTERN),
+                       authorization: str | None = Header(None)):
+        """The character's greeting. For a pair without any turn it becomes the first message of
+        the conversation (stored once), so the character remembers having said it."""
+        principal = await self._principal(authorization)
+        self._owner(principal, user_id)
+        ch = await self._character_or_404(character_id)
+        text = einsetzen(ch["begruessung"], ch["name"], "du").strip()
+        out = {"user_id": user_id, "character_id": character_id, "name": ch["name"], "begruessung": text or None,
+               "neu_im_verlauf": False}
+        if text:
+            turn = {"rolle": "assistant", "sprecher": ch["name"], "inhalt": text, "turn_id": "begruessung",
+                    "herkunft": "begruessung", "time": datetime.now(timezone.utc).isoformat()}
+            out["neu_im_verlauf"] = await session.begruessen(await self._redis_client(), user_id, character_id, turn)
+        return out
 
     @app.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
     async def dashboard_page(self):

@@ -1,9 +1,10 @@
 """Wire schemas of the HTTP API, kept apart from the internal turn state."""
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 TURN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
@@ -120,3 +121,73 @@ class EventRequest(BaseModel):
     reiz_herkunft: Literal["user", "eigener_impuls"] | None = None
     gedanke_arousal: float | None = Field(default=None, ge=0, le=1)
     thinker_unsicher_retry: bool = False
+
+
+# ------------------------------------------------------------------ characters
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CHARACTER_LIMITS = {"name": 80, "identitaet": 8000, "sprechweise": 2000, "szenario": 4000, "begruessung": 4000,
+                    "beispieldialog": 8000, "charakter_anweisung": 4000}
+"""The longest text each character field may hold (characters)."""
+
+
+def _clean_text(v: str | None) -> str | None:
+    if v is not None and _CONTROL.search(v):
+        raise ValueError("must not contain control characters")
+    return v
+
+
+class CharacterPatch(BaseModel):
+    """The fields a character has; every one optional (PATCH changes what it names)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=CHARACTER_LIMITS["name"])
+    identitaet: str | None = Field(default=None, max_length=CHARACTER_LIMITS["identitaet"],
+                                   description="Who she is: the core she was created with.")
+    sprechweise: str | None = Field(default=None, max_length=CHARACTER_LIMITS["sprechweise"],
+                                    description="How she speaks.")
+    szenario: str | None = Field(default=None, max_length=CHARACTER_LIMITS["szenario"],
+                                 description="The scene in which she and the human meet.")
+    begruessung: str | None = Field(default=None, max_length=CHARACTER_LIMITS["begruessung"],
+                                    description="Her first message to a new pair.")
+    beispieldialog: str | None = Field(default=None, max_length=CHARACTER_LIMITS["beispieldialog"],
+                                       description="Example dialogue: how she sounds.")
+    charakter_anweisung: str | None = Field(default=None, max_length=CHARACTER_LIMITS["charakter_anweisung"],
+                                            description="Instructions: the user-defined seed of her nature.")
+
+    @field_validator("*")
+    @classmethod
+    def _no_control(cls, v):
+        return _clean_text(v) if isinstance(v, str) else v
+
+
+class CharacterCreate(CharacterPatch):
+    character_id: str = Field(pattern=ID_PATTERN)
+    name: str = Field(min_length=1, max_length=CHARACTER_LIMITS["name"])
+
+
+class Character(BaseModel):
+    character_id: str
+    name: str
+    identitaet: str
+    sprechweise: str
+    szenario: str
+    begruessung: str
+    beispieldialog: str
+    charakter_anweisung: str
+    karte_rest: dict[str, Any]
+    """Character Card fields with no place of their own, kept for the export."""
+    created_at: str
+    updated_at: str
+
+
+class CharacterImportResponse(BaseModel):
+    character: Character
+    format: str
+    quelle: Literal["json", "png"]
+    abbildung: dict[str, str]
+    """Each card field that was taken over, and the field of ours it went to."""
+    nicht_uebernommen: list[str]
+    """Card fields with no place of ours: kept in `karte_rest`, given back by the export."""
+    wissen_eintraege: int
+    """Lorebook entries that became the character's background knowledge."""

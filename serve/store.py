@@ -34,7 +34,6 @@ class StoreDeployment:
                 dim = await self.embedder.dimension.remote()
                 applied = await asyncio.to_thread(apply_migrations, self.settings.database_url, dim)
                 await self.pool.open(wait=True)
-                await pg.ensure_character(self.pool, "nova", self.settings.character_default_name)
                 self._ready = True
                 log.info("store ready (embedding dim %d, migrations applied now: %s)", dim, applied)
         return {"ready": True}
@@ -54,9 +53,19 @@ class StoreDeployment:
         await self.ready()
         return await pg.create_api_key(self.pool, user_id, operator=operator, label=label)
 
-    async def ensure_character(self, character_id: str, name: str, charakter_anweisung: str = "") -> None:
+    async def create_character(self, character_id: str, fields: dict[str, Any], wissen: list[dict[str, Any]],
+                               replace: bool = False) -> dict[str, Any] | None:
+        """A new character with its background knowledge, each entry embedded by its topic
+        (title and content). None: the id is taken (and `replace` is off)."""
+        from memory import charaktere
+
         await self.ready()
-        await pg.ensure_character(self.pool, character_id, name, charakter_anweisung)
+        vectors = await asyncio.gather(*[self.embedder.embed.remote(f"{w['titel']}: {w['inhalt']}") for w in wissen])
+        try:
+            return await charaktere.create(self.pool, character_id, fields,
+                                           [{**w, "embedding": v} for w, v in zip(wissen, vectors)], replace=replace)
+        except charaktere.CharacterExists:
+            return None
 
     async def turn_record(self, user_id: str, character_id: str, turn_id: str) -> dict | None:
         await self.ready()

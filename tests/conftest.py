@@ -191,3 +191,21 @@ def embed_with(model):
     from serve.embedder import encode
 
     return lambda texts: encode(model, texts)
+
+
+@pytest.fixture()
+def character(system, keys):
+    """Make a fresh character through the API (the operator key) and return its id: a new pair
+    for each test, since unknown characters get 404. Named Nova unless told otherwise."""
+    import uuid
+
+    import httpx
+
+    def make(prefix: str = "ch", **fields) -> str:
+        cid = f"{prefix}-{uuid.uuid4().hex[:6]}"
+        r = httpx.post(f"{system.url}/v1/characters", json={"character_id": cid, "name": "Nova", **fields},
+                       headers=auth(keys["operator"]), timeout=60)
+        assert r.status_code == 201, r.text
+        return cid
+
+    return make

@@ -1,6 +1,5 @@
 """The full chains with the real tiny model: agents through the planner, found again later; an
 impulse turn; the self-trigger limit; background writes visible to the next turn."""
-import uuid
 
 import pytest
 import ray
@@ -23,8 +22,8 @@ def _decisions(settings, user, character, turn_id):
     return [(x["entscheidung"], x["outcome"]) for x in rows if x["art"] == "switch"]
 
 
-def test_note_and_appointment_through_the_agents_are_found_later(client, keys, settings):
-    ch = f"agents-{uuid.uuid4().hex[:6]}"
+def test_note_and_appointment_through_the_agents_are_found_later(client, keys, settings, character):
+    ch = character("agents")
     first = _post(client, keys["alice"], "alice", ch, "Notiz Einkauf: Milch, Brot und Kaese")
     second = _post(client, keys["alice"], "alice", ch, "Trag einen Termin ein: Zahnarzt, morgen um 14 Uhr")
     d1 = _decisions(settings, "alice", ch, first["turn_id"])
@@ -45,8 +44,8 @@ def test_note_and_appointment_through_the_agents_are_found_later(client, keys, s
     assert ("reducer.zusammenfuehrung", "eintraege") in d3  # both reached the memory context
 
 
-def test_impulse_turn_and_the_self_trigger_limit(client, keys, settings):
-    ch = f"impulse-{uuid.uuid4().hex[:6]}"
+def test_impulse_turn_and_the_self_trigger_limit(client, keys, settings, character):
+    ch = character("impulse")
     _post(client, keys["alice"], "alice", ch, "Ich gehe morgen wandern.")
     r = client.post(f"/v1/pairs/alice/{ch}/events", json={"kind": "impulse", "eigener_gedanke": "Ob das Wetter haelt?"},
                     headers=auth(keys["operator"]))
@@ -71,8 +70,8 @@ def test_impulse_turn_and_the_self_trigger_limit(client, keys, settings):
     assert "reply" in ray.get(actor.event.remote({"kind": "continue", "eigener_gedanke": "Noch etwas."}))
 
 
-def test_background_writes_are_visible_to_the_next_turn(client, keys, settings):
-    ch = f"bg-{uuid.uuid4().hex[:6]}"
+def test_background_writes_are_visible_to_the_next_turn(client, keys, settings, character):
+    ch = character("bg")
     first = _post(client, keys["alice"], "alice", ch, "Mein Hund Bello ist heute krank geworden, ich mache mir Sorgen.")
     # the reply came back before the background chain ran; its writes arrive through the outbox
     rows = wait_for(lambda: [x for x in pg_call(settings.database_url, pg.pipeline_rows, "alice", ch, first["turn_id"])

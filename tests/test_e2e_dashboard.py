@@ -4,7 +4,6 @@ import os
 import re
 import shutil
 import subprocess
-import uuid
 from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
@@ -69,8 +68,8 @@ def _sql_rates(database_url, since, until):
     return {(e, o): n for e, o, n in rows}
 
 
-def test_decision_rates_are_the_counts_of_pipeline_log(client, keys, settings):
-    ch = f"dash-{uuid.uuid4().hex[:6]}"
+def test_decision_rates_are_the_counts_of_pipeline_log(client, keys, settings, character):
+    ch = character("dash")
     ids = _turns(client, keys["alice"], "alice", ch, ["Hallo Nova!", "Am Freitag um 9 Uhr fahre ich nach Berlin."])
     from memory import pg
     from tests.conftest import pg_call
@@ -151,8 +150,8 @@ def _close(shown, value, share=False):
     return abs(shown - value) <= 0.006 + 1e-9 * abs(value)
 
 
-def test_the_page_in_chromium_shows_what_the_json_says(client, keys, settings, system, chromium):
-    ch = f"dashpage-{uuid.uuid4().hex[:6]}"
+def test_the_page_in_chromium_shows_what_the_json_says(client, keys, settings, system, chromium, character):
+    ch = character("dashpage")
     _turns(client, keys["alice"], "alice", ch, ["Wie war dein Tag?"])
     wait_for(lambda: _drained(settings), timeout=120)
     op = keys["operator"]

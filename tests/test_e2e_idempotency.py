@@ -17,8 +17,8 @@ def _entries(settings, user, character, turn_id):
     return [t for t in turns if t["turn_id"] == turn_id]
 
 
-def test_same_turn_id_twice_yields_one_stored_turn(client, keys, settings):
-    character = f"idem-{uuid.uuid4().hex[:6]}"
+def test_same_turn_id_twice_yields_one_stored_turn(client, keys, settings, character):
+    character = character("idem")
     url = f"/v1/pairs/alice/{character}/turns"
     first = client.post(url, json={"text": "Guten Morgen", "turn_id": "turn-1"}, headers=auth(keys["alice"]))
     second = client.post(url, json={"text": "Guten Morgen", "turn_id": "turn-1"}, headers=auth(keys["alice"]))
@@ -30,8 +30,8 @@ def test_same_turn_id_twice_yields_one_stored_turn(client, keys, settings):
     assert pg_call(settings.database_url, pg.count_turn_records, "alice", character) == 1
 
 
-def test_turn_survives_its_actor_killed_mid_turn(client, keys, settings, system):
-    character = f"kill-{uuid.uuid4().hex[:6]}"
+def test_turn_survives_its_actor_killed_mid_turn(client, keys, settings, system, character):
+    character = character("kill")
     url = f"/v1/pairs/alice/{character}/turns"
     turn_id = uuid.uuid4().hex
     # a long message keeps the turn busy in the LLM for a while

@@ -1,6 +1,5 @@
 """Actors come and go; the stores keep what matters."""
 import time
-import uuid
 
 import pytest
 import ray
@@ -21,8 +20,8 @@ def _gone(name, namespace):
         return True
 
 
-def test_evicted_pair_actor_comes_back_with_its_history(client, keys, settings):
-    character = f"evict-{uuid.uuid4().hex[:6]}"
+def test_evicted_pair_actor_comes_back_with_its_history(client, keys, settings, character):
+    character = character("evict")
     h = auth(keys["alice"])
     r = client.post(f"/v1/pairs/alice/{character}/turns", json={"text": "Merk dir: mein Hund heisst Bello."},
                     headers=h)
@@ -40,10 +39,10 @@ def test_evicted_pair_actor_comes_back_with_its_history(client, keys, settings):
     assert verlauf["inputs"]["gelesen"] == 2  # rebuilt from the stores
 
 
-def test_background_job_survives_a_killed_worker(client, keys, settings):
+def test_background_job_survives_a_killed_worker(client, keys, settings, character):
     worker = ray.get_actor(worker_name(0), namespace=settings.namespace)
     ray.kill(worker, no_restart=False)
-    character = f"worker-{uuid.uuid4().hex[:6]}"
+    character = character("worker")
     r = client.post(f"/v1/pairs/alice/{character}/turns", json={"text": "Hallo"}, headers=auth(keys["alice"]))
     assert r.status_code == 200
     rec = wait_for(lambda: pg_call(settings.database_url, pg.turn_record, "alice", character, r.json()["turn_id"]),

@@ -1,5 +1,4 @@
 """The OpenAI-compatible route, driven by the official openai client."""
-import uuid
 
 import pytest
 
@@ -15,9 +14,9 @@ def _client(system, key):
     return OpenAI(base_url=f"{system.url}/v1", api_key=key, timeout=180)
 
 
-def test_openai_client_plain_and_streamed(system, keys, settings):
+def test_openai_client_plain_and_streamed(system, keys, settings, character):
     client = _client(system, keys["alice"])
-    character = f"nova-{uuid.uuid4().hex[:6]}"
+    character = character("nova")
     out = client.chat.completions.create(model=character, user="alice",
                                          messages=[{"role": "user", "content": "Hallo, wer bist du?"}])
     assert out.choices[0].message.content.strip()

@@ -1,6 +1,5 @@
 """The Thinker on the real tiny model: a turn with checkable facts runs the reasoning path and the
 decision entries say what happened; the retry of a turn arrives as a second message."""
-import uuid
 
 import pytest
 
@@ -17,8 +16,8 @@ def _rows(settings, user, ch, turn_id):
     return wait_for(lambda: pg_call(settings.database_url, pg.pipeline_rows, user, ch, turn_id))
 
 
-def test_a_turn_with_facts_runs_the_thinker_and_its_retry_is_a_second_message(client, keys, settings):
-    ch = f"thinker-{uuid.uuid4().hex[:6]}"
+def test_a_turn_with_facts_runs_the_thinker_and_its_retry_is_a_second_message(client, keys, settings, character):
+    ch = character("thinker")
     text = "Am Montag um 14 Uhr habe ich einen Zahnarzttermin."
     r = client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": text}, headers=auth(keys["alice"]))
     assert r.status_code == 200, r.text

@@ -10,9 +10,9 @@ from tests.conftest import auth, pg_call, redis_call, wait_for
 pytestmark = pytest.mark.e2e
 
 
-def test_turn_reply_and_both_turns_stored(client, keys, settings):
+def test_turn_reply_and_both_turns_stored(client, keys, settings, character):
     user = "alice"
-    character = f"nova-{uuid.uuid4().hex[:6]}"
+    character = character("nova")
     r = client.post(f"/v1/pairs/{user}/{character}/turns", json={"text": "Hallo! Ich heisse Alice."},
                     headers=auth(keys["alice"]))
     assert r.status_code == 200, r.text
@@ -41,7 +41,7 @@ def test_turn_reply_and_both_turns_stored(client, keys, settings):
     assert decisions["responder.nachricht"] == "reiz_ohne_verlauf"
     assert decisions["responder.ergebnis"] == "antwort"
     assert decisions["enricher.verlauf"] == "verlauf_leer"
-    assert decisions["db_zugriff.charakter"] == "charakter_unbekannt"
+    assert decisions["db_zugriff.charakter"] == "charakter_geladen"
 
     # the second turn reads the first from the session
     r2 = client.post(f"/v1/pairs/{user}/{character}/turns", json={"text": "Weisst du noch, wie ich heisse?"},
@@ -64,8 +64,8 @@ def test_nova_is_known_by_name(client, keys, settings):
     assert r.json()["character_name"] == "Nova"
 
 
-def test_streamed_turn_reports_nodes_tokens_and_final(client, keys):
-    character = f"nova-{uuid.uuid4().hex[:6]}"
+def test_streamed_turn_reports_nodes_tokens_and_final(client, keys, character):
+    character = character("nova")
     events = []
     with client.stream("POST", f"/v1/pairs/alice/{character}/turns", params={"stream": "true"},
                        json={"text": "Erzaehl mir etwas Schoenes."}, headers=auth(keys["alice"])) as r:
@@ -87,13 +87,13 @@ def test_streamed_turn_reports_nodes_tokens_and_final(client, keys):
     assert kinds.index("token") > kinds.index("node_started")
 
 
-def test_turns_of_one_pair_run_one_at_a_time_in_arrival_order(system, keys, settings):
+def test_turns_of_one_pair_run_one_at_a_time_in_arrival_order(system, keys, settings, character):
     import threading
     import time
 
     import httpx
 
-    character = f"order-{uuid.uuid4().hex[:6]}"
+    character = character("order")
     texts = ["Erstens.", "Zweitens.", "Drittens."]
     results = {}
 
@@ -123,9 +123,9 @@ def test_turns_of_one_pair_run_one_at_a_time_in_arrival_order(system, keys, sett
 
 def test_pair_actor_stays_light(client, keys):
     # after a turn, the actor has loaded everything it needs for one
-    assert client.post("/v1/pairs/alice/light/turns", json={"text": "Hallo"},
+    assert client.post("/v1/pairs/alice/nova/turns", json={"text": "Hallo"},
                        headers=auth(keys["alice"])).status_code == 200
-    r = client.get("/v1/pairs/alice/light/status", headers=auth(keys["alice"]))
+    r = client.get("/v1/pairs/alice/nova/status", headers=auth(keys["alice"]))
     assert r.status_code == 200
     assert r.json()["heavy_imports"] == []
 

@@ -21,7 +21,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
         name = row["character_name"]
         outcome = "charakter_geladen"
     else:
-        # An unknown character id still gets a conversation; the id becomes the name.
+        # The ingress refuses unknown characters (404); this is reached only when a character was
+        # removed while its turn or event was on the way. The turn ends with the id as name, loudly.
         name = s.character_id.replace("_", " ").title()
         outcome = "charakter_unbekannt"
         log.warning("db_zugriff: fallback charakter_unbekannt: no character %r, name taken from the id (%s)",
@@ -31,7 +32,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
                          "direktiven": len(row["direktiven"]), "anweisungen": len(row["anweisungen"])})
     if not row["emotion_found"]:
         log.info("db_zugriff: no persisted emotion state for %s:%s (cold start): neutral", s.user_id, s.character_id)
-    fields = {k: row[k] for k in ("charakter_anweisung", "nova_kern", "nova_adaptiv", "nova_emotions",
+    fields = {k: row[k] for k in ("charakter_anweisung", "identitaet", "sprechweise", "szenario", "beispieldialog",
+                                  "nova_kern", "nova_adaptiv", "nova_emotions",
                                   "nova_intentionen", "nova_beziehung", "mensch_kern", "direktiven", "anweisungen",
                                   "nova_emotion", "nova_arousal")}
     return {"pair": PairRecord(character_name=name, **fields)}

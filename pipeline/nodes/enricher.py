@@ -137,14 +137,14 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if deps.trace.chain == "human":
         return {"memory": MemoryRecord(**base)}
 
-    # pre-check: rewrite, shift and search only when KZG, LZG or the library hold something
+    # pre-check: rewrite, shift and search only when KZG, LZG, the library or the character's knowledge hold something
     has_kzg = await kzg.count(deps.redis, s.user_id, s.character_id) > 0
     has_lzg = await deps.store.call("lzg.has_nodes", s.user_id, s.character_id)
     bib = await deps.store.call("library.bestand", s.user_id, s.character_id)
-    if not (has_kzg or has_lzg or bib["aktiv"]):
+    if not (has_kzg or has_lzg or bib["aktiv"] or bib["charakter"]):
         _, exit_, _ = wahrnehmung_verschieben(raw_vec, a, None, cfg, gedaechtnis_suche=False)
         deps.trace.decision(NAME, "enricher.verschiebung", exit_, {"kzg": False, "lzg": False, "bibliothek": 0})
-        log.info("enricher: no memory yet (KZG, LZG, library empty): no search, herkunft=%s", exit_)
+        log.info("enricher: no memory yet (KZG, LZG, library and character knowledge empty): no search, herkunft=%s", exit_)
         return {"memory": MemoryRecord(**base, verschiebung=exit_)}
 
     anweisung = "anweisung" in intentionen

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 
+from pipeline.figur import einsetzen
 from pipeline.services import Deps
 from pipeline.state import DraftRecord, SessionTurn, TurnState
 from pipeline.timefmt import local_now, wochentag
@@ -53,6 +54,19 @@ def _haltung_text(h) -> str:
     return f"{naehe}, {waerme}"
 
 
+def wesen(p) -> str:
+    """[PERSON A — IHR WESEN], the binding block last (seed 004 §3.1): the character's instructions,
+    her way of speaking and how she sounds, from her character record."""
+    name = p.character_name
+    teile = [einsetzen(x, name) for x in [p.charakter_anweisung] + p.anweisungen if x.strip()]
+    if p.sprechweise.strip():
+        teile.append(f"Wie {name} spricht: {einsetzen(p.sprechweise, name)}")
+    if p.beispieldialog.strip():
+        teile.append(f"So klingt {name} (Beispiele fuer ihren Ton, nicht woertlich wiederholen):\n"
+                     f"{einsetzen(p.beispieldialog, name).strip()}")
+    return "\n".join(teile) or f"{name} ist warm, neugierig und aufmerksam."
+
+
 CHARS_PER_TOKEN = 2.5  # a cautious estimate for German text; the engine counts exactly
 TRIM_BLOCK = 4  # the history is cut in blocks, not turn by turn, so the cached prefix survives
 
@@ -75,7 +89,8 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
     name = p.character_name
     blocks: list[str] = []
     person_a = "\n".join(
-        f"{label}: {value}" for label, value in (
+        f"{label}: {einsetzen(value, name)}" for label, value in (
+            ("Wie sie angelegt ist", p.identitaet),
             ("Gewachsene Persoenlichkeit", p.nova_kern), ("Was sie gerade beschaeftigt", p.nova_adaptiv),
             ("Emotionale Grundstimmung", p.nova_emotions), ("Ihre Art zu kommunizieren", p.nova_intentionen))
         if value.strip()
@@ -85,11 +100,11 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
         "Die beiden kennen sich noch nicht lange."
     system_parts = [
         pr.render(NAME, "identity", model, character_name=name, person_a=person_a,
+                  szenario=f"\nDie Szene, in der die beiden sich begegnen: {einsetzen(p.szenario, name)}"
+                  if p.szenario.strip() else "",
                   person_b=_or(p.mensch_kern, "Noch unbekannt."), zwischen=zwischen),
         pr.render(NAME, "rules", model, character_name=name,
-                  direktiven="\n".join(f"- {d}" for d in p.direktiven) or "Keine.",
-                  wesen=_or("\n".join([p.charakter_anweisung] + p.anweisungen),
-                            f"{name} ist warm, neugierig und aufmerksam.")),
+                  direktiven="\n".join(f"- {d}" for d in p.direktiven) or "Keine.", wesen=wesen(p)),
     ]
     if s.eigener_gedanke is not None:
         system_parts.append(pr.render(NAME, "gedanke", model, character_name=name, gedanke=s.eigener_gedanke))

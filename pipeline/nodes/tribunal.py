@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.figur import figur
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
 from pipeline.state import TurnState, UrteilRecord, current_reply
@@ -25,7 +26,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     reply = u.reply or current_reply(state)
     hinweise = "; ".join(state.pruefung.node_annotations) if state.pruefung and state.pruefung.node_annotations else "keine"
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
-        "character_name": state.pair.character_name, "nachricht": state.stimulus.text,
+        "character_name": state.pair.character_name, "figur": figur(state.pair), "nachricht": state.stimulus.text,
         "direktiven": "; ".join(state.pair.direktiven) or "keine", "hinweise": hinweise, "antwort": reply})
     if answer is None:
         verdict = {"urteil": "unklar", "gruende": [f"tribunal_{outcome}"], "runde": u.runden}

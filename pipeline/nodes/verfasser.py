@@ -3,6 +3,7 @@ and [TERMINE]; it receives the span. Skipped on a context cut (an agent acted: t
 see less, not more — seed 004, AGT3)."""
 from __future__ import annotations
 
+from pipeline.figur import figur
 from pipeline.llm_json import ask
 from pipeline.services import Deps
 from pipeline.state import TurnState, VerfasserRecord
@@ -28,7 +29,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         deps.trace.decision(NAME, "verfasser.lauf", "ohne_material", {})
         return {"verfasser": VerfasserRecord()}
     text, outcome = await ask(deps, NAME, {
-        "character_name": state.pair.character_name, "spanne": state.haltung.spanne if state.haltung else "zwei Saetzen",
+        "character_name": state.pair.character_name, "figur": figur(state.pair), "spanne": state.haltung.spanne if state.haltung else "zwei Saetzen",
         "gedaechtnis": gedaechtnis or "(nichts)", "nachricht": state.stimulus.text, "termine": _termine(state.route),
         "aufzeichnungen": "\n".join(f"- {f['titel']}: {f['auszug']}" for f in files) or "(keine)"})
     deps.trace.decision(NAME, "verfasser.lauf", "notizen" if text else f"leer_{outcome}", {"zeichen": len(text or "")})

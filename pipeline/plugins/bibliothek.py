@@ -1,4 +1,5 @@
-"""Nova's library: `wissen` entries near the search key."""
+"""Nova's library: the pair's `wissen` entries near the search key, and the character's own
+background knowledge (a Character Card's lorebook) — by its keys in the message or near the key."""
 NAME = "bibliothek"
 
 
@@ -6,4 +7,7 @@ async def enrich(state, deps, such) -> list[dict]:
     if such is None:
         return []
     s = state.stimulus
-    return await deps.store.call("library.suchen", s.user_id, s.character_id, such, deps.services.memory_cfg)
+    cfg = deps.services.memory_cfg
+    eigene = await deps.store.call("library.suchen", s.user_id, s.character_id, such, cfg)
+    charakter = await deps.store.call("charaktere.wissen_suchen", s.character_id, such, s.text, cfg)
+    return sorted(eigene + charakter, key=lambda h: -h["gewicht"])

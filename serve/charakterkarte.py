@@ -1,0 +1,245 @@
+"""Character Cards (V1, V2 `chara_card_v2`, V3 `chara_card_v3`) in and out: JSON, or a PNG whose
+`chara` (V2) or `ccv3` (V3) text chunk holds the card as base64 JSON, read with Pillow.
+
+Import maps a card onto a character of ours and reports it: which card field went where
+(`abbildung`), which had no place (`nicht_uebernommen`, kept in `karte_rest` so the export gives it
+back), and the lorebook (`character_book`) as background knowledge entries. Export writes a V2
+JSON card. Nothing is dropped without a word; a card that cannot be read raises `KarteFehler`
+with the reason.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import re
+import unicodedata
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from serve.schemas import CHARACTER_LIMITS, ID_PATTERN
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MAX_PIXELS = 40_000_000  # an avatar needs far fewer; more is refused before any pixel is decoded
+MAX_WISSEN = 500
+MAX_WISSEN_ZEICHEN = 8000
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ORIGINAL = re.compile(r"\{\{\s*original\s*\}\}", re.IGNORECASE)
+
+# card field -> our field; personality joins the identity, post-history instructions the instructions
+_ABBILDUNG = {"name": "name", "description": "identitaet", "personality": "identitaet", "scenario": "szenario",
+              "first_mes": "begruessung", "mes_example": "beispieldialog", "system_prompt": "charakter_anweisung",
+              "post_history_instructions": "charakter_anweisung"}
+_ENTRY_USED = {"keys", "content", "enabled", "case_sensitive", "constant", "name", "comment"}
+
+
+class KarteFehler(ValueError):
+    """The card cannot be read or mapped; the message names the field and the reason."""
+
+
+class Wissenseintrag(BaseModel):
+    titel: str
+    inhalt: str
+    schluessel: list[str] = Field(default_factory=list)
+    gross_klein: bool = False
+    immer: bool = False
+    aktiv: bool = True
+
+
+class KartenImport(BaseModel):
+    format: Literal["chara_card_v1", "chara_card_v2", "chara_card_v3"]
+    quelle: Literal["json", "png"]
+    felder: dict[str, str]
+    """Our character fields (name, identitaet, ...)."""
+    wissen: list[Wissenseintrag]
+    karte_rest: dict[str, Any]
+    abbildung: dict[str, str]
+    nicht_uebernommen: list[str]
+
+
+# ------------------------------------------------------------------ reading
+def lesen(data: bytes) -> KartenImport:
+    """A card from its bytes: PNG by its signature, JSON otherwise."""
+    if data.startswith(PNG_SIGNATURE):
+        return abbilden(_aus_png(data), "png")
+    try:
+        card = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise KarteFehler(f"not a PNG and not JSON: {e}") from e
+    return abbilden(card, "json")
+
+
+def _aus_png(data: bytes) -> Any:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        im = Image.open(io.BytesIO(data))
+        if im.format != "PNG":
+            raise KarteFehler(f"image format {im.format}, a card is a PNG")
+        w, h = im.size
+        if w * h > MAX_PIXELS:
+            raise KarteFehler(f"image of {w}x{h} pixels is larger than a card needs ({MAX_PIXELS} pixels at most)")
+        chunks = dict(im.text)  # reads the text chunks after the image data too (decodes it once)
+    except KarteFehler:
+        raise
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
+        raise KarteFehler(f"unreadable PNG: {type(e).__name__}: {e}") from e
+    raw = chunks.get("ccv3") or chunks.get("chara")
+    if raw is None:
+        raise KarteFehler("the PNG carries no card (no 'ccv3' or 'chara' text chunk)")
+    try:
+        return json.loads(base64.b64decode(raw, validate=False).decode("utf-8"))
+    except (binascii.Error, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise KarteFehler(f"the PNG's card chunk is not base64 JSON: {e}") from e
+
+
+def _format(card: Any) -> tuple[str, dict[str, Any]]:
+    if not isinstance(card, dict):
+        raise KarteFehler("a card is a JSON object")
+    spec = card.get("spec")
+    if spec in ("chara_card_v2", "chara_card_v3"):
+        data = card.get("data")
+        if not isinstance(data, dict):
+            raise KarteFehler(f"{spec}: 'data' must be an object")
+        return spec, data
+    if spec is not None:
+        raise KarteFehler(f"unknown card spec {spec!r} (chara_card_v2 or chara_card_v3)")
+    if "name" in card and ("description" in card or "first_mes" in card):
+        return "chara_card_v1", card
+    raise KarteFehler("not a Character Card: no 'spec' and no V1 fields (name, description, first_mes)")
+
+
+def _text(data: dict[str, Any], key: str, where: str) -> str:
+    v = data.get(key, "")
+    if v is None:
+        return ""
+    if not isinstance(v, str):
+        raise KarteFehler(f"{where}{key}: expected a string, got {type(v).__name__}")
+    return _CONTROL.sub("", v)
+
+
+def abbilden(card: Any, quelle: Literal["json", "png"]) -> KartenImport:
+    fmt, data = _format(card)
+    where = "" if fmt == "chara_card_v1" else "data."
+    t = {k: _text(data, k, where) for k in _ABBILDUNG}
+    if not t["name"].strip():
+        raise KarteFehler(f"{where}name: a character needs a name")
+    ext = data.get("extensions") if isinstance(data.get("extensions"), dict) else {}
+    novaberg = ext.get("novaberg") if isinstance(ext.get("novaberg"), dict) else {}
+    felder = {
+        "name": t["name"].strip(),
+        "identitaet": "\n\n".join(x for x in (t["description"].strip(),
+                                              t["personality"].strip() and f"Persoenlichkeit: {t['personality'].strip()}")
+                                  if x),
+        "sprechweise": str(novaberg.get("sprechweise") or ""),
+        "szenario": t["scenario"].strip(),
+        "begruessung": t["first_mes"].strip(),
+        "beispieldialog": t["mes_example"].strip(),
+        "charakter_anweisung": "\n\n".join(x for x in (_ORIGINAL.sub("", t["system_prompt"]).strip(),
+                                                       t["post_history_instructions"].strip()) if x),
+    }
+    for k, v in felder.items():
+        if len(v) > CHARACTER_LIMITS[k]:
+            raise KarteFehler(f"{k} (from the card) is {len(v)} characters long; at most {CHARACTER_LIMITS[k]}")
+    abbildung = {f"{where}{k}": v for k, v in _ABBILDUNG.items() if t[k].strip()}
+    if felder["sprechweise"]:
+        abbildung[f"{where}extensions.novaberg.sprechweise"] = "sprechweise"
+    wissen, buch_rest, eintrag_rest = _lorebook(data.get("character_book"), where)
+    rest = {k: v for k, v in data.items() if k not in _ABBILDUNG and k != "character_book" and _belegt(v)}
+    if isinstance(rest.get("extensions"), dict):
+        rest["extensions"] = {k: v for k, v in rest["extensions"].items() if k != "novaberg"}
+        if not rest["extensions"]:
+            del rest["extensions"]
+    if buch_rest:
+        rest["character_book"] = buch_rest
+    nicht = [f"{where}{k}" for k in sorted(rest) if k != "character_book"]
+    nicht += [f"{where}character_book.{k}" for k in sorted(buch_rest) if k not in ("entries", "ohne_inhalt")]
+    nicht += [f"{where}character_book.entries[] without content ({len(buch_rest['ohne_inhalt'])})"] \
+        if "ohne_inhalt" in buch_rest else []
+    nicht += sorted({f"{where}character_book.entries[].{k}" for e in eintrag_rest for k in e})
+    if wissen:
+        abbildung[f"{where}character_book.entries"] = "wissen"
+    return KartenImport(format=fmt, quelle=quelle, felder=felder, wissen=wissen, karte_rest=rest,
+                        abbildung=abbildung, nicht_uebernommen=nicht)
+
+
+def _belegt(v: Any) -> bool:
+    return v not in (None, "", [], {})
+
+
+def _lorebook(book: Any, where: str) -> tuple[list[Wissenseintrag], dict[str, Any], list[dict[str, Any]]]:
+    """The lorebook's entries as knowledge; the book's other fields and each entry's unused ones."""
+    if not _belegt(book):
+        return [], {}, []
+    if not isinstance(book, dict):
+        raise KarteFehler(f"{where}character_book: expected an object")
+    entries = book.get("entries") or []
+    if not isinstance(entries, list):
+        raise KarteFehler(f"{where}character_book.entries: expected a list")
+    if len(entries) > MAX_WISSEN:
+        raise KarteFehler(f"{where}character_book: {len(entries)} entries; at most {MAX_WISSEN}")
+    wissen, eintrag_rest, ohne_inhalt = [], [], []
+    for i, e in enumerate(entries):
+        at = f"{where}character_book.entries[{i}]."
+        if not isinstance(e, dict):
+            raise KarteFehler(f"{at[:-1]}: expected an object")
+        inhalt = _text(e, "content", at).strip()
+        keys = e.get("keys") or []
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise KarteFehler(f"{at}keys: expected a list of strings")
+        if len(inhalt) > MAX_WISSEN_ZEICHEN:
+            raise KarteFehler(f"{at}content: {len(inhalt)} characters; at most {MAX_WISSEN_ZEICHEN}")
+        if not inhalt:
+            ohne_inhalt.append(e)
+            continue
+        eintrag_rest.append({k: v for k, v in e.items() if k not in _ENTRY_USED and _belegt(v)})
+        titel = (_text(e, "name", at) or _text(e, "comment", at) or ", ".join(keys) or inhalt[:60]).strip()
+        wissen.append(Wissenseintrag(titel=titel[:200], inhalt=inhalt, schluessel=[k for k in keys if k.strip()],
+                                     gross_klein=bool(e.get("case_sensitive")), immer=bool(e.get("constant")),
+                                     aktiv=e.get("enabled", True) is not False))
+    buch_rest = {k: v for k, v in book.items() if k != "entries" and _belegt(v)}
+    if any(eintrag_rest):
+        buch_rest["entries"] = eintrag_rest
+    if ohne_inhalt:
+        buch_rest["ohne_inhalt"] = ohne_inhalt
+    return wissen, buch_rest, eintrag_rest
+
+
+def character_id_aus(name: str) -> str:
+    """An id for a character that came without one: its name, folded to the id alphabet."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    cid = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")[:64]
+    if not cid or not re.match(ID_PATTERN, cid):
+        raise KarteFehler(f"no id can be made from the name {name!r}; pass character_id")
+    return cid
+
+
+# ------------------------------------------------------------------ writing
+def exportieren(character: dict[str, Any], wissen: list[dict[str, Any]]) -> dict[str, Any]:
+    """A V2 JSON card of the character; what the import kept in `karte_rest` comes back."""
+    rest = dict(character.get("karte_rest") or {})
+    buch_rest = dict(rest.pop("character_book", {}) or {})
+    eintrag_rest = buch_rest.pop("entries", [])
+    ohne_inhalt = buch_rest.pop("ohne_inhalt", [])
+    extensions = dict(rest.pop("extensions", {}) or {})
+    extensions["novaberg"] = {"character_id": character["character_id"], "sprechweise": character["sprechweise"]}
+    data: dict[str, Any] = {
+        "name": character["name"], "description": character["identitaet"], "personality": "",
+        "scenario": character["szenario"], "first_mes": character["begruessung"],
+        "mes_example": character["beispieldialog"], "creator_notes": "",
+        "system_prompt": character["charakter_anweisung"], "post_history_instructions": "",
+        "alternate_greetings": [], "tags": [], "creator": "", "character_version": "", **rest,
+        "extensions": extensions,
+    }
+    if wissen or ohne_inhalt:
+        entries = []
+        for i, w in enumerate(wissen):
+            extra = eintrag_rest[i] if i < len(eintrag_rest) else {}
+            entries.append({"keys": w["schluessel"], "content": w["inhalt"], "extensions": {}, "enabled": w["aktiv"],
+                            "insertion_order": i, "case_sensitive": w["gross_klein"], "constant": w["immer"],
+                            "name": w["titel"], **extra})
+        entries += ohne_inhalt
+        data["character_book"] = {**buch_rest, "extensions": buch_rest.get("extensions", {}), "entries": entries}
+    return {"spec": "chara_card_v2", "spec_version": "2.0", "data": data}

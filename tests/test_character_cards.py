@@ -1,0 +1,160 @@
+"""Character Cards in and out: V1/V2/V3 as JSON and as PNG (made here with Pillow), the mapping
+onto our fields, what is kept and reported, the lorebook, malformed and oversized cards."""
+import base64
+import io
+import json
+
+import pytest
+from PIL import Image, PngImagePlugin
+
+from serve import charakterkarte as karte
+
+
+def v2_card(**data) -> dict:
+    base = {"name": "Mira", "description": "{{char}} ist Leuchtturmwaerterin auf Hallig Nordlicht.",
+            "personality": "ruhig, trocken humorvoll", "scenario": "{{user}} strandet bei Sturm an ihrer Tuer.",
+            "first_mes": "Komm rein, {{user}}, bevor dich der Wind mitnimmt.",
+            "mes_example": "<START>\n{{user}}: Wie alt ist der Turm?\n{{char}}: Aelter als meine Geduld.",
+            "creator_notes": "Fuer ruhige Abende.", "system_prompt": "{{original}} Bleib in der Rolle.",
+            "post_history_instructions": "", "alternate_greetings": ["Na, auch verirrt?"], "tags": ["see"],
+            "creator": "anna", "character_version": "1.2", "extensions": {"talkativeness": "0.4"},
+            "character_book": {"name": "Halliglore", "scan_depth": 4, "extensions": {}, "entries": [
+                {"keys": ["Fenja"], "content": "Fenja ist Miras Schwester; sie faehrt die Post-Faehre.",
+                 "extensions": {}, "enabled": True, "insertion_order": 0, "case_sensitive": False,
+                 "name": "Fenja", "priority": 10, "secondary_keys": ["Faehre"]},
+                {"keys": ["Leuchtfeuer"], "content": "Das Feuer brennt seit 1887.", "extensions": {},
+                 "enabled": False, "insertion_order": 1, "constant": True},
+                {"keys": ["leer"], "content": "  ", "extensions": {}, "enabled": True, "insertion_order": 2},
+            ]}}
+    base.update(data)
+    return {"spec": "chara_card_v2", "spec_version": "2.0", "data": base}
+
+
+def png_with(chunks: dict[str, str], size=(8, 8)) -> bytes:
+    meta = PngImagePlugin.PngInfo()
+    for k, v in chunks.items():
+        meta.add_text(k, v)
+    buf = io.BytesIO()
+    Image.new("RGB", size, (200, 120, 40)).save(buf, "PNG", pnginfo=meta)
+    return buf.getvalue()
+
+
+def b64(obj) -> str:
+    return base64.b64encode(json.dumps(obj).encode()).decode()
+
+
+def test_v2_json_maps_onto_our_fields_and_reports_the_rest():
+    imp = karte.lesen(json.dumps(v2_card()).encode())
+    assert imp.format == "chara_card_v2" and imp.quelle == "json"
+    f = imp.felder
+    assert f["name"] == "Mira"
+    assert f["identitaet"].startswith("{{char}} ist Leuchtturmwaerterin")  # stored as written
+    assert "Persoenlichkeit: ruhig, trocken humorvoll" in f["identitaet"]
+    assert f["szenario"] == "{{user}} strandet bei Sturm an ihrer Tuer."
+    assert f["begruessung"].startswith("Komm rein")
+    assert "Aelter als meine Geduld" in f["beispieldialog"]
+    assert f["charakter_anweisung"] == "Bleib in der Rolle."  # the {{original}} macro has no meaning here
+    assert imp.abbildung["data.description"] == "identitaet" and imp.abbildung["data.personality"] == "identitaet"
+    assert imp.abbildung["data.character_book.entries"] == "wissen"
+    # nothing silently dropped: every unmapped field is kept and named
+    for name in ("data.alternate_greetings", "data.tags", "data.creator", "data.character_version",
+                 "data.creator_notes", "data.extensions", "data.character_book.name",
+                 "data.character_book.scan_depth", "data.character_book.entries[].priority",
+                 "data.character_book.entries[].secondary_keys"):
+        assert name in imp.nicht_uebernommen, name
+    assert imp.karte_rest["alternate_greetings"] == ["Na, auch verirrt?"]
+    assert imp.karte_rest["character_book"]["name"] == "Halliglore"
+    assert any("without content" in n for n in imp.nicht_uebernommen)
+
+
+def test_lorebook_entries_become_knowledge():
+    imp = karte.lesen(json.dumps(v2_card()).encode())
+    assert [w.titel for w in imp.wissen] == ["Fenja", "Leuchtfeuer"]  # the empty entry is reported, not stored
+    fenja, feuer = imp.wissen
+    assert fenja.schluessel == ["Fenja"] and fenja.aktiv and not fenja.immer
+    assert feuer.immer and not feuer.aktiv
+
+
+def test_v3_png_is_read_from_its_ccv3_chunk_before_chara():
+    v3 = v2_card(nickname="Miri", group_only_greetings=[])
+    v3["spec"], v3["spec_version"] = "chara_card_v3", "3.0"
+    old = v2_card(name="Alt")
+    imp = karte.lesen(png_with({"chara": b64(old), "ccv3": b64(v3)}))
+    assert imp.format == "chara_card_v3" and imp.quelle == "png"
+    assert imp.felder["name"] == "Mira"
+    assert "data.nickname" in imp.nicht_uebernommen  # a V3 field with no place of ours
+
+
+def test_v2_png_chara_chunk():
+    imp = karte.lesen(png_with({"chara": b64(v2_card(name="Pia"))}))
+    assert imp.format == "chara_card_v2" and imp.felder["name"] == "Pia"
+
+
+def test_v1_card():
+    imp = karte.lesen(json.dumps({"name": "Ole", "description": "Ein Fischer.", "first_mes": "Moin."}).encode())
+    assert imp.format == "chara_card_v1"
+    assert imp.felder["identitaet"] == "Ein Fischer." and imp.felder["begruessung"] == "Moin."
+    assert "description" in imp.abbildung
+
+
+@pytest.mark.parametrize("data, fragment", [
+    (b"\x00\x01garbage", "not a PNG and not JSON"),
+    (b"[1, 2]", "a card is a JSON object"),
+    (json.dumps({"spec": "chara_card_v9", "data": {}}).encode(), "unknown card spec"),
+    (json.dumps({"spec": "chara_card_v2", "data": "x"}).encode(), "'data' must be an object"),
+    (json.dumps({"hello": 1}).encode(), "not a Character Card"),
+    (json.dumps(v2_card(name="  ")).encode(), "data.name: a character needs a name"),
+    (json.dumps(v2_card(description=["a"])).encode(), "data.description: expected a string"),
+    (json.dumps(v2_card(description="x" * 9000, personality="")).encode(), "identitaet (from the card) is 9000"),
+    (json.dumps(v2_card(character_book={"entries": [{"keys": "Fenja", "content": "x"}]})).encode(),
+     "entries[0].keys: expected a list of strings"),
+    (json.dumps(v2_card(character_book={"entries": [{"keys": [], "content": "x"}] * 501})).encode(),
+     "501 entries; at most 500"),
+])
+def test_malformed_cards_say_why(data, fragment):
+    with pytest.raises(karte.KarteFehler) as e:
+        karte.lesen(data)
+    assert fragment in str(e.value)
+
+
+def test_png_without_card_and_broken_chunk():
+    with pytest.raises(karte.KarteFehler, match="no 'ccv3' or 'chara'"):
+        karte.lesen(png_with({"Comment": "nur ein Bild"}))
+    with pytest.raises(karte.KarteFehler, match="not base64 JSON"):
+        karte.lesen(png_with({"chara": "%%%nicht-base64%%%"}))
+    with pytest.raises(karte.KarteFehler, match="unreadable PNG"):
+        karte.lesen(karte.PNG_SIGNATURE + b"\x00\x00\x00\x0dIHDRbroken")
+
+
+def test_oversized_image_is_refused_before_decoding(monkeypatch):
+    monkeypatch.setattr(karte, "MAX_PIXELS", 100)
+    with pytest.raises(karte.KarteFehler, match="larger than a card needs"):
+        karte.lesen(png_with({"chara": b64(v2_card())}, size=(20, 20)))
+
+
+def test_character_id_from_name():
+    assert karte.character_id_aus("Mira Nordlicht") == "mira-nordlicht"
+    assert karte.character_id_aus("Jörg Ümlaut") == "jorg-umlaut"
+    with pytest.raises(karte.KarteFehler, match="pass character_id"):
+        karte.character_id_aus("???")
+
+
+def test_export_gives_back_what_the_import_kept():
+    imp = karte.lesen(json.dumps(v2_card()).encode())
+    ch = {"character_id": "mira", **imp.felder, "sprechweise": "knapp, norddeutsch", "karte_rest": imp.karte_rest}
+    wissen = [{**w.model_dump(), "id": i} for i, w in enumerate(imp.wissen)]
+    card = karte.exportieren(ch, wissen)
+    assert card["spec"] == "chara_card_v2"
+    d = card["data"]
+    assert d["name"] == "Mira" and d["first_mes"] == imp.felder["begruessung"]
+    assert d["alternate_greetings"] == ["Na, auch verirrt?"] and d["tags"] == ["see"] and d["creator"] == "anna"
+    assert d["extensions"]["talkativeness"] == "0.4"
+    assert d["extensions"]["novaberg"]["sprechweise"] == "knapp, norddeutsch"
+    entries = d["character_book"]["entries"]
+    assert entries[0]["keys"] == ["Fenja"] and entries[0]["priority"] == 10
+    assert entries[1]["constant"] is True and entries[1]["enabled"] is False
+    assert d["character_book"]["name"] == "Halliglore"
+    # and the export reads back in: the same fields, our speaking style included
+    again = karte.lesen(json.dumps(card).encode())
+    assert again.felder == {**imp.felder, "sprechweise": "knapp, norddeutsch"}
+    assert [w.titel for w in again.wissen] == ["Fenja", "Leuchtfeuer"]

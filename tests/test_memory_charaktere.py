@@ -1,0 +1,96 @@
+"""Characters on the real Postgres: create, read, change, remove; Nova from the migration; the
+character's knowledge (a lorebook) found by its keys and by a question about it, through the
+library plugin the enricher calls, for every pair of the character."""
+import asyncio
+import uuid
+
+import pytest
+
+from memory import charaktere, library, pg
+from memory.config import for_model
+from tests.conftest import embed_with, with_pool
+
+
+def _cid(prefix="ch") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def test_nova_is_created_by_the_migration(pool):
+    async def go(p):
+        nova = await charaktere.get(p, "nova")
+        assert nova["name"] == "Nova" and nova["identitaet"] and nova["sprechweise"]
+        row = await pg.load_pair(p, "someone", "nova")
+        assert row["character_found"] and row["identitaet"] == nova["identitaet"]
+
+    asyncio.run(with_pool(pool, go))
+
+
+def test_create_read_update_delete(pool):
+    async def go(p):
+        cid = _cid()
+        ch = await charaktere.create(p, cid, {"name": "Ole", "identitaet": "Fischer", "begruessung": "Moin."})
+        assert ch["character_id"] == cid and ch["name"] == "Ole" and ch["sprechweise"] == "" and ch["karte_rest"] == {}
+        with pytest.raises(charaktere.CharacterExists):
+            await charaktere.create(p, cid, {"name": "Doppelt"})
+        assert await charaktere.exists(p, cid)
+        upd = await charaktere.update(p, cid, {"sprechweise": "knapp", "karte_rest": {"tags": ["see"]}})
+        assert upd["sprechweise"] == "knapp" and upd["identitaet"] == "Fischer" and upd["karte_rest"] == {"tags": ["see"]}
+        assert await charaktere.update(p, "nobody-" + cid, {"name": "x"}) is None
+        with pytest.raises(ValueError, match="unknown character fields"):
+            await charaktere.update(p, cid, {"alter": "3"})
+        listed = {c["character_id"]: c for c in await charaktere.list_all(p)}
+        assert listed[cid]["name"] == "Ole" and listed[cid]["hat_begruessung"] and "nova" in listed
+        row = await pg.load_pair(p, "u", cid)
+        assert row["character_name"] == "Ole" and row["sprechweise"] == "knapp"
+        assert await charaktere.delete(p, cid)
+        assert not await charaktere.delete(p, cid)
+        assert await charaktere.get(p, cid) is None and not await charaktere.exists(p, cid)
+
+    asyncio.run(with_pool(pool, go))
+
+
+def test_knowledge_by_key_by_topic_and_for_every_pair(pool, minilm):
+    embed = embed_with(minilm)
+    cfg = for_model("all-minilm-l6-v2")  # the thresholds the enricher uses with MiniLM
+    eintraege = [
+        {"titel": "Fenja", "inhalt": "Fenja ist Miras Schwester; sie faehrt die Post-Faehre zur Hallig.",
+         "schluessel": ["Fenja"]},
+        {"titel": "Leuchtturm", "inhalt": "The lighthouse on the island was built in 1887 and its lamp burns every night.",
+         "schluessel": ["Leuchtfeuer"]},
+        {"titel": "Abgeschaltet", "inhalt": "Ein Eintrag, der aus ist.", "schluessel": ["Fenja"], "aktiv": False},
+        {"titel": "Immer", "inhalt": "Auf der Hallig gibt es keine Autos.", "schluessel": [], "immer": True},
+    ]
+    vecs = embed([f"{e['titel']}: {e['inhalt']}" for e in eintraege])
+
+    async def go(p):
+        cid = _cid("mira")
+        await charaktere.create(p, cid, {"name": "Mira"}, [{**e, "embedding": v} for e, v in zip(eintraege, vecs)])
+        assert len(await charaktere.wissen(p, cid)) == 4
+        # by its key: a whole word of the message, any case
+        q = "was macht eigentlich fenja so?"
+        hits = await charaktere.wissen_suchen(p, cid, embed([q])[0], q, cfg, top_k=5)
+        assert [h["titel"] for h in hits][:2] == ["Fenja", "Immer"] or [h["titel"] for h in hits][:2] == ["Immer", "Fenja"]
+        assert {h["weg"] for h in hits if h["titel"] in ("Fenja", "Immer")} == {"schluessel", "immer"}
+        assert "Abgeschaltet" not in [h["titel"] for h in hits]
+        # "Fenjas" is not the key "Fenja" as a word; a question about the lighthouse finds it by topic
+        q = "When was the lighthouse on the island built?"
+        hits = await charaktere.wissen_suchen(p, cid, embed([q])[0], q, cfg, top_k=5)
+        by = {h["titel"]: h for h in hits}
+        assert by["Leuchtturm"]["weg"] == "thema" and by["Leuchtturm"]["similarity"] >= cfg.library_threshold
+        assert "Fenja" not in by
+        # the enricher's pre-check sees it for any pair of the character, none of another
+        assert (await library.bestand(p, "anyone", cid))["charakter"] == 3
+        assert (await library.bestand(p, "anyone", "nova"))["charakter"] == 0
+        # removing the character removes its knowledge
+        await charaktere.delete(p, cid)
+        assert await charaktere.wissen(p, cid) == []
+
+    asyncio.run(with_pool(pool, go))
+
+
+def test_key_matching_rules():
+    assert charaktere.schluessel_trifft(["Fenja"], "Hallo FENJA!", False)
+    assert not charaktere.schluessel_trifft(["Fenja"], "Hallo FENJA!", True)
+    assert not charaktere.schluessel_trifft(["Fenja"], "Fenjas Boot", False)
+    assert charaktere.schluessel_trifft(["Post-Faehre"], "die post-faehre kommt", False)
+    assert not charaktere.schluessel_trifft(["", "  "], "irgendwas", False)

@@ -1,0 +1,75 @@
+"""The character reaches the prompts: identity, scene, way of speaking and example dialogue in the
+responder's stable system blocks where seed 004 puts identity ([PERSON A — WER SIE IST]) and the
+binding nature last ([PERSON A — IHR WESEN]); the Verfasser and the tribunal see the short form."""
+import asyncio
+
+from pipeline.nodes import responder, tribunal, verfasser
+from pipeline.state import DraftRecord, KontextRecord, PairRecord
+from tests.scripted_llm import ScriptedLLM, deps_for
+from tests.test_nodes_chain_parts import _full_state
+
+MIRA = PairRecord(
+    character_name="Mira",
+    identitaet="{{char}} ist Leuchtturmwaerterin auf Hallig Nordlicht.\n\nPersoenlichkeit: ruhig, trocken",
+    sprechweise="knapp und norddeutsch, sagt lieber zu wenig als zu viel",
+    szenario="{{user}} strandet bei Sturm an ihrer Tuer.",
+    beispieldialog="<START>\n{{user}}: Wie alt ist der Turm?\n{{char}}: Aelter als meine Geduld.",
+    charakter_anweisung="Bleib in der Rolle.", direktiven=["Duze mich."])
+
+
+def _block(text: str, name: str) -> str:
+    """The text of one [BLOCK] up to the next block marker."""
+    start = text.index(name) + len(name)
+    nxt = [i for i in (text.find("\n[", start),) if i != -1]
+    return text[start:nxt[0] if nxt else len(text)]
+
+
+def _messages(text="Ich vermisse Bello"):
+    state = _full_state()
+    state.pair = MIRA
+    state.stimulus = state.stimulus.model_copy(update={"user_prompt": text})
+    (system, user), _ = responder.build_messages(state, deps_for(ScriptedLLM()), "m")
+    return system["content"], user["content"]
+
+
+def test_the_character_stands_in_the_stable_blocks_where_seed_004_puts_them():
+    system, user = _messages()
+    rolle = _block(system, "[ROLLE]")
+    assert "Die Szene, in der die beiden sich begegnen: Person B strandet bei Sturm an ihrer Tuer." in rolle
+    wer = _block(system, "[PERSON A — WER SIE IST]")
+    assert "Wie sie angelegt ist: Mira ist Leuchtturmwaerterin auf Hallig Nordlicht." in wer
+    assert "Persoenlichkeit: ruhig, trocken" in wer
+    wesen = _block(system, "[PERSON A — IHR WESEN]")
+    assert system.rstrip().endswith(wesen.rstrip())  # the binding block stays last
+    assert wesen.index("Bleib in der Rolle.") < wesen.index("Wie Mira spricht: knapp und norddeutsch")
+    assert "So klingt Mira" in wesen and "Person B: Wie alt ist der Turm?\nMira: Aelter als meine Geduld." in wesen
+    # placeholders are filled; nothing of the character leaks into the per-turn message
+    assert "{{" not in system and "<START>" in wesen
+    assert "Leuchtturmwaerterin" not in user and "norddeutsch" not in user
+
+
+def test_the_system_message_is_byte_identical_across_turns():
+    assert _messages("Hallo")[0] == _messages("Wie geht es dir heute?")[0]
+
+
+def test_a_character_without_fields_keeps_the_defaults():
+    state = _full_state()
+    (system, _), _ = responder.build_messages(state, deps_for(ScriptedLLM()), "m")
+    assert "Die Szene" not in system["content"] and "Wie sie angelegt ist" not in system["content"]
+    assert "Nova ist warm, neugierig und aufmerksam." in _block(system["content"], "[PERSON A — IHR WESEN]")
+
+
+def test_verfasser_and_tribunal_see_who_she_is():
+    llm = ScriptedLLM({"verfasser": ["Mira stellt fest: Sturm."], "tribunal": ['{"urteil": "ok", "gruende": []}']})
+    deps = deps_for(llm)
+    state = _full_state()
+    state.pair = MIRA
+    state.kontext = KontextRecord(eintraege=[], gedaechtnis_block="- (bibliothek) Fenja: Miras Schwester")
+    asyncio.run(verfasser.run(state, deps))
+    state.draft = DraftRecord(reply="Komm rein.", model="m")
+    asyncio.run(tribunal.run(state, deps))
+    prompts = {c["node"]: "\n".join(m["content"] for m in c["messages"]) for c in llm.calls}
+    for node in ("verfasser", "tribunal"):
+        assert "Mira ist Leuchtturmwaerterin auf Hallig Nordlicht." in prompts[node], node
+        assert "Sprechweise: knapp und norddeutsch" in prompts[node] and "{{" not in prompts[node]
+    assert "faellt aus der Figur" in prompts["tribunal"]
