@@ -60,6 +60,11 @@ async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> 
         if not await r.zrem(DUE_KEY, raw):
             continue  # another worker took it
         imp = json.loads(raw)
+        if not await services.store.call("charaktere.exists", imp["character_id"]):
+            log.warning("impulse %s dropped: fallback charakter_entfernt: character %r no longer exists",
+                        imp["id"], imp["character_id"])
+            await r.srem(f"impulse:offen:{imp['user_id']}:{imp['character_id']}", imp["id"])
+            continue
         try:
             actor = get_or_create_pair(imp["user_id"], imp["character_id"], settings)
             await actor.event.remote({"kind": "impulse", "eigener_gedanke": imp["gedanke"], "turn_id": f"imp-{imp['id']}"})

@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from bench.harness import pct
+from bench.system import running
 
 MESSAGES = ["Hallo, wie geht es dir heute?", "Ich war heute im Park spazieren.",
             "Was denkst du ueber Regen?", "Erzaehl mir etwas ueber dich.", "Gute Nacht!"]
@@ -87,22 +87,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="write the report as JSON here")
     args = ap.parse_args()
 
-    rt = None
-    url, key = args.url, args.key
-    if url is None:
-        from cluster import runtime
-        from cluster.settings import load_settings
-
-        home = Path(tempfile.mkdtemp(prefix="nbbench-", dir="/tmp"))
-        rt = runtime.start(load_settings(home=home, http_port=8765, llm_max_tokens=args.max_tokens))
-        url, key = rt.url, runtime.create_key(None, operator=True)
-    try:
+    with running(args.url, args.key, http_port=8765, llm_max_tokens=args.max_tokens) as (url, key):
         report = asyncio.run(run_pairs(url, key, args.pairs, args.turns, args.think_s))
-    finally:
-        if rt is not None:
-            from cluster import runtime
-
-            runtime.stop(rt)
     print(json.dumps(report, indent=2))
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))

@@ -139,32 +139,36 @@ def schluessel_trifft(schluessel: list[str], text: str, gross_klein: bool) -> bo
 async def wissen_suchen(pool: AsyncConnectionPool, character_id: str, vector, text: str | None, cfg: MemoryConfig,
                         top_k: int | None = None) -> list[dict[str, Any]]:
     """The character's knowledge for one turn, best first: entries marked `immer`, entries one of
-    whose keys occurs in the text (the card's own trigger), then entries whose topic lies within the
-    library threshold of the search vector. Weights on the library's 0–1 scale."""
+    whose keys occurs in the text as a word (the card's own trigger), then entries whose topic lies
+    within the library threshold of the search vector. Weights on the library's 0–1 scale.
+
+    Postgres narrows the candidates (a key anywhere in the text, or the topic within the threshold)
+    and bounds them, so a large lorebook is not read whole on every turn."""
     k = top_k or cfg.library_top_k
-    q = normalise(vector) if vector is not None else None
+    q = normalise(vector)
     async with pool.connection() as conn:
-        if q is not None:
-            cur = await conn.execute(
-                "SELECT id, titel, inhalt, schluessel, gross_klein, immer, 1 - (embedding <=> %s) FROM charakter_wissen"
-                " WHERE character_id=%s AND aktiv ORDER BY embedding <=> %s, id", (q, character_id, q))
-        else:
-            cur = await conn.execute(
-                "SELECT id, titel, inhalt, schluessel, gross_klein, immer, NULL FROM charakter_wissen"
-                " WHERE character_id=%s AND aktiv ORDER BY id", (character_id,))
+        cur = await conn.execute(
+            "WITH w AS (SELECT id, titel, inhalt, schluessel, gross_klein, immer, 1 - (embedding <=> %(q)s) AS sim,"
+            "   EXISTS (SELECT 1 FROM unnest(schluessel) s WHERE btrim(s) <> ''"
+            "           AND strpos(lower(%(t)s), lower(btrim(s))) > 0) AS kandidat"
+            " FROM charakter_wissen WHERE character_id = %(c)s AND aktiv)"
+            " SELECT id, titel, inhalt, schluessel, gross_klein, immer, sim FROM w"
+            " WHERE immer OR kandidat OR sim >= %(thr)s"
+            " ORDER BY immer DESC, kandidat DESC, sim DESC, id LIMIT %(lim)s",
+            {"q": q, "t": text or "", "c": character_id, "thr": cfg.library_threshold, "lim": k * 4})
         rows = await cur.fetchall()
     hits = []
     for r in rows:
-        sim = None if r[6] is None else float(r[6])
+        sim = float(r[6])
         if r[5]:
             weg, gewicht = "immer", 1.0
         elif text and schluessel_trifft(list(r[3]), text, r[4]):
             weg, gewicht = "schluessel", 1.0
-        elif sim is not None and sim >= cfg.library_threshold:
+        elif sim >= cfg.library_threshold:
             weg, gewicht = "thema", max(0.0, min(1.0, sim))
         else:
             continue
         hits.append({"id": r[0], "titel": r[1], "inhalt": r[2], "gewicht": round(gewicht, 6), "weg": weg,
-                     "similarity": None if sim is None else round(sim, 6), "quelle": "charakter"})
-    hits.sort(key=lambda h: (-h["gewicht"], -(h["similarity"] or 0.0), h["id"]))
+                     "similarity": round(sim, 6), "quelle": "charakter"})
+    hits.sort(key=lambda h: (-h["gewicht"], -h["similarity"], h["id"]))
     return hits[:k]

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from serve.schemas import CHARACTER_LIMITS, ID_PATTERN
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-MAX_PIXELS = 40_000_000  # an avatar needs far fewer; more is refused before any pixel is decoded
+MAX_PIXELS = 16_000_000  # an avatar needs far fewer; more is refused before any pixel is decoded
 MAX_WISSEN = 500
 MAX_WISSEN_ZEICHEN = 8000
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -32,7 +32,10 @@ _ORIGINAL = re.compile(r"\{\{\s*original\s*\}\}", re.IGNORECASE)
 _ABBILDUNG = {"name": "name", "description": "identitaet", "personality": "identitaet", "scenario": "szenario",
               "first_mes": "begruessung", "mes_example": "beispieldialog", "system_prompt": "charakter_anweisung",
               "post_history_instructions": "charakter_anweisung"}
-_ENTRY_USED = {"keys", "content", "enabled", "case_sensitive", "constant", "name", "comment"}
+_ENTRY_USED = {"keys", "content", "enabled", "case_sensitive", "constant", "name"}
+_V2_DATA = {"name", "description", "personality", "scenario", "first_mes", "mes_example", "creator_notes",
+            "system_prompt", "post_history_instructions", "alternate_greetings", "character_book", "tags", "creator",
+            "character_version", "extensions"}
 
 
 class KarteFehler(ValueError):
@@ -81,6 +84,8 @@ def _aus_png(data: bytes) -> Any:
         w, h = im.size
         if w * h > MAX_PIXELS:
             raise KarteFehler(f"image of {w}x{h} pixels is larger than a card needs ({MAX_PIXELS} pixels at most)")
+        if getattr(im, "n_frames", 1) > 1:  # reading the chunks after the image would decode every frame
+            raise KarteFehler(f"animated PNG ({im.n_frames} frames); a card is a still image")
         chunks = dict(im.text)  # reads the text chunks after the image data too (decodes it once)
     except KarteFehler:
         raise
@@ -120,25 +125,38 @@ def _text(data: dict[str, Any], key: str, where: str) -> str:
     return _CONTROL.sub("", v)
 
 
+def _sauber(v: Any) -> Any:
+    """Every string of the card without control characters (Postgres refuses NUL), at any depth."""
+    if isinstance(v, str):
+        return _CONTROL.sub("", v)
+    if isinstance(v, list):
+        return [_sauber(x) for x in v]
+    if isinstance(v, dict):
+        return {_sauber(k): _sauber(x) for k, x in v.items()}
+    return v
+
+
 def abbilden(card: Any, quelle: Literal["json", "png"]) -> KartenImport:
-    fmt, data = _format(card)
+    fmt, data = _format(_sauber(card))
     where = "" if fmt == "chara_card_v1" else "data."
     t = {k: _text(data, k, where) for k in _ABBILDUNG}
     if not t["name"].strip():
         raise KarteFehler(f"{where}name: a character needs a name")
     ext = data.get("extensions") if isinstance(data.get("extensions"), dict) else {}
     novaberg = ext.get("novaberg") if isinstance(ext.get("novaberg"), dict) else {}
+    sprechweise = _text(novaberg, "sprechweise", f"{where}extensions.novaberg.")
     felder = {
         "name": t["name"].strip(),
         "identitaet": "\n\n".join(x for x in (t["description"].strip(),
                                               t["personality"].strip() and f"Persoenlichkeit: {t['personality'].strip()}")
                                   if x),
-        "sprechweise": str(novaberg.get("sprechweise") or ""),
+        "sprechweise": sprechweise.strip(),
         "szenario": t["scenario"].strip(),
         "begruessung": t["first_mes"].strip(),
         "beispieldialog": t["mes_example"].strip(),
         "charakter_anweisung": "\n\n".join(x for x in (_ORIGINAL.sub("", t["system_prompt"]).strip(),
-                                                       t["post_history_instructions"].strip()) if x),
+                                                       _ORIGINAL.sub("", t["post_history_instructions"]).strip())
+                                       if x),
     }
     for k, v in felder.items():
         if len(v) > CHARACTER_LIMITS[k]:
@@ -149,6 +167,8 @@ def abbilden(card: Any, quelle: Literal["json", "png"]) -> KartenImport:
     wissen, buch_rest, eintrag_rest = _lorebook(data.get("character_book"), where)
     rest = {k: v for k, v in data.items() if k not in _ABBILDUNG and k != "character_book" and _belegt(v)}
     if isinstance(rest.get("extensions"), dict):
+        # what an earlier export parked under our extension (fields a V2 card has no place for) returns
+        rest.update({k: v for k, v in (novaberg.get("karte_rest") or {}).items() if k not in rest})
         rest["extensions"] = {k: v for k, v in rest["extensions"].items() if k != "novaberg"}
         if not rest["extensions"]:
             del rest["extensions"]
@@ -196,7 +216,7 @@ def _lorebook(book: Any, where: str) -> tuple[list[Wissenseintrag], dict[str, An
             continue
         eintrag_rest.append({k: v for k, v in e.items() if k not in _ENTRY_USED and _belegt(v)})
         titel = (_text(e, "name", at) or _text(e, "comment", at) or ", ".join(keys) or inhalt[:60]).strip()
-        wissen.append(Wissenseintrag(titel=titel[:200], inhalt=inhalt, schluessel=[k for k in keys if k.strip()],
+        wissen.append(Wissenseintrag(titel=titel, inhalt=inhalt, schluessel=[k for k in keys if k.strip()],
                                      gross_klein=bool(e.get("case_sensitive")), immer=bool(e.get("constant")),
                                      aktiv=e.get("enabled", True) is not False))
     buch_rest = {k: v for k, v in book.items() if k != "entries" and _belegt(v)}
@@ -225,6 +245,10 @@ def exportieren(character: dict[str, Any], wissen: list[dict[str, Any]]) -> dict
     ohne_inhalt = buch_rest.pop("ohne_inhalt", [])
     extensions = dict(rest.pop("extensions", {}) or {})
     extensions["novaberg"] = {"character_id": character["character_id"], "sprechweise": character["sprechweise"]}
+    ohne_platz = {k: v for k, v in rest.items() if k not in _V2_DATA}  # e.g. a V3 card's own fields
+    if ohne_platz:
+        extensions["novaberg"]["karte_rest"] = ohne_platz
+        rest = {k: v for k, v in rest.items() if k in _V2_DATA}
     data: dict[str, Any] = {
         "name": character["name"], "description": character["identitaet"], "personality": "",
         "scenario": character["szenario"], "first_mes": character["begruessung"],

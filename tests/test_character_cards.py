@@ -158,3 +158,44 @@ def test_export_gives_back_what_the_import_kept():
     again = karte.lesen(json.dumps(card).encode())
     assert again.felder == {**imp.felder, "sprechweise": "knapp, norddeutsch"}
     assert [w.titel for w in again.wissen] == ["Fenja", "Leuchtfeuer"]
+
+
+def test_control_characters_anywhere_in_the_card_are_removed():
+    card = v2_card(tags=["se\x00e"], creator_notes="a\u0000b")
+    card["data"]["character_book"]["entries"][0]["keys"] = ["Fen\x00ja"]
+    imp = karte.lesen(json.dumps(card).encode())
+    assert imp.karte_rest["tags"] == ["see"] and imp.karte_rest["creator_notes"] == "ab"
+    assert imp.wissen[0].schluessel == ["Fenja"]
+    assert "\x00" not in json.dumps(imp.model_dump())
+
+
+def test_our_speaking_style_must_be_text():
+    card = v2_card(extensions={"novaberg": {"sprechweise": {"x": 1}}})
+    with pytest.raises(karte.KarteFehler, match="extensions.novaberg.sprechweise: expected a string"):
+        karte.lesen(json.dumps(card).encode())
+
+
+def test_animated_png_is_refused():
+    buf = io.BytesIO()
+    meta = PngImagePlugin.PngInfo()
+    meta.add_text("chara", b64(v2_card()))
+    frames = [Image.new("RGB", (8, 8), c) for c in ((0, 0, 0), (255, 255, 255))]
+    frames[0].save(buf, "PNG", save_all=True, append_images=frames[1:], pnginfo=meta)
+    with pytest.raises(karte.KarteFehler, match="animated PNG"):
+        karte.lesen(buf.getvalue())
+
+
+def test_entry_comments_original_macros_and_v3_fields_survive_the_round_trip():
+    v3 = v2_card(nickname="Miri", creation_date=1700000000, post_history_instructions="{{original}} Kurz bleiben.")
+    v3["spec"], v3["spec_version"] = "chara_card_v3", "3.0"
+    v3["data"]["character_book"]["entries"][0]["comment"] = "die Schwester"
+    imp = karte.lesen(json.dumps(v3).encode())
+    assert imp.felder["charakter_anweisung"] == "Bleib in der Rolle.\n\nKurz bleiben."
+    assert "data.character_book.entries[].comment" in imp.nicht_uebernommen
+    ch = {"character_id": "mira", **imp.felder, "karte_rest": imp.karte_rest}
+    card = karte.exportieren(ch, [{**w.model_dump(), "id": i} for i, w in enumerate(imp.wissen)])
+    assert "nickname" not in card["data"]  # a V2 card has no place for it ...
+    assert card["data"]["extensions"]["novaberg"]["karte_rest"]["nickname"] == "Miri"  # ... so it is parked
+    assert card["data"]["character_book"]["entries"][0]["comment"] == "die Schwester"
+    again = karte.lesen(json.dumps(card).encode())
+    assert again.karte_rest["nickname"] == "Miri" and again.karte_rest["creation_date"] == 1700000000

@@ -19,3 +19,26 @@ def test_migrations_are_idempotent(migrated):
 def test_another_dimension_is_refused(migrated):
     with pytest.raises(SchemaMismatch, match="384"):
         apply_migrations(migrated.database_url, 768)
+
+
+def test_upgrade_keeps_the_pairs_of_characters_nobody_created(migrated, monkeypatch):
+    """Before characters were resources any id got a partner; after the upgrade those pairs still
+    have their character (named from the id, as before), and Nova is there."""
+    import uuid
+
+    from memory import migrate
+
+    db = f"upgrade_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(migrated.database_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+    url = psycopg.conninfo.make_conninfo(migrated.database_url, dbname=db)
+    every = migrate.migration_files()
+    monkeypatch.setattr(migrate, "migration_files", lambda: [m for m in every if m[0] < 4])
+    apply_migrations(url, 384)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO pair_profiles (user_id, character_id, nova_kern) VALUES ('u', 'alter_freund', 'x')")
+    monkeypatch.setattr(migrate, "migration_files", lambda: every)
+    assert apply_migrations(url, 384) == [m[0] for m in every if m[0] >= 4]
+    with psycopg.connect(url) as conn:
+        names = dict(conn.execute("SELECT character_id, name FROM characters").fetchall())
+    assert names == {"alter_freund": "Alter Freund", "nova": "Nova"}

@@ -31,3 +31,10 @@ VALUES ('nova', 'Nova',
 ON CONFLICT (character_id) DO UPDATE SET
     identitaet  = CASE WHEN characters.identitaet = '' THEN EXCLUDED.identitaet ELSE characters.identitaet END,
     sprechweise = CASE WHEN characters.sprechweise = '' THEN EXCLUDED.sprechweise ELSE characters.sprechweise END;
+
+-- Pairs that talked to a character nobody created (before characters were resources, any id got
+-- one, named after the id) keep their conversation: their character is created here, as it was.
+INSERT INTO characters (character_id, name)
+SELECT DISTINCT x.character_id, initcap(replace(x.character_id, '_', ' '))
+FROM (SELECT character_id FROM pair_profiles UNION SELECT character_id FROM turns) x
+ON CONFLICT (character_id) DO NOTHING;
