@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     llm_threads: int = Field(default=2, ge=1)
     llm_ctx: int = Field(default=4096, ge=512)
     llm_max_tokens: int = Field(default=160, ge=1, le=8192)
+    llm_structured_outputs: bool = True
+    """Hold the engine to each structured node's JSON schema and the Thinker's protocol, where the
+    backend can; off: the answers are only validated afterwards (for servers that refuse
+    `response_format`)."""
     """Upper bound for one completion; nodes ask for less where they need less."""
     openai_base_url: str = "http://127.0.0.1:8080/v1"
     openai_api_key: str = "none"

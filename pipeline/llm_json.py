@@ -11,12 +11,56 @@ import json
 import logging
 from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from pipeline.services import Deps
 
 log = logging.getLogger("novaberg.llm_json")
 M = TypeVar("M", bound=BaseModel)
+
+
+STRING_CAP = 120
+"""The longest string the engine may write into a field that sets no cap of its own (characters)."""
+ARRAY_CAP = 5
+
+
+def wort(vocabulary, default: str):
+    """A field whose answer belongs to a vocabulary: the engine is held to it, while validation
+    stays lenient (the node maps what lies outside to its default, by name)."""
+    return Field(default=default, json_schema_extra={"enum": list(vocabulary)})
+
+
+def woerter(vocabulary):
+    """A list field of vocabulary words (see `wort`)."""
+    return Field(default_factory=list, json_schema_extra={"items": {"type": "string", "enum": list(vocabulary)}})
+
+
+def engine_schema(model: type[BaseModel]) -> dict:
+    """The JSON schema the engine is held to for a node's answer model: every property present
+    (a grammar that allows `{}` would let a model skip the work), nothing extra, every string and
+    list bounded so the answer fits the node's token budget. The answer is validated against the
+    model itself either way."""
+    schema = model.model_json_schema()
+
+    def tighten(s):
+        if isinstance(s, dict):
+            s.pop("default", None)
+            s.pop("title", None)
+            if s.get("type") == "object" and "properties" in s:
+                s["required"] = list(s["properties"])
+                s["additionalProperties"] = False
+            if s.get("type") == "string" and "enum" not in s:
+                s.setdefault("maxLength", STRING_CAP)
+            if s.get("type") == "array":
+                s.setdefault("maxItems", ARRAY_CAP)
+            for v in s.values():
+                tighten(v)
+        elif isinstance(s, list):
+            for v in s:
+                tighten(v)
+
+    tighten(schema)
+    return schema
 
 
 def first_json_object(text: str) -> dict | None:
@@ -50,9 +94,11 @@ def first_json_object(text: str) -> dict | None:
 
 
 async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] = ("identity", "rules", "task"),
-              think: bool = False, prompt: str | None = None, timeout_s: float | None = None) -> tuple[str | None, str]:
+              think: bool = False, prompt: str | None = None, timeout_s: float | None = None,
+              response_schema: dict | None = None) -> tuple[str | None, str]:
     """Plain text answer: (text or None, outcome). `prompt` names the prompt files when they are
-    not the node's own; `timeout_s` is the call's deadline."""
+    not the node's own; `timeout_s` is the call's deadline; `response_schema` holds the engine to
+    a JSON schema where the backend can."""
     import asyncio
 
     model = await deps.llm.model_name()
@@ -60,7 +106,8 @@ async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] 
     system, user = "\n\n".join(rendered[:-1]), rendered[-1]
     try:
         call = deps.llm.chat(deps.trace, node, [{"role": "system", "content": system},
-                                                 {"role": "user", "content": user}], think=think)
+                                                 {"role": "user", "content": user}], think=think,
+                             response_schema=response_schema)
         res = await (asyncio.wait_for(call, timeout_s) if timeout_s else call)
     except Exception as e:  # the engine is down or refused: the node goes on without it
         log.warning("%s: fallback aufruf_gescheitert: %s: %s", node, type(e).__name__, e)
@@ -71,7 +118,7 @@ async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] 
 
 async def ask_json(deps: Deps, node: str, schema: type[M], variables: dict, *,
                    parts: tuple[str, ...] = ("identity", "rules", "task")) -> tuple[M | None, str]:
-    text, outcome = await ask(deps, node, variables, parts=parts)
+    text, outcome = await ask(deps, node, variables, parts=parts, response_schema=engine_schema(schema))
     result: M | None = None
     if text is not None:
         obj = first_json_object(text)

@@ -40,7 +40,11 @@ class LLMClient:
         self.settings = settings
 
     async def chat(self, trace: TurnTrace, node: str, messages: list[dict[str, str]], *,
-                   think: bool = False, stream_tokens: bool = False) -> ChatResult:
+                   think: bool = False, stream_tokens: bool = False, response_schema: dict | None = None,
+                   protocol: dict[str, str] | None = None) -> ChatResult:
+        """`response_schema`: the JSON schema the answer must follow; `protocol`: a text protocol
+        as a GBNF grammar (`gbnf`) and a regular expression (`regex`). Each backend applies what
+        its engine supports; the caller validates the answer either way."""
         cfg = node_config(node)
         request = {
             "messages": messages,
@@ -50,6 +54,10 @@ class LLMClient:
             "caller": node,
             "pair": f"{trace.user_id}:{trace.character_id}",
         }
+        if response_schema is not None:
+            request["response_schema"] = response_schema
+        if protocol is not None:
+            request["protocol"] = protocol
         t0 = time.perf_counter()
         if stream_tokens and trace.events is not None:
             parts: list[str] = []

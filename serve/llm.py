@@ -39,17 +39,20 @@ class LLMDeployment:
             await self.backend.start()
             self._started = True
 
+    def _constraints(self, request: dict[str, Any]) -> dict[str, Any]:
+        return constraints(self.settings, request)
+
     async def chat(self, request: dict[str, Any]) -> dict[str, Any]:
         await self._ensure_started()
         t0 = time.time()
-        out = await self.backend.chat(request)
+        out = await self.backend.chat(self._constraints(request))
         self._count(request, out["usage"], t0)
         return out
 
     async def chat_stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         await self._ensure_started()
         t0 = time.time()
-        async for c in self.backend.chat_stream(request):
+        async for c in self.backend.chat_stream(self._constraints(request)):
             if c.get("usage"):
                 self._count(request, c["usage"], t0)
             yield c
@@ -73,6 +76,14 @@ class LLMDeployment:
 
     async def check_health(self) -> None:
         await self._ensure_started()
+
+
+def constraints(settings: Settings, request: dict[str, Any]) -> dict[str, Any]:
+    """The request as the backend gets it: without the answer's constraints when structured
+    outputs are off (the answers are then only validated afterwards)."""
+    if settings.llm_structured_outputs:
+        return request
+    return {k: v for k, v in request.items() if k not in ("response_schema", "protocol")}
 
 
 def _make_backend(settings: Settings, vllm_server):

@@ -2,7 +2,10 @@
 
 `chat(request) -> completion dict` and `chat_stream(request) -> async iterator of chunk dicts`
 (the last chunk carries `usage`). The request is our own small shape: messages, temperature,
-max_tokens, `think` (reasoning on or off) and `caller` (the node). Reasoning is returned in a
+max_tokens, `think` (reasoning on or off), `caller` (the node) and the answer's constraints:
+`response_schema` (a JSON schema) and `protocol` (`gbnf` grammar, `regex`). Each backend hands the
+engine what it supports — llama.cpp a grammar, vLLM and OpenAI-compatible servers
+`response_format: json_schema`, vLLM also the protocol's regex. Reasoning is returned in a
 separate channel, `reasoning_content`, never mixed into `content`.
 """
 from __future__ import annotations
@@ -61,6 +64,12 @@ def chunk(model: str, cid: str, delta: dict[str, Any], finish_reason: str | None
     return out
 
 
+def json_schema_format(req: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's `response_format` for a JSON schema (vLLM and OpenAI-compatible servers)."""
+    return {"type": "json_schema", "json_schema": {"name": f"{req.get('caller') or 'antwort'}_antwort",
+                                                   "schema": req["response_schema"]}}
+
+
 class _ThinkSplitter:
     """Streaming counterpart of split_reasoning: routes text inside <think> to reasoning."""
 
@@ -117,6 +126,7 @@ class LlamaCppBackend:
         self.path = settings.llm_model_path or smollm2_gguf()
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
         self._llm = None
+        self._grammars: dict[tuple[str, str], Any] = {}
         self.busy_s = 0.0
         self.queued = 0
 
@@ -131,9 +141,26 @@ class LlamaCppBackend:
         log.info("llama.cpp loaded %s (n_ctx %d, %d threads)", self.path.name, self.settings.llm_ctx,
                  self.settings.llm_threads)
 
+    def _grammar(self, kind: str, text: str):
+        """A compiled grammar, once per schema or protocol (called on the llama thread)."""
+        from llama_cpp import LlamaGrammar
+
+        key = (kind, text)
+        g = self._grammars.get(key)
+        if g is None:
+            g = LlamaGrammar.from_json_schema(text, verbose=False) if kind == "schema" else \
+                LlamaGrammar.from_string(text, verbose=False)
+            self._grammars[key] = g
+        return g
+
     def _kwargs(self, req: dict[str, Any]) -> dict[str, Any]:
-        return {"messages": req["messages"], "temperature": req.get("temperature", 0.7),
-                "max_tokens": req.get("max_tokens", self.settings.llm_max_tokens)}
+        kw = {"messages": req["messages"], "temperature": req.get("temperature", 0.7),
+              "max_tokens": req.get("max_tokens", self.settings.llm_max_tokens)}
+        if req.get("response_schema"):
+            kw["grammar"] = self._grammar("schema", json.dumps(req["response_schema"], sort_keys=True))
+        elif (req.get("protocol") or {}).get("gbnf"):
+            kw["grammar"] = self._grammar("gbnf", req["protocol"]["gbnf"])
+        return kw
 
     async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
         def _run():
@@ -236,6 +263,8 @@ class OpenAICompatBackend:
                 "max_tokens": req.get("max_tokens", self.settings.llm_max_tokens), "stream": stream,
                 # the `think` switch for templates that know it (Qwen3, vLLM's chat_template_kwargs)
                 "chat_template_kwargs": {"enable_thinking": bool(req.get("think", False))}}
+        if req.get("response_schema"):
+            body["response_format"] = json_schema_format(req)
         if stream:
             body["stream_options"] = {"include_usage": True}
         return body
@@ -323,6 +352,14 @@ class VLLMBackend:
         kw = dict(model=self.model, messages=req["messages"], temperature=req.get("temperature", 0.7),
                   max_tokens=req.get("max_tokens", self.settings.llm_max_tokens), stream=stream,
                   chat_template_kwargs={"enable_thinking": bool(req.get("think", False))})
+        if req.get("response_schema"):
+            kw["response_format"] = json_schema_format(req)
+        elif (req.get("protocol") or {}).get("regex"):
+            fields = ChatCompletionRequest.model_fields
+            if "structured_outputs" in fields:  # vLLM >= 0.10.2
+                kw["structured_outputs"] = {"regex": req["protocol"]["regex"]}
+            elif "guided_regex" in fields:
+                kw["guided_regex"] = req["protocol"]["regex"]
         if stream:
             kw["stream_options"] = {"include_usage": True}
         return ChatCompletionRequest(**kw)

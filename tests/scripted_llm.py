@@ -17,8 +17,10 @@ class ScriptedLLM:
     fail: set[str] = field(default_factory=set)
 
     async def chat(self, trace: TurnTrace, node: str, messages, *, think: bool = False,
-                   stream_tokens: bool = False) -> ChatResult:
-        self.calls.append({"node": node, "messages": [dict(m) for m in messages], "think": think})
+                   stream_tokens: bool = False, response_schema: dict | None = None,
+                   protocol: dict | None = None) -> ChatResult:
+        self.calls.append({"node": node, "messages": [dict(m) for m in messages], "think": think,
+                           "response_schema": response_schema, "protocol": protocol})
         if node in self.fail:
             raise RuntimeError("engine unavailable")
         answers = self.script.get(node) or [""]

@@ -8,7 +8,7 @@ import logging
 from pydantic import BaseModel, ConfigDict
 
 from pipeline import vocab
-from pipeline.llm_json import ask_json
+from pipeline.llm_json import ask_json, wort
 from pipeline.nodes.perzeption import kurzverlauf
 from pipeline.services import Deps
 from pipeline.state import LandschaftRecord, TurnState
@@ -22,9 +22,9 @@ log = logging.getLogger("novaberg.node.gv_node")
 
 class _Antwort(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    cluster: str = "paradox"
+    cluster: str = wort(vocab.CLUSTER, "paradox")
     gv_detail: str = ""
-    werkzeug: str = "Impuls"
+    werkzeug: str = wort(vocab.WERKZEUGE, "Impuls")
     vehikel: str = "Aussage"
 
 

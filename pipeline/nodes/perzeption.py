@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory import session
 from pipeline import vocab
-from pipeline.llm_json import ask_json
+from pipeline.llm_json import ask_json, woerter, wort
 from pipeline.services import Deps
 from pipeline.state import PerzeptionRecord, TurnState
 
@@ -25,13 +25,13 @@ log = logging.getLogger("novaberg.node.perzeption")
 class _Antwort(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    emotion: str = "neutral"
+    emotion: str = wort(vocab.EMOTIONEN, "neutral")
     arousal: float = Field(default=0.3)
     intent: str = "austausch"
     tone: str = "neutral"
-    gespraechs_modus: str = "austausch"
-    beziehungs_dynamik: str = "neutral"
-    user_intentionen: list[str] = Field(default_factory=list)
+    gespraechs_modus: str = wort(vocab.GESPRAECHSMODI, "austausch")
+    beziehungs_dynamik: str = wort(vocab.BEZIEHUNGSDYNAMIK, "neutral")
+    user_intentionen: list[str] = woerter(vocab.USER_INTENTIONEN)
 
 
 def kurzverlauf(turns: list[dict]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from pipeline import vocab
-from pipeline.llm_json import ask_json
+from pipeline.llm_json import ask_json, wort
 from pipeline.services import Deps
 from pipeline.state import NovaPerzeptionRecord, TurnState, current_reply
 
@@ -15,9 +15,9 @@ WRITES = ("nova_perzeption",)
 
 class _Antwort(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    emotion: str = "neutral"
+    emotion: str = wort(vocab.EMOTIONEN, "neutral")
     arousal: float = 0.3
-    stil: str = "locker"
+    stil: str = wort(vocab.SPRACHSTILE, "locker")
 
 
 async def run(state: TurnState, deps: Deps) -> dict:

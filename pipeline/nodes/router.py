@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from datetime import date
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline import regeln, vocab
-from pipeline.llm_json import ask_json
+from pipeline.llm_json import ask_json, wort
 from pipeline.nodes.perzeption import kurzverlauf
 from pipeline.services import Deps
 from pipeline.state import RouteRecord, TurnState
@@ -21,15 +21,22 @@ WRITES = ("route",)
 log = logging.getLogger("novaberg.node.router")
 
 
+_DATUM = {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
+ZEITANFRAGE = {"type": "object", "properties": {"art": {"type": "string", "enum": ["range", "search"]},
+                                                "von": _DATUM, "bis": _DATUM,
+                                                "stichwort": {"type": "string", "maxLength": 60}}}
+"""The engine's shape of `timeline_query` (router.rules: a range of dates or a keyword search)."""
+
+
 class _Antwort(BaseModel):
     model_config = ConfigDict(extra="ignore")
     intent: str = "austausch"
-    management: str = "keins"
+    management: str = wort(vocab.MANAGEMENT, "keins")
     needs_memory: bool = False
     needs_timeline: bool = False
-    timeline_query: dict | None = None
+    timeline_query: dict | None = Field(default=None, json_schema_extra={"anyOf": [ZEITANFRAGE, {"type": "null"}]})
     needs_web: bool = False
-    momentum: str = "mid"
+    momentum: str = wort(vocab.MOMENTUM, "mid")
 
 
 async def read_appointments(deps: Deps, state: TurnState, query: dict | None) -> tuple[list[dict], str]:

@@ -19,7 +19,7 @@ from pipeline.state import PruefungRecord, TurnState
 from pipeline.thinker.budget import SearchBudget
 from pipeline.thinker.cache import HINWEIS_ARGUMENTE, ToolCache
 from pipeline.thinker.normaliser import NACHFASS_MAX, normaliser_for
-from pipeline.thinker.protokoll import lesen
+from pipeline.thinker.protokoll import PROTOKOLL, lesen
 from pipeline.thinker.schnellcheck import schnellcheck
 from pipeline.thinker.tools import create_tools
 from pipeline.timefmt import local_now, wochentag
@@ -125,7 +125,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     while iterationen < limit:
         iterationen += 1
         try:
-            res = await deps.llm.chat(deps.trace, NAME, messages, think=True)
+            res = await deps.llm.chat(deps.trace, NAME, messages, think=True, protocol=PROTOKOLL)
         except Exception as e:  # the engine failed: the reply passes unchecked, by name
             log.warning("thinker: fallback aufruf_gescheitert in iteration %d: %s: %s", iterationen,
                         type(e).__name__, e)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.figur import figur
-from pipeline.llm_json import ask_json
+from pipeline.llm_json import ask_json, wort
 from pipeline.services import Deps
 from pipeline.state import TurnState, UrteilRecord, current_reply
 
@@ -17,7 +17,7 @@ WRITES = ("urteil",)
 
 class _Antwort(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    urteil: str = "ok"
+    urteil: str = wort(("ok", "mangel"), "ok")
     gruende: list[str] = Field(default_factory=list)
 
 

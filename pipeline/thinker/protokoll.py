@@ -35,3 +35,19 @@ def lesen(text: str) -> Schritt:
     text_ = antwort.group(1).strip() if antwort else ""
     return Schritt("korrektur" if text_ else "korrektur_ohne_text",
                    probleme=probleme.group(1).strip() if probleme else None, antwort=text_ or None)
+
+
+# The protocol as a grammar (llama.cpp) and as a regular expression (vLLM's structured outputs), so
+# an engine that can constrain its output answers in it; `lesen` reads the answer either way. A
+# reasoning model may think first (`<think>…</think>`); the protocol line follows.
+_NAMEN = " | ".join(f'"{t}"' for t in TOOLS)
+GBNF = rf'''root ::= denken? (tool | ok | korrektur)
+denken ::= "<think>" [^<]* "</think>" [ \n]*
+tool ::= "TOOL: " name "(" [^()\n]* ")"
+name ::= {_NAMEN}
+ok ::= "ERGEBNIS: OK"
+korrektur ::= "ERGEBNIS: KORREKTUR\nPROBLEME: " [^\n]+ "\nKORRIGIERTE ANTWORT: " [^\n]+ ("\n" [^\n]*)*
+'''
+REGEX = (r"(<think>[^<]*</think>\s*)?(TOOL: (" + "|".join(TOOLS) + r")\([^()\n]*\)|ERGEBNIS: OK"
+         r"|ERGEBNIS: KORREKTUR\nPROBLEME: [^\n]+\nKORRIGIERTE ANTWORT: [^\n]+(\n[^\n]*)*)")
+PROTOKOLL = {"gbnf": GBNF, "regex": REGEX}

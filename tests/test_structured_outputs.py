@@ -1,0 +1,132 @@
+"""Structured outputs: every structured node's answer model becomes a schema the engine is held
+to (all fields present, vocabularies as enums, strings and lists bounded), each backend passes it
+on in its engine's form, the Thinker's protocol as a grammar and a regex, and the setting that
+turns it off."""
+import importlib
+import json
+import pkgutil
+import re
+
+import pytest
+
+import pipeline.nodes
+from cluster.settings import Settings
+from pipeline import vocab
+from pipeline.llm_json import STRING_CAP, engine_schema
+from pipeline.thinker import protokoll
+from serve.llm import constraints
+from serve.llm_backends import LlamaCppBackend, OpenAICompatBackend
+
+
+def structured_nodes() -> dict[str, type]:
+    """Every node that asks for JSON (it has an answer model)."""
+    out = {}
+    for m in pkgutil.iter_modules(pipeline.nodes.__path__):
+        mod = importlib.import_module(f"pipeline.nodes.{m.name}")
+        if hasattr(mod, "_Antwort") and "ask_json" in vars(mod):
+            out[m.name] = mod._Antwort
+    return out
+
+
+def test_every_structured_node_is_found():
+    assert set(structured_nodes()) == {"aufgriff", "erinnerungsanker", "gv_node", "perzeption", "perzeption_assistant",
+                                       "planner", "praegung", "router", "sachlage", "salience", "tribunal"}
+
+
+def _schemas(s, kind):
+    """Every sub-schema of the given type."""
+    if isinstance(s, dict):
+        if s.get("type") == kind:
+            yield s
+        for v in s.values():
+            yield from _schemas(v, kind)
+    elif isinstance(s, list):
+        for v in s:
+            yield from _schemas(v, kind)
+
+
+@pytest.mark.parametrize("node", sorted(structured_nodes()))
+def test_engine_schema_leaves_the_model_nothing_to_skip_and_compiles_to_a_grammar(node):
+    from llama_cpp import LlamaGrammar
+
+    schema = engine_schema(structured_nodes()[node])
+    for obj in _schemas(schema, "object"):
+        if "properties" in obj:
+            assert obj["required"] == list(obj["properties"]) and obj["additionalProperties"] is False
+    for s in _schemas(schema, "string"):
+        assert {"maxLength", "enum", "pattern"} & set(s), (node, s)
+    for s in _schemas(schema, "array"):
+        assert "maxItems" in s, (node, s)
+    text = json.dumps(schema)
+    assert '"default"' not in text
+    LlamaGrammar.from_json_schema(text, verbose=False)
+
+
+def test_vocabularies_become_enums_and_validation_stays_lenient():
+    nodes = structured_nodes()
+    p = engine_schema(nodes["perzeption"])["properties"]
+    assert p["emotion"]["enum"] == list(vocab.EMOTIONEN)
+    assert p["user_intentionen"]["items"]["enum"] == list(vocab.USER_INTENTIONEN)
+    assert p["tone"]["maxLength"] == STRING_CAP
+    assert engine_schema(nodes["tribunal"])["properties"]["urteil"]["enum"] == ["ok", "mangel"]
+    assert engine_schema(nodes["gv_node"])["properties"]["cluster"]["enum"] == list(vocab.CLUSTER)
+    # an engine that ignores the schema may still answer outside: the node maps it, by name
+    assert nodes["perzeption"].model_validate({"emotion": "wut"}).emotion == "wut"
+
+
+def test_the_thinker_protocol_as_grammar_and_regex():
+    from llama_cpp import LlamaGrammar
+
+    LlamaGrammar.from_string(protokoll.GBNF, verbose=False)
+    good = ["TOOL: memory_search(Bello)", "ERGEBNIS: OK", "<think>pruefen</think>\nERGEBNIS: OK",
+            "ERGEBNIS: KORREKTUR\nPROBLEME: falscher Tag\nKORRIGIERTE ANTWORT: Heute ist Montag."]
+    for text in good:
+        assert re.fullmatch(protokoll.REGEX, text), text
+        assert protokoll.lesen(text).art != "unlesbar"
+    for text in ["TOOL: rm(-rf)", "Ich denke, es ist alles gut.", "ERGEBNIS: vielleicht"]:
+        assert not re.fullmatch(protokoll.REGEX, text), text
+
+
+def _request(**extra):
+    return {"messages": [{"role": "user", "content": "x"}], "temperature": 0.2, "max_tokens": 20,
+            "caller": "tribunal", **extra}
+
+
+def test_llamacpp_gets_a_grammar_for_a_schema_or_the_protocol():
+    b = LlamaCppBackend(Settings())
+    schema = engine_schema(structured_nodes()["tribunal"])
+    kw = b._kwargs(_request(response_schema=schema))
+    assert kw["grammar"] is b._kwargs(_request(response_schema=schema))["grammar"]  # compiled once
+    assert "grammar" in b._kwargs(_request(protocol=protokoll.PROTOKOLL))
+    assert "grammar" not in b._kwargs(_request())
+
+
+def test_openai_backend_sends_response_format_json_schema():
+    b = OpenAICompatBackend(Settings())
+    schema = engine_schema(structured_nodes()["tribunal"])
+    body = b._body(_request(response_schema=schema), False)
+    assert body["response_format"] == {"type": "json_schema",
+                                       "json_schema": {"name": "tribunal_antwort", "schema": schema}}
+    assert "response_format" not in b._body(_request(protocol=protokoll.PROTOKOLL), False)
+
+
+def test_structured_outputs_can_be_turned_off():
+    req = _request(response_schema={"type": "object"}, protocol=protokoll.PROTOKOLL)
+    assert constraints(Settings(), req) is req
+    off = constraints(Settings(llm_structured_outputs=False), req)
+    assert "response_schema" not in off and "protocol" not in off and off["messages"] == req["messages"]
+
+
+def test_ask_json_hands_the_schema_to_the_engine():
+    import asyncio
+
+    from pipeline.llm_json import ask_json
+    from tests.scripted_llm import ScriptedLLM, deps_for
+
+    llm = ScriptedLLM({"tribunal": ['{"urteil": "ok", "gruende": []}']})
+    deps = deps_for(llm)
+    answer, outcome = asyncio.run(ask_json(deps, "tribunal", structured_nodes()["tribunal"], {
+        "character_name": "Nova", "figur": "Nova.", "nachricht": "Hi", "direktiven": "keine", "hinweise": "keine",
+        "antwort": "Hallo"}))
+    assert outcome == "ok" and answer.urteil == "ok"
+    assert llm.calls[0]["response_schema"] == engine_schema(structured_nodes()["tribunal"])
