@@ -25,7 +25,8 @@ class Runtime:
         return self.settings.url
 
 
-def start(settings: Settings, *, ray_address: str = "local") -> Runtime:
+def start(settings: Settings, *, ray_address: str = "local", engine=None) -> Runtime:
+    """`engine`: an engine class injected into the LLM deployment (see serve.app.build_app)."""
     import ray
     from ray import serve
 
@@ -44,7 +45,7 @@ def start(settings: Settings, *, ray_address: str = "local") -> Runtime:
                  object_store_memory=settings.object_store_mb * 1024 * 1024, _temp_dir=str(ray_tmp),
                  log_to_driver=False, runtime_env={"env_vars": {"RAY_AUTH_MODE": "disabled"}})
     serve.start(http_options={"host": settings.http_host, "port": settings.http_port})
-    serve.run(build_app(settings), name=APP_NAME, route_prefix="/", blocking=False)
+    serve.run(build_app(settings, engine), name=APP_NAME, route_prefix="/", blocking=False)
     serve.get_deployment_handle(STORE_DEPLOYMENT, app_name=APP_NAME).ready.remote().result(timeout_s=120)
     start_workers(settings)
     from actors.pixie import start_pixie

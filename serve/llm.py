@@ -15,9 +15,12 @@ log = logging.getLogger("novaberg.llm")
 
 @serve.deployment(name="LLM")
 class LLMDeployment:
-    def __init__(self, settings: dict, vllm_server=None):
+    def __init__(self, settings: dict, vllm_server=None, engine=None):
         self.settings = Settings(**settings)
-        self.backend = _make_backend(self.settings, vllm_server)
+        self.backend = engine(self.settings) if engine is not None else _make_backend(self.settings, vllm_server)
+        if engine is not None:
+            log.warning("LLM deployment runs an injected engine (%s), not the configured %s backend",
+                        getattr(engine, "func", engine).__name__, self.settings.llm_backend)
         self._started = False
         self._since = time.time()
         self.requests = 0
@@ -98,6 +101,13 @@ def _make_backend(settings: Settings, vllm_server):
     return b.VLLMBackend(settings, vllm_server)
 
 
+def vllm_source(settings: Settings) -> str:
+    """The model vLLM loads: NOVABERG_LLM_MODEL when it is a hub id, else NOVABERG_VLLM_MODEL_SOURCE."""
+    from serve.modelle import ist_hub_referenz
+
+    return settings.llm_model if ist_hub_referenz(settings.llm_model) else settings.vllm_model_source
+
+
 def vllm_server_app(settings: Settings):
     """The `LLMServer` application of Ray Serve LLM for the vllm backend (GPU machines)."""
     try:
@@ -105,7 +115,7 @@ def vllm_server_app(settings: Settings):
     except ImportError as e:  # pragma: no cover - depends on the optional extra
         raise RuntimeError("llm_backend=vllm needs the optional extra: pip install 'novaberg[vllm]'") from e
     config = LLMConfig(
-        model_loading_config={"model_id": settings.llm_model, "model_source": settings.vllm_model_source},
+        model_loading_config={"model_id": settings.llm_model, "model_source": vllm_source(settings)},
         deployment_config={"num_replicas": settings.llm_replicas, "max_ongoing_requests": 256},
         engine_kwargs={"max_model_len": settings.llm_ctx, "tensor_parallel_size": settings.vllm_gpus,
                        "enable_prefix_caching": True},

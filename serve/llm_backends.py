@@ -123,17 +123,29 @@ class LlamaCppBackend:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.model = settings.llm_model
-        self.path = settings.llm_model_path or smollm2_gguf()
+        self.path = settings.llm_model_path
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
         self._llm = None
         self._grammars: dict[tuple[str, str], Any] = {}
         self.busy_s = 0.0
         self.queued = 0
 
+    def _resolve(self) -> Path:
+        """The GGUF to load: the configured file, the model the hub reference names, or the
+        packaged SmolLM2."""
+        from serve.modelle import gguf_aus_hub, ist_hub_referenz
+
+        if self.settings.llm_model_path:
+            return self.settings.llm_model_path
+        if ist_hub_referenz(self.settings.llm_model):
+            return gguf_aus_hub(self.settings.llm_model, self.settings.llm_hub_cache)
+        return smollm2_gguf()
+
     async def start(self) -> None:
         def _load():
             from llama_cpp import Llama
 
+            self.path = self._resolve()
             return Llama(model_path=str(self.path), n_ctx=self.settings.llm_ctx,
                          n_threads=self.settings.llm_threads, n_batch=256, verbose=False)
 

@@ -1,5 +1,6 @@
-"""Test session fixtures: the real stores, and (for e2e tests) Ray, Serve and the real model,
-started once per session."""
+"""Test fixtures shared by the tiers: the real stores (once per session), and the helpers the
+app and model tiers use to bring up Ray and Serve (once per tier: `tests/app` with the scripted
+engine, `tests/model` with the real model; each tier's conftest says which)."""
 from __future__ import annotations
 
 import asyncio
@@ -58,18 +59,19 @@ def settings(home, stores):
                     thinker_max_iterations=2)
 
 
-@pytest.fixture(scope="session")
-def system(settings, migrated):
-    """Ray + Serve + the real model + outbox workers, once per session."""
+def start_system(settings, engine=None):
+    """Ray + Serve + outbox workers on the session's stores, with an injected engine or the real
+    model; a generator for a tier's `system` fixture (taken down when the tier is done)."""
     from cluster import runtime
 
-    rt = runtime.start(settings)
-    yield rt
-    runtime.stop(rt, stop_stores=False)
+    rt = runtime.start(settings, engine=engine)
+    try:
+        yield rt
+    finally:
+        runtime.stop(rt, stop_stores=False)
 
 
-@pytest.fixture(scope="session")
-def keys(system):
+def make_keys() -> dict[str, str]:
     from cluster import runtime
 
     return {

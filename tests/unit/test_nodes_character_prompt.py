@@ -6,7 +6,7 @@ import asyncio
 from pipeline.nodes import responder, tribunal, verfasser
 from pipeline.state import DraftRecord, KontextRecord, PairRecord
 from tests.scripted_llm import ScriptedLLM, deps_for
-from tests.test_nodes_chain_parts import _full_state
+from tests.stores.test_nodes_chain_parts import _full_state
 
 MIRA = PairRecord(
     character_name="Mira",

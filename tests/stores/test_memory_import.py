@@ -14,7 +14,7 @@ from memory.importer import ImportFormatError, import_conversation, load_convers
 from memory.lesepfad import erinnern
 from tests.conftest import embed_with, new_pair, with_pool
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo-dev.json"
 
 
 def _small_conversation():

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import auth, redis_call, wait_for
 
 pytestmark = pytest.mark.e2e
-ARTIFACTS = Path(os.environ.get("NOVABERG_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
+ARTIFACTS = Path(os.environ.get("NOVABERG_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts"))
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-default-apps", "--disable-sync", "--no-first-run",
                   "--disable-dev-shm-usage"]

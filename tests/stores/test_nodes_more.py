@@ -9,7 +9,7 @@ from pipeline.nodes import (aufgriff, ei_calc_persist, erinnerungsanker, perzept
 from pipeline.state import (DraftRecord, EmotionRecord, HaltungRecord, HintergrundRecord, KontextRecord, MemoryRecord,
                             NovaPerzeptionRecord, PairRecord, PerzeptionRecord, PlanRecord, Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
-from tests.test_nodes_planner_agents import RecordingStore
+from tests.stores.test_nodes_planner_agents import RecordingStore
 
 
 def _state(text="Hallo", herkunft="user", **records):

@@ -7,7 +7,7 @@ from pipeline.runner import TRIBUNAL_LOOP, ChainRunner
 from pipeline.state import (DraftRecord, EmotionRecord, HaltungRecord, LandschaftRecord, MemoryRecord, PairRecord,
                             PerzeptionRecord, PlanRecord, SessionTurn, Stimulus, TurnState, VerfasserRecord)
 from tests.scripted_llm import ScriptedLLM, deps_for
-from tests.test_nodes_planner_agents import RecordingStore
+from tests.stores.test_nodes_planner_agents import RecordingStore
 
 
 def _state(text="Hallo", impulse=False, **records):

@@ -1,0 +1,24 @@
+"""The app tier: the whole Serve application, real Ray, real stores, with the scripted engine
+injected into the LLM deployment (tests/scripted_engine.py), so that API, auth, bad input,
+idempotency, OpenAI shape, streaming, characters and dashboard are tested without model compute.
+Every call answers after a fixed short latency, so a turn is under way long enough to be seen."""
+import pytest
+from ray import cloudpickle
+
+from tests import scripted_engine
+from tests.conftest import make_keys, start_system
+
+# the engine class travels to the LLM replica by value: the replica cannot import tests/
+cloudpickle.register_pickle_by_value(scripted_engine)
+
+LATENCY_S = 0.2
+
+
+@pytest.fixture(scope="package")
+def system(settings, migrated):
+    yield from start_system(settings, engine=scripted_engine.ScriptedEngine.with_script(latency_s=LATENCY_S))
+
+
+@pytest.fixture(scope="package")
+def keys(system):
+    return make_keys()

@@ -1,0 +1,101 @@
+"""A scripted engine for the app tier: it takes the place of the llama.cpp / vLLM / OpenAI backend
+inside the real LLM deployment, injected through the app builder (`build_app(settings,
+engine=...)`), the way Ray Serve LLM takes its engine. It answers per node (the request's
+`caller`) from a script, after an optional fixed latency, and spends no compute. Only for tests
+that are not about the model; the product always runs a real engine.
+
+A structured node without a scripted answer gets the smallest answer its schema allows (the
+first word of each vocabulary, short strings), so every node runs its real path.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from functools import partial
+from typing import Any, AsyncIterator
+
+from serve.llm_backends import chunk, completion
+
+DEFAULT_SCRIPT: dict[str, list[str]] = {
+    "responder": ["Schoen, dass du da bist. Erzaehl mir mehr davon."],
+    "corrector": ["Schoen, dass du da bist. Erzaehl mir mehr davon."],
+    "verfasser": ["Nova nimmt auf, was Person B erzaehlt, und fragt nach."],
+    "query_rewrite": ["Worueber spricht Person B gerade?"],
+    "thinker": ["ERGEBNIS: OK"],
+    "pixie": ["Nichts Neues."],
+}
+
+
+def instance(schema: dict[str, Any]) -> Any:
+    """The smallest value a JSON schema allows (no $ref resolution beyond local $defs)."""
+    defs = schema.get("$defs", {})
+
+    def make(s):
+        if "$ref" in s:
+            return make(defs[s["$ref"].split("/")[-1]])
+        if "anyOf" in s:
+            return make(next((x for x in s["anyOf"] if x.get("type") == "null"), s["anyOf"][0]))
+        if "enum" in s:
+            return s["enum"][0]
+        t = s.get("type")
+        if t == "object":
+            return {k: make(v) for k, v in s.get("properties", {}).items()}
+        if t == "array":
+            return []
+        if t == "string":
+            return "x" if "pattern" not in s else "2026-01-01"
+        if t in ("number", "integer"):
+            return 0
+        if t == "boolean":
+            return False
+        return None
+
+    return make(schema)
+
+
+class ScriptedEngine:
+    """The backend interface (`start`, `chat`, `chat_stream`, `load`, `model`) over a script."""
+
+    def __init__(self, settings, script: dict[str, list[str]] | None = None, latency_s: float = 0.0):
+        self.settings = settings
+        self.model = "scripted-engine"
+        self.script = {k: list(v) for k, v in {**DEFAULT_SCRIPT, **(script or {})}.items()}
+        self.latency_s = latency_s
+        self.calls = 0
+
+    @classmethod
+    def with_script(cls, script: dict[str, list[str]] | None = None, latency_s: float = 0.0):
+        """The engine class as the app builder takes it, with its script bound."""
+        return partial(cls, script=script, latency_s=latency_s)
+
+    async def start(self) -> None:
+        pass
+
+    def answer(self, req: dict[str, Any]) -> str:
+        answers = self.script.get(req.get("caller") or "")
+        if answers:
+            return answers.pop(0) if len(answers) > 1 else answers[0]
+        if req.get("response_schema"):
+            return json.dumps(instance(req["response_schema"]))
+        return "Ja."
+
+    async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
+        self.calls += 1
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        text = self.answer(req)
+        return completion(self.model, text, None, 10, len(text.split()), "stop")
+
+    async def chat_stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        self.calls += 1
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        text, cid = self.answer(req), f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        for word in text.split(" "):
+            yield chunk(self.model, cid, {"content": word + " "})
+        n = len(text.split())
+        yield chunk(self.model, cid, {}, "stop", {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n})
+
+    def load(self) -> dict[str, Any]:
+        return {"queued": 0, "busy_s": 0.0, "scripted_calls": self.calls}
