@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, AsyncIterator
 
 import ray
-from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request
+from fastapi import FastAPI, Header, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from ray import serve

@@ -1,5 +1,4 @@
 """Actors come and go; the stores keep what matters."""
-import time
 
 import pytest
 import ray

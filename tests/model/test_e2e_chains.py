@@ -6,7 +6,7 @@ import ray
 
 from actors.pair import MAX_SELF_TRIGGERS, pair_name
 from memory import lzg, pg
-from tests.conftest import auth, pg_call, redis_call, wait_for
+from tests.conftest import auth, pg_call, wait_for
 
 pytestmark = pytest.mark.e2e
 
