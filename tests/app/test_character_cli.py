@@ -1,0 +1,53 @@
+"""`novaberg character …` against the running app: add, list, show, import a PNG card, export it,
+remove — and a clear error for what does not exist."""
+import json
+import uuid
+
+import pytest
+
+from cluster import cli
+from tests.app.test_e2e_characters import _png_card
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture()
+def novaberg(system, keys, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_daemon", lambda settings: {"url": system.url, "pid": 0})
+    monkeypatch.setattr(cli, "_operator_key", lambda settings, args: keys["operator"])
+
+    def run(*argv) -> tuple[int, str, str]:
+        rc = cli.main(["character", *argv])
+        out = capsys.readouterr()
+        return rc, out.out, out.err
+
+    return run
+
+
+def test_character_commands(novaberg, tmp_path):
+    cid = f"cli-{uuid.uuid4().hex[:6]}"
+    rc, out, _ = novaberg("add", cid, "--name", "Ole", "--identitaet", "Ein alter Fischer.", "--begruessung", "Moin.")
+    assert rc == 0 and json.loads(out)["name"] == "Ole"
+    rc, out, _ = novaberg("list")
+    assert rc == 0 and any(line.startswith(f"{cid}\tOle\t") for line in out.splitlines())
+    rc, out, _ = novaberg("show", cid)
+    assert rc == 0 and json.loads(out)["begruessung"] == "Moin."
+    rc, _, err = novaberg("add", cid, "--name", "Ole")
+    assert rc == 1 and "error 409" in err
+
+    card = tmp_path / "mira.png"
+    card.write_bytes(_png_card("Mira"))
+    mid = f"mira-{uuid.uuid4().hex[:6]}"
+    rc, out, _ = novaberg("import", str(card), "--id", mid)
+    assert rc == 0 and json.loads(out)["quelle"] == "png" and json.loads(out)["wissen_eintraege"] == 1
+    rc, out, _ = novaberg("import", str(card), "--id", mid, "--replace")
+    assert rc == 0
+    exported = tmp_path / "mira.json"
+    rc, out, _ = novaberg("export", mid, "-o", str(exported))
+    assert rc == 0 and json.loads(exported.read_text())["data"]["character_book"]["entries"][0]["keys"] == ["Fenja"]
+
+    for c in (cid, mid):
+        rc, out, _ = novaberg("remove", c)
+        assert rc == 0 and out.strip() == f"removed {c}"
+    rc, _, err = novaberg("show", cid)
+    assert rc == 1 and "error 404" in err and "GET /v1/characters" in err
