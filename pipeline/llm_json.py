@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import lru_cache
 from typing import TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
@@ -35,6 +36,7 @@ def woerter(vocabulary):
     return Field(default_factory=list, json_schema_extra={"items": {"type": "string", "enum": list(vocabulary)}})
 
 
+@lru_cache(maxsize=64)
 def engine_schema(model: type[BaseModel]) -> dict:
     """The JSON schema the engine is held to for a node's answer model: every property present
     (a grammar that allows `{}` would let a model skip the work), nothing extra, every string and

@@ -257,6 +257,8 @@ class OpenAICompatBackend:
         self.model = settings.llm_model
         self._client = None
         self._transport = transport
+        self._ohne_schema = False
+        """Set when the server refused `response_format` once: it is not sent again."""
         self.busy_s = 0.0
         self.queued = 0
 
@@ -275,7 +277,7 @@ class OpenAICompatBackend:
                 "max_tokens": req.get("max_tokens", self.settings.llm_max_tokens), "stream": stream,
                 # the `think` switch for templates that know it (Qwen3, vLLM's chat_template_kwargs)
                 "chat_template_kwargs": {"enable_thinking": bool(req.get("think", False))}}
-        if req.get("response_schema"):
+        if req.get("response_schema") and not self._ohne_schema:
             body["response_format"] = json_schema_format(req)
         if stream:
             body["stream_options"] = {"include_usage": True}
@@ -286,6 +288,13 @@ class OpenAICompatBackend:
         self.queued += 1
         try:
             r = await self._client.post("/chat/completions", json=self._body(req, False))
+            if r.status_code == 400 and req.get("response_schema") and not self._ohne_schema:
+                # a server that does not know structured outputs: ask again without, and from now on
+                log.warning("llm: fallback response_format_abgelehnt: %s refused response_format (%s); "
+                            "structured answers are only validated from now on", self.settings.openai_base_url,
+                            r.text[:200])
+                self._ohne_schema = True
+                r = await self._client.post("/chat/completions", json=self._body(req, False))
             if r.status_code >= 400:
                 raise LLMBackendError(f"openai backend: HTTP {r.status_code}: {r.text[:300]}")
             out = r.json()

@@ -80,3 +80,30 @@ def test_server_error_is_named():
 
     with pytest.raises(LLMBackendError, match="HTTP 500.*engine exploded"):
         asyncio.run(go())
+
+
+def test_a_server_that_refuses_response_format_is_asked_again_without_it(caplog):
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body)
+        if "response_format" in body:
+            return httpx.Response(400, json={"error": "unknown field response_format"})
+        return httpx.Response(200, json={"model": "m", "choices": [{"finish_reason": "stop", "message": {
+            "role": "assistant", "content": '{"urteil": "ok"}'}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+
+    b = OpenAICompatBackend(Settings(llm_backend="openai"), transport=httpx.MockTransport(handler))
+    req = {"messages": [{"role": "user", "content": "x"}], "caller": "tribunal", "response_schema": {"type": "object"}}
+
+    async def go():
+        await b.start()
+        first = await b.chat(req)
+        second = await b.chat(req)
+        return first, second
+
+    with caplog.at_level("WARNING", logger="novaberg.llm"):
+        first, second = asyncio.run(go())
+    assert first["choices"][0]["message"]["content"] == '{"urteil": "ok"}' == second["choices"][0]["message"]["content"]
+    assert ["response_format" in b_ for b_ in seen] == [True, False, False]  # refused once, never sent again
+    assert "fallback response_format_abgelehnt" in caplog.text
