@@ -7,6 +7,7 @@ in the deployments.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,7 +150,25 @@ class Services:
     prompts: PromptLibrary
     web: WebClient | None = None
     cache: dict = field(default_factory=dict)
-    """What the pair actor keeps warm across turns (e.g. the KZG vectors)."""
+    """What is the same for every pair these services serve (e.g. the memory configuration).
+    Never a pair's data: the node deployment serves many pairs with one `Services`."""
+    pair_caches: "OrderedDict[tuple[str, str], dict]" = field(default_factory=OrderedDict)
+
+    PAIR_CACHES = 256
+    """How many pairs' caches a shared node deployment keeps warm (least recently used go)."""
+
+    def pair_cache(self, user_id: str, character_id: str) -> dict:
+        """What one pair keeps warm across turns (e.g. its KZG vectors), apart from every other
+        pair's: in a pair actor the only one, in the shared node deployment one of many."""
+        key = (user_id, character_id)
+        c = self.pair_caches.get(key)
+        if c is None:
+            c = self.pair_caches[key] = {}
+            while len(self.pair_caches) > self.PAIR_CACHES:
+                self.pair_caches.popitem(last=False)
+        else:
+            self.pair_caches.move_to_end(key)
+        return c
 
     @property
     def memory_cfg(self):

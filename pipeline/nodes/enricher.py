@@ -160,7 +160,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
                                                                intention_anweisung=anweisung)
     deps.trace.decision(NAME, "enricher.verschiebung", verschiebung, {"cluster": cluster, **info})
 
-    index = deps.services.cache.setdefault("kzg_index", KZGIndex(s.user_id, s.character_id))
+    index = deps.services.pair_cache(s.user_id, s.character_id).setdefault(
+        "kzg_index", KZGIndex(s.user_id, s.character_id))
     kzg_hits = await index.search(deps.redis, such_vektor, threshold=cfg.kzg_threshold, top_k=cfg.kzg_top_k)
     nova_sektor = state.emotion.nova_sektor if state.emotion else None
     resonanz = await deps.store.call("lzg.spreading_lesen", s.user_id, s.character_id, such_vektor, cfg,
