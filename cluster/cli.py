@@ -121,6 +121,24 @@ def cmd_key_create(settings: Settings, args) -> int:
     return 0
 
 
+def cmd_key_revoke(settings: Settings, args) -> int:
+    info = _daemon(settings)
+    if not info:
+        print("novaberg is not running; start it with `novaberg up`", file=sys.stderr)
+        return 1
+    if (args.api_key is None) == (args.user is None):
+        print("name exactly one: --api-key KEY or --user USER", file=sys.stderr)
+        return 2
+    body = {"api_key": args.api_key} if args.api_key else {"user_id": args.user}
+    r = httpx.post(f"{info['url']}/v1/operator/keys/revoke", json=body,
+                   headers={"Authorization": f"Bearer {_operator_key(settings, args)}"}, timeout=30)
+    if r.status_code != 200:
+        print(f"error {r.status_code}: {r.text}", file=sys.stderr)
+        return 1
+    print(f"revoked {r.json()['revoked']} key(s)")
+    return 0
+
+
 def cmd_chat(settings: Settings, args) -> int:
     info = _daemon(settings)
     if not info:
@@ -192,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     kc = ks.add_parser("create", help="create an API key bound to a user")
     kc.add_argument("--user", required=True)
     kc.add_argument("--key", help="operator key (default: the local one)")
+    kr = ks.add_parser("revoke", help="revoke one key, or every key of a user")
+    kr.add_argument("--api-key", help="the key to revoke")
+    kr.add_argument("--user", help="revoke every key of this user")
+    kr.add_argument("--key", help="operator key (default: the local one)")
     from cluster import character_cli, memory_cli
 
     memory_cli.add_parser(sub)
@@ -202,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     settings = load_settings()
     handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "chat": cmd_chat,
-                "key": cmd_key_create, "memory": memory_cli.run, "character": character_cli.run}
+                "key": lambda s, a: (cmd_key_revoke if a.keycmd == "revoke" else cmd_key_create)(s, a),
+                "memory": memory_cli.run, "character": character_cli.run}
     return handlers[args.cmd](settings, args)
 
 

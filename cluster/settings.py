@@ -82,6 +82,14 @@ class Settings(BaseSettings):
     session_keep_turns: int = Field(default=500, ge=20)
     """Turns kept in the Redis session list for history."""
     max_text_chars: int = Field(default=8000, ge=1)
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    """The largest request body (413 before it is parsed); a card import has its own limit."""
+    max_turns_in_flight_per_user: int = Field(default=8, ge=1)
+    """Turns (and events) one user may have running or waiting at once; beyond: 429."""
+    max_turns_queued_per_pair: int = Field(default=4, ge=1)
+    """Turns one pair may have running or waiting at once; beyond: 429."""
+    key_cache_size: int = Field(default=10_000, ge=1)
+    """API keys (and refusals) an ingress replica remembers for 30 s; the least recently used go."""
     character_card_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     """The largest Character Card (JSON or PNG) an import accepts; larger bodies get 413."""
     turn_result_ttl_s: int = Field(default=7 * 24 * 3600, ge=60)

@@ -198,3 +198,17 @@ async def decision_rates(pool: AsyncConnectionPool, since: datetime | None = Non
     for e, _, n in rows:
         totals[e] = totals.get(e, 0) + n
     return [{"entscheidung": e, "outcome": o, "count": n, "rate": round(n / totals[e], 6)} for e, o, n in rows]
+
+
+async def revoke_api_keys(pool: AsyncConnectionPool, key: str | None = None, user_id: str | None = None) -> int:
+    """Revoke one key (given in plain text) or every active key of a user; how many were revoked."""
+    if (key is None) == (user_id is None):
+        raise ValueError("exactly one of key / user_id")
+    async with pool.connection() as conn:
+        if key is not None:
+            cur = await conn.execute("UPDATE api_keys SET revoked_at = now() WHERE key_hash = %s AND revoked_at IS NULL",
+                                     (hash_key(key),))
+        else:
+            cur = await conn.execute("UPDATE api_keys SET revoked_at = now() WHERE user_id = %s AND revoked_at IS NULL"
+                                     " AND NOT is_operator", (user_id,))
+        return cur.rowcount

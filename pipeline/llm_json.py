@@ -65,6 +65,21 @@ def engine_schema(model: type[BaseModel]) -> dict:
     return schema
 
 
+class NichtEndlich(ValueError):
+    """A number in a model's answer that is NaN or infinite (Redis and Postgres refuse them)."""
+
+
+def _nicht_endlich(name: str):
+    raise NichtEndlich(name)
+
+
+def _endlich(text: str) -> float:
+    v = float(text)
+    if v != v or v in (float("inf"), float("-inf")):
+        raise NichtEndlich(text)
+    return v
+
+
 def first_json_object(text: str) -> dict | None:
     """The first balanced {...} in the text that parses as a JSON object."""
     start = text.find("{")
@@ -87,8 +102,11 @@ def first_json_object(text: str) -> dict | None:
                 depth -= 1
                 if depth == 0:
                     try:
-                        obj = json.loads(text[start:i + 1])
+                        obj = json.loads(text[start:i + 1], parse_constant=_nicht_endlich, parse_float=_endlich)
                         return obj if isinstance(obj, dict) else None
+                    except NichtEndlich as e:
+                        log.warning("llm answer holds a number that is not finite (%s): not used", e)
+                        return None
                     except json.JSONDecodeError:
                         break
         start = text.find("{", start + 1)

@@ -7,6 +7,8 @@ import json
 import logging
 import time
 import uuid
+from collections import OrderedDict
+from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from typing import Any, AsyncIterator
 
@@ -17,20 +19,25 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingRes
 from ray import serve
 from sse_starlette.sse import EventSourceResponse
 
-from actors.pair import get_or_create_pair
+from actors.pair import get_or_create_pair, pair_name
 from cluster import dashboard
 from cluster.settings import Settings
 from memory import session
 from pipeline.figur import einsetzen
 from serve import charakterkarte
+from serve.body_limit import BodyLimit
 from serve.schemas import (ID_PATTERN, TURN_ID_PATTERN, Character, CharacterCreate, CharacterImportResponse,
                            CharacterPatch, ChatCompletionRequest, EventRequest, HistoryResponse, KeyCreateRequest,
-                           KeyCreateResponse, TurnRequest, TurnResponse)
+                           KeyCreateResponse, KeyRevokeRequest, TurnRequest, TurnResponse)
 
 log = logging.getLogger("novaberg.ingress")
 
 app = FastAPI(title="Novaberg", version="0.1.0",
               description="Talk to a character whose memory lives server-side, one actor per (user, character).")
+
+_LIMITS = {"body": 1024 * 1024, "card": 8 * 1024 * 1024}
+"""Set from the settings when a replica starts (the middleware is registered at import)."""
+app.add_middleware(BodyLimit, limits=lambda path: _LIMITS["card" if path.endswith("/characters/import") else "body"])
 
 _ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError)
 _KEY_CACHE_S = 30.0
@@ -41,7 +48,9 @@ _CHARACTER_CACHE_S = 10.0
 @app.exception_handler(RequestValidationError)
 async def _invalid(request: Request, exc: RequestValidationError):
     details = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()]
-    first = details[0] if details else {"loc": [], "msg": "invalid request"}
+    # of the branches of a union, the one that says what is wrong rather than which type it expected
+    first = next((d for d in details if d["msg"].startswith("Value error")), details[0] if details else
+                 {"loc": [], "msg": "invalid request"})
     where = ".".join(str(x) for x in first["loc"] if x != "body") or "request"
     return JSONResponse(status_code=422, content={"error": {"type": "invalid_request",
                                                             "message": f"{where}: {first['msg']}",
@@ -67,8 +76,9 @@ class Ingress:
         self.llm = llm
         self.embedder = embedder
         self._pairs: dict[str, Any] = {}
-        self._keys: dict[str, tuple[float, dict | None]] = {}
+        self._keys: OrderedDict[str, tuple[float, dict | None]] = OrderedDict()
         self._characters: dict[str, float] = {}
+        _LIMITS.update(body=self.settings.max_body_bytes, card=self.settings.character_card_max_bytes)
         self._redis = None
         self._dashboard = dashboard.DashboardLoop(
             store, self._redis_client, dashboard.LoadSampler(llm, embedder),
@@ -88,6 +98,10 @@ class Ingress:
         if hit is None or now - hit[0] > _KEY_CACHE_S:
             hit = (now, await self.store.lookup_api_key.remote(key))
             self._keys[key] = hit
+            while len(self._keys) > self.settings.key_cache_size:  # refused strings too: bounded
+                self._keys.popitem(last=False)
+        else:
+            self._keys.move_to_end(key)
         if hit[1] is None:
             raise _error(401, "unauthorized", "unknown or revoked API key")
         return hit[1]
@@ -118,6 +132,36 @@ class Ingress:
         r = await self._redis_client()
         return int(await r.incr(f"pair:seq:{user_id}:{character_id}"))
 
+    async def _admit(self, user_id: str, character_id: str) -> None:
+        """Count a turn against its user's and its pair's bounds (across ingress replicas, in
+        Redis); beyond either: 429 with Retry-After. `_release` gives it back."""
+        r = await self._redis_client()
+        ukey, pkey = f"inflight:user:{user_id}", f"inflight:pair:{user_id}:{character_id}"
+        async with r.pipeline(transaction=True) as p:
+            p.incr(ukey).expire(ukey, 900).incr(pkey).expire(pkey, 900)  # a dead replica's count fades
+            u, _, q, _ = await p.execute()
+        s = self.settings
+        if u > s.max_turns_in_flight_per_user or q > s.max_turns_queued_per_pair:
+            await self._release(user_id, character_id)
+            what = (f"user {user_id} has {s.max_turns_in_flight_per_user} turns in flight"
+                    if u > s.max_turns_in_flight_per_user else
+                    f"pair {user_id}/{character_id} has {s.max_turns_queued_per_pair} turns waiting")
+            raise HTTPException(429, detail={"type": "limit", "message": f"{what}; try again shortly"},
+                                headers={"Retry-After": "2"})
+
+    async def _release(self, user_id: str, character_id: str) -> None:
+        r = await self._redis_client()
+        async with r.pipeline(transaction=False) as p:
+            await p.decr(f"inflight:user:{user_id}").decr(f"inflight:pair:{user_id}:{character_id}").execute()
+
+    @asynccontextmanager
+    async def _admitted(self, user_id: str, character_id: str):
+        await self._admit(user_id, character_id)
+        try:
+            yield
+        finally:
+            await self._release(user_id, character_id)
+
     async def _known_character(self, character_id: str) -> None:
         """404 for a character that does not exist, before any pair actor is made for it."""
         now = time.monotonic()
@@ -143,6 +187,17 @@ class Ingress:
             h = get_or_create_pair(user_id, character_id, self.settings)
             self._pairs[k] = h
         return h
+
+    async def _live_pair(self, user_id: str, character_id: str):
+        """The pair's actor when one is alive, else None; never creates one."""
+        h = self._pairs.get(f"{user_id}\x00{character_id}")
+        if h is not None:
+            return h
+        try:
+            return await asyncio.to_thread(ray.get_actor, pair_name(user_id, character_id),
+                                           namespace=self.settings.namespace)
+        except ValueError:
+            return None
 
     def _forget(self, user_id: str, character_id: str) -> None:
         self._pairs.pop(f"{user_id}\x00{character_id}", None)
@@ -204,17 +259,23 @@ class Ingress:
         self._owner(principal, user_id)
         request = {"text": self._validate_text(body.text), "turn_id": body.turn_id or uuid.uuid4().hex}
         await self._known_character(character_id)
-        request["seq"] = await self._arrival(user_id, character_id)
         if not stream:
-            result = await self._call(user_id, character_id, "turn", request)
+            async with self._admitted(user_id, character_id):
+                request["seq"] = await self._arrival(user_id, character_id)
+                result = await self._call(user_id, character_id, "turn", request)
             self._turn_error(result)
             return result
+        await self._admit(user_id, character_id)  # held until the stream ends
+        request["seq"] = await self._arrival(user_id, character_id)
 
         async def events():
-            async for ev in self._stream(user_id, character_id, request):
-                name = ev.get("event", "message")
-                data = ev.get("result", ev) if name in ("final", "error") else {k: v for k, v in ev.items() if k != "event"}
-                yield {"event": name, "data": json.dumps(data)}
+            try:
+                async for ev in self._stream(user_id, character_id, request):
+                    name = ev.get("event", "message")
+                    data = ev.get("result", ev) if name in ("final", "error") else {k: v for k, v in ev.items() if k != "event"}
+                    yield {"event": name, "data": json.dumps(data)}
+            finally:
+                await self._release(user_id, character_id)
 
         return EventSourceResponse(events())
 
@@ -225,7 +286,8 @@ class Ingress:
         principal = await self._principal(authorization)
         self._owner(principal, user_id)
         await self._known_character(character_id)
-        turns = await self._call(user_id, character_id, "history", limit)
+        # from the session store: reading the history never makes (or wakes) a pair actor
+        turns = await session.load_turns(await self._redis_client(), user_id, character_id, limit)
         return {"user_id": user_id, "character_id": character_id, "turns": turns}
 
     @app.get("/v1/pairs/{user_id}/{character_id}/status")
@@ -234,7 +296,16 @@ class Ingress:
         principal = await self._principal(authorization)
         self._owner(principal, user_id)
         await self._known_character(character_id)
-        return await self._call(user_id, character_id, "status")
+        h = await self._live_pair(user_id, character_id)
+        if h is not None:
+            try:
+                return {**await h.status.remote(), "live": True}
+            except _ACTOR_GONE:
+                self._forget(user_id, character_id)
+        # no actor: the pair is idle (or new); the answer comes from the stores and makes none
+        turns = await session.count_turns(await self._redis_client(), user_id, character_id)
+        return {"user_id": user_id, "character_id": character_id, "live": False, "busy": False, "inflight": 0,
+                "session_turns": turns}
 
     # ------------------------------------------------------------------ OpenAI-compatible
     @app.post("/v1/chat/completions")
@@ -248,16 +319,16 @@ class Ingress:
         last = next((m for m in reversed(body.messages) if m.role == "user"), None)
         if last is None:
             raise _error(422, "invalid_request", "messages: no user message (the history lives server-side)")
-        text = last.content if isinstance(last.content, str) else "".join(
-            p.get("text", "") for p in (last.content or []) if isinstance(p, dict) and p.get("type") == "text")
+        text = last.content if isinstance(last.content, str) else "".join(p.text for p in (last.content or []))
         request = {"text": self._validate_text(text or ""), "turn_id": x_turn_id or uuid.uuid4().hex}
         character_id = body.model
         await self._known_character(character_id)
-        request["seq"] = await self._arrival(user_id, character_id)
         cid = f"chatcmpl-{request['turn_id']}"
         created = int(time.time())
         if not body.stream:
-            result = await self._call(user_id, character_id, "turn", request)
+            async with self._admitted(user_id, character_id):
+                request["seq"] = await self._arrival(user_id, character_id)
+                result = await self._call(user_id, character_id, "turn", request)
             self._turn_error(result)
             return {"id": cid, "object": "chat.completion", "created": created, "model": character_id,
                     "choices": [{"index": 0, "finish_reason": "stop",
@@ -268,11 +339,20 @@ class Ingress:
                     "novaberg": {"turn_id": result["turn_id"], "replayed": result.get("replayed", False)}}
 
         include_usage = bool((body.stream_options or {}).get("include_usage"))
+        await self._admit(user_id, character_id)  # held until the stream ends
+        request["seq"] = await self._arrival(user_id, character_id)
 
         def sse(obj: dict) -> str:
             return f"data: {json.dumps(obj)}\n\n"
 
         async def chunks():
+            try:
+                async for part in _chunks():
+                    yield part
+            finally:
+                await self._release(user_id, character_id)
+
+        async def _chunks():
             base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": character_id}
             yield sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                             "finish_reason": None}]})
@@ -314,6 +394,24 @@ class Ingress:
         key = await self.store.create_api_key.remote(body.user_id, False, body.label)
         return {"user_id": body.user_id, "api_key": key}
 
+    @app.post("/v1/operator/keys/revoke")
+    async def revoke_keys(self, body: KeyRevokeRequest, authorization: str | None = Header(None)):
+        """Revoke one key, or every key of a user. This replica forgets them at once; every
+        other replica within its key cache time (30 s)."""
+        await self._operator(authorization)
+        if (body.api_key is None) == (body.user_id is None):
+            raise _error(422, "invalid_request", "exactly one of api_key / user_id must be set")
+        n = await self.store.call.remote("pg.revoke_api_keys", body.api_key, body.user_id)
+        if not n:
+            raise _error(404, "not_found", "no such active key")
+        if body.api_key:
+            self._keys.pop(body.api_key, None)
+        else:
+            for k in [k for k, (_, p) in self._keys.items() if p and p.get("user_id") == body.user_id]:
+                del self._keys[k]
+        log.info("ingress: %d API key(s) revoked (%s)", n, "one key" if body.api_key else f"user {body.user_id}")
+        return {"revoked": n}
+
     @app.post("/v1/pairs/{user_id}/{character_id}/events")
     async def post_event(self, body: EventRequest, user_id: str = Path(pattern=ID_PATTERN),
                          character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
@@ -322,7 +420,8 @@ class Ingress:
         if (body.eigener_gedanke is None) == (body.user_prompt is None):
             raise _error(422, "invalid_request", "exactly one of eigener_gedanke / user_prompt must be set")
         await self._known_character(character_id)
-        result = await self._call(user_id, character_id, "event", body.model_dump())
+        async with self._admitted(user_id, character_id):
+            result = await self._call(user_id, character_id, "event", body.model_dump())
         if result.get("dropped"):
             raise _error(429, "limit", f"event dropped: {result['reason']} (counter {result['counter']})")
         self._turn_error(result)

@@ -10,12 +10,25 @@ ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 TURN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
 
 
+_CONTROL_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def no_control(v: str | None) -> str | None:
+    """Text may hold line breaks and tabs, never NUL or other control characters (Postgres refuses
+    NUL, so such a turn could be acknowledged and never stored)."""
+    if isinstance(v, str) and _CONTROL_TEXT.search(v):
+        raise ValueError("control characters (such as NUL) are not allowed")
+    return v
+
+
 class TurnRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str = Field(description="The human's message.")
     turn_id: str | None = Field(default=None, pattern=TURN_ID_PATTERN,
                                 description="Idempotency key; repeating it returns the stored result.")
+
+    _text = field_validator("text")(classmethod(lambda cls, v: no_control(v)))
 
 
 class TurnTimings(BaseModel):
@@ -72,18 +85,40 @@ class KeyCreateRequest(BaseModel):
     label: str = Field(default="", max_length=200)
 
 
+class KeyRevokeRequest(BaseModel):
+    """Exactly one: the key itself, or a user (every key of that user)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    api_key: str | None = Field(default=None, min_length=8, max_length=200)
+    user_id: str | None = Field(default=None, pattern=ID_PATTERN)
+
+
 class KeyCreateResponse(BaseModel):
     user_id: str
     api_key: str
 
 
 # ------------------------------------------------------------------ OpenAI-compatible
+class ContentPart(BaseModel):
+    """One part of a message's content; only `text` parts carry a turn, others are refused."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["text", "input_text"]
+    text: str = Field(max_length=100_000)
+
+    _text = field_validator("text")(classmethod(lambda cls, v: no_control(v)))
+
+
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: Literal["system", "user", "assistant", "developer", "tool"]
-    content: str | list[dict[str, Any]] | None = None
+    content: str | list[ContentPart] | None = None
     name: str | None = None
+
+    _content = field_validator("content")(classmethod(lambda cls, v: no_control(v) if isinstance(v, str) else v))
 
 
 class ChatCompletionRequest(BaseModel):
@@ -119,6 +154,8 @@ class EventRequest(BaseModel):
     user_prompt: str | None = Field(default=None, min_length=1, max_length=8000)
     turn_id: str | None = Field(default=None, pattern=TURN_ID_PATTERN)
     reiz_herkunft: Literal["user", "eigener_impuls"] | None = None
+
+    _texts = field_validator("eigener_gedanke", "user_prompt")(classmethod(lambda cls, v: no_control(v)))
     gedanke_arousal: float | None = Field(default=None, ge=0, le=1)
     thinker_unsicher_retry: bool = False
 

@@ -130,3 +130,12 @@ def test_ask_json_hands_the_schema_to_the_engine():
         "antwort": "Hallo"}))
     assert outcome == "ok" and answer.urteil == "ok"
     assert llm.calls[0]["response_schema"] == engine_schema(structured_nodes()["tribunal"])
+
+
+@pytest.mark.parametrize("text", ['{"in_minuten": NaN}', '{"in_minuten": Infinity}', '{"x": -Infinity}',
+                                  '{"in_minuten": 1e999}'])
+def test_numbers_that_are_not_finite_are_never_used(text):
+    from pipeline.llm_json import first_json_object
+
+    assert first_json_object(text) is None
+    assert first_json_object('{"in_minuten": 1.5e3}') == {"in_minuten": 1500.0}
