@@ -32,6 +32,41 @@ async def ensure_group(r: Redis, stream: str = OUTBOX_STREAM) -> None:
             raise
 
 
+# Refresh a claim only while this consumer still holds it: a plain XCLAIM with no idle time would
+# take a job back from the worker that legitimately re-claimed it, and two runs would overlap.
+_HEARTBEAT = """
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+if #p == 0 or p[1][2] ~= ARGV[2] then return 0 end
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[3], 'JUSTID')
+return 1
+"""
+
+TRIM_EVERY = 50
+"""Rounds between two trims of the stream (entries both delivered and acknowledged go)."""
+
+
+async def trim(r: Redis, stream: str = OUTBOX_STREAM) -> int:
+    """Remove the entries every consumer is done with: older than the group's last delivered id
+    and than the oldest pending one. Never a job that is waiting or running."""
+    groups = await r.xinfo_groups(stream)
+    g = next((g for g in groups if g["name"] in (GROUP, GROUP.encode())), None)
+    if g is None:
+        return 0
+    ms, seq = _id_key(_s(g["last-delivered-id"]))
+    floor = (ms, seq + 1)  # everything up to the last delivered entry has been handed out
+    pend = await r.xpending(stream, GROUP)
+    if pend["pending"]:
+        floor = min(floor, _id_key(_s(pend["min"])))  # the oldest job still running stays
+    if floor <= (0, 1):
+        return 0
+    return await r.xtrim(stream, minid=f"{floor[0]}-{floor[1]}", approximate=False)
+
+
+def _id_key(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
 async def enqueue(r: Redis, job: dict[str, Any], stream: str = OUTBOX_STREAM) -> str:
     return await r.xadd(stream, {"job": json.dumps(job)})
 
@@ -63,9 +98,25 @@ class OutboxConsumer:
         self.claim_idle_ms = claim_idle_ms
         self.block_ms = block_ms
         self.processed = 0
+        self.rounds = 0
 
     async def step(self) -> int:
-        """One round; returns the number of jobs acknowledged."""
+        """One round; returns the number of jobs acknowledged. A consumer group lost with the
+        stream (Redis restarted without its data) is made again, by name in the log."""
+        try:
+            return await self._step()
+        except ResponseError as e:
+            if "NOGROUP" not in str(e):
+                raise
+            log.warning("outbox: fallback gruppe_neu: consumer group %s of %s is gone (Redis lost its data?); "
+                        "creating it again", GROUP, self.stream)
+            await ensure_group(self.r, self.stream)
+            return 0
+
+    async def _step(self) -> int:
+        self.rounds += 1
+        if self.rounds % TRIM_EVERY == 0:
+            await trim(self.r, self.stream)
         entries: list[tuple[str, dict]] = []
         # Redis 6.2 answers [next, entries], Redis 7 adds the deleted ids
         claimed = (await self.r.xautoclaim(
@@ -88,11 +139,15 @@ class OutboxConsumer:
         return acked
 
     async def _heartbeat(self, entry_id) -> None:
-        """Keep a long job's claim fresh, so no other worker takes it over while it runs."""
+        """Keep a long job's claim fresh while this worker holds it, so no other worker takes it
+        over; once another holds it (this one was too slow), stop and say so."""
         while True:
             await asyncio.sleep(max(self.claim_idle_ms / 3000, 0.05))
-            await self.r.xclaim(self.stream, GROUP, self.consumer, min_idle_time=0, message_ids=[entry_id],
-                                justid=True)
+            held = await self.r.eval(_HEARTBEAT, 1, self.stream, GROUP, self.consumer, _s(entry_id))
+            if not held:
+                log.warning("outbox: job %s is held by another worker now; this one stops refreshing it",
+                            _s(entry_id))
+                return
 
     async def _handle(self, entry_id, fields) -> int:
         raw = fields.get(b"job", fields.get("job"))

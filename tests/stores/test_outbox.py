@@ -80,3 +80,58 @@ async def _scenario(stores):
 
 def test_outbox_reclaim_ack_after_commit_and_dead_letter(migrated):
     asyncio.run(_scenario(migrated))
+
+
+def test_heartbeat_never_takes_a_job_back_and_the_group_heals_and_the_stream_is_trimmed(stores):
+    from redis.asyncio import Redis
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            stream = f"test:outbox:{uuid.uuid4().hex[:8]}"
+            await outbox.ensure_group(r, stream)
+            await outbox.enqueue(r, {"kind": "x"}, stream)
+            got = await r.xreadgroup(GROUP, "slow", {stream: ">"}, count=1)
+            entry = got[0][1][0][0]
+            slow = OutboxConsumer(r, "slow", None, claim_idle_ms=150, block_ms=10, stream=stream)
+            # another worker re-claims the job (slow was idle too long): slow's heartbeat must not take it back
+            await r.xclaim(stream, GROUP, "rescuer", min_idle_time=0, message_ids=[entry], justid=True)
+            beat = asyncio.ensure_future(slow._heartbeat(entry))
+            await asyncio.sleep(0.3)
+            assert beat.done()  # it noticed and stopped
+            owner = (await r.xpending_range(stream, GROUP, min=entry, max=entry, count=1))[0]["consumer"]
+            assert owner in (b"rescuer", "rescuer")
+            # while it still holds a job, the heartbeat keeps it fresh
+            await outbox.enqueue(r, {"kind": "y"}, stream)
+            mine = (await r.xreadgroup(GROUP, "slow", {stream: ">"}, count=1))[0][1][0][0]
+            beat = asyncio.ensure_future(slow._heartbeat(mine))
+            await asyncio.sleep(0.3)
+            info = (await r.xpending_range(stream, GROUP, min=mine, max=mine, count=1))[0]
+            assert not beat.done() and info["time_since_delivered"] < 150
+            beat.cancel()
+
+            # trimming keeps every job still pending or undelivered, removes what is done
+            done = []
+
+            async def handle(job):
+                done.append(job["kind"])
+
+            worker = OutboxConsumer(r, "w", handle, claim_idle_ms=60_000, block_ms=10, stream=stream)
+            await r.xack(stream, GROUP, entry, mine)
+            for k in ("a", "b", "c"):
+                await outbox.enqueue(r, {"kind": k}, stream)
+            await worker.step()
+            await outbox.enqueue(r, {"kind": "later"}, stream)  # not yet delivered: must stay
+            assert await outbox.trim(r, stream) == 5
+            assert [json.loads(f[b"job"])["kind"] for _, f in await r.xrange(stream)] == ["later"]
+            assert done == ["a", "b", "c"]
+
+            # Redis lost its data: the group is gone; the next round makes it again
+            await r.delete(stream)
+            assert await worker.step() == 0
+            await outbox.enqueue(r, {"kind": "nach dem Neustart"}, stream)
+            assert await worker.step() == 1 and done[-1] == "nach dem Neustart"
+        finally:
+            await r.aclose()
+
+    asyncio.run(go())
