@@ -15,11 +15,15 @@ class TooManyInstructions(ValueError):
     """A fourth active instruction: the caller asks the human to consolidate (seed 004)."""
 
 
-async def add_directive(pool: AsyncConnectionPool, user_id: str, character_id: str, text: str) -> int:
+async def add_directive(pool: AsyncConnectionPool, user_id: str, character_id: str, text: str, *,
+                        turn_id: str | None = None, schritt: str | None = None) -> int:
+    """A directive; with `turn_id` and `schritt` at most once per step of a turn."""
     async with pool.connection() as conn:
         cur = await conn.execute(
-            "INSERT INTO direktiven (user_id, character_id, text) VALUES (%s,%s,%s) RETURNING id",
-            (user_id, character_id, text))
+            "INSERT INTO direktiven (user_id, character_id, text, turn_id, schritt) VALUES (%s,%s,%s,%s,%s)"
+            " ON CONFLICT (user_id, character_id, turn_id, schritt) WHERE schritt IS NOT NULL"
+            " DO UPDATE SET schritt = EXCLUDED.schritt RETURNING id",
+            (user_id, character_id, text, turn_id, schritt if turn_id else None))
         return (await cur.fetchone())[0]
 
 
@@ -39,17 +43,26 @@ async def directives(pool: AsyncConnectionPool, user_id: str, character_id: str)
 
 
 async def add_instruction(pool: AsyncConnectionPool, user_id: str, character_id: str, text: str,
-                          max_active: int = 3) -> int:
+                          max_active: int = 3, *, turn_id: str | None = None, schritt: str | None = None) -> int:
+    """An instruction; with `turn_id` and `schritt` at most once per step of a turn (a repeat
+    returns the first one's id, and is not counted against the limit)."""
     async with pool.connection() as conn:
         async with conn.transaction():
             # serialise per pair so two concurrent adds cannot both pass the count
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"anweisung:{user_id}:{character_id}",))
+            if turn_id and schritt:
+                cur = await conn.execute("SELECT id FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s"
+                                         " AND turn_id=%s AND schritt=%s", (user_id, character_id, turn_id, schritt))
+                done = await cur.fetchone()
+                if done:
+                    return done[0]
             cur = await conn.execute("SELECT count(*) FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s"
                                      " AND aktiv", (user_id, character_id))
             if (await cur.fetchone())[0] >= max_active:
                 raise TooManyInstructions(f"{max_active} instructions are active already; consolidate first")
-            cur = await conn.execute("INSERT INTO charakter_anweisungen (user_id, character_id, text)"
-                                     " VALUES (%s,%s,%s) RETURNING id", (user_id, character_id, text))
+            cur = await conn.execute("INSERT INTO charakter_anweisungen (user_id, character_id, text, turn_id, schritt)"
+                                     " VALUES (%s,%s,%s,%s,%s) RETURNING id",
+                                     (user_id, character_id, text, turn_id, schritt if turn_id else None))
             return (await cur.fetchone())[0]
 
 

@@ -14,11 +14,15 @@ def _row(r) -> dict[str, Any]:
 
 
 async def create(pool: AsyncConnectionPool, user_id: str, name: str, inhalt: str = "", zusammenfassung: str = "",
-                 themen: list[str] | None = None) -> int:
+                 themen: list[str] | None = None, *, turn_id: str | None = None, schritt: str | None = None) -> int:
+    """A new note; with `turn_id` and `schritt` at most once per step of a turn (see timeline.add)."""
     async with pool.connection() as conn:
         cur = await conn.execute(
-            "INSERT INTO notizen (user_id, name, inhalt, zusammenfassung, themen) VALUES (%s,%s,%s,%s,%s) RETURNING id",
-            (user_id, name, inhalt, zusammenfassung, themen or []))
+            "INSERT INTO notizen (user_id, name, inhalt, zusammenfassung, themen, turn_id, schritt)"
+            " VALUES (%s,%s,%s,%s,%s,%s,%s)"
+            " ON CONFLICT (user_id, turn_id, schritt) WHERE schritt IS NOT NULL"
+            " DO UPDATE SET schritt = EXCLUDED.schritt RETURNING id",
+            (user_id, name, inhalt, zusammenfassung, themen or [], turn_id, schritt if turn_id else None))
         return (await cur.fetchone())[0]
 
 

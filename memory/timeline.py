@@ -49,13 +49,17 @@ def _row(r, tz: str) -> dict[str, Any]:
 
 async def add(pool: AsyncConnectionPool, user_id: str, character_id: str, titel: str, beginn: datetime, tz: str, *,
               personen: list[str] | None = None, ende: datetime | None = None, typ: str = "termin",
-              turn_id: str | None = None) -> int:
+              turn_id: str | None = None, schritt: str | None = None) -> int:
+    """A new entry. With `turn_id` and `schritt` (the step of the turn that writes it) the write
+    happens once: the same step of the same turn again returns the entry it wrote the first time."""
     async with pool.connection() as conn:
         cur = await conn.execute(
-            "INSERT INTO timeline (user_id, character_id, typ, titel, personen, beginn, ende, turn_id)"
-            " VALUES (%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+            "INSERT INTO timeline (user_id, character_id, typ, titel, personen, beginn, ende, turn_id, schritt)"
+            " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+            " ON CONFLICT (user_id, character_id, turn_id, schritt) WHERE schritt IS NOT NULL"
+            " DO UPDATE SET schritt = EXCLUDED.schritt RETURNING id",
             (user_id, character_id, typ, titel, personen or [], to_utc(beginn, tz),
-             to_utc(ende, tz) if ende else None, turn_id))
+             to_utc(ende, tz) if ende else None, turn_id, schritt if turn_id else None))
         return (await cur.fetchone())[0]
 
 

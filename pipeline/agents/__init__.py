@@ -35,3 +35,10 @@ def registry() -> dict[str, Dispatch]:
 
 def get_dispatch(name: str) -> Dispatch | None:
     return registry().get(name)
+
+
+def schreibschluessel(state, agent: str) -> dict[str, str]:
+    """The idempotency key of an agent's write in this turn: the turn and the step (the agent and
+    how many agent results came before it). The same turn run again writes nothing twice."""
+    n = len(state.plan.agent_results) if state.plan else 0
+    return {"turn_id": state.stimulus.turn_id, "schritt": f"{agent}:{n}"}

@@ -46,7 +46,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
             titel = (answer.titel or s.text)[:120]
             anchor_id = await deps.store.call("timeline.add", s.user_id, s.character_id, titel,
                                               datetime(day.year, day.month, day.day, 12, 0), deps.settings.timezone,
-                                              typ="erinnerungs_anker", turn_id=s.turn_id)
+                                              typ="erinnerungs_anker", turn_id=s.turn_id, schritt=f"{NAME}:0")
             written.append({"id": anchor_id, "datum": day.isoformat(), "titel": titel})
             status = "geschrieben"
     deps.trace.decision(NAME, "erinnerungsanker.ergebnis", status, {"anker": len(written)})

@@ -2,6 +2,7 @@
 the human to consolidate, seed 004)."""
 from __future__ import annotations
 
+from pipeline.agents import schreibschluessel
 from pipeline.state import AgentResult
 
 
@@ -17,6 +18,7 @@ async def dispatch_charakter(state, deps) -> AgentResult:
         return AgentResult(agent_name="charakter", status="rueckfrage", ergebnis={
             "frage": "Es gibt schon drei Anweisungen: " + "; ".join(c["text"] for c in current)
                      + ". Welche sollen zusammengefasst oder ersetzt werden?"})
-    iid = await deps.store.call("charakter.add_instruction", s.user_id, s.character_id, text)
+    iid = await deps.store.call("charakter.add_instruction", s.user_id, s.character_id, text,
+                                deps.services.memory_cfg.max_active_instructions, **schreibschluessel(state, "charakter"))
     return AgentResult(agent_name="charakter", status="abgeschlossen",
                        ergebnis={"aktion": "anweisung", "id": iid, "beschreibung": f"Anweisung aufgenommen: {text}"})

@@ -1,6 +1,7 @@
 """Directives agent: absolute instructions of the user for this pair, added or lifted."""
 from __future__ import annotations
 
+from pipeline.agents import schreibschluessel
 from pipeline.state import AgentResult
 
 
@@ -10,7 +11,8 @@ async def dispatch_direktiven(state, deps) -> AgentResult:
     s = state.stimulus
     text = str(p.get("text") or "").strip()
     if aktion == "anlegen" and text:
-        did = await deps.store.call("charakter.add_directive", s.user_id, s.character_id, text)
+        did = await deps.store.call("charakter.add_directive", s.user_id, s.character_id, text,
+                                    **schreibschluessel(state, "direktiven"))
         return AgentResult(agent_name="direktiven", status="abgeschlossen",
                            ergebnis={"aktion": "anlegen", "id": did, "beschreibung": f"Vorgabe gemerkt: {text}"})
     if aktion == "aufheben" and text:

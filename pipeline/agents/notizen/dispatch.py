@@ -1,6 +1,7 @@
 """Notes agent: create, change, delete, find a note of the user."""
 from __future__ import annotations
 
+from pipeline.agents import schreibschluessel
 from pipeline.state import AgentResult
 
 AKTIONEN = ("anlegen", "aendern", "loeschen", "finden")
@@ -19,7 +20,7 @@ async def dispatch_notizen(state, deps) -> AgentResult:
     if aktion == "anlegen":
         nid = await deps.store.call("notizen.create", user, name, str(p.get("inhalt") or ""),
                                     str(p.get("zusammenfassung") or p.get("inhalt") or "")[:200],
-                                    [str(t) for t in p.get("themen") or []])
+                                    [str(t) for t in p.get("themen") or []], **schreibschluessel(state, "notizen"))
         return AgentResult(agent_name="notizen", status="abgeschlossen",
                            ergebnis={"aktion": "anlegen", "id": nid, "beschreibung": f"Notiz '{name}' angelegt"})
     found = await deps.store.call("notizen.find_by_keyword", user, name)

@@ -6,6 +6,7 @@ import logging
 import re
 from datetime import datetime
 
+from pipeline.agents import schreibschluessel
 from pipeline.state import AgentResult
 from pipeline.timefmt import local_now
 
@@ -63,7 +64,8 @@ async def dispatch_timeline(state, deps) -> AgentResult:
                                ergebnis={"frage": f"Wann genau ist '{titel}'?"})
     if aktion == "anlegen":
         tid = await deps.store.call("timeline.add", s.user_id, s.character_id, titel, when, tz,
-                                    personen=[str(x) for x in p.get("personen") or []], turn_id=s.turn_id)
+                                    personen=[str(x) for x in p.get("personen") or []],
+                                    **schreibschluessel(state, "timeline"))
         return AgentResult(agent_name="timeline", status="abgeschlossen", ergebnis={
             "aktion": "anlegen", "id": tid, "beginn_lokal": when.isoformat(),
             "beschreibung": f"Termin '{titel}' am {when.strftime('%d.%m.%Y um %H:%M')} eingetragen"})
