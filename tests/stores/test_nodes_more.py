@@ -49,7 +49,7 @@ def test_erinnerungsanker_writes_an_anchor_for_a_dated_experience():
     assert out.status == "geschrieben" and out.geschrieben[0]["id"] == 77
     op, args, kwargs = store.calls[0]
     assert op == "timeline.add" and args[2] == "Konzert" and args[3] == datetime(2026, 11, 24, 12, 0)
-    assert kwargs == {"typ": "erinnerungs_anker", "turn_id": "t9"}
+    assert kwargs == {"typ": "erinnerungs_anker", "turn_id": "t9", "schritt": "erinnerungsanker:0"}
     deps = deps_for(ScriptedLLM({"erinnerungsanker": ['{"datiert": true, "datum": "letzte Woche"}']}), store=RecordingStore())
     assert asyncio.run(erinnerungsanker.run(_state(), deps))["anker"].status == "datum_unlesbar"
     deps = deps_for(ScriptedLLM())
