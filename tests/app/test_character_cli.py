@@ -51,3 +51,19 @@ def test_character_commands(novaberg, tmp_path):
         assert rc == 0 and out.strip() == f"removed {c}"
     rc, _, err = novaberg("show", cid)
     assert rc == 1 and "error 404" in err and "GET /v1/characters" in err
+
+
+def test_chat_opens_a_new_pair_with_the_greeting(system, keys, monkeypatch, capsys, character):
+    monkeypatch.setattr(cli, "_daemon", lambda settings: {"url": system.url, "pid": 0})
+    monkeypatch.setattr(cli, "_operator_key", lambda settings, args: keys["operator"])
+    ch = character("gruss", name="Ole", begruessung="Moin {{user}}, ich bin {{char}}.")
+    assert cli.main(["chat", "--user", "alice", "--character", ch, "--message", "Hallo", "--once"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"Talking to Ole ({ch}) as alice")
+    assert out[1] == f"{ch}> Moin du, ich bin Ole."
+    assert out[2].startswith(f"{ch}> ") and len(out[2]) > len(f"{ch}> ")
+    # a pair that has talked before is not greeted again; an unknown character is refused clearly
+    assert cli.main(["chat", "--user", "alice", "--character", ch, "--message", "Noch da?", "--once"]) == 0
+    assert "Moin" not in capsys.readouterr().out
+    assert cli.main(["chat", "--user", "alice", "--character", "gibt-es-nicht", "--once"]) == 1
+    assert "404" in capsys.readouterr().err
