@@ -20,9 +20,13 @@ log = logging.getLogger("novaberg.llm_json")
 M = TypeVar("M", bound=BaseModel)
 
 
-STRING_CAP = 120
+STRING_CAP = 80
 """The longest string the engine may write into a field that sets no cap of its own (characters)."""
-ARRAY_CAP = 5
+ITEM_CAP = 40
+"""The same for a string inside a list (a tag, a reason)."""
+ARRAY_CAP = 3
+"""The most items of a list with no cap of its own. With these caps the largest answer of any
+node fits the 160 tokens a node gets (a truncated answer is no answer)."""
 
 
 def wort(vocabulary, default: str):
@@ -55,6 +59,9 @@ def engine_schema(model: type[BaseModel]) -> dict:
                 s.setdefault("maxLength", STRING_CAP)
             if s.get("type") == "array":
                 s.setdefault("maxItems", ARRAY_CAP)
+                items = s.get("items")
+                if isinstance(items, dict) and items.get("type") == "string" and "enum" not in items:
+                    items.setdefault("maxLength", ITEM_CAP)
             for v in s.values():
                 tighten(v)
         elif isinstance(s, list):
