@@ -169,6 +169,6 @@ async def wissen_suchen(pool: AsyncConnectionPool, character_id: str, vector, te
         else:
             continue
         hits.append({"id": r[0], "titel": r[1], "inhalt": r[2], "gewicht": round(gewicht, 6), "weg": weg,
-                     "similarity": round(sim, 6), "quelle": "charakter"})
+                     "similarity": round(sim, 6)})
     hits.sort(key=lambda h: (-h["gewicht"], -h["similarity"], h["id"]))
     return hits[:k]

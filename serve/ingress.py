@@ -61,6 +61,10 @@ def _error(status: int, kind: str, message: str) -> HTTPException:
     return HTTPException(status_code=status, detail={"type": kind, "message": message})
 
 
+def _unknown_character(character_id: str) -> HTTPException:
+    return _error(404, "unknown_character", f"no character {character_id!r}; GET /v1/characters lists the characters")
+
+
 @app.exception_handler(HTTPException)
 async def _http_error(request: Request, exc: HTTPException):
     detail = exc.detail if isinstance(exc.detail, dict) else {"type": "error", "message": str(exc.detail)}
@@ -174,8 +178,7 @@ class Ingress:
             self._characters[character_id] = now
             return
         self._characters.pop(character_id, None)
-        raise _error(404, "unknown_character",
-                     f"no character {character_id!r}; GET /v1/characters lists the characters")
+        raise _unknown_character(character_id)
 
     # ------------------------------------------------------------------ pair actors
     def _pair(self, user_id: str, character_id: str):
@@ -432,24 +435,8 @@ class Ingress:
         ch = await self.store.call.remote("charaktere.get", character_id)
         if ch is None:
             self._characters.pop(character_id, None)
-            raise _error(404, "unknown_character",
-                         f"no character {character_id!r}; GET /v1/characters lists the characters")
+            raise _unknown_character(character_id)
         return ch
-
-    @staticmethod
-    async def _body(request: Request, limit: int) -> bytes:
-        """The request body, refused with 413 as soon as it passes `limit` (before any parsing)."""
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise _error(413, "too_large", f"body of {declared} bytes; at most {limit}")
-        buf = bytearray()
-        async for chunk in request.stream():
-            buf += chunk
-            if len(buf) > limit:
-                raise _error(413, "too_large", f"body larger than {limit} bytes")
-        if not buf:
-            raise _error(422, "invalid_card", "empty body: send the card as JSON or PNG")
-        return bytes(buf)
 
     @app.get("/v1/characters")
     async def list_characters(self, authorization: str | None = Header(None)):
@@ -477,7 +464,9 @@ class Ingress:
         lorebook becomes her background knowledge. The answer says what went where and what was
         kept without a place."""
         await self._operator(authorization)
-        data = await self._body(request, self.settings.character_card_max_bytes)
+        data = await request.body()  # its size is bounded by the BodyLimit middleware (the card limit)
+        if not data:
+            raise _error(422, "invalid_card", "empty body: send the card as JSON or PNG")
         try:
             card = await asyncio.to_thread(charakterkarte.lesen, data)
             cid = character_id or charakterkarte.character_id_aus(card.felder["name"])
@@ -509,8 +498,7 @@ class Ingress:
             raise _error(422, "invalid_request", "no field to change")
         ch = await self.store.call.remote("charaktere.update", character_id, fields)
         if ch is None:
-            raise _error(404, "unknown_character",
-                         f"no character {character_id!r}; GET /v1/characters lists the characters")
+            raise _unknown_character(character_id)
         return ch
 
     @app.delete("/v1/characters/{character_id}", status_code=204)
@@ -520,8 +508,7 @@ class Ingress:
         await self._operator(authorization)
         self._characters.pop(character_id, None)
         if not await self.store.call.remote("charaktere.delete", character_id):
-            raise _error(404, "unknown_character",
-                         f"no character {character_id!r}; GET /v1/characters lists the characters")
+            raise _unknown_character(character_id)
         log.info("ingress: character %s removed", character_id)
         return Response(status_code=204)
 
