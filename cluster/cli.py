@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -139,6 +140,30 @@ def cmd_key_revoke(settings: Settings, args) -> int:
     return 0
 
 
+def _print_pushed(base: str, headers: dict, character: str) -> None:
+    """Messages Nova sends without being asked (the events route), printed as they arrive; on a
+    broken connection it resumes from the last id it saw."""
+    cursor = None
+    while True:
+        try:
+            h = {**headers, **({"Last-Event-ID": cursor} if cursor else {})}
+            with httpx.Client(timeout=httpx.Timeout(10, read=None)) as c, c.stream("GET", f"{base}/events", headers=h) as r:
+                if r.status_code != 200:
+                    return
+                event = None
+                for line in r.iter_lines():
+                    if line.startswith("event:"):
+                        event = line[6:].strip()
+                    elif line.startswith("id:"):
+                        cursor = line[3:].strip()
+                    elif line.startswith("data:") and event == "nachricht":
+                        m = json.loads(line[5:])
+                        art = "eigener Gedanke" if m["herkunft"] == "eigener_impuls" else "noch etwas"
+                        print(f"\n{character} ({art})> {m['reply']}", flush=True)
+        except httpx.HTTPError:
+            time.sleep(2)
+
+
 def cmd_chat(settings: Settings, args) -> int:
     info = _daemon(settings)
     if not info:
@@ -153,6 +178,8 @@ def cmd_chat(settings: Settings, args) -> int:
             print(f"error {g.status_code}: {g.text}", file=sys.stderr)
             return 1
         print(f"Talking to {g.json()['name']} ({args.character}) as {args.user}. Empty line or Ctrl-D ends.")
+        threading.Thread(target=_print_pushed, daemon=True, name="events",
+                         args=(f"{info['url']}/v1/pairs/{args.user}/{args.character}", headers, args.character)).start()
         if g.json()["neu_im_verlauf"]:  # a new pair: the character opens with her greeting
             print(f"{args.character}> {g.json()['begruessung']}")
         while True:

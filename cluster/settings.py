@@ -10,8 +10,13 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+SESSION_SUMMARY_MARGIN = 40
+"""Session entries (20 turns) kept beyond the chain's window: what leaves the window is folded into
+the session summary in the background, which may lag behind the reply, before the list trims it."""
 
 
 def _default_home() -> Path:
@@ -81,6 +86,12 @@ class Settings(BaseSettings):
     """Turns of the session the chain reads (SESSION_MAX_TURNS of seed 001)."""
     session_keep_turns: int = Field(default=500, ge=20)
     """Turns kept in the Redis session list for history."""
+    push_keep_messages: int = Field(default=1000, ge=10)
+    """Messages Nova produced without being asked, kept for the events route's replay (per pair)."""
+    events_block_s: float = Field(default=15.0, gt=0, le=60)
+    """How long the events route waits for a message before it sends a keep-alive comment."""
+    max_event_streams_per_user: int = Field(default=4, ge=1)
+    """Open events streams one user may hold on one ingress replica; beyond: 429."""
     max_text_chars: int = Field(default=8000, ge=1)
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     """The largest request body (413 before it is parsed); a card import has its own limit."""
@@ -137,6 +148,15 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute(cls, v: Path) -> Path:
         return v.expanduser().resolve()
+
+    @model_validator(mode="after")
+    def _keep_beyond_window(self) -> "Settings":
+        if self.session_keep_turns < self.session_max_turns + SESSION_SUMMARY_MARGIN:
+            raise ValueError(
+                f"session_keep_turns ({self.session_keep_turns}) must exceed session_max_turns "
+                f"({self.session_max_turns}) by at least {SESSION_SUMMARY_MARGIN}: turns that leave the window "
+                "are summarised in the background before the session list trims them")
+        return self
 
     @property
     def logs_dir(self) -> Path:

@@ -1,13 +1,18 @@
 """Redis session of a pair and the idempotency record of its turns.
 
-Keys: `session:{user}:{character}:turns` (list of turn records, oldest first) and
-`turnres:{user}:{character}:{turn_id}` (the stored result of a finished turn). A turn is committed
-by one Lua script, so the two session entries, the stored result and the outbox job appear
-together or not at all: a repeated `turn_id` can never append twice.
+Keys: `session:{user}:{character}:turns` (list of turn records, oldest first),
+`turnres:{user}:{character}:{turn_id}` (the stored result of a finished turn) and
+`push:{user}:{character}` (a stream of the messages Nova produced without being asked: what the
+events route delivers). A turn is committed by one Lua script, so the two session entries, the
+stored result, the pushed message and the outbox jobs appear together or not at all: a repeated
+`turn_id` can never append or push twice.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
@@ -27,6 +32,10 @@ def result_key(user_id: str, character_id: str, turn_id: str) -> str:
     return f"turnres:{user_id}:{character_id}:{turn_id}"
 
 
+def push_key(user_id: str, character_id: str) -> str:
+    return f"push:{user_id}:{character_id}"
+
+
 _COMMIT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
@@ -36,7 +45,10 @@ else
   redis.call('RPUSH', KEYS[2], ARGV[3], ARGV[4])
 end
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[5]), -1)
-for i = 6, #ARGV do
+if ARGV[6] ~= '' then
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', tonumber(ARGV[7]), '*', 'nachricht', ARGV[6])
+end
+for i = 8, #ARGV do
   redis.call('XADD', KEYS[3], '*', 'job', ARGV[i])
 end
 return 1
@@ -52,13 +64,94 @@ async def count_turns(r: Redis, user_id: str, character_id: str) -> int:
     return await r.llen(session_key(user_id, character_id))
 
 
+@dataclass(frozen=True)
+class SessionZusammenfassung:
+    """The session summary (seed 001 §3.1: `session:{user}:{character}:summary`) and its cursor,
+    one hash, written together: `marke` is the SHA-1 of the last session entry folded in (as
+    stored), `bis_turn_id` that entry's turn, `gefaltet` how many entries the text has taken in."""
+
+    text: str = ""
+    marke: str = ""
+    bis_turn_id: str = ""
+    gefaltet: int = 0
+
+
+@dataclass(frozen=True)
+class Ausstehend:
+    """Session entries that left the window and are not in the summary yet, oldest first.
+    `stand`: `anfang` (no cursor yet), `gefunden` (they follow the cursor's entry) or `luecke`
+    (the cursor's entry was trimmed off the list: what lay between is gone unsummarised)."""
+
+    stand: str
+    eintraege: list[tuple[str, dict[str, Any]]]
+    """(marke, entry) pairs, at most the limit asked for."""
+    rueckstand: int
+    """All such entries, of which `eintraege` are the oldest."""
+
+
+_AUSSTEHEND = """
+local items = redis.call('LRANGE', KEYS[1], 0, -1)
+local outside = #items - tonumber(ARGV[1])
+local from, stand = 1, 'anfang'
+if ARGV[2] ~= '' then
+  stand = 'luecke'
+  for i = #items, 1, -1 do
+    if redis.sha1hex(items[i]) == ARGV[2] then from = i + 1; stand = 'gefunden'; break end
+  end
+end
+local out = {stand, math.max(0, outside - from + 1)}
+for i = from, math.min(outside, from + tonumber(ARGV[3]) - 1) do out[#out + 1] = items[i] end
+return out
+"""
+
+_FALTEN = """
+local cur = redis.call('HGET', KEYS[1], 'marke') or ''
+if cur ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'text', ARGV[2], 'marke', ARGV[3], 'bis_turn_id', ARGV[4])
+redis.call('HINCRBY', KEYS[1], 'gefaltet', tonumber(ARGV[5]))
+return 1
+"""
+
+
+def eintrag_marke(raw: bytes | str) -> str:
+    """The mark of a stored session entry: the SHA-1 of its stored form (Redis' `sha1hex`)."""
+    return hashlib.sha1(raw.encode() if isinstance(raw, str) else raw).hexdigest()
+
+
+async def load_summary(r: Redis, user_id: str, character_id: str) -> SessionZusammenfassung:
+    raw = await r.hgetall(summary_key(user_id, character_id))
+    f = {k.decode(): v.decode() for k, v in raw.items()}
+    return SessionZusammenfassung(text=f.get("text", ""), marke=f.get("marke", ""),
+                                  bis_turn_id=f.get("bis_turn_id", ""), gefaltet=int(f.get("gefaltet", 0)))
+
+
 async def set_summary(r: Redis, user_id: str, character_id: str, summary: str) -> None:
-    await r.set(summary_key(user_id, character_id), summary)
+    """Replace the summary's text (its cursor stays)."""
+    await r.hset(summary_key(user_id, character_id), "text", summary)
 
 
 async def get_summary(r: Redis, user_id: str, character_id: str) -> str | None:
-    raw = await r.get(summary_key(user_id, character_id))
+    raw = await r.hget(summary_key(user_id, character_id), "text")
     return None if raw is None else raw.decode()
+
+
+async def ausstehend(r: Redis, user_id: str, character_id: str, *, window: int, marke: str,
+                     limit: int) -> Ausstehend:
+    """The entries older than the newest `window` that follow the entry marked `marke` (all of
+    them for an empty mark), read in one atomic step; an entry folded in already never returns,
+    even when a wider window takes it back in."""
+    out = await r.eval(_AUSSTEHEND, 1, session_key(user_id, character_id), window, marke, limit)
+    items = out[2:]
+    return Ausstehend(stand=out[0].decode(), rueckstand=int(out[1]),
+                      eintraege=[(eintrag_marke(x), json.loads(x)) for x in items])
+
+
+async def fold_summary(r: Redis, user_id: str, character_id: str, *, nach_marke: str, text: str, marke: str,
+                       bis_turn_id: str, neu: int) -> bool:
+    """Store the new summary with its cursor, only if the cursor still stands at `nach_marke`
+    (the state it was computed from). False: another run folded these entries first."""
+    done = await r.eval(_FALTEN, 1, summary_key(user_id, character_id), nach_marke, text, marke, bis_turn_id, neu)
+    return bool(done)
 
 
 async def stored_result(r: Redis, user_id: str, character_id: str, turn_id: str) -> dict | None:
@@ -67,17 +160,43 @@ async def stored_result(r: Redis, user_id: str, character_id: str, turn_id: str)
 
 
 async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str, result: dict,
-                      user_turn: dict | None, nova_turn: dict, job: dict | list[dict], keep_turns: int, ttl_s: int) -> bool:
-    """Store result, both session turns and the outbox jobs atomically. False: already committed.
-    `user_turn` None: the turn has no new message of the human (a self-triggered retry)."""
+                      user_turn: dict | None, nova_turn: dict, job: dict | list[dict], keep_turns: int, ttl_s: int,
+                      push: dict | None = None, push_keep: int = 1000) -> bool:
+    """Store result, both session turns, the pushed message and the outbox jobs atomically.
+    False: already committed. `user_turn` None: the turn has no new message of the human (a
+    self-triggered retry). `push`: a message nobody asked for, for the events route."""
     jobs = job if isinstance(job, list) else [job]
     done = await r.eval(
-        _COMMIT, 3,
+        _COMMIT, 4,
         result_key(user_id, character_id, turn_id), session_key(user_id, character_id), OUTBOX_STREAM,
+        push_key(user_id, character_id),
         json.dumps(result), ttl_s, json.dumps(user_turn) if user_turn is not None else "", json.dumps(nova_turn), keep_turns,
-        *[json.dumps(j) for j in jobs],
+        json.dumps(push) if push is not None else "", push_keep, *[json.dumps(j) for j in jobs],
     )
     return bool(done)
+
+
+CURSOR = re.compile(r"^(0|[0-9]{1,15}-[0-9]{1,10})$")
+"""A position in a pair's push stream: `0` (from the oldest kept message) or a message id."""
+
+
+async def push_cursor_now(r: Redis, user_id: str, character_id: str) -> str:
+    """The id of the newest pushed message (`0` when there is none): a cursor for 'only new ones'."""
+    last = await r.xrevrange(push_key(user_id, character_id), count=1)
+    return last[0][0].decode() if last else "0"
+
+
+async def read_pushed(r: Redis, user_id: str, character_id: str, after: str, *, block_ms: int = 0,
+                      count: int = 50) -> list[tuple[str, dict]]:
+    """Messages pushed after the cursor `after`, oldest first; waits up to `block_ms` for one."""
+    if not CURSOR.match(after):
+        raise ValueError(f"invalid cursor {after!r}: expected 0 or a message id like 1733011200000-0")
+    got = await r.xread({push_key(user_id, character_id): after}, count=count, block=block_ms or None)
+    out = []
+    for _stream, entries in got or []:
+        for mid, fields in entries:
+            out.append((mid.decode(), json.loads(fields[b"nachricht"])))
+    return out
 
 
 _GREET = """

@@ -3,10 +3,19 @@
 The two chains hold the pair in opposite order — the human chain `(mensch, nova)`, the character
 chain `(nova, mensch)` — so every reader goes through `ziel_paar_bestimmen`; using the turn pair
 directly reads nothing on one of the two paths.
+
+Goals are formed in the background chain (`pipeline/nodes/zielbildung.py`) from what the human
+says they want or plan, and fade on a forgetting curve per horizon: a goal whose retention fell
+below `VERGESSEN_SCHWELLE` is forgotten (made inactive) when its pair's goals are read next, and
+the others activate with their faded motivation. An activated medium-term goal restarts its curve
+(`verstaerken`, seed 001 §5), the anchor stays; a goal the human states again restarts it too
+(`wiederholung_verstaerken`).
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -19,6 +28,16 @@ if TYPE_CHECKING:  # the pair actor imports this module for the pure parts: no d
     from psycopg_pool import AsyncConnectionPool
 
 Graph = Literal["human", "character"]
+HORIZONTE = ("kurz", "mittel", "lang")
+HALBWERTSZEIT_TAGE: dict[str, float] = {"kurz": 3.0, "mittel": 30.0, "lang": 365.0}
+"""Days after which an unreinforced goal holds half its motivation (retention 0.5 ** (days / this),
+counted from `verstaerkt_am`). The seed names the curve, not its speed: these are ours."""
+VERGESSEN_SCHWELLE = 0.10
+"""A goal whose retention fell below this is forgotten (kurz ≈ 10, mittel ≈ 100, lang ≈ 1200 days)."""
+WIEDERHOLT_MERKEN = 32
+"""How many repeating turns a goal remembers (enough to recognise a redelivered job)."""
+
+log = logging.getLogger("novaberg.ziele")
 
 
 def ziel_paar_bestimmen(turn_pair: tuple[str, str], graph: Graph) -> tuple[str, str]:
@@ -34,24 +53,77 @@ def ziel_paar_bestimmen(turn_pair: tuple[str, str], graph: Graph) -> tuple[str, 
 
 async def add_goal(pool: AsyncConnectionPool, character_id: str, user_id: str, inhalt: str, horizont: str,
                    motivation: float, embedding) -> int:
+    return (await bilden(pool, character_id, user_id, inhalt, horizont, motivation, embedding))["id"]
+
+
+async def bilden(pool: AsyncConnectionPool, character_id: str, user_id: str, inhalt: str, horizont: str,
+                 motivation: float, embedding, quelle_turn: str | None = None) -> dict[str, Any]:
+    """A new goal; {"id", "neu"}. With `quelle_turn` at most one goal per turn and pair: a second
+    call for the same turn (a redelivered job) returns the first goal with neu=False."""
+    vec = normalise(embedding) if embedding is not None else None
     async with pool.connection() as conn:
         cur = await conn.execute(
-            "INSERT INTO ziele (character_id, user_id, inhalt, horizont, motivation, embedding)"
-            " VALUES (%s,%s,%s,%s,%s,%s) RETURNING id",
-            (character_id, user_id, inhalt, horizont, motivation,
-             normalise(embedding) if embedding is not None else None))
-        return (await cur.fetchone())[0]
+            "INSERT INTO ziele (character_id, user_id, inhalt, horizont, motivation, embedding, quelle_turn)"
+            " VALUES (%s,%s,%s,%s,%s,%s,%s)"
+            " ON CONFLICT (character_id, user_id, quelle_turn) WHERE quelle_turn IS NOT NULL DO NOTHING RETURNING id",
+            (character_id, user_id, inhalt, horizont, motivation, vec, quelle_turn))
+        row = await cur.fetchone()
+        if row is not None:
+            return {"id": row[0], "neu": True}
+        cur = await conn.execute("SELECT id FROM ziele WHERE character_id=%s AND user_id=%s AND quelle_turn=%s",
+                                 (character_id, user_id, quelle_turn))
+        return {"id": (await cur.fetchone())[0], "neu": False}
+
+
+async def turn_ereignis(pool: AsyncConnectionPool, character_id: str, user_id: str,
+                        turn_id: str) -> dict[str, Any] | None:
+    """What this turn did to the pair's goals already: {"id", "art": gebildet | verstaerkt}, or None."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT id, quelle_turn IS NOT DISTINCT FROM %s FROM ziele WHERE character_id=%s AND user_id=%s"
+            " AND (quelle_turn = %s OR %s = ANY(wiederholt_in)) ORDER BY id LIMIT 1",
+            (turn_id, character_id, user_id, turn_id, turn_id))
+        row = await cur.fetchone()
+    return None if row is None else {"id": row[0], "art": "gebildet" if row[1] else "verstaerkt"}
+
+
+async def wiederholung_verstaerken(pool: AsyncConnectionPool, ziel_id: int, turn_id: str, motivation: float) -> bool:
+    """The human stated an active goal again: its forgetting curve restarts (the anchor stays), its
+    motivation becomes the stronger of old and new, and the turn is remembered. False when this
+    turn had reinforced it already (a redelivered job) or the goal is no longer active."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "UPDATE ziele SET verstaerkt_am = now(), motivation = GREATEST(motivation, %s),"
+            " wiederholt_in = (wiederholt_in || %s::text)[greatest(1, cardinality(wiederholt_in) + 2 - %s):]"
+            " WHERE id = %s AND aktiv AND NOT (%s = ANY(wiederholt_in)) RETURNING id",
+            (motivation, turn_id, WIEDERHOLT_MERKEN, ziel_id, turn_id))
+        return await cur.fetchone() is not None
+
+
+def behalten(horizont: str, verstaerkt_am: datetime, jetzt: datetime) -> float:
+    """Retention in (0, 1]: the share of its motivation an unreinforced goal still holds."""
+    tage = max(0.0, (jetzt - verstaerkt_am).total_seconds() / 86400.0)
+    return 0.5 ** (tage / HALBWERTSZEIT_TAGE.get(horizont, HALBWERTSZEIT_TAGE["mittel"]))
 
 
 async def load_goals(pool: AsyncConnectionPool, character_id: str, user_id: str) -> list[dict[str, Any]]:
+    """The pair's active goals with their faded motivation (`motivation_basis` as stored,
+    `behalten` the retention). Goals whose retention fell below VERGESSEN_SCHWELLE are forgotten
+    here, on their own read, and are not returned."""
     async with pool.connection() as conn:
         cur = await conn.execute(
-            "SELECT id, inhalt, horizont, motivation, embedding, anker, verstaerkt_am FROM ziele"
+            "SELECT id, inhalt, horizont, motivation, embedding, anker, verstaerkt_am, now() FROM ziele"
             " WHERE character_id=%s AND user_id=%s AND aktiv ORDER BY id", (character_id, user_id))
-        rows = await cur.fetchall()
-    return [{"id": r[0], "inhalt": r[1], "horizont": r[2], "motivation": r[3],
-             "embedding": to_list(r[4]),
-             "anker": r[5].isoformat(), "verstaerkt_am": r[6].isoformat()} for r in rows]
+        rows = [(r, behalten(r[2], r[6], r[7])) for r in await cur.fetchall()]
+        vergessen = [(r, b) for r, b in rows if b < VERGESSEN_SCHWELLE]
+        if vergessen:
+            await conn.execute("UPDATE ziele SET aktiv = false WHERE id = ANY(%s)", ([r[0] for r, _ in vergessen],))
+    for r, b in vergessen:
+        log.info("ziele: goal %d (%s, %r) of %s:%s forgotten: retention %.3f below %.2f since %s", r[0], r[2], r[1],
+                 character_id, user_id, b, VERGESSEN_SCHWELLE, r[6].isoformat())
+    return [{"id": r[0], "inhalt": r[1], "horizont": r[2], "motivation": round(r[3] * b, 6), "motivation_basis": r[3],
+             "behalten": round(b, 6), "embedding": to_list(r[4]),
+             "anker": r[5].isoformat(), "verstaerkt_am": r[6].isoformat()} for r, b in rows if b >= VERGESSEN_SCHWELLE]
 
 
 @dataclass

@@ -53,7 +53,7 @@ CHARACTER_CHAIN: tuple = (
     "perzeption_assistant", "ei_calc_persist", "dispatcher",
 )
 # Run by the outbox worker after the reply left: never on the reply's path.
-BACKGROUND_CHAIN: tuple = ("salience", "praegung", "aufgriff")
+BACKGROUND_CHAIN: tuple = ("salience", "zielbildung", "praegung", "aufgriff", "zusammenfassung")
 
 
 class NodeContractError(RuntimeError):

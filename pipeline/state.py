@@ -140,6 +140,9 @@ class MemoryRecord(_Record):
     aufzeichnungen: list[dict] = Field(default_factory=list)
     plugins: dict[str, list[dict]] = Field(default_factory=dict)
     emotionale_gravitationspunkte: list[dict] = Field(default_factory=list)
+    zusammenfassung: str | None = None
+    """The session summary (seed 001 §3.1): the older turns that left the window, compressed;
+    None while none has left it. Written by the background node `zusammenfassung`."""
 
 
 class GravitationRecord(_Record):

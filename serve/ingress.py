@@ -82,6 +82,8 @@ class Ingress:
         self._pairs: dict[str, Any] = {}
         self._keys: OrderedDict[str, tuple[float, dict | None]] = OrderedDict()
         self._characters: dict[str, float] = {}
+        self._streams: dict[str, int] = {}
+        """Open event streams per user on this replica."""
         _LIMITS.update(body=self.settings.max_body_bytes, card=self.settings.character_card_max_bytes)
         self._redis = None
         self._dashboard = dashboard.DashboardLoop(
@@ -292,6 +294,46 @@ class Ingress:
         # from the session store: reading the history never makes (or wakes) a pair actor
         turns = await session.load_turns(await self._redis_client(), user_id, character_id, limit)
         return {"user_id": user_id, "character_id": character_id, "turns": turns}
+
+    @app.get("/v1/pairs/{user_id}/{character_id}/events")
+    async def get_events(self, user_id: str = Path(pattern=ID_PATTERN), character_id: str = Path(pattern=ID_PATTERN),
+                         after: str | None = Query(None, max_length=30),
+                         last_event_id: str | None = Header(None, max_length=30),
+                         authorization: str | None = Header(None)):
+        """Server-sent events: every message Nova produces without being asked (the Thinker's
+        retry, a planned impulse, a `continue`), once it is committed. The cursor (`Last-Event-ID`
+        or `?after=`; `0` = every kept message) resumes where a client left; none = only new ones."""
+        principal = await self._principal(authorization)
+        self._owner(principal, user_id)
+        await self._known_character(character_id)
+        r = await self._redis_client()
+        cursor = last_event_id or after
+        if cursor is not None and not session.CURSOR.match(cursor):
+            raise _error(422, "invalid_request", f"invalid cursor {cursor!r}: expected 0 or an event id "
+                                                 "such as 1733011200000-0")
+        if self._streams.get(user_id, 0) >= self.settings.max_event_streams_per_user:
+            raise HTTPException(status_code=429, headers={"Retry-After": "5"}, detail={
+                "type": "limit", "message": f"at most {self.settings.max_event_streams_per_user} open event streams "
+                                           "per user"})
+        cursor = cursor or await session.push_cursor_now(r, user_id, character_id)
+        self._streams[user_id] = self._streams.get(user_id, 0) + 1
+
+        async def events():
+            nonlocal cursor
+            try:
+                yield {"event": "bereit", "id": cursor, "data": json.dumps({"cursor": cursor})}
+                while True:
+                    got = await session.read_pushed(r, user_id, character_id, cursor,
+                                                    block_ms=int(self.settings.events_block_s * 1000))
+                    if not got:
+                        yield {"comment": "keep-alive"}
+                    for mid, message in got:
+                        cursor = mid
+                        yield {"event": "nachricht", "id": mid, "data": json.dumps(message)}
+            finally:
+                self._streams[user_id] -= 1
+
+        return EventSourceResponse(events())
 
     @app.get("/v1/pairs/{user_id}/{character_id}/status")
     async def get_status(self, user_id: str = Path(pattern=ID_PATTERN),

@@ -47,6 +47,15 @@ def turn_result(state: TurnState, deps: Deps) -> dict:
     }
 
 
+def pushed_message(result: dict) -> dict | None:
+    """A message nobody asked for — the Thinker's retry (seed 000 §3.5), a planned impulse, a
+    `continue` — goes to the pair's push stream with the commit; a reply to the human does not."""
+    if result["herkunft"] == "user":
+        return None
+    return {k: result[k] for k in ("turn_id", "herkunft", "character_id", "character_name", "reply",
+                                   "eigener_gedanke", "ursprung_turn_id", "created_at")}
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     t0 = time.perf_counter()
     s, p, np_ = state.stimulus, state.perzeption, state.nova_perzeption
@@ -84,7 +93,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
     committed = await session.commit_turn(
         deps.redis, user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id, result=result,
         user_turn=user_turn, nova_turn=nova_turn, job=jobs, keep_turns=deps.settings.session_keep_turns,
-        ttl_s=deps.settings.turn_result_ttl_s,
+        ttl_s=deps.settings.turn_result_ttl_s, push=pushed_message(result),
+        push_keep=deps.settings.push_keep_messages,
     )
     if not committed:
         log.warning("dispatcher: turn %s of %s:%s was committed already; nothing written twice",

@@ -2,10 +2,11 @@
 
 Human chain (7 fields): the session turns, the user's intentions, the prompt embedding, activated
 goals with their strengths, the gravity term and the ungated goal pull — no vector search.
-Character chain (15 fields): the same, plus the query rewrite (one LLM call, 20 s deadline, every
-other exit named and logged with the raw utterance used instead), the perception-gravity shift of
-the search key, KZG, LZG (anchors + spreading), the plugin hooks, and the file index as its own
-channel. One search key serves every reader. The protocol line names the memories read.
+Character chain (15 fields): the same, plus the session summary (seed 001 §3.1), the query
+rewrite (one LLM call, 20 s deadline, every other exit named and logged with the raw utterance
+used instead), the perception-gravity shift of the search key, KZG, LZG (anchors + spreading), the
+plugin hooks, and the file index as its own channel. One search key serves every reader. The
+protocol line names the memories read.
 """
 from __future__ import annotations
 
@@ -52,6 +53,13 @@ async def _read_session(deps: Deps, user_id: str, character_id: str) -> list[Ses
             # seed 001: an empty history beside existing turns is a defect and must be loud
             raise SessionDefect(f"session of {user_id}:{character_id} holds {stored} turns, read 0")
     return [SessionTurn.model_validate(t) for t in raw]
+
+
+async def _zusammenfassung(deps: Deps, user_id: str, character_id: str) -> str | None:
+    """The session summary (seed 001 §3.1): the turns that left the window, folded in by the
+    background node `zusammenfassung`; None while none has left it."""
+    text = await session.get_summary(deps.redis, user_id, character_id)
+    return (text or "").strip() or None
 
 
 async def _goals(deps: Deps, state: TurnState, raw_vec) -> Aktivierung:
@@ -136,6 +144,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
                         {"gelesen": len(turns), "fenster": deps.settings.session_max_turns})
     if deps.trace.chain == "human":
         return {"memory": MemoryRecord(**base)}
+    base["zusammenfassung"] = await _zusammenfassung(deps, s.user_id, s.character_id)
 
     # pre-check: rewrite, shift and search only when KZG, LZG, the library or the character's knowledge hold something
     has_kzg = await kzg.count(deps.redis, s.user_id, s.character_id) > 0

@@ -2,7 +2,8 @@
 
 System message, stable across turns so the engine reuses the prefix: [ROLLE], [PERSON A — WER SIE
 IST], [PERSON B — WER ER IST], [ZWISCHEN BEIDEN], [REGELN], [DIREKTIVEN], [PERSON A — IHR WESEN];
-on an impulse turn [EIGENER GEDANKE] joins it. User message: [GESPRAECHSVERLAUF], then the blocks
+on an impulse turn [EIGENER GEDANKE] joins it. User message: [FRUEHER IM GESPRAECH] (the session
+summary, once turns have left the window), [GESPRAECHSVERLAUF], then the blocks
 that change every turn in the order of seed 004 §3.1 ([SZENE], [PERSON A — IHRE EMOTION],
 [AUFGABE], [PERSON B — WIE ER GERADE DA IST], [INHALT]), then [AKTUELLER PROMPT] (or the impulse
 order), [DEIN SPRACHSTIL] and [REGIE FUER DIESE REPLIK] last. The per-turn blocks stand after the
@@ -133,8 +134,11 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
         lage.append(pr.render(NAME, "inhalt", model, character_name=name, inhalt=state.verfasser.inhalt))
         blocks.append("INHALT")
 
+    # the session summary (seed 001 §3.1) holds what the window no longer shows: before the history
+    frueher = pr.render(NAME, "frueher", model, character_name=name, zusammenfassung=m.zusammenfassung) \
+        if m.zusammenfassung else ""
     now = local_now(deps.settings.timezone)
-    fixed = sum(len(x) for x in system_parts + lage) + len(s.text) + 600
+    fixed = sum(len(x) for x in system_parts + lage) + len(frueher) + len(s.text) + 600
     turns, dropped = fit_history(m.session_turns, fixed, deps)
     if dropped:
         log.warning("responder: fallback verlauf_gekuerzt: %d oldest turns left out to fit the context of %d tokens",
@@ -146,6 +150,8 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
     else:
         user_parts = [pr.render(NAME, "task", model, aktueller_prompt=s.user_prompt, **common)]
         form = "verlauf_mit_reiz" if m.session_turns else "reiz_ohne_verlauf"
+    if frueher:
+        user_parts.insert(0, frueher)
     stil = state.emotion.sprach_stil if state.emotion else ""
     if stil:
         user_parts.append(pr.render(NAME, "stil", model, stil=stil, character_name=name))
@@ -162,7 +168,8 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
     user = "\n\n".join(user_parts)
     inputs = {"eigener_gedanke": s.eigener_gedanke is not None, "verlauf_beitraege": len(m.session_turns),
               "reiz_zeichen": len(s.text), "system_zeichen": len(system), "bloecke": blocks,
-              "sprachstil_block": bool(stil), "kontext_schnitt": cut, "verlauf_gekuerzt": min(dropped, len(m.session_turns))}
+              "sprachstil_block": bool(stil), "kontext_schnitt": cut, "verlauf_gekuerzt": min(dropped, len(m.session_turns)),
+              "zusammenfassung_zeichen": len(m.zusammenfassung or "")}
     return [{"role": "system", "content": system}, {"role": "user", "content": user}], {"form": form, **inputs}
 
 

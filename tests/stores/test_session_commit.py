@@ -37,3 +37,39 @@ async def _scenario(url):
 
 def test_commit_once(stores):
     asyncio.run(_scenario(stores.redis_url))
+
+
+async def _push_scenario(url):
+    from redis.asyncio import Redis
+
+    r = Redis.from_url(url)
+    try:
+        user = f"p-{uuid.uuid4().hex[:8]}"
+        kw = dict(user_id=user, character_id="nova", result={"reply": "a"}, user_turn=None,
+                  nova_turn={"rolle": "assistant", "inhalt": "a"}, job={"kind": "turn"}, keep_turns=20, ttl_s=60)
+        assert await session.push_cursor_now(r, user, "nova") == "0"
+        assert await session.commit_turn(r, turn_id="u1", **kw) is True  # no push: a reply to the human
+        assert await session.read_pushed(r, user, "nova", "0") == []
+        waiting = asyncio.create_task(session.read_pushed(r, user, "nova", "0", block_ms=5000))
+        await asyncio.sleep(0.2)
+        assert await session.commit_turn(r, turn_id="i1", push={"turn_id": "i1"}, **kw) is True
+        (first, msg), = await asyncio.wait_for(waiting, 6)
+        assert msg == {"turn_id": "i1"}
+        # a repeated commit of the same turn pushes nothing again
+        assert await session.commit_turn(r, turn_id="i1", push={"turn_id": "i1"}, **kw) is False
+        assert await session.commit_turn(r, turn_id="i2", push={"turn_id": "i2"}, **kw) is True
+        assert [m["turn_id"] for _, m in await session.read_pushed(r, user, "nova", "0")] == ["i1", "i2"]
+        assert [m["turn_id"] for _, m in await session.read_pushed(r, user, "nova", first)] == ["i2"]
+        assert await session.push_cursor_now(r, user, "nova") != first
+        try:
+            await session.read_pushed(r, user, "nova", "$")
+        except ValueError as e:
+            assert "cursor" in str(e)
+        else:
+            raise AssertionError("an invalid cursor was accepted")
+    finally:
+        await r.aclose()
+
+
+def test_unasked_messages_are_pushed_once_with_their_commit(stores):
+    asyncio.run(_push_scenario(stores.redis_url))
