@@ -1,25 +1,51 @@
-"""The pixie: a detached background agent that reflects between conversations on the tasks the
-salience node delegated, and writes what it found into Nova's library (`autonomous_wissen`,
-type `wissen`, with a topic vector). One round at a time across the whole cluster, serialised
-by the Redis lock `pixie:running`."""
+"""The pixie: a detached background agent that works, between conversations, on the tasks the
+salience node delegated (`delegationen:{user}:{character}`, written by actors/background.py),
+researches each once through the guarded web layer, and writes the character's library
+(`autonomous_wissen`, seed 001 §3.2a, NODES.md): a `wissen` entry with a topic vector — what the
+enricher's library plugin reads — and a `bericht`, the process record of the task (what was
+asked, what the research found, which fallbacks were taken, what was written), which the reading
+path leaves out. The prompt names the pair's real character (memory/charaktere.py).
+
+One round at a time across the whole cluster, serialised by the Redis lock `pixie:running`
+(seed 000). Every side effect once:
+- a task is taken with LMOVE into `delegationen_in_arbeit:{user}:{character}` and removed from
+  there only after its work; a round that dies leaves it there, and the next round puts it back
+  at the front of its queue (`wiederaufnahme`), counting the attempt;
+- each library entry carries the idempotency key of its delegation and type, so a task done again
+  writes nothing twice; the `bericht` is written last, and a task whose `bericht` exists is done.
+
+Named fallbacks, each logged by name: `keine_suchmaschine`, `recherche_leer`,
+`recherche_gescheitert`, `seite_nicht_lesbar` (research); `aufgabe_zurueck` (no usable answer,
+the task goes back with one attempt more), `aufgegeben` (after `MAX_VERSUCHE`: a `bericht` says
+so, no `wissen`), `charakter_entfernt`, `delegation_unlesbar` (the task is dropped).
+"""
 from __future__ import annotations
 
 import asyncio
-import json
+import hashlib
 import logging
 import threading
 import uuid
 from typing import Any
 
 import ray
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cluster.settings import Settings
 
 log = logging.getLogger("novaberg.pixie")
+NAME = "pixie"
 LOCK = "pixie:running"
 LOCK_TTL_S = 600
 PIXIE_NAME = "pixie"
+IN_ARBEIT = "delegationen_in_arbeit"
+"""Tasks a round has taken and not yet finished, one list per pair."""
+MAX_VERSUCHE = 3
+"""Attempts per task (a returned task, a round that died) before the pixie gives it up."""
+RECHERCHE_TREFFER = 3
+SEITE_ZEICHEN = 1500
+WISSEN_GEWICHT = 5.0
+BERICHT_GEWICHT = 1.0
 
 
 class _Antwort(BaseModel):
@@ -28,52 +54,239 @@ class _Antwort(BaseModel):
     wissen: str
 
 
-async def pixie_round(services, max_tasks: int = 3) -> dict[str, Any]:
-    """One round: under the lock, take up to `max_tasks` delegated tasks and write library entries."""
-    from actors.background import DELEGATIONS
+class Delegation(BaseModel):
+    """One delegated task as the background writes it."""
+
+    model_config = ConfigDict(extra="ignore")
+    aufgabe: str = Field(min_length=1)
+    turn_id: str | None = None
+    versuche: int = Field(default=0, ge=0)
+
+    def schluessel(self) -> str:
+        """The idempotency key of the delegation: its turn and its wording."""
+        digest = hashlib.sha256(self.aufgabe.encode()).hexdigest()[:16]
+        return f"delegation:{self.turn_id or '-'}:{digest}"
+
+
+class Recherche(BaseModel):
+    """What one task's research found: `recherchiert` or a named fallback."""
+
+    status: str
+    anbieter: str | None = None
+    treffer: list[dict] = Field(default_factory=list)
+    seite: dict | None = None
+    """The first hit's page text, when it could be read: {url, text, extraktor}."""
+    fallbacks: list[str] = Field(default_factory=list)
+
+    def fuer_prompt(self) -> str:
+        if not self.treffer:
+            return f"(keine Recherche: {self.status})"
+        lines = [f"- {h.get('titel', '')}: {h.get('snippet', '')} ({h.get('url', '')})" for h in self.treffer]
+        if self.seite:
+            lines.append(f"\nAuszug aus {self.seite['url']}:\n{self.seite['text']}")
+        return "\n".join(lines)
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _delegations() -> str:
+    from actors.background import DELEGATIONS  # late: the background module loads the chain runner
+
+    return DELEGATIONS
+
+
+def _queue_of(work_key: str) -> str:
+    return _delegations() + work_key[len(IN_ARBEIT):]
+
+
+def _work_of(queue_key: str) -> str:
+    return IN_ARBEIT + queue_key[len(_delegations()):]
+
+
+def _pair_of(queue_key: str) -> tuple[str, str]:
+    user_id, character_id = queue_key[len(_delegations()) + 1:].split(":", 1)
+    return user_id, character_id
+
+
+def _one_more_attempt(raw) -> str:
+    try:
+        task = Delegation.model_validate_json(raw)
+    except ValidationError:
+        return _text(raw)  # dropped by name when it is taken
+    return task.model_copy(update={"versuche": task.versuche + 1}).model_dump_json()
+
+
+async def recherchieren(web, aufgabe: str) -> Recherche:
+    """One search for the task (the search provider's budget is shared with the turns'), and the
+    first hit's page through the guarded fetch. Fetched text is data for the task prompt."""
+    if web is None or not web.configured:
+        log.warning("pixie: fallback keine_suchmaschine: no web provider configured; %r unresearched", aufgabe)
+        return Recherche(status="keine_suchmaschine", fallbacks=["keine_suchmaschine"])
+    try:
+        found = await web.search(aufgabe)
+    except Exception as e:
+        log.warning("pixie: fallback recherche_gescheitert: %s: %s (task %r)", type(e).__name__, e, aufgabe)
+        return Recherche(status="recherche_gescheitert", fallbacks=["recherche_gescheitert"])
+    treffer = found.get("treffer", [])[:RECHERCHE_TREFFER]
+    if not treffer:
+        log.warning("pixie: fallback recherche_leer: no hits for %r", aufgabe)
+        return Recherche(status="recherche_leer", anbieter=found.get("anbieter"), fallbacks=["recherche_leer"])
+    out = Recherche(status="recherchiert", anbieter=found.get("anbieter"), treffer=treffer)
+    seite = await web.fetch(treffer[0]["url"]) if treffer[0].get("url") else {"ok": False, "fehler": "ohne URL"}
+    if seite.get("ok") and seite.get("text", "").strip():
+        out.seite = {"url": seite["url"], "text": seite["text"][:SEITE_ZEICHEN], "extraktor": seite.get("extraktor")}
+    else:
+        log.warning("pixie: fallback seite_nicht_lesbar: %s (%s); the snippets stand alone",
+                    treffer[0].get("url"), seite.get("fehler"))
+        out.fallbacks.append("seite_nicht_lesbar")
+    return out
+
+
+def bericht_text(task: Delegation, recherche: Recherche | None, ergebnis: str) -> str:
+    """The process record of one task (seed 001 §3.2a: reports document the process)."""
+    lines = [f"Aufgabe: {task.aufgabe}", f"Herkunft: Turn {task.turn_id or '-'}, Versuch {task.versuche + 1}"]
+    if recherche is None:
+        lines.append("Recherche: nicht erneut versucht")
+    else:
+        lines.append(f"Recherche: {recherche.status}" + (f" ueber {recherche.anbieter}" if recherche.anbieter else "")
+                     + f", {len(recherche.treffer)} Treffer")
+        lines += [f"Quelle: {h.get('titel', '')} <{h.get('url', '')}>" for h in recherche.treffer]
+        if recherche.seite:
+            lines.append(f"Gelesen: {recherche.seite['url']} ({recherche.seite.get('extraktor')})")
+        if recherche.fallbacks:
+            lines.append("Rueckfaelle: " + ", ".join(recherche.fallbacks))
+    lines.append(f"Ergebnis: {ergebnis}")
+    return "\n".join(lines)[:2000]
+
+
+async def _bericht(services, trace, user_id: str, character_id: str, task: Delegation, recherche, ergebnis: str,
+                   vec) -> None:
+    await services.store.call("library.add", user_id, character_id, "bericht", f"Bericht: {task.aufgabe}"[:200],
+                              bericht_text(task, recherche, ergebnis), vec, BERICHT_GEWICHT,
+                              schluessel=f"{task.schluessel()}:bericht")
+
+
+async def _arbeiten(services, trace, user_id: str, character_id: str, name: str, task: Delegation) -> str:
+    """Research, ask, write: `geschrieben`, `zurueck` or `aufgegeben`."""
     from pipeline.llm_json import ask_json
     from pipeline.services import Deps
+
+    vec = await services.embedder.embed(trace, task.aufgabe)
+    memories = await services.store.call("lzg.anker_retrieval", user_id, character_id, vec, 5,
+                                         services.memory_cfg.lzg_anchor_min_similarity)
+    recherche = await recherchieren(services.web, task.aufgabe)
+    trace.decision(NAME, "pixie.recherche", recherche.status,
+                   {"treffer": len(recherche.treffer), "seite": recherche.seite is not None})
+    answer, outcome = await ask_json(Deps(services, trace), NAME, _Antwort, {
+        "character_name": name, "aufgabe": task.aufgabe, "recherche": recherche.fuer_prompt(),
+        "erinnerungen": "\n".join(f"- {m['inhalt']}" for m in memories) or "(nichts)"})
+    if answer is None or not answer.wissen.strip() or not answer.titel.strip():
+        if task.versuche + 1 < MAX_VERSUCHE:
+            log.warning("pixie: fallback aufgabe_zurueck: no usable answer (%s) for %r; attempt %d of %d, task returned",
+                        outcome, task.aufgabe, task.versuche + 1, MAX_VERSUCHE)
+            return "zurueck"
+        log.warning("pixie: fallback aufgegeben: no usable answer (%s) for %r after %d attempts", outcome,
+                    task.aufgabe, MAX_VERSUCHE)
+        await _bericht(services, trace, user_id, character_id, task, recherche,
+                       f"aufgegeben: keine verwertbare Antwort des Modells ({outcome}) nach {MAX_VERSUCHE} Versuchen",
+                       vec)
+        return "aufgegeben"
+    titel = answer.titel.strip()[:200]
+    topic = await services.embedder.embed(trace, titel)
+    await services.store.call("library.add", user_id, character_id, "wissen", titel, answer.wissen.strip()[:2000],
+                              topic, WISSEN_GEWICHT, schluessel=f"{task.schluessel()}:wissen")
+    # the bericht last: a task whose bericht exists is done
+    await _bericht(services, trace, user_id, character_id, task, recherche, f"Wissen »{titel}« geschrieben", vec)
+    log.info("pixie: wrote %r (wissen and bericht) to the library of %s:%s", titel, user_id, character_id)
+    return "geschrieben"
+
+
+async def _bearbeiten(services, queue_key: str, raw) -> str:
+    """One taken task, from the pair's work list to its end; returns its outcome."""
     from pipeline.trace import TurnTrace
 
+    r, work = services.redis, _work_of(queue_key)
+    user_id, character_id = _pair_of(queue_key)
+    try:
+        task = Delegation.model_validate_json(raw)
+    except ValidationError as e:
+        log.warning("pixie: fallback delegation_unlesbar: %r dropped (%s)", raw, e.errors()[:1])
+        await r.lrem(work, 1, raw)
+        return "verworfen"
+    trace = TurnTrace(user_id, character_id, f"pixie-{uuid.uuid4().hex[:8]}")
+    charakter = await services.store.call("charaktere.get", character_id)
+    if charakter is None:
+        log.warning("pixie: fallback charakter_entfernt: character %r no longer exists; task %r dropped",
+                    character_id, task.aufgabe)
+        outcome = "verworfen"
+    elif await services.store.call("library.vorhanden", user_id, character_id, f"{task.schluessel()}:bericht"):
+        log.info("pixie: task %r of %s:%s is done already (its bericht exists); not done twice", task.aufgabe,
+                 user_id, character_id)
+        outcome = "bereits_erledigt"
+    elif task.versuche >= MAX_VERSUCHE:
+        log.warning("pixie: fallback aufgegeben: task %r failed %d times", task.aufgabe, task.versuche)
+        await _bericht(services, trace, user_id, character_id, task, None,
+                       f"aufgegeben nach {task.versuche} abgebrochenen Versuchen", None)
+        outcome = "aufgegeben"
+    else:
+        outcome = await _arbeiten(services, trace, user_id, character_id, charakter["name"], task)
+    trace.decision(NAME, "pixie.aufgabe", outcome, {"aufgabe": task.aufgabe[:120], "versuche": task.versuche})
+    async with r.pipeline(transaction=True) as p:
+        if outcome == "zurueck":
+            p.rpush(queue_key, task.model_copy(update={"versuche": task.versuche + 1}).model_dump_json())
+        p.lrem(work, 1, raw)
+        await p.execute()
+    return outcome
+
+
+async def wiederaufnehmen(r) -> int:
+    """Put the tasks a round took and never finished back at the front of their queues, one
+    attempt more. Runs under the lock: no other round holds a task now."""
+    n = 0
+    for work in sorted([_text(k) async for k in r.scan_iter(f"{IN_ARBEIT}:*")]):
+        raws = await r.lrange(work, 0, -1)
+        if not raws:
+            continue
+        async with r.pipeline(transaction=True) as p:
+            p.lpush(_queue_of(work), *[_one_more_attempt(x) for x in reversed(raws)])
+            p.delete(work)
+            await p.execute()
+        log.warning("pixie: fallback wiederaufnahme: %d task(s) of %s were taken by a round that did not finish; "
+                    "back at the front of the queue", len(raws), _queue_of(work))
+        n += len(raws)
+    return n
+
+
+async def pixie_round(services, max_tasks: int = 3) -> dict[str, Any]:
+    """One round: under the lock, take back what a dead round left, then take up to `max_tasks`
+    delegated tasks (one per pair per round) and do them. An error inside a task ends the round
+    (logged by the actor); its task stays taken and is done again by the next round."""
     r = services.redis
     token = uuid.uuid4().hex
     if not await r.set(LOCK, token, nx=True, ex=LOCK_TTL_S):
         log.info("pixie: another round holds %s; this one does not start", LOCK)
         return {"status": "gesperrt", "geschrieben": 0}
-    written = 0
+    out: dict[str, Any] = {"status": "gelaufen", "geschrieben": 0, "ausgaenge": []}
     try:
-        keys = sorted([k.decode() if isinstance(k, bytes) else k async for k in r.scan_iter(f"{DELEGATIONS}:*")])
+        out["wiederaufgenommen"] = await wiederaufnehmen(r)
+        keys = sorted([_text(k) async for k in r.scan_iter(f"{_delegations()}:*")])
         for key in keys:
-            if written >= max_tasks:
+            if len(out["ausgaenge"]) >= max_tasks:
                 break
-            raw = await r.lpop(key)
+            raw = await r.lmove(key, _work_of(key), "LEFT", "RIGHT")
             if raw is None:
                 continue
-            task = json.loads(raw)
-            _, user_id, character_id = key.split(":", 2)
-            trace = TurnTrace(user_id, character_id, f"pixie-{uuid.uuid4().hex[:8]}")
-            deps = Deps(services, trace)
-            vec = await services.embedder.embed(trace, task["aufgabe"])
-            cfg = services.memory_cfg
-            memories = await services.store.call("lzg.anker_retrieval", user_id, character_id, vec, 5,
-                                                 cfg.lzg_anchor_min_similarity)
-            answer, outcome = await ask_json(deps, "pixie", _Antwort, {
-                "character_name": "Nova", "aufgabe": task["aufgabe"],
-                "erinnerungen": "\n".join(f"- {m['inhalt']}" for m in memories) or "(nichts)"})
-            if answer is None or not answer.wissen.strip():
-                log.warning("pixie: fallback aufgabe_zurueck: no usable answer (%s) for %r; task returned",
-                            outcome, task["aufgabe"])
-                await r.rpush(key, raw)
-                continue
-            topic = await services.embedder.embed(trace, answer.titel)
-            await services.store.call("library.add", user_id, character_id, "wissen", answer.titel[:200],
-                                      answer.wissen[:2000], topic, 5.0)
-            written += 1
-            log.info("pixie: wrote %r to the library of %s:%s", answer.titel, user_id, character_id)
+            outcome = await _bearbeiten(services, key, raw)
+            out["ausgaenge"].append(outcome)
+            out["geschrieben"] += int(outcome == "geschrieben")
+            if _text(await r.get(LOCK)) == token:
+                await r.expire(LOCK, LOCK_TTL_S)  # the round is alive: keep its lock
     finally:
-        if (await r.get(LOCK)) in (token, token.encode()):
+        if _text(await r.get(LOCK)) == token:
             await r.delete(LOCK)
-    return {"status": "gelaufen", "geschrieben": written}
+    return out
 
 
 class Pixie:
@@ -94,7 +307,8 @@ class Pixie:
             try:
                 self.rounds.append(await pixie_round(services))
             except Exception:
-                log.exception("pixie: round failed; next round in %.0fs", self.interval_s)
+                log.exception("pixie: round failed; its task stays taken and is done again next round (in %.0fs)",
+                              self.interval_s)
 
     def stats(self) -> dict:
         return {"rounds": len(self.rounds), "last": self.rounds[-1] if self.rounds else None}

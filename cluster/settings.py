@@ -103,6 +103,12 @@ class Settings(BaseSettings):
     """API keys (and refusals) an ingress replica remembers for 30 s; the least recently used go."""
     character_card_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     """The largest Character Card (JSON or PNG) an import accepts; larger bodies get 413."""
+    file_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    """The largest uploaded file (text, Markdown, PDF); larger bodies get 413 while they arrive."""
+    file_max_chars: int = Field(default=200_000, ge=1000)
+    """The most characters of text an uploaded file may hold once read (a PDF's extracted text); beyond: 413."""
+    file_index_deadline_s: float = Field(default=60.0, gt=0)
+    """How long indexing waits for the model's topic, summary and keywords; then the named fallbacks."""
     turn_result_ttl_s: int = Field(default=7 * 24 * 3600, ge=60)
     timezone: str = "Europe/Berlin"
 

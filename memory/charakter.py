@@ -94,6 +94,64 @@ async def set_profile(pool: AsyncConnectionPool, user_id: str, character_id: str
             (user_id, character_id, *fields.values()))
 
 
+PROFIL_SCHRITTE_MAX = 64
+"""Steps (`{node}:{turn_id}`) a profile row remembers: a redelivered background job comes back
+within minutes, long before 64 later steps have grown the profile."""
+
+
+def _saetze(text: str) -> list[str]:
+    return [x for x in text.split("\n") if x.strip()]
+
+
+def _gleich(a: str, b: str) -> bool:
+    """The same sentence, ignoring case, spacing and the final stop."""
+    def norm(x: str) -> str:
+        return " ".join(x.casefold().split()).rstrip(".!")
+    return norm(a) == norm(b)
+
+
+async def profil_schritt_erledigt(pool: AsyncConnectionPool, user_id: str, character_id: str, schritt: str) -> bool:
+    """Whether the step (`{node}:{turn_id}`) has grown the pair's profiles already."""
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT %s = ANY(profil_schritte) FROM pair_profiles"
+                                 " WHERE user_id=%s AND character_id=%s", (schritt, user_id, character_id))
+        r = await cur.fetchone()
+    return bool(r and r[0])
+
+
+async def profil_wachsen(pool: AsyncConnectionPool, user_id: str, character_id: str, schritt: str,
+                         saetze: dict[str, str], grenzen: dict[str, int]) -> dict[str, Any]:
+    """Slow growth, once per step: each field's new sentence joins its last ones, the oldest
+    dropped beyond the field's limit (`grenzen`, sentences); a sentence the field holds already is
+    not added again. The step (`{node}:{turn_id}`) is recorded with the profile in the same
+    transaction, under the row's lock: a second delivery of the step changes nothing.
+    Returns {"neu": False} for a step done already, else {"neu": True, "gewachsen": [fields]}."""
+    bad = set(saetze) - set(PROFILE_FIELDS) or set(saetze) - set(grenzen)
+    if bad:
+        raise ValueError(f"unknown profile fields or no limit given: {sorted(bad)}")
+    felder = list(saetze)
+    async with pool.connection() as conn:
+        async with conn.transaction():
+            await conn.execute("INSERT INTO pair_profiles (user_id, character_id) VALUES (%s,%s)"
+                               " ON CONFLICT (user_id, character_id) DO NOTHING", (user_id, character_id))
+            cur = await conn.execute(f"SELECT {', '.join(('profil_schritte', *felder))} FROM pair_profiles"
+                                     " WHERE user_id=%s AND character_id=%s FOR UPDATE", (user_id, character_id))
+            row = await cur.fetchone()
+            if schritt in row[0]:
+                return {"neu": False, "gewachsen": []}
+            neu: dict[str, str] = {}
+            for feld, alt in zip(felder, row[1:]):
+                satz, alt = " ".join(saetze[feld].split()), _saetze(alt)
+                if satz and not any(_gleich(satz, x) for x in alt):
+                    neu[feld] = "\n".join((alt + [satz])[-max(1, grenzen[feld]):])
+            sets = "".join(f"{k}=%s, " for k in neu)
+            await conn.execute(f"UPDATE pair_profiles SET {sets}profil_schritte=%s, updated_at=now()"
+                               " WHERE user_id=%s AND character_id=%s",
+                               (*neu.values(), (list(row[0]) + [schritt])[-PROFIL_SCHRITTE_MAX:], user_id,
+                                character_id))
+    return {"neu": True, "gewachsen": list(neu)}
+
+
 async def profile(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, str]:
     async with pool.connection() as conn:
         cur = await conn.execute(f"SELECT {', '.join(PROFILE_FIELDS)} FROM pair_profiles"

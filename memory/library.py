@@ -15,17 +15,48 @@ from memory.vectors import normalise
 
 
 async def add(pool: AsyncConnectionPool, user_id: str, character_id: str, typ: str, titel: str, inhalt: str,
-              thema_embedding, gewicht: float = 1.0) -> int:
+              thema_embedding, gewicht: float = 1.0, *, schluessel: str | None = None) -> int:
+    """A library entry and its topic vector. With `schluessel` (the pixie's idempotency key of a
+    delegation and type) at most once: a second write with the same key returns the first entry's
+    id and changes nothing."""
     async with pool.connection() as conn:
         async with conn.transaction():
             cur = await conn.execute(
-                "INSERT INTO autonomous_wissen (user_id, character_id, typ, titel, inhalt, gewicht)"
-                " VALUES (%s,%s,%s,%s,%s,%s) RETURNING id", (user_id, character_id, typ, titel, inhalt, gewicht))
-            wid = (await cur.fetchone())[0]
+                "INSERT INTO autonomous_wissen (user_id, character_id, typ, titel, inhalt, gewicht, schluessel)"
+                " VALUES (%s,%s,%s,%s,%s,%s,%s)"
+                " ON CONFLICT (user_id, character_id, schluessel) WHERE schluessel IS NOT NULL DO NOTHING"
+                " RETURNING id", (user_id, character_id, typ, titel, inhalt, gewicht, schluessel))
+            row = await cur.fetchone()
+            if row is None:
+                cur = await conn.execute(
+                    "SELECT id FROM autonomous_wissen WHERE user_id=%s AND character_id=%s AND schluessel=%s",
+                    (user_id, character_id, schluessel))
+                return (await cur.fetchone())[0]
+            wid = row[0]
             if thema_embedding is not None:
                 await conn.execute("INSERT INTO autonomous_wissen_thema (wissen_id, embedding) VALUES (%s,%s)",
                                    (wid, normalise(thema_embedding)))
     return wid
+
+
+async def vorhanden(pool: AsyncConnectionPool, user_id: str, character_id: str, schluessel: str) -> bool:
+    """Whether an entry with this idempotency key exists (active or not)."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM autonomous_wissen WHERE user_id=%s AND character_id=%s AND schluessel=%s)",
+            (user_id, character_id, schluessel))
+        return (await cur.fetchone())[0]
+
+
+async def eintraege(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[dict[str, Any]]:
+    """Every entry of the pair, both types, oldest first (inspection, dashboard, tests)."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT id, typ, titel, inhalt, gewicht, aktiv, schluessel FROM autonomous_wissen"
+            " WHERE user_id=%s AND character_id=%s ORDER BY id", (user_id, character_id))
+        rows = await cur.fetchall()
+    return [{"id": r[0], "typ": r[1], "titel": r[2], "inhalt": r[3], "gewicht": r[4], "aktiv": r[5],
+             "schluessel": r[6]} for r in rows]
 
 
 async def bestand(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, int]:

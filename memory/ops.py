@@ -5,7 +5,7 @@ with its pooled connections: `await deps.store.call("lzg.spreading_lesen", user,
 """
 from __future__ import annotations
 
-from memory import aufzeichnungen, charakter, charaktere, dashboard, lesepfad, library, lzg, notizen, pg, timeline, ziele
+from memory import aufzeichnungen, charakter, charaktere, dashboard, dateien, lesepfad, library, lzg, notizen, pg, timeline, ziele
 
 OPS = {
     "lzg.add_nodes": lzg.add_nodes,
@@ -24,8 +24,15 @@ OPS = {
     "library.add": library.add,
     "library.bestand": library.bestand,
     "library.suchen": library.suchen,
+    "library.vorhanden": library.vorhanden,
+    "library.eintraege": library.eintraege,
     "aufzeichnungen.add": aufzeichnungen.add,
     "aufzeichnungen.suchen": aufzeichnungen.suchen,
+    "aufzeichnungen.bestand": aufzeichnungen.bestand,
+    "dateien.finden": dateien.finden,
+    "dateien.speichern": dateien.speichern,
+    "dateien.liste": dateien.liste,
+    "dateien.loeschen": dateien.loeschen,
     "timeline.add": timeline.add,
     "timeline.move": timeline.move,
     "timeline.delete": timeline.delete,
@@ -46,6 +53,8 @@ OPS = {
     "charakter.instructions": charakter.instructions,
     "charakter.set_profile": charakter.set_profile,
     "charakter.profile": charakter.profile,
+    "charakter.profil_wachsen": charakter.profil_wachsen,
+    "charakter.profil_schritt_erledigt": charakter.profil_schritt_erledigt,
     "charakter.save_emotion": charakter.save_emotion,
     "charakter.load_emotion": charakter.load_emotion,
     "charaktere.create": charaktere.create,

@@ -63,8 +63,8 @@ async def load_pair(pool: AsyncConnectionPool, user_id: str, character_id: str) 
         )
         ch = await cur.fetchone()
         cur = await conn.execute(
-            "SELECT nova_kern, nova_adaptiv, nova_emotions, nova_intentionen, nova_beziehung, mensch_kern"
-            " FROM pair_profiles WHERE user_id = %s AND character_id = %s",
+            "SELECT nova_kern, nova_adaptiv, nova_emotions, nova_intentionen, nova_beziehung, mensch_kern,"
+            " mensch_beziehung FROM pair_profiles WHERE user_id = %s AND character_id = %s",
             (user_id, character_id),
         )
         pr = await cur.fetchone()
@@ -92,7 +92,8 @@ async def load_pair(pool: AsyncConnectionPool, user_id: str, character_id: str) 
         "nova_arousal": float(emo[1]) if emo else 0.3,
         "emotion_found": emo is not None,
     }
-    keys = ("nova_kern", "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung", "mensch_kern")
+    keys = ("nova_kern", "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung", "mensch_kern",
+            "mensch_beziehung")
     for i, k in enumerate(keys):
         out[k] = pr[i] if pr else ""
     return out

@@ -15,6 +15,17 @@ _NOTIZ_INHALT = re.compile(r"notiz\w*\s+(?:mit dem namen\s+|namens\s+|zu\s+|übe
                            re.I | re.S)
 _NOTIZ_NAME = re.compile(r"notiz\w*\s+(?:mit dem namen\s+|namens\s+|zu\s+|über\s+|ueber\s+)?[\"„]?([^:\"“,.?!]+)", re.I)
 _TERMIN_TEIL = re.compile(r"termin\w*(?:\s+ein)?\s*:\s*(.+)$", re.I | re.S)
+_NOTIZ_ERWAEHNT = re.compile(r"\b(?:notiz\w*|notiert\w*|aufgeschrieben)\b", re.I)
+_PRAEP = r"(?:mit dem namen|namens|über|ueber|zum|zur|zu|vom|von|wegen|für|fuer)"
+_NOTIZ_ZIEL = (
+    re.compile(r"notiz\w*\s+[\"„]([^\"“]+)[\"“]", re.I),  # Notiz „Hundeschule“
+    re.compile(rf"notiz\w*\b[^?!.]{{0,40}}?\b{_PRAEP}\s+([^?!.:;\"“]+)", re.I),  # Notiz … über X
+    re.compile(rf"\b{_PRAEP}\s+([^?!.:;,\"“]+?)\s+(?:notiert\w*|aufgeschrieben|notiz\w*)", re.I),  # über X notiert
+    re.compile(r"[Nn]otiz\w*\s+([A-ZÄÖÜ][\w\-äöüß]*)"),  # Notiz Hundeschule
+)
+_ZIEL_VORNE = re.compile(r"^(?:(?:de[nmrs]|die|das|eine?[nmrs]?|meine?[nmrs]?|unsere?[nmrs]?|etwas|was)\s+)+", re.I)
+_ZIEL_HINTEN = re.compile(r"(?:\s+(?:an|anlegen|bitte|noch|mal|nochmal|steht|stand|drin|gemacht|geschrieben"
+                          r"|notiert|aufgeschrieben))+$", re.I)
 
 
 def management(text: str) -> str:
@@ -27,6 +38,21 @@ def management(text: str) -> str:
     if _CHARAKTER.search(text):
         return "charakter"
     return "keins"
+
+
+def notiz_ziel(text: str) -> str | None:
+    """The note a message asks about (the notes plugin's targeted branch, seed 001 §3.2): the
+    words after „Notiz … über/zu/namens“, before „… notiert“, or a quoted or capitalised name
+    after „Notiz“; articles and fillers cut. None when the message names no note or no target."""
+    if not _NOTIZ_ERWAEHNT.search(text):
+        return None
+    for pattern in _NOTIZ_ZIEL:
+        m = pattern.search(text)
+        if m:
+            ziel = _ZIEL_HINTEN.sub("", _ZIEL_VORNE.sub("", m.group(1).strip())).strip(" -–")
+            if ziel:
+                return ziel[:80]
+    return None
 
 
 def auftrag(management_: str, text: str) -> dict | None:

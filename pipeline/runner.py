@@ -53,7 +53,7 @@ CHARACTER_CHAIN: tuple = (
     "perzeption_assistant", "ei_calc_persist", "dispatcher",
 )
 # Run by the outbox worker after the reply left: never on the reply's path.
-BACKGROUND_CHAIN: tuple = ("salience", "zielbildung", "praegung", "aufgriff", "zusammenfassung")
+BACKGROUND_CHAIN: tuple = ("salience", "zielbildung", "praegung", "selbstbild", "aufgriff", "zusammenfassung")
 
 
 class NodeContractError(RuntimeError):
@@ -78,9 +78,40 @@ def load_node(name: str) -> ModuleType:
     return mod
 
 
-def view_for(state: TurnState, reads: Sequence[str]) -> TurnState:
+class NodeView:
+    """The turn state as one node may see it: the records it declared in READS. Reading any other
+    record is an error (never a silent None), and a node never assigns to the state: it returns
+    the records it writes."""
+
+    __slots__ = ("_state", "_reads", "_node")
+
+    def __init__(self, state: TurnState, reads: Sequence[str], node: str = "?"):
+        object.__setattr__(self, "_state", state)
+        object.__setattr__(self, "_reads", frozenset(reads))
+        object.__setattr__(self, "_node", node)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._reads:
+            return getattr(self._state, name)
+        if name in TurnState.model_fields:
+            raise NodeContractError(f"node {self._node} reads the record {name!r} it did not declare in READS")
+        raise AttributeError(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise NodeContractError(f"node {self._node} assigned {name!r}: a node returns the records it writes")
+
+
+def view_for(state: TurnState, reads: Sequence[str], node: str = "?") -> NodeView:
     """The state as the node may see it: only the records it declared to read."""
-    return TurnState.model_construct(**{r: getattr(state, r) for r in reads})
+    return NodeView(state, reads, node)
+
+
+async def run_node(node: ModuleType, state: TurnState, deps: Deps) -> dict[str, Any]:
+    """One node through the contract the runner enforces: it sees its declared records, and what
+    it returns is checked against WRITES and assigned to the state with validation."""
+    update = await node.run(view_for(state, node.READS, node.NAME), deps)
+    apply_update(state, node, update)
+    return update
 
 
 def apply_update(state: TurnState, node: ModuleType, update: dict[str, Any]) -> None:
@@ -137,10 +168,9 @@ class ChainRunner:
         t0 = time.perf_counter()
         try:
             if name in self.remote:
-                update = await self._run_remote(node, state, deps)
+                apply_update(state, node, await self._run_remote(node, state, deps))
             else:
-                update = await node.run(view_for(state, node.READS), deps)
-            apply_update(state, node, update)
+                await run_node(node, state, deps)
         except NodeContractError:
             raise
         except Exception as e:  # a failed node ends the turn; nothing is committed
@@ -154,8 +184,7 @@ class ChainRunner:
         _observe_node(name, ms)
 
     async def _run_remote(self, node: ModuleType, state: TurnState, deps: Deps) -> dict[str, Any]:
-        view = view_for(state, node.READS)
-        payload = {r: getattr(view, r).model_dump(mode="json") for r in node.READS if getattr(view, r) is not None}
+        payload = {r: getattr(state, r).model_dump(mode="json") for r in node.READS if getattr(state, r) is not None}
         payload["stimulus"] = state.stimulus.model_dump(mode="json")
         out = await self.nodes_handle.run_node.remote(node.NAME, payload, deps.trace.chain)
         deps.trace.add_rows(out["rows"])

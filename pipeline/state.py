@@ -63,7 +63,10 @@ class PairRecord(_Record):
     nova_emotions: str = ""
     nova_intentionen: str = ""
     nova_beziehung: str = ""
+    """How she sees Person B: the pair (nova, mensch)."""
     mensch_kern: str = ""
+    mensch_beziehung: str = ""
+    """How Person B relates to her: the pair (mensch, nova), a statement of its own (seed 004 §3.3)."""
     direktiven: list[str] = Field(default_factory=list)
     anweisungen: list[str] = Field(default_factory=list)
     nova_emotion: str = "neutral"
@@ -291,7 +294,6 @@ class DispatchRecord(_Record):
 
     committed: bool
     """False when the same turn_id had been committed already (nothing written twice)."""
-    outbox_job: str
     result: dict
     """What the client receives, and what a repeated turn_id returns."""
 

@@ -24,20 +24,33 @@ from cluster import dashboard
 from cluster.settings import Settings
 from memory import session
 from pipeline.figur import einsetzen
-from serve import charakterkarte
+from prompts import PromptLibrary
+from serve import charakterkarte, dateien, erschliessung
 from serve.body_limit import BodyLimit
 from serve.schemas import (ID_PATTERN, TURN_ID_PATTERN, Character, CharacterCreate, CharacterImportResponse,
-                           CharacterPatch, ChatCompletionRequest, EventRequest, HistoryResponse, KeyCreateRequest,
-                           KeyCreateResponse, KeyRevokeRequest, TurnRequest, TurnResponse)
+                           CharacterPatch, ChatCompletionRequest, DateiListe, DateiUploadResponse, EventRequest,
+                           HistoryResponse, KeyCreateRequest, KeyCreateResponse, KeyRevokeRequest, TurnRequest,
+                           TurnResponse)
 
 log = logging.getLogger("novaberg.ingress")
 
 app = FastAPI(title="Novaberg", version="0.1.0",
               description="Talk to a character whose memory lives server-side, one actor per (user, character).")
 
-_LIMITS = {"body": 1024 * 1024, "card": 8 * 1024 * 1024}
+_LIMITS = {"body": 1024 * 1024, "card": 8 * 1024 * 1024, "file": 10 * 1024 * 1024}
 """Set from the settings when a replica starts (the middleware is registered at import)."""
-app.add_middleware(BodyLimit, limits=lambda path: _LIMITS["card" if path.endswith("/characters/import") else "body"])
+
+
+def _limit(path: str) -> int:
+    """The body limit of a route: a card import and a file upload have their own."""
+    if path.endswith("/characters/import"):
+        return _LIMITS["card"]
+    if path.endswith("/files"):
+        return _LIMITS["file"]
+    return _LIMITS["body"]
+
+
+app.add_middleware(BodyLimit, limits=_limit)
 
 _ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError)
 _KEY_CACHE_S = 30.0
@@ -84,7 +97,8 @@ class Ingress:
         self._characters: dict[str, float] = {}
         self._streams: dict[str, int] = {}
         """Open event streams per user on this replica."""
-        _LIMITS.update(body=self.settings.max_body_bytes, card=self.settings.character_card_max_bytes)
+        _LIMITS.update(body=self.settings.max_body_bytes, card=self.settings.character_card_max_bytes,
+                       file=self.settings.file_max_bytes)
         self._redis = None
         self._dashboard = dashboard.DashboardLoop(
             store, self._redis_client, dashboard.LoadSampler(llm, embedder),
@@ -579,6 +593,59 @@ class Ingress:
                     "herkunft": "begruessung", "time": datetime.now(timezone.utc).isoformat()}
             out["neu_im_verlauf"] = await session.begruessen(await self._redis_client(), user_id, character_id, turn)
         return out
+
+    # ------------------------------------------------------------------ files
+    def _werkzeuge(self) -> erschliessung.Werkzeuge:
+        """Indexing's calls through this replica's handles."""
+        s = self.settings
+        return erschliessung.Werkzeuge(
+            chat=self.llm.chat.remote, model_name=self.llm.model_name.remote, embed=self.embedder.embed.remote,
+            store=self.store.call.remote, prompts=PromptLibrary(), deadline_s=s.file_index_deadline_s,
+            max_tokens=min(erschliessung.ERSCHLIESSUNG_MAX_TOKENS, s.llm_max_tokens))
+
+    @app.post("/v1/pairs/{user_id}/{character_id}/files", status_code=201, response_model=DateiUploadResponse)
+    async def upload_file(self, request: Request, response: Response, user_id: str = Path(pattern=ID_PATTERN),
+                          character_id: str = Path(pattern=ID_PATTERN), name: str | None = Query(None, max_length=1000),
+                          content_type: str | None = Header(None), authorization: str | None = Header(None)):
+        """A file (plain text, Markdown or PDF) as the raw body joins the pair's file index: read,
+        its topic, summary and keywords written once, its chunks embedded. The same content again
+        answers 200 with the stored file (`neu: false`) and indexes nothing."""
+        principal = await self._principal(authorization)
+        self._owner(principal, user_id)
+        await self._known_character(character_id)
+        data = await request.body()  # its size is bounded by the BodyLimit middleware (the file limit)
+        try:
+            dok = await asyncio.to_thread(dateien.lesen, data, content_type, name, self.settings.file_max_chars)
+        except dateien.DateiFehler as e:
+            raise _error(e.status, e.typ, str(e))
+        async with self._admitted(user_id, character_id):
+            out = await erschliessung.indizieren(self._werkzeuge(), dok, user_id, character_id)
+        if not out["neu"]:
+            response.status_code = 200
+        return out
+
+    @app.get("/v1/pairs/{user_id}/{character_id}/files", response_model=DateiListe)
+    async def list_files(self, user_id: str = Path(pattern=ID_PATTERN), character_id: str = Path(pattern=ID_PATTERN),
+                         authorization: str | None = Header(None)):
+        """The pair's files, newest first."""
+        principal = await self._principal(authorization)
+        self._owner(principal, user_id)
+        await self._known_character(character_id)
+        return {"user_id": user_id, "character_id": character_id,
+                "dateien": await self.store.call.remote("dateien.liste", user_id, character_id)}
+
+    @app.delete("/v1/pairs/{user_id}/{character_id}/files/{datei_id}", status_code=204)
+    async def delete_file(self, user_id: str = Path(pattern=ID_PATTERN), character_id: str = Path(pattern=ID_PATTERN),
+                          datei_id: int = Path(ge=1, le=2**63 - 1), authorization: str | None = Header(None)):
+        """Remove one of the pair's files with its chunks."""
+        principal = await self._principal(authorization)
+        self._owner(principal, user_id)
+        await self._known_character(character_id)
+        if not await self.store.call.remote("dateien.loeschen", user_id, character_id, datei_id):
+            raise _error(404, "not_found", f"no file {datei_id} for {user_id}/{character_id}; "
+                                           f"GET /v1/pairs/{user_id}/{character_id}/files lists them")
+        log.info("ingress: file %d of %s:%s removed", datei_id, user_id, character_id)
+        return Response(status_code=204)
 
     @app.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
     async def dashboard_page(self):

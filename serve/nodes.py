@@ -7,7 +7,7 @@ from typing import Any
 from ray import serve
 
 from cluster.settings import Settings
-from pipeline.runner import load_node
+from pipeline.runner import load_node, view_for
 from pipeline.services import Deps, Services
 from pipeline.state import TurnState
 from pipeline.trace import TurnTrace
@@ -29,6 +29,7 @@ class NodeDeployment:
         s = state.stimulus
         trace = TurnTrace(s.user_id, s.character_id, s.turn_id)
         trace.chain = chain
-        update = await node.run(state, Deps(self._services, trace))
+        # the same view the pair actor's runner gives: declared records only, an undeclared read fails
+        update = await node.run(view_for(state, node.READS, name), Deps(self._services, trace))
         return {"update": {k: (v.model_dump(mode="json") if v is not None else None) for k, v in update.items()},
                 "rows": trace.rows, "llm_ms": trace.llm_ms, "embed_ms": trace.embed_ms}

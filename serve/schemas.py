@@ -39,6 +39,13 @@ class TurnTimings(BaseModel):
     embed_ms: float | None = None
 
 
+class Pruefung(BaseModel):
+    status: str
+    """The Thinker's outcome (e.g. ok, korrigiert, uebersprungen, unsicher)."""
+    iterationen: int
+    werkzeuge: list[str]
+
+
 class TurnResponse(BaseModel):
     turn_id: str
     user_id: str
@@ -67,7 +74,10 @@ class TurnResponse(BaseModel):
     momentum: str | None = None
     needs_web: bool | None = None
     nachricht_folgt: bool = False
-    """The Thinker could not decide: a second message follows as its own turn (see history)."""
+    """The Thinker could not decide: a second message follows as its own turn (the events route
+    pushes it; the history has it too)."""
+    pruefung: "Pruefung | None" = None
+    """How the Thinker checked the reply."""
     ursprung_turn_id: str | None = None
     """On that second message: the turn it continues."""
 
@@ -228,3 +238,36 @@ class CharacterImportResponse(BaseModel):
     """Card fields with no place of ours: kept in `karte_rest`, given back by the export."""
     wissen_eintraege: int
     """Lorebook entries that became the character's background knowledge."""
+
+
+class Datei(BaseModel):
+    """An uploaded file of a pair, as indexed: topic, summary and keywords written once."""
+
+    id: int
+    name: str
+    art: Literal["text", "markdown", "pdf"]
+    inhalt_hash: str
+    """SHA-256 of the bytes: the same content is indexed once per pair."""
+    bytes: int
+    zeichen: int
+    """Characters of text read from it."""
+    abschnitte: int
+    """Chunks stored with an embedding each."""
+    thema: str
+    zusammenfassung: str
+    stichworte: list[str]
+    erschliessung: dict[str, str]
+    """Where topic, summary and keywords came from: `modell`, or the named fallback."""
+    created_at: str
+
+
+class DateiUploadResponse(BaseModel):
+    datei: Datei
+    neu: bool
+    """False: the pair had this content already (nothing was indexed again)."""
+
+
+class DateiListe(BaseModel):
+    user_id: str
+    character_id: str
+    dateien: list[Datei]

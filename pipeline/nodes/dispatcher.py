@@ -42,6 +42,9 @@ def turn_result(state: TurnState, deps: Deps) -> dict:
         "momentum": r.momentum if r else None, "needs_web": r.needs_web if r else None,
         # the Thinker's last resort: a second message follows as its own turn (seed 000 §3.5)
         "nachricht_folgt": bool(state.pruefung and state.pruefung.self_trigger),
+        # how the Thinker checked the reply, for clients and operators
+        "pruefung": ({"status": state.pruefung.status, "iterationen": state.pruefung.iterationen,
+                      "werkzeuge": state.pruefung.werkzeuge} if state.pruefung else None),
         "ursprung_turn_id": s.ursprung_turn_id,
         "created_at": datetime.now(timezone.utc).isoformat(),
     }
@@ -100,4 +103,4 @@ async def run(state: TurnState, deps: Deps) -> dict:
         log.warning("dispatcher: turn %s of %s:%s was committed already; nothing written twice",
                     s.turn_id, s.user_id, s.character_id)
         result = await session.stored_result(deps.redis, s.user_id, s.character_id, s.turn_id) or result
-    return {"dispatch": DispatchRecord(committed=committed, outbox_job="turn+hintergrund", result=result)}
+    return {"dispatch": DispatchRecord(committed=committed, result=result)}

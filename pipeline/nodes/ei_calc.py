@@ -13,8 +13,13 @@ from pipeline.state import EmotionRecord, PerzeptionRecord, TurnState
 NAME = "ei_calc"
 READS = ("stimulus", "pair", "perzeption", "memory")
 WRITES = ("emotion",)
+OPTIONAL_READS = {"pair": "the human chain computes the human's side; Nova's previous state is read by the "
+                          "character chain, after db_zugriff"}
 DECAY = 0.7
 VERLAUF_MAX = 8
+KONFLIKT_AROUSAL = 0.6
+"""Seed 004: Nova and the human in opposite sectors with high arousal — the responder makes the
+incongruence explicit."""
 
 _STIL_MERKMALE = {
     "locker": [r"\bhey\b", r"\bhi\b", r"\bna\b", r"\bcool\b", r"[:;]-?[)D]", r"\bok\b", r"\bjo\b"],
@@ -80,7 +85,13 @@ def run_sync(state: TurnState) -> EmotionRecord:
         emotions_verlauf=history, emotions_vektor=vektor(history), ei_arousal=round(arousal, 4),
         sprach_stil=sprach_stil(state.stimulus.text), modus_plausibel=modus_plausibel,
         nova_emotion=nova_emotion, nova_arousal=nova_arousal, nova_sektor=vocab.SEKTOR.get(nova_emotion, "neutral"),
-        konflikt=p.beziehungs_dynamik == "angriff" or p.gespraechs_modus == "konflikt")
+        konflikt=konflikt(p.emotion, p.arousal, nova_emotion, nova_arousal))
+
+
+def konflikt(emotion: str, arousal: float, nova_emotion: str, nova_arousal: float) -> bool:
+    """Opposite sectors (valence of opposite sign) while either side is highly aroused."""
+    gegen = vocab.VALENZ.get(emotion, 0.0) * vocab.VALENZ.get(nova_emotion, 0.0) < 0
+    return gegen and max(arousal, nova_arousal) >= KONFLIKT_AROUSAL
 
 
 async def run(state: TurnState, deps: Deps) -> dict:

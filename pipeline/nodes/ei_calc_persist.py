@@ -1,20 +1,41 @@
-"""ei_calc_persist: consolidate Nova's emotion state (computed state and perceived reply) and
-persist it for the next turn's db_zugriff."""
+"""ei_calc_persist: consolidate Nova's emotion state (computed state and perceived reply), let
+the pull of her emotional memories act on it (emotionale_gravitation), and persist it for the
+next turn's db_zugriff."""
 from __future__ import annotations
 
 from pipeline import vocab
 from pipeline.services import Deps
-from pipeline.state import TurnState
+from pipeline.state import GravitationRecord, TurnState
 
 NAME = "ei_calc_persist"
-READS = ("stimulus", "emotion", "nova_perzeption")
+READS = ("stimulus", "emotion", "nova_perzeption", "gravitation")
 WRITES = ()
+ZUG_AROUSAL = 0.3
+"""Share of the pull's term by which remembered emotion raises her arousal toward 1."""
+ZUG_RICHTUNG = 0.5
+"""From this term on, the remembered emotion takes her over when it lies in the other sector."""
+
+
+def gezogen(emotion: str, arousal: float, g: GravitationRecord | None) -> tuple[str, float, str]:
+    """Nova's state after the pull of her emotional memories: (emotion, arousal, outcome)."""
+    if g is None or g.term <= 0 or g.richtung == "neutral":
+        return emotion, arousal, "kein_zug"
+    arousal = round(arousal + ZUG_AROUSAL * g.term * (1.0 - arousal), 4)
+    gegen = vocab.VALENZ.get(g.richtung, 0.0) * vocab.VALENZ.get(emotion, 0.0) <= 0
+    if g.term >= ZUG_RICHTUNG and gegen and g.richtung != emotion:
+        return g.richtung, arousal, "richtung"
+    return emotion, arousal, "erregung"
 
 
 async def run(state: TurnState, deps: Deps) -> dict:
     s, e, p = state.stimulus, state.emotion, state.nova_perzeption
     emotion = p.emotion if p else (e.nova_emotion if e else "neutral")
     arousal = round(0.5 * (p.arousal if p else 0.3) + 0.5 * (e.nova_arousal if e else 0.3), 4)
+    g = state.gravitation
+    emotion, arousal, zug = gezogen(emotion, arousal, g)
+    deps.trace.decision(NAME, "ei_calc_persist.gravitation", zug,
+                        {"term": g.term if g else 0.0, "richtung": g.richtung if g else None,
+                         "punkte": g.punkte if g else 0}, threshold=ZUG_RICHTUNG)
     verlauf = (e.emotions_verlauf[:5] if e else [])
     await deps.store.call("charakter.save_emotion", s.user_id, s.character_id, vocab.pick(emotion, vocab.EMOTIONEN, "neutral"),
                           arousal, e.emotions_vektor if e else None, verlauf)

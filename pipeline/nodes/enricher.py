@@ -23,6 +23,8 @@ from pipeline.state import MemoryRecord, SessionTurn, TurnState
 NAME = "enricher"
 READS = ("stimulus", "perzeption", "emotion")
 WRITES = ("memory",)
+OPTIONAL_READS = {"emotion": "the human chain runs before ei_calc; only the character chain's search shift "
+                             "uses Nova's sector"}
 REWRITE_MIN_TURNS = 2
 REWRITE_MAX_CHARS = 300  # the plausibility limit of the rewritten key
 REWRITE_MAX_TOKENS = 48

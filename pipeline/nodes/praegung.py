@@ -15,6 +15,8 @@ READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memor
 WRITES = ("hintergrund",)
 MAX_NEU = 2
 SYNAPSE_GEWICHT = 0.5
+MENSCH_KERN_SAETZE = 5
+"""Sentences the human's core keeps; the oldest is dropped for a new one."""
 
 log = logging.getLogger("novaberg.node.praegung")
 
@@ -58,10 +60,9 @@ async def run(state: TurnState, deps: Deps) -> dict:
         await deps.store.call("lzg.add_synapses", edges, "praegung")
         await deps.store.call("lzg.touch", resonanz)
     if answer is not None and answer.profil_mensch.strip():
-        prof = await deps.store.call("charakter.profile", s.user_id, s.character_id)
-        # slow growth: the new sentence joins the last few, oldest dropped
-        saetze = [x for x in prof["mensch_kern"].split("\n") if x.strip()][-4:] + [answer.profil_mensch.strip()[:200]]
-        await deps.store.call("charakter.set_profile", s.user_id, s.character_id, mensch_kern="\n".join(saetze))
+        # slow growth, once per turn: the new sentence joins the last few, oldest dropped
+        await deps.store.call("charakter.profil_wachsen", s.user_id, s.character_id, f"{NAME}:{s.turn_id}",
+                              {"mensch_kern": answer.profil_mensch.strip()[:200]}, {"mensch_kern": MENSCH_KERN_SAETZE})
     deps.trace.decision(NAME, "praegung.ergebnis", quelle, {"knoten": ids, "kanten": len(edges)})
     return {"hintergrund": h.model_copy(update={"pending_writes": h.pending_writes + [
         {"art": "lzg_erledigt", "knoten": ids, "kanten": len(edges)}]})}

@@ -23,6 +23,8 @@ def entries(memory) -> list[dict]:
         out.append({"quelle": "bibliothek", "inhalt": f"{h['titel']}: {h['inhalt']}", "gewicht": h["gewicht"]})
     for n in memory.plugins.get("notizen", []):
         text = n["name"] + (f" — {n['zusammenfassung']}" if n.get("zusammenfassung") else "")
+        if n.get("inhalt"):  # a note the human asked about carries its text (the notes plugin's targeted branch)
+            text += f": {n['inhalt']}"
         out.append({"quelle": "notizen", "inhalt": text, "gewicht": 0.5})
     for t in memory.plugins.get("timeline", []):
         out.append({"quelle": "timeline", "inhalt": f"{t['wochentag']} ({t['bezug']}): {t['titel']}", "gewicht": 0.6})

@@ -68,6 +68,30 @@ def wesen(p) -> str:
     return "\n".join(teile) or f"{name} ist warm, neugierig und aufmerksam."
 
 
+def achsen(h) -> str:
+    """The attitude's axes for [SZENE] (seed 004 §3.3: the situation in three grains, among the
+    axes the initiative); nothing when haltungsraum did not run."""
+    if h is None:
+        return ""
+    return (f" Achsen: Naehe {h.naehe:.1f}, Waerme {h.waerme:.1f}, Energie {h.energie}, "
+            f"Initiative {h.initiative:.1f} (hoch: sie fuehrt das Gespraech, niedrig: sie folgt ihm).")
+
+
+def _saetze(text: str) -> str:
+    """A grown profile (one sentence a line, newest last) on one line."""
+    return " ".join(x.strip() for x in text.split("\n") if x.strip())
+
+
+def zwischen_beiden(p) -> str:
+    """[ZWISCHEN BEIDEN]: both directions, labelled (seed 004 §3.3) — (nova, mensch) and
+    (mensch, nova) are different statements, not two versions of one."""
+    name = p.character_name
+    zeilen = [f"{label}: {einsetzen(_saetze(value), name)}" for label, value in (
+        (f"Wie {name} Person B sieht", p.nova_beziehung), (f"Wie Person B {name} begegnet", p.mensch_beziehung))
+        if value.strip()]
+    return "\n".join(zeilen) or "Die beiden kennen sich noch nicht lange."
+
+
 CHARS_PER_TOKEN = 2.5  # a cautious estimate for German text; the engine counts exactly
 TRIM_BLOCK = 4  # the history is cut in blocks, not turn by turn, so the cached prefix survives
 
@@ -92,13 +116,13 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
     person_a = "\n".join(
         f"{label}: {einsetzen(value, name)}" for label, value in (
             ("Wie sie angelegt ist", p.identitaet),
-            ("Gewachsene Persoenlichkeit", p.nova_kern), ("Was sie gerade beschaeftigt", p.nova_adaptiv),
-            ("Emotionale Grundstimmung", p.nova_emotions), ("Ihre Art zu kommunizieren", p.nova_intentionen))
+            ("Gewachsene Persoenlichkeit", _saetze(p.nova_kern)),
+            ("Was sie gerade beschaeftigt", _saetze(p.nova_adaptiv)),
+            ("Emotionale Grundstimmung", _saetze(p.nova_emotions)),
+            ("Ihre Art zu kommunizieren", _saetze(p.nova_intentionen)))
         if value.strip()
     ) or f"{name} lernt Person B gerade erst kennen; ihr Bild von sich waechst mit dem Gespraech."
-    zwischen = "\n".join(x for x in (
-        f"Wie {name} Person B sieht: {p.nova_beziehung}" if p.nova_beziehung.strip() else "",) if x) or \
-        "Die beiden kennen sich noch nicht lange."
+    zwischen = zwischen_beiden(p)
     system_parts = [
         pr.render(NAME, "identity", model, character_name=name, person_a=person_a,
                   szenario=f"\nDie Szene, in der die beiden sich begegnen: {einsetzen(p.szenario, name)}"
@@ -114,11 +138,14 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
     if state.landschaft:
         l = state.landschaft
         lage.append(pr.render(NAME, "szene", model, cluster=l.cluster, gv_detail=l.gv_detail, character_name=name,
-                              sektor=state.emotion.nova_sektor if state.emotion else "neutral"))
+                              sektor=state.emotion.nova_sektor if state.emotion else "neutral",
+                              achsen=achsen(state.haltung)))
         blocks.append("SZENE")
     if state.emotion:
         lage.append(pr.render(NAME, "emotion", model, character_name=name, emotion=state.emotion.nova_emotion,
-                              arousal=f"{state.emotion.nova_arousal:.1f}"))
+                              arousal=f"{state.emotion.nova_arousal:.1f}",
+                              konflikt=" " + pr.render(NAME, "konflikt", model, character_name=name)
+                              if state.emotion.konflikt else ""))
         blocks.append("PERSON A — IHRE EMOTION")
     cut = bool(state.plan and state.plan.task_context_cut)
     if state.plan and state.plan.task_block:
@@ -126,7 +153,9 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
         blocks.append("AUFGABE")
     if state.perzeption and s.user_prompt is not None:
         pz = state.perzeption
-        lage.append(pr.render(NAME, "person_b", model, emotion=pz.emotion, modus=pz.gespraechs_modus,
+        # ei_calc's plausibility check: a register that contradicts his emotion is not passed on
+        modus = pz.gespraechs_modus if not state.emotion or state.emotion.modus_plausibel else "unklar"
+        lage.append(pr.render(NAME, "person_b", model, emotion=pz.emotion, modus=modus,
                               dynamik=pz.beziehungs_dynamik,
                               vektor=state.emotion.emotions_vektor if state.emotion else "plateau"))
         blocks.append("PERSON B — WIE ER GERADE DA IST")
@@ -161,7 +190,7 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
     user_parts.append(pr.render(
         NAME, "regie", model, wochentag=wochentag(now), datum=now.strftime("%d.%m.%Y"), uhrzeit=now.strftime("%H:%M"),
         werkzeug=l.werkzeug if l else "Impuls", vehikel=l.vehikel if l else "Aussage",
-        spanne=h.spanne if h else DEFAULT_SPANNE, haltung=_haltung_text(h) if h else "offen, freundlich",
+        spanne=f"{h.umfang}, {h.spanne}" if h else DEFAULT_SPANNE, haltung=_haltung_text(h) if h else "offen, freundlich",
         energie=h.energie if h else "ruhig",
         mikro=EI_MIKRO.get(state.emotion.emotions_vektor, "") if state.emotion else ""))
     system = "\n\n".join(system_parts)

@@ -10,6 +10,7 @@ from pipeline.runner import PLANNER_LOOP, ChainRunner
 from pipeline.state import PairRecord, RouteRecord, Stimulus, TurnState
 from tests.conftest import with_pool
 from tests.scripted_llm import PoolStore, ScriptedLLM, deps_for
+from pipeline.runner import run_node
 
 # at most three orders a turn (planner.MAX_AUFTRAEGE): two turns' plans cover the four agents that write
 PLAENE = {
@@ -32,7 +33,7 @@ async def _run_turn(p, r, user, turn_id):
     deps = deps_for(llm, store=PoolStore(p), redis=r, turn=(user, "nova", turn_id))
     state = _state(user, turn_id)
     await ChainRunner(chain=(PLANNER_LOOP,)).run(state, deps)
-    anker = (await erinnerungsanker.run(state, deps))["anker"]
+    anker = (await run_node(erinnerungsanker, state, deps))["anker"]
     return [res.ergebnis.get("id") for res in state.plan.agent_results], anker.geschrieben[0]["id"]
 
 

@@ -17,6 +17,7 @@ from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
 from tests.conftest import embed_with, new_pair, with_pool
 from tests.scripted_llm import PoolStore, ScriptedLLM
+from pipeline.runner import run_node
 
 MARATHON = "Ich will nächstes Jahr einen Marathon laufen"
 LAUFEN = "Heute war ich wieder laufen"
@@ -62,7 +63,7 @@ class _World:
     async def enrich(self, user, turn_id, text):
         state = TurnState(stimulus=Stimulus(user_id=user, character_id="nova", turn_id=turn_id, user_prompt=text))
         deps = self.deps(user, turn_id, ScriptedLLM(), "character")
-        return (await enricher.run(state, deps))["memory"], deps
+        return (await run_node(enricher, state, deps))["memory"], deps
 
 
 def _on_world(stores, pool, minilm, fn):

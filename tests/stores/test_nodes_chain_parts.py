@@ -8,6 +8,7 @@ from pipeline.state import (DraftRecord, EmotionRecord, HaltungRecord, Landschaf
                             PerzeptionRecord, PlanRecord, SessionTurn, Stimulus, TurnState, VerfasserRecord)
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.stores.test_nodes_planner_agents import RecordingStore
+from pipeline.runner import run_node
 
 
 def _state(text="Hallo", impulse=False, **records):
@@ -59,7 +60,7 @@ def test_gv_node_unknown_cluster_falls_back_to_paradox(stores):
         try:
             deps = deps_for(ScriptedLLM({"gv_node": ['{"cluster": "mondlandschaft", "gv_detail": "Still.", "werkzeug": "frage"}']}),
                             redis=r, turn=("gvu", "nova", "t"))
-            out = await gv_node.run(_state(memory=MemoryRecord()), deps)
+            out = await run_node(gv_node, _state(memory=MemoryRecord()), deps)
             stored = await r.hgetall(gv_node.gv_key("u", "nova"))
             return out["landschaft"], stored, deps
         finally:

@@ -10,6 +10,7 @@ from pipeline.state import (DraftRecord, EmotionRecord, HaltungRecord, Hintergru
                             NovaPerzeptionRecord, PairRecord, PerzeptionRecord, PlanRecord, Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.stores.test_nodes_planner_agents import RecordingStore
+from pipeline.runner import run_node
 
 
 def _state(text="Hallo", herkunft="user", **records):
@@ -103,16 +104,18 @@ class _Embedder:
 
 
 def test_praegung_imprints_and_links_to_the_resonating_anchors():
-    store = RecordingStore({"lzg.add_nodes": [101], "charakter.profile": {"mensch_kern": "liebt Hunde"}})
+    store = RecordingStore({"lzg.add_nodes": [101]})
     deps = deps_for(ScriptedLLM({"praegung": ['{"erinnerungen": [{"inhalt": "Bello war krank", "dimension": "erlebnis"}], '
                                               '"profil_mensch": "sorgt sich um Bello"}']}), store=store, embedder=_Embedder())
     st = _state("Bello ist krank", draft=DraftRecord(reply="Oh.", model="m"), hintergrund=HintergrundRecord(kern="Bello krank"),
                 memory=MemoryRecord(lzg_resonanz={"ids": [5, 6], "erinnerungen": []}))
     asyncio.run(praegung.run(st, deps))
     ops = [c[0] for c in store.calls]
-    assert ops == ["lzg.add_nodes", "lzg.add_synapses", "lzg.touch", "charakter.profile", "charakter.set_profile"]
+    assert ops == ["lzg.add_nodes", "lzg.add_synapses", "lzg.touch", "charakter.profil_wachsen"]
     assert store.calls[1][1][0] == [(101, 5, 0.5), (101, 6, 0.5)]
-    assert store.calls[4][2] == {"mensch_kern": "liebt Hunde\nsorgt sich um Bello"}
+    # the human's core grows by the sentence, once for the turn (tests/stores/test_nova_profile_loop.py)
+    assert store.calls[3][1] == ("u", "nova", "praegung:t9", {"mensch_kern": "sorgt sich um Bello"},
+                                 {"mensch_kern": praegung.MENSCH_KERN_SAETZE})
 
 
 def test_aufgriff_plans_an_impulse_and_skips_non_user_turns(stores):
@@ -125,13 +128,13 @@ def test_aufgriff_plans_an_impulse_and_skips_non_user_turns(stores):
                             redis=r)
             st = _state("Bello ist krank", hintergrund=HintergrundRecord(kern="Bello krank"))
             st.stimulus.user_id = f"auf-{id(st)}"
-            out = (await aufgriff.run(st, deps))["hintergrund"]
+            out = (await run_node(aufgriff, st, deps))["hintergrund"]
             due = await r.zrange(aufgriff.DUE_KEY, 0, -1, withscores=True)
             mine = [json.loads(m) for m, _ in due if json.loads(m)["user_id"] == st.stimulus.user_id]
             assert mine and mine[0]["gedanke"] == "Wie geht es Bello?"
             assert out.pending_writes[-1]["art"] == "impuls"
             deps2 = deps_for(ScriptedLLM(), redis=r)
-            await aufgriff.run(_state("x", herkunft="eigener_impuls"), deps2)
+            await run_node(aufgriff, _state("x", herkunft="eigener_impuls"), deps2)
             assert ("aufgriff.plan", "kein_nutzerreiz") in _d(deps2)
         finally:
             await r.aclose()

@@ -11,6 +11,7 @@ from pipeline.nodes import agent_dispatch, planner
 from pipeline.runner import PLANNER_LOOP, ChainRunner
 from pipeline.state import AgentResult, PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
 from tests.scripted_llm import ScriptedLLM, deps_for
+from pipeline.runner import run_node
 
 
 class RecordingStore:
@@ -44,7 +45,7 @@ def test_missing_dispatch_and_failing_agent_become_fehler(stores, monkeypatch):
         try:
             deps = deps_for(ScriptedLLM(), redis=r)
             before = int(await r.hget(agent_dispatch.DELIVERED, "geist:character") or 0)
-            out = await agent_dispatch.run(_state("x", agent_name="geist"), deps)
+            out = await run_node(agent_dispatch, _state("x", agent_name="geist"), deps)
             res = out["plan"].agent_results[-1]
             assert res.status == "fehler" and "Kein Dispatch" in res.fehler and out["plan"].agent_name == ""
             assert int(await r.hget(agent_dispatch.DELIVERED, "geist:character")) == before + 1
@@ -53,10 +54,10 @@ def test_missing_dispatch_and_failing_agent_become_fehler(stores, monkeypatch):
                 raise RuntimeError("kaputt")
 
             monkeypatch.setitem(agents.registry(), "notizen", boom)
-            out = await agent_dispatch.run(_state("x", agent_name="notizen"), deps)
+            out = await run_node(agent_dispatch, _state("x", agent_name="notizen"), deps)
             assert out["plan"].agent_results[-1].fehler == "RuntimeError: kaputt"
             assert int(await r.hget(agent_dispatch.PROCESSED, "notizen:character:fehler")) >= 1
-            assert await agent_dispatch.run(_state("x", agent_name=""), deps) == {}
+            assert await run_node(agent_dispatch, _state("x", agent_name=""), deps) == {}
         finally:
             await r.aclose()
 

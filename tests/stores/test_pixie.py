@@ -1,65 +1,199 @@
-"""The pixie: serialised by its lock, writes the library from delegated tasks, returns a task it
-could not do."""
+"""The pixie: serialised by its lock; a delegation is researched through the guarded web layer
+and becomes a `bericht` and a `wissen` entry under the character's real name; a round that dies
+after taking a task leaves it to be done again; a task done again writes nothing twice; a task
+without a usable answer goes back, and is given up by name after its attempts."""
 import asyncio
 import json
+import uuid
+
+import pytest
 
 from actors import pixie
 from actors.background import DELEGATIONS
 from cluster.settings import Settings
-from memory import pg
+from memory import charaktere, library
 from memory.config import MemoryConfig
 from pipeline.services import Services
 from prompts import PromptLibrary
-from tests.conftest import new_pair, unit, with_pool
+from tests.conftest import unit, with_pool
 from tests.scripted_llm import ScriptedLLM
+from tests.web_servers import LocalWeb, WebServers
+
+ANTWORT = '{"titel": "Magnetare", "wissen": "Magnetare sind Neutronensterne mit extrem starkem Magnetfeld."}'
 
 
 class _Embedder:
-    """Unit vectors by text length: enough for the library's topic column."""
+    """Unit vectors by text length: enough for the library's topic column. `fail` calls raise."""
+
+    def __init__(self, fail: int = 0):
+        self.fail = fail
 
     async def embed(self, trace, text):
+        if self.fail:
+            self.fail -= 1
+            raise RuntimeError("embedder gone (a crash after the take)")
         return unit(len(text) % 300).tolist()
 
 
 class _Store:
+    """The memory operations in-process; `crash_after` names a library type whose write succeeds
+    and then raises, as a round that dies right after the write."""
+
     def __init__(self, pool):
         self.pool = pool
+        self.crash_after: str | None = None
 
     async def call(self, op, *args, **kwargs):
         from memory.ops import lookup
 
-        return await lookup(op)(self.pool, *args, **kwargs)
+        out = await lookup(op)(self.pool, *args, **kwargs)
+        if op == "library.add" and args[2] == self.crash_after:
+            self.crash_after = None
+            raise RuntimeError(f"round died after writing {args[2]}")
+        return out
 
 
-def test_pixie_round(stores, migrated):
+async def _clean(r):
+    for pattern in (f"{DELEGATIONS}:*", f"{pixie.IN_ARBEIT}:*"):
+        for k in [k async for k in r.scan_iter(pattern)]:
+            await r.delete(k)
+    await r.delete(pixie.LOCK)
+
+
+def _services(p, r, llm, *, web=None, embedder=None, settings=None):
+    services = Services(settings=settings or Settings(), llm=llm, embedder=embedder or _Embedder(), store=_Store(p),
+                        redis=r, prompts=PromptLibrary(), web=web)
+    services.cache["memory_cfg"] = MemoryConfig()
+    return services
+
+
+def _run(stores, migrated, go):
     from redis.asyncio import Redis
 
-    user, ch = new_pair("pixie")
-
-    async def go(p):
+    async def outer(p):
         r = Redis.from_url(stores.redis_url)
         try:
-            llm = ScriptedLLM({"pixie": ['{"titel": "Beagle", "wissen": "Beagle sind Laufhunde."}', "unbrauchbar"]})
-            services = Services(settings=Settings(), llm=llm, embedder=_Embedder(), store=_Store(p), redis=r,
-                                prompts=PromptLibrary())
-            services.cache["memory_cfg"] = MemoryConfig()
-            for k in [k async for k in r.scan_iter(f"{DELEGATIONS}:*")]:
-                await r.delete(k)
-            await r.rpush(f"{DELEGATIONS}:{user}:{ch}", json.dumps({"aufgabe": "Was sind Beagle?"}),
-                          json.dumps({"aufgabe": "Zweite Aufgabe"}))
-            await r.set(pixie.LOCK, "someone-else", ex=5)
-            assert await pixie.pixie_round(services) == {"status": "gesperrt", "geschrieben": 0}
-            await r.delete(pixie.LOCK)
-            out = await pixie.pixie_round(services)
-            assert out == {"status": "gelaufen", "geschrieben": 1}
-            assert await r.get(pixie.LOCK) is None  # released
-            from memory import library
-
-            got = await library.suchen(p, user, ch, unit(len("Beagle") % 300), MemoryConfig(library_threshold=0.9))
-            assert [h["titel"] for h in got] == ["Beagle"]
-            # the task without a usable answer went back to the queue
-            assert [json.loads(x)["aufgabe"] for x in await r.lrange(f"{DELEGATIONS}:{user}:{ch}", 0, -1)] == ["Zweite Aufgabe"]
+            await _clean(r)
+            await go(p, r)
         finally:
+            await _clean(r)
             await r.aclose()
 
-    asyncio.run(with_pool(migrated.database_url, go))
+    asyncio.run(with_pool(migrated.database_url, outer))
+
+
+async def _lists(r, user, ch):
+    queue = [json.loads(x) for x in await r.lrange(f"{DELEGATIONS}:{user}:{ch}", 0, -1)]
+    work = [json.loads(x) for x in await r.lrange(f"{pixie.IN_ARBEIT}:{user}:{ch}", 0, -1)]
+    return queue, work
+
+
+def test_delegation_becomes_bericht_and_wissen_under_the_real_name(stores, migrated):
+    web_servers = WebServers()
+
+    async def go(p, r):
+        ch = f"mira-{uuid.uuid4().hex[:8]}"
+        await charaktere.create(p, ch, {"name": "Mira", "identitaet": "Leuchtturmwaerterin"})
+        user = "pixie-user"
+        llm = ScriptedLLM({"pixie": [ANTWORT]})
+        services = _services(p, r, llm, web=LocalWeb(web_servers.settings()), settings=web_servers.settings())
+        await r.rpush(f"{DELEGATIONS}:{user}:{ch}", json.dumps({"aufgabe": "Was sind Magnetare?", "turn_id": "t-7"}))
+        await r.set(pixie.LOCK, "someone-else", ex=5)
+        assert await pixie.pixie_round(services) == {"status": "gesperrt", "geschrieben": 0}
+        await r.delete(pixie.LOCK)
+
+        out = await pixie.pixie_round(services)
+        assert out["geschrieben"] == 1 and out["ausgaenge"] == ["geschrieben"]
+        assert await r.get(pixie.LOCK) is None  # released
+        assert await _lists(r, user, ch) == ([], [])  # done: neither queued nor taken
+
+        # the prompt names the real character and carries the research (snippets and the page)
+        prompt = "\n".join(m["content"] for m in llm.calls[0]["messages"])
+        assert "Mira" in prompt and "Nova" not in prompt
+        assert "Schnipsel 1 ueber Magnetare" in prompt and "extrem starken Magnetfeld" in prompt
+        assert web_servers.calls["serper"] == 1 and web_servers.calls["pages"] == 1
+
+        entries = await library.eintraege(p, user, ch)
+        assert sorted(e["typ"] for e in entries) == ["bericht", "wissen"]
+        bericht = next(e for e in entries if e["typ"] == "bericht")
+        assert "Aufgabe: Was sind Magnetare?" in bericht["inhalt"]
+        assert f"{web_servers.url}/artikel" in bericht["inhalt"] and "Recherche: recherchiert ueber serper" in bericht["inhalt"]
+        assert "Wissen »Magnetare« geschrieben" in bericht["inhalt"]
+        # the reading path finds the wissen, never the bericht
+        got = await library.suchen(p, user, ch, unit(len("Magnetare") % 300), MemoryConfig(library_threshold=0.9))
+        assert [h["titel"] for h in got] == ["Magnetare"]
+        assert await library.eintraege(p, user, "nova") == []  # the pair's library, no other's
+
+    try:
+        _run(stores, migrated, go)
+    finally:
+        web_servers.close()
+
+
+def test_a_crash_after_the_take_leaves_the_task_and_a_redo_writes_nothing_twice(stores, migrated):
+    async def go(p, r):
+        user, ch = f"pixie-crash-{uuid.uuid4().hex[:8]}", "nova"
+        llm = ScriptedLLM({"pixie": [ANTWORT, '{"titel": "Anderer Titel", "wissen": "Anders gesagt."}']})
+        services = _services(p, r, llm, embedder=_Embedder(fail=1))  # no web provider: a named fallback
+        delegation = json.dumps({"aufgabe": "Was sind Magnetare?", "turn_id": "t-9"})
+        await r.rpush(f"{DELEGATIONS}:{user}:{ch}", delegation)
+
+        # 1. the round dies after taking the task, before any write: the task stays taken
+        with pytest.raises(RuntimeError, match="embedder gone"):
+            await pixie.pixie_round(services)
+        assert await r.get(pixie.LOCK) is None
+        queue, work = await _lists(r, user, ch)
+        assert queue == [] and [t["aufgabe"] for t in work] == ["Was sind Magnetare?"]
+        assert await library.eintraege(p, user, ch) == []
+
+        # 2. the next round takes it back and dies right after writing the wissen
+        services.store.crash_after = "wissen"
+        with pytest.raises(RuntimeError, match="after writing wissen"):
+            await pixie.pixie_round(services)
+        assert [e["typ"] for e in await library.eintraege(p, user, ch)] == ["wissen"]
+        queue, work = await _lists(r, user, ch)
+        assert queue == [] and [t["versuche"] for t in work] == [1]
+
+        # 3. done again: the bericht is added, the wissen not written a second time
+        out = await pixie.pixie_round(services)
+        assert out["wiederaufgenommen"] == 1 and out["ausgaenge"] == ["geschrieben"]
+        entries = await library.eintraege(p, user, ch)
+        assert sorted(e["typ"] for e in entries) == ["bericht", "wissen"]
+        assert next(e for e in entries if e["typ"] == "wissen")["titel"] == "Magnetare"
+        bericht = next(e for e in entries if e["typ"] == "bericht")["inhalt"]
+        assert "Recherche: keine_suchmaschine" in bericht and "Versuch 3" in bericht
+        assert await _lists(r, user, ch) == ([], [])
+
+        # 4. the same delegation delivered again: done already, no research, no model, no write
+        calls = len(llm.calls)
+        await r.rpush(f"{DELEGATIONS}:{user}:{ch}", delegation)
+        out = await pixie.pixie_round(services)
+        assert out["ausgaenge"] == ["bereits_erledigt"] and len(llm.calls) == calls
+        assert len(await library.eintraege(p, user, ch)) == 2
+        assert await _lists(r, user, ch) == ([], [])
+
+    _run(stores, migrated, go)
+
+
+def test_unusable_answers_return_the_task_then_give_it_up(stores, migrated):
+    async def go(p, r):
+        user, ch = f"pixie-fail-{uuid.uuid4().hex[:8]}", "nova"
+        llm = ScriptedLLM({"pixie": ["unbrauchbar"]})
+        services = _services(p, r, llm)
+        await r.rpush(f"{DELEGATIONS}:{user}:{ch}", json.dumps({"aufgabe": "Was ist Ebbe?", "turn_id": "t-1"}))
+        await r.rpush(f"{DELEGATIONS}:{user}:entfernt-{uuid.uuid4().hex[:6]}", json.dumps({"aufgabe": "x"}))
+
+        out = await pixie.pixie_round(services)
+        assert sorted(out["ausgaenge"]) == ["verworfen", "zurueck"]  # the removed character's task is dropped
+        assert [t["versuche"] for t in (await _lists(r, user, ch))[0]] == [1]
+        assert (await pixie.pixie_round(services))["ausgaenge"] == ["zurueck"]
+        assert await library.eintraege(p, user, ch) == []
+
+        out = await pixie.pixie_round(services)
+        assert out["ausgaenge"] == ["aufgegeben"] and out["geschrieben"] == 0
+        entries = await library.eintraege(p, user, ch)
+        assert [e["typ"] for e in entries] == ["bericht"]
+        assert "aufgegeben: keine verwertbare Antwort des Modells (kein_json)" in entries[0]["inhalt"]
+        assert await _lists(r, user, ch) == ([], [])
+
+    _run(stores, migrated, go)

@@ -15,6 +15,7 @@ from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
 from tests.conftest import new_pair, unit
 from tests.scripted_llm import PoolStore, ScriptedLLM
+from pipeline.runner import run_node
 
 C = "nova"
 
@@ -108,8 +109,8 @@ def test_turns_that_left_the_window_reach_the_next_reply_as_a_summary(stores, po
                             pair=PairRecord(character_name="Nova"))
             chat = ScriptedLLM({"responder": ["Natuerlich, Bello1!"]})
             deps = _deps(chat, r, user, "t26", settings, store=PoolStore(p), chain="character")
-            nxt.memory = (await enricher.run(nxt, deps))["memory"]
-            await responder.run(nxt, deps)
+            nxt.memory = (await run_node(enricher, nxt, deps))["memory"]
+            await run_node(responder, nxt, deps)
             return llm, outcomes, stored, nxt.memory, _prompts(chat, "responder")[0]
         finally:
             await p.close()

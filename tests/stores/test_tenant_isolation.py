@@ -12,6 +12,7 @@ from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
 from tests.conftest import new_pair, unit
 from tests.scripted_llm import PoolStore, ScriptedLLM
+from pipeline.runner import run_node
 
 
 class _Embedder:
@@ -39,7 +40,7 @@ def test_one_shared_services_keeps_each_pairs_short_term_memory_apart(stores, po
                                                     user_prompt="Was ist mein Geheimnis?"))
                 trace = TurnTrace(user, "nova", "t")
                 trace.chain = "character"
-                out = await enricher.run(state, Deps(shared, trace))
+                out = await run_node(enricher, state, Deps(shared, trace))
                 seen.setdefault(user, []).append([h["inhalt"] for h in out["memory"].kzg])
             return alice, bob, seen, shared
         finally:

@@ -19,6 +19,7 @@ from pipeline.thinker.cache import HINWEIS_ARGUMENTE, HINWEIS_TREFFER
 from tests.conftest import new_pair, unit, with_pool
 from tests.scripted_llm import PoolStore, ScriptedLLM, deps_for
 from tests.web_servers import LocalWeb, WebServers
+from pipeline.runner import run_node
 
 DIM = 384
 
@@ -178,7 +179,7 @@ def test_timeline_tools_read_the_pair_without_anchors(migrated):
                                        "ERGEBNIS: OK"]})
         store = PoolStore(pool)
         deps = deps_for(llm, store=store, turn=(user, ch, "t1"))
-        p = await thinker.run(_state(user=user, character=ch), deps)
+        p = await run_node(thinker, _state(user=user, character=ch), deps)
         return llm, store, p["pruefung"]
 
     llm, store, p = asyncio.run(with_pool(migrated.database_url, go))
@@ -216,7 +217,7 @@ def test_memory_search_keeps_cosine_order_and_both_cache_stages(migrated):
         llm = ScriptedLLM({"thinker": ["TOOL: memory_search(Wo wohnt Anna?)", "TOOL: memory_search(Wo wohnt Anna?)",
                                        "TOOL: memory_search(Annas Wohnort)", "ERGEBNIS: OK"]})
         deps = deps_for(llm, store=PoolStore(pool), embedder=emb, turn=(user, ch, "t1"))
-        p = await thinker.run(_state("Anna wohnt am Markt.", "Wo wohnt Anna?", user=user, character=ch), deps)
+        p = await run_node(thinker, _state("Anna wohnt am Markt.", "Wo wohnt Anna?", user=user, character=ch), deps)
         return llm, deps, p["pruefung"]
 
     llm, deps, p = asyncio.run(with_pool(migrated.database_url, go))
@@ -393,7 +394,7 @@ def test_the_pair_consumer_logs_every_arrival_and_queues_the_retry(caplog):
         return {"turn_id": "t1-retry"}
 
     actor.event = event
-    base = _state().model_copy(update={"dispatch": DispatchRecord(committed=True, outbox_job="x", result={})})
+    base = _state().model_copy(update={"dispatch": DispatchRecord(committed=True, result={})})
     payload = retry_nutzlast(base.stimulus)
 
     async def go():

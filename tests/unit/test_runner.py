@@ -21,8 +21,27 @@ def _node(name, reads, writes, fn):
 def test_a_node_sees_only_what_it_declared():
     state = _state()
     state.pair = PairRecord(character_name="Nova")
-    view = view_for(state, ("stimulus",))
-    assert view.pair is None and view.stimulus.user_prompt == "hi"
+    view = view_for(state, ("stimulus",), "x")
+    assert view.stimulus.user_prompt == "hi"
+    # a record it did not declare is an error, not a silent None, even when the state holds it
+    with pytest.raises(NodeContractError, match="node x reads the record 'pair'"):
+        view.pair
+    with pytest.raises(NodeContractError, match="returns the records it writes"):
+        view.pair = PairRecord(character_name="Eve")
+    assert state.pair.character_name == "Nova"
+
+
+def test_the_runner_stops_a_turn_whose_node_reads_undeclared():
+    async def sneaky(state, deps):
+        return {"draft": DraftRecord(reply=state.pair.character_name, model="m")}
+
+    runner = ChainRunner(chain=())
+    runner.nodes = [_node("sneaky", ("stimulus",), ("draft",), sneaky)]
+    state = _state()
+    state.pair = PairRecord(character_name="Nova")
+    with pytest.raises(NodeContractError, match="sneaky reads the record 'pair'"):
+        asyncio.run(runner.run(state, Deps(services=None, trace=TurnTrace("u", "c", "t1"))))
+    assert state.draft is None
 
 
 def test_undeclared_write_is_refused():

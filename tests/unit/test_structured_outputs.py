@@ -30,8 +30,8 @@ def structured_nodes() -> dict[str, type]:
 
 def test_every_structured_node_is_found():
     assert set(structured_nodes()) == {"aufgriff", "erinnerungsanker", "gv_node", "perzeption", "perzeption_assistant",
-                                       "planner", "praegung", "router", "sachlage", "salience", "tribunal",
-                                       "zielbildung", "zusammenfassung"}
+                                       "planner", "praegung", "router", "sachlage", "salience", "selbstbild",
+                                       "tribunal", "zielbildung", "zusammenfassung"}
 
 
 def _schemas(s, kind):

@@ -1,0 +1,203 @@
+"""Nova grows (issue #10): her own profiles and the relationship in both directions are written by the
+background node `selbstbild` from her turns, slowly and once per turn, and reach the next reply's
+prompt — [PERSON A — WER SIE IST] and [ZWISCHEN BEIDEN], labelled both ways (seed 004 §3.1, §3.3)."""
+import asyncio
+import json
+import logging
+
+from cluster.settings import Settings
+from memory import charakter, pg
+from pipeline.nodes import db_zugriff, praegung, responder, selbstbild
+from pipeline.runner import BACKGROUND_CHAIN, run_node
+from pipeline.services import Deps, Services
+from pipeline.state import (DraftRecord, HintergrundRecord, MemoryRecord, PerzeptionRecord, Stimulus,
+                            TurnState)
+from pipeline.trace import TurnTrace
+from prompts import PromptLibrary
+from tests.conftest import new_pair, unit, with_pool
+from tests.scripted_llm import PoolStore, ScriptedLLM
+
+C = "nova"
+NEU = "Die beiden kennen sich noch nicht lange."
+
+
+class _Store(PoolStore):
+    """The store deployment in-process: its memory operations and the pair load of db_zugriff."""
+
+    async def load_pair(self, user_id, character_id):
+        return await pg.load_pair(self.pool, user_id, character_id)
+
+
+class _Embedder:
+    async def embed(self, trace, text):
+        return unit(0).tolist()
+
+
+def _deps(p, user, turn_id, llm, chain):
+    services = Services(settings=Settings(), llm=llm, embedder=_Embedder(), store=_Store(p), redis=None,
+                        prompts=PromptLibrary())
+    trace = TurnTrace(user, C, turn_id)
+    trace.chain = chain
+    return Deps(services, trace)
+
+
+def _antwort(selbst="", thema="", sie="", er=""):
+    return json.dumps({"selbst": selbst, "thema": thema, "sie_ueber_ihn": sie, "er_zu_ihr": er})
+
+
+def _stimulus(user, turn_id, text, impulse=False):
+    stim = dict(eigener_gedanke=text, herkunft="eigener_impuls") if impulse else dict(user_prompt=text)
+    return Stimulus(user_id=user, character_id=C, turn_id=turn_id, **stim)
+
+
+async def _background(p, user, turn_id, text, answers, *, reply="Erzaehl mir mehr.", dynamik="neutral",
+                      impulse=False):
+    """One delivery of the turn's background job to selbstbild, with the pair as db_zugriff loaded it
+    at the start of the turn (as the dispatcher copies it into the job)."""
+    start = TurnState(stimulus=_stimulus(user, turn_id, text, impulse))
+    await run_node(db_zugriff, start, _deps(p, user, turn_id, ScriptedLLM(), "character"))
+    llm = ScriptedLLM({"selbstbild": list(answers)})
+    state = TurnState(stimulus=start.stimulus, pair=start.pair, draft=DraftRecord(reply=reply, model="m"),
+                      perzeption=PerzeptionRecord(beziehungs_dynamik=dynamik))
+    deps = _deps(p, user, turn_id, llm, "background")
+    await run_node(selbstbild, state, deps)
+    return deps, llm
+
+
+async def _next_system_prompt(p, user, turn_id, text="Hallo Nova"):
+    """The next turn's responder system message, as the engine receives it."""
+    chat = ScriptedLLM({"responder": ["Schoen, dass du wieder da bist."]})
+    deps = _deps(p, user, turn_id, chat, "character")
+    state = TurnState(stimulus=_stimulus(user, turn_id, text), memory=MemoryRecord())
+    await run_node(db_zugriff, state, deps)
+    await run_node(responder, state, deps)
+    [call] = [c for c in chat.calls if c["node"] == "responder"]
+    return call["messages"][0]["content"]
+
+
+async def _praegung(p, user, turn_id, answer):
+    """One delivery of the turn's background job to praegung (the human's core)."""
+    start = TurnState(stimulus=_stimulus(user, turn_id, "Ich habe Bienen."))
+    await run_node(db_zugriff, start, _deps(p, user, turn_id, ScriptedLLM(), "character"))
+    state = TurnState(stimulus=start.stimulus, pair=start.pair, draft=DraftRecord(reply="Wie schoen.", model="m"),
+                      hintergrund=HintergrundRecord(kern="Bienen"), memory=MemoryRecord(),
+                      perzeption=PerzeptionRecord())
+    await run_node(praegung, state, _deps(p, user, turn_id, ScriptedLLM({"praegung": [answer]}), "background"))
+
+
+def _block(text, name):
+    start = text.index(name) + len(name)
+    end = text.find("\n[", start)
+    return text[start:end if end != -1 else len(text)].strip()
+
+
+def _outcomes(deps):
+    return [r["outcome"] for r in deps.trace.rows if r["art"] == "switch" and r["entscheidung"] == selbstbild.ENTSCHEIDUNG]
+
+
+def _on_pool(pool, fn):
+    return asyncio.run(with_pool(pool, fn))
+
+
+def test_after_some_turns_nova_and_the_relationship_have_grown_and_the_next_prompt_shows_both_directions(pool):
+    turns = [
+        ("t1", "Ich bin Imker und habe drei Voelker im Garten.",
+         _antwort(selbst="Nova merkt, dass sie gern nachfragt.", thema="Nova denkt an Bienen.",
+                  sie="Nova sieht in Person B einen geduldigen Imker.", er="Person B erzaehlt Nova offen von sich.")),
+        ("t2", "Heute hat mich eine Biene gestochen, aber halb so wild.",
+         _antwort(thema="Nova denkt an den Stich.", sie="Nova mag seinen trockenen Humor.")),
+        ("t3", "Danke, dass du immer zuhoerst.",
+         _antwort(er="Person B vertraut Nova und dankt ihr.")),
+    ]
+
+    async def go(p):
+        user = new_pair("selbst-a")[0]
+        before = await _next_system_prompt(p, user, "t0")
+        runs = [await _background(p, user, tid, text, [answer]) for tid, text, answer in turns]
+        return before, runs, await charakter.profile(p, user, C), await _next_system_prompt(p, user, "t4")
+
+    before, runs, prof, after = _on_pool(pool, go)
+    assert _block(before, "[ZWISCHEN BEIDEN]") == NEU
+    assert "Gewachsene Persoenlichkeit" not in _block(before, "[PERSON A — WER SIE IST]")
+    assert [_outcomes(deps) for deps, _ in runs] == [["gewachsen"]] * 3
+    # slow growth: a sentence a turn per profile, the newest last
+    assert prof["nova_beziehung"] == "Nova sieht in Person B einen geduldigen Imker.\nNova mag seinen trockenen Humor."
+    assert prof["mensch_beziehung"] == "Person B erzaehlt Nova offen von sich.\nPerson B vertraut Nova und dankt ihr."
+    assert prof["nova_adaptiv"] == "Nova denkt an Bienen.\nNova denkt an den Stich."
+    # the second turn's model saw what the first had grown, so it adds only what is new
+    task = runs[1][1].calls[0]["messages"][1]["content"]
+    assert "Wie Nova Person B sieht: Nova sieht in Person B einen geduldigen Imker." in _block(task, "[BISHERIGES BILD]")
+    zwischen = _block(after, "[ZWISCHEN BEIDEN]")
+    assert zwischen.splitlines() == [
+        "Wie Nova Person B sieht: Nova sieht in Person B einen geduldigen Imker. Nova mag seinen trockenen Humor.",
+        "Wie Person B Nova begegnet: Person B erzaehlt Nova offen von sich. Person B vertraut Nova und dankt ihr."]
+    wer = _block(after, "[PERSON A — WER SIE IST]")
+    assert "Gewachsene Persoenlichkeit: Nova merkt, dass sie gern nachfragt." in wer
+    assert "Was sie gerade beschaeftigt: Nova denkt an Bienen. Nova denkt an den Stich." in wer
+    assert wer.startswith("Wie sie angelegt ist: Nova ist")  # what grew stands after how she was created
+    assert BACKGROUND_CHAIN.index("selbstbild") > BACKGROUND_CHAIN.index("praegung")
+
+
+def test_growth_is_bounded_repeats_are_not_added_and_an_own_thought_leaves_his_side_alone(pool):
+    async def go(p):
+        user = new_pair("selbst-b")[0]
+        for i in range(1, 6):
+            await _background(p, user, f"t{i}", f"Nachricht {i}", [_antwort(thema=f"Nova denkt an Thema {i}.")])
+        same, _ = await _background(p, user, "t6", "Nachricht 6", [_antwort(thema="nova denkt an thema 5")])
+        own, _ = await _background(p, user, "t7", "Ob er die Bienen heute gesehen hat?", impulse=True,
+                                   answers=[_antwort(sie="Nova denkt oft an ihn.", er="Person B vermisst Nova.")])
+        return same, own, await charakter.profile(p, user, C)
+
+    same, own, prof = _on_pool(pool, go)
+    assert prof["nova_adaptiv"].splitlines() == [f"Nova denkt an Thema {i}." for i in (3, 4, 5)]  # oldest dropped
+    assert _outcomes(same) == ["nichts_neu"]
+    assert _outcomes(own) == ["gewachsen"]
+    assert prof["nova_beziehung"] == "Nova denkt oft an ihn." and prof["mensch_beziehung"] == ""
+
+
+def test_a_redelivered_job_writes_nothing_twice(pool):
+    answer = _antwort(selbst="Nova wird mutiger.", sie="Nova sieht in Person B einen Freund.",
+                      er="Person B sucht Novas Naehe.")
+
+    async def go(p):
+        user = new_pair("selbst-c")[0]
+        first, _ = await _background(p, user, "t1", "Du bist mir wichtig.", [answer])
+        after_first = await charakter.profile(p, user, C)
+        again, llm = await _background(p, user, "t1", "Du bist mir wichtig.", [answer])
+        # two deliveries racing past the check: the step's record under the row lock admits one
+        race = [await charakter.profil_wachsen(p, user, C, "selbstbild:t9", {"nova_kern": "Nova lacht viel."},
+                                               {"nova_kern": 5}) for _ in range(2)]
+        # the human's core (praegung) grows once per turn the same way
+        for _ in range(2):
+            await _praegung(p, user, "t1", '{"erinnerungen": [], "profil_mensch": "Person B haelt Bienen."}')
+        return after_first, again, llm, race, await charakter.profile(p, user, C)
+
+    after_first, again, llm, race, prof = _on_pool(pool, go)
+    assert _outcomes(again) == ["schon_erledigt"] and llm.calls == []
+    assert {k: prof[k] for k in ("nova_beziehung", "mensch_beziehung")} == \
+        {k: after_first[k] for k in ("nova_beziehung", "mensch_beziehung")}
+    assert prof["nova_beziehung"] == "Nova sieht in Person B einen Freund."
+    assert race == [{"neu": True, "gewachsen": ["nova_kern"]}, {"neu": False, "gewachsen": []}]
+    assert prof["nova_kern"] == "Nova wird mutiger.\nNova lacht viel."
+    assert prof["mensch_kern"] == "Person B haelt Bienen."
+
+
+def test_an_unusable_answer_takes_the_named_fallback(pool, caplog):
+    caplog.set_level(logging.WARNING, logger="novaberg.node.selbstbild")
+
+    async def go(p):
+        user = new_pair("selbst-d")[0]
+        dyn, _ = await _background(p, user, "t1", "Du hilfst mir wirklich.", ["keine Ahnung"], dynamik="vertrauen")
+        after_dyn = await charakter.profile(p, user, C)
+        none, _ = await _background(p, user, "t2", "Na gut.", ['{"selbst": '], dynamik="neutral")
+        return dyn, after_dyn, none, await charakter.profile(p, user, C), await _next_system_prompt(p, user, "t3")
+
+    dyn, after_dyn, none, prof, prompt = _on_pool(pool, go)
+    assert _outcomes(dyn) == ["dynamik_kein_json"]
+    assert "fallback dynamik" in caplog.text
+    # Person B's side grew from the perceived dynamic; Nova's side stays as it was
+    assert after_dyn["mensch_beziehung"] == "Person B begegnet {{char}} mit Vertrauen."
+    assert after_dyn["nova_beziehung"] == after_dyn["nova_kern"] == after_dyn["nova_adaptiv"] == ""
+    assert _outcomes(none) == ["unveraendert_kein_json"] and "fallback unveraendert" in caplog.text
+    assert prof == after_dyn
+    assert _block(prompt, "[ZWISCHEN BEIDEN]") == "Wie Person B Nova begegnet: Person B begegnet Nova mit Vertrauen."

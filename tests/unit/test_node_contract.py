@@ -1,0 +1,89 @@
+"""The chain contract over the human, character and background chains: every read has a writer
+upstream, every written record and field is read downstream (pipeline/contract.py)."""
+import pytest
+
+from pipeline import contract
+from pipeline.nodes.dispatcher import BACKGROUND_RECORDS
+from pipeline.runner import BACKGROUND_CHAIN, CHARACTER_CHAIN, HUMAN_CHAIN, Loop
+
+OFFEN = {
+    # written and not yet read: each closes with the issue named (then leaves this list)
+    "erinnerungsanker writes anker": "#10: the anchors go to the timeline; the record has no reader yet",
+    "erinnerungsanker writes AnkerRecord.geschrieben": "#10, with the record above",
+    "erinnerungsanker writes AnkerRecord.status": "#10, with the record above",
+    "enricher writes MemoryRecord.aktivierte_ziele": "#10: activated goals reach no prompt yet",
+    "enricher writes MemoryRecord.gravitationsterm": "#10: seed 001 names no reader of the drive term",
+    "enricher writes MemoryRecord.suchtext": "#12: the Thinker's memory_search reads its own way",
+    "enricher writes MemoryRecord.suchtext_herkunft": "#12, with the search key",
+    "enricher writes MemoryRecord.such_vektor": "#12, with the search key",
+    "enricher writes MemoryRecord.verschiebung": "#12, with the search key",
+    "reducer writes KontextRecord.eintraege": "#11: one block per reader (tribunal, corrector)",
+    "reducer writes KontextRecord.lzg_resonanz": "#11, with the blocks per reader",
+    "sachlage writes SachlageRecord.recherche_status": "#11: sachlage's research",
+    "router writes RouteRecord.needs_memory": "#10: the router's flags steer nothing downstream",
+    "router writes RouteRecord.needs_timeline": "#10, the router reads it itself only",
+    "router writes RouteRecord.timeline_query": "#10, the router reads it itself only",
+    "salience/zielbildung/praegung/aufgriff writes HintergrundRecord.salienz": "#10: salience decides with it; no later reader",
+}
+"""Gaps still open, each with the issue that closes it. The test fails on a gap not listed and on a
+listed gap that is closed, so this list only shrinks."""
+
+
+def _gaps():
+    return {str(g) for g in contract.check(HUMAN_CHAIN, CHARACTER_CHAIN, BACKGROUND_CHAIN, BACKGROUND_RECORDS)}
+
+
+def _key(g: str) -> str:
+    return g.split(":")[0]
+
+
+def test_every_read_is_written_and_every_write_is_read():
+    gaps = _gaps()
+    new = sorted(g for g in gaps if _key(g) not in OFFEN)
+    assert not new, "gaps in the node contract:\n" + "\n".join(new)
+    closed = sorted(k for k in OFFEN if k not in {_key(g) for g in gaps})
+    assert not closed, "closed, remove from OFFEN:\n" + "\n".join(closed)
+
+
+def test_the_log_only_allow_list_stays_a_handful():
+    assert len(contract.LOG_ONLY) <= 5
+
+
+def test_the_check_finds_an_unread_field_and_an_unwritten_read(monkeypatch):
+    from pipeline.nodes import haltungsraum, responder
+
+    # a record read before anyone writes it
+    late = ("db_zugriff", "responder", "haltungsraum")
+    assert "responder reads haltung: never written upstream" in {str(g) for g in contract.record_gaps(late)}
+    # a record written and read by nobody
+    assert "haltungsraum writes haltung: never read downstream" in {
+        str(g) for g in contract.record_gaps(("haltungsraum",))}
+    # a field no reader names: the responder no longer reading the initiative is caught
+    contract._names_read.cache_clear()
+    real = contract._names_read
+
+    def without_initiative(name):
+        names = real(name)
+        return names - {"initiative"} if name == responder.__name__ else names
+
+    monkeypatch.setattr(contract, "_names_read", without_initiative)
+    assert "haltungsraum writes HaltungRecord.initiative: never read downstream" in {
+        str(g) for g in contract.field_gaps([HUMAN_CHAIN, CHARACTER_CHAIN, BACKGROUND_CHAIN])}
+    assert haltungsraum.WRITES == ("haltung",)
+
+
+def test_optional_reads_are_only_optional_on_the_human_chain():
+    from pipeline.nodes import ei_calc
+
+    assert "pair" in ei_calc.OPTIONAL_READS
+    # the character chain must write every optional read before its reader runs
+    char = {(g.node, g.where) for g in contract.record_gaps(CHARACTER_CHAIN, given={"stimulus"})}
+    assert ("ei_calc", "pair") not in char and ("enricher", "emotion") not in char
+    assert "ei_calc reads pair: never written upstream" in {
+        str(g) for g in contract.record_gaps(HUMAN_CHAIN, optional=False)}
+
+
+def test_loops_are_checked_as_loops():
+    loop = next(s for s in CHARACTER_CHAIN if isinstance(s, Loop) and s.name == "tribunal_schleife")
+    assert [g for g in contract.record_gaps(("db_zugriff", "responder", "thinker", loop)) if g.kind == "ungeschrieben"
+            and g.node in loop.names()] == []
