@@ -184,8 +184,8 @@ async def _arbeiten(services, trace, user_id: str, character_id: str, name: str,
         "erinnerungen": "\n".join(f"- {m['inhalt']}" for m in memories) or "(nichts)"})
     if answer is None or not answer.wissen.strip() or not answer.titel.strip():
         if task.versuche + 1 < MAX_VERSUCHE:
-            log.warning("pixie: fallback aufgabe_zurueck: no usable answer (%s) for %r; attempt %d of %d, task returned",
-                        outcome, task.aufgabe, task.versuche + 1, MAX_VERSUCHE)
+            log.warning("pixie: fallback aufgabe_zurueck: no usable answer (%s) for %r; attempt %d of %d, "
+                        "task returned", outcome, task.aufgabe, task.versuche + 1, MAX_VERSUCHE)
             return "zurueck"
         log.warning("pixie: fallback aufgegeben: no usable answer (%s) for %r after %d attempts", outcome,
                     task.aufgabe, MAX_VERSUCHE)

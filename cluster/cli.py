@@ -1,4 +1,4 @@
-"""`novaberg`: up, down, status, chat, key create, memory, character."""
+"""`novaberg`: up, down, status, chat, key create, memory, character, files."""
 from __future__ import annotations
 
 import argparse
@@ -241,10 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     kr.add_argument("--api-key", help="the key to revoke")
     kr.add_argument("--user", help="revoke every key of this user")
     kr.add_argument("--key", help="operator key (default: the local one)")
-    from cluster import character_cli, memory_cli
+    from cluster import character_cli, files_cli, memory_cli
 
     memory_cli.add_parser(sub)
     character_cli.add_parser(sub)
+    files_cli.add_parser(sub)
     args = p.parse_args(argv)
     import logging
 
@@ -252,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_settings()
     handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "chat": cmd_chat,
                 "key": lambda s, a: (cmd_key_revoke if a.keycmd == "revoke" else cmd_key_create)(s, a),
-                "memory": memory_cli.run, "character": character_cli.run}
+                "memory": memory_cli.run, "character": character_cli.run, "files": files_cli.run}
     return handlers[args.cmd](settings, args)
 
 

@@ -161,22 +161,25 @@ class KontextRecord(_Record):
 
     eintraege: list[dict] = Field(default_factory=list)
     gedaechtnis_block: str = ""
-    lzg_resonanz: dict | None = None
-    """Passed through untouched (seed 001: the LZG memories take no dedup)."""
 
 
 class SachlageRecord(_Record):
     """Written by sachlage: the acute objects of the turn and the research on the first."""
 
     objekte: list[dict] = Field(default_factory=list)
-    recherche_status: str = "keine_objekte"
+
+
+class Anker(_Record):
+    id: int
+    datum: str
+    titel: str
 
 
 class AnkerRecord(_Record):
-    """Written by erinnerungsanker: the memory anchors this turn wrote to the timeline."""
+    """Written by erinnerungsanker: the memory anchors this turn wrote to the timeline; the
+    Thinker reads them (seed 000 §3.2: a hit on them is this turn's result, not a conflict)."""
 
-    geschrieben: list[dict] = Field(default_factory=list)
-    status: str = "nicht_datiert"
+    geschrieben: list[Anker] = Field(default_factory=list)
 
 
 class RouteRecord(_Record):
@@ -184,9 +187,6 @@ class RouteRecord(_Record):
 
     intent: str = "austausch"
     management: str = "keins"
-    needs_memory: bool = False
-    needs_timeline: bool = False
-    timeline_query: dict | None = None
     needs_web: bool = False
     momentum: str = "mid"
     termine: list[dict] = Field(default_factory=list)
@@ -285,7 +285,6 @@ class HintergrundRecord(_Record):
     kern: str = ""
     intentionen: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
-    salienz: float = 0.0
     pending_writes: list[dict] = Field(default_factory=list)
 
 

@@ -125,7 +125,7 @@ def abschnitte(text: str, ziel: int = ABSCHNITT_ZEICHEN) -> list[str]:
 def stichworte_haeufigkeit(text: str, n: int = STICHWORTE_MAX) -> list[str]:
     """The fallback keywords: the most frequent words of four letters or more that are not stop
     words, as first written; among equally frequent ones capitalised words (German nouns and
-    names) first, then by first occurrence."""
+    names) first, then the longer (the more specific), then by first occurrence."""
     zaehler: Counter[str] = Counter()
     erste: dict[str, tuple[int, str]] = {}
     for i, m in enumerate(_WORT.finditer(text)):
@@ -135,7 +135,7 @@ def stichworte_haeufigkeit(text: str, n: int = STICHWORTE_MAX) -> list[str]:
             continue
         zaehler[k] += 1
         erste.setdefault(k, (i, w))
-    ranked = sorted(zaehler, key=lambda k: (-zaehler[k], not erste[k][1][0].isupper(), erste[k][0]))
+    ranked = sorted(zaehler, key=lambda k: (-zaehler[k], not erste[k][1][0].isupper(), -len(k), erste[k][0]))
     return [erste[k][1] for k in ranked[:n]]
 
 

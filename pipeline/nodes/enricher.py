@@ -133,6 +133,24 @@ async def _cluster(deps: Deps, user_id: str, character_id: str) -> str:
     return raw.decode() if isinstance(raw, bytes) else raw
 
 
+async def _aufzeichnungen(deps: Deps, state: TurnState, suchtext: str, such_vektor) -> list[dict]:
+    """The file index (seed 001 §3.1a), its own channel beside the plugins. The keyword channel
+    reads the words of the utterance and of the search text (the rewrite names what the utterance
+    points back to), the dense channel the search key."""
+    s = state.stimulus
+    worte = s.text if suchtext == s.text else f"{s.text}\n{suchtext}"
+    try:
+        files = await deps.store.call("aufzeichnungen.suchen", s.user_id, s.character_id, worte, such_vektor,
+                                      deps.services.memory_cfg)
+    except Exception as e:  # a failing source leaves its channel empty, loudly
+        log.warning("enricher: file index failed (%s: %s); no records this turn", type(e).__name__, e)
+        return []
+    deps.trace.decision(NAME, "enricher.aufzeichnungen", "treffer" if files["treffer"] else "keine", {
+        "bestand": files["bestand"], "kanaele": [h["kanal"] for h in files["treffer"]],
+        "schwaechster_kosinus": files["schwaechster_kosinus"]})
+    return files["treffer"]
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     cfg = deps.services.memory_cfg
@@ -148,14 +166,18 @@ async def run(state: TurnState, deps: Deps) -> dict:
         return {"memory": MemoryRecord(**base)}
     base["zusammenfassung"] = await _zusammenfassung(deps, s.user_id, s.character_id)
 
-    # pre-check: rewrite, shift and search only when KZG, LZG, the library or the character's knowledge hold something
+    # pre-check: rewrite, shift and search only when KZG, LZG, the library, the character's knowledge or the
+    # file index hold something
     has_kzg = await kzg.count(deps.redis, s.user_id, s.character_id) > 0
     has_lzg = await deps.store.call("lzg.has_nodes", s.user_id, s.character_id)
     bib = await deps.store.call("library.bestand", s.user_id, s.character_id)
-    if not (has_kzg or has_lzg or bib["aktiv"] or bib["charakter"]):
+    n_dateien = await deps.store.call("aufzeichnungen.bestand", s.user_id, s.character_id)
+    if not (has_kzg or has_lzg or bib["aktiv"] or bib["charakter"] or n_dateien):
         _, exit_, _ = wahrnehmung_verschieben(raw_vec, a, None, cfg, gedaechtnis_suche=False)
-        deps.trace.decision(NAME, "enricher.verschiebung", exit_, {"kzg": False, "lzg": False, "bibliothek": 0})
-        log.info("enricher: no memory yet (KZG, LZG, library and character knowledge empty): no search, herkunft=%s", exit_)
+        deps.trace.decision(NAME, "enricher.verschiebung", exit_, {"kzg": False, "lzg": False, "bibliothek": 0,
+                                                                   "dateien": 0})
+        log.info("enricher: no memory yet (KZG, LZG, library, character knowledge and file index empty): no search, "
+                 "herkunft=%s", exit_)
         return {"memory": MemoryRecord(**base, verschiebung=exit_)}
 
     anweisung = "anweisung" in intentionen
@@ -186,12 +208,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
             log.warning("enricher: plugin %s failed (%s: %s); its context is empty this turn", plugin.NAME,
                         type(e).__name__, e)
             plugin_out[plugin.NAME] = []
-    try:
-        files = await deps.store.call("aufzeichnungen.suchen", s.user_id, s.character_id, suchtext, such_vektor, cfg)
-        aufzeichnungen = files["treffer"]
-    except Exception as e:
-        log.warning("enricher: file index failed (%s: %s); no records this turn", type(e).__name__, e)
-        aufzeichnungen = []
+    aufzeichnungen = await _aufzeichnungen(deps, state, suchtext, such_vektor) if n_dateien else []
     punkte = [{"quelle": "kzg", "inhalt": h["inhalt"], "emotion": h["emotion"], "arousal": h.get("arousal")}
               for h in kzg_hits if h.get("emotion") and h["emotion"] != "neutral"]
     if resonanz:

@@ -30,7 +30,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     if s.user_prompt is None:
         deps.trace.decision(NAME, "erinnerungsanker.lauf", "kein_nutzerreiz", {})
-        return {"anker": AnkerRecord(status="kein_nutzerreiz")}
+        return {"anker": AnkerRecord()}
     now = local_now(deps.settings.timezone)
     answer, outcome = await ask_json(deps, NAME, _Antwort, {"nachricht": s.text, "heute": now.date().isoformat()})
     status, written = "nicht_datiert", []
@@ -50,4 +50,4 @@ async def run(state: TurnState, deps: Deps) -> dict:
             written.append({"id": anchor_id, "datum": day.isoformat(), "titel": titel})
             status = "geschrieben"
     deps.trace.decision(NAME, "erinnerungsanker.ergebnis", status, {"anker": len(written)})
-    return {"anker": AnkerRecord(geschrieben=written, status=status)}
+    return {"anker": AnkerRecord(geschrieben=written)}

@@ -1,7 +1,7 @@
 """reducer: merge the memory entries of all sources into one list and the [GEDAECHTNIS] block.
 
 Identical content is kept once (the highest weight wins, ties by arrival); every source's weight
-is put on one 0–1 scale; each source has a cap. `lzg_resonanz` passes through untouched (seed
+is put on one 0–1 scale; each source has a cap. `lzg_resonanz` enters the block untouched (seed
 001: the LZG memories take no dedup). The file index is not merged here: it is its own channel.
 """
 from __future__ import annotations
@@ -62,4 +62,4 @@ async def run(state: TurnState, deps: Deps) -> dict:
     deps.trace.decision(NAME, "reducer.zusammenfuehrung", "eintraege" if kept or resonanz else "leer",
                         {"roh": len(raw), "behalten": len(kept),
                          "lzg": len(resonanz["erinnerungen"]) if resonanz else 0})
-    return {"kontext": KontextRecord(eintraege=kept, gedaechtnis_block=block(kept, resonanz), lzg_resonanz=resonanz)}
+    return {"kontext": KontextRecord(eintraege=kept, gedaechtnis_block=block(kept, resonanz))}

@@ -68,8 +68,9 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if answer is None:
         # without a usable classification: the rules read management requests, the rest is
         # plain conversation with memory
-        rec = RouteRecord(needs_memory=True, fallback="router_regeln", management=regeln.management(s.text),
+        rec = RouteRecord(fallback="router_regeln", management=regeln.management(s.text),
                           intent=state.perzeption.intent if state.perzeption else "austausch")
+        needs_memory, needs_timeline, anfrage = True, False, None
         log.warning("router: fallback router_regeln (answer %s): management %s by rule", outcome, rec.management)
     else:
         management = vocab.pick(answer.management.strip().lower(), vocab.MANAGEMENT, "keins")
@@ -78,15 +79,15 @@ async def run(state: TurnState, deps: Deps) -> dict:
             log.warning("router: fallback vokabular: management %r / momentum %r outside the vocabulary",
                         answer.management, answer.momentum)
         rec = RouteRecord(intent=answer.intent[:40] or "austausch", management=management,
-                          needs_memory=answer.needs_memory, needs_timeline=answer.needs_timeline,
-                          timeline_query=answer.timeline_query if answer.needs_timeline else None,
                           needs_web=answer.needs_web, momentum=momentum)
+        needs_memory, needs_timeline = answer.needs_memory, answer.needs_timeline
+        anfrage = answer.timeline_query if answer.needs_timeline else None
     termine_status = "nicht_gefragt"
-    if rec.needs_timeline:
-        termine, termine_status = await read_appointments(deps, state, rec.timeline_query)
+    if needs_timeline:
+        termine, termine_status = await read_appointments(deps, state, anfrage)
         rec.termine = termine
     deps.trace.decision(NAME, "router.management", rec.management,
-                        {"needs_memory": rec.needs_memory, "needs_timeline": rec.needs_timeline,
+                        {"needs_memory": needs_memory, "needs_timeline": needs_timeline, "anfrage": anfrage,
                          "needs_web": rec.needs_web, "momentum": rec.momentum, "antwort": outcome})
     deps.trace.decision(NAME, "router.termine", termine_status, {"gefunden": len(rec.termine)})
     return {"route": rec}

@@ -49,4 +49,4 @@ async def run(state: TurnState, deps: Deps) -> dict:
             status = "recherche_gescheitert"
             log.warning("sachlage: fallback recherche_gescheitert: %s: %s", type(e).__name__, e)
     deps.trace.decision(NAME, "sachlage.recherche", status, {"objekte": len(objekte), "antwort": outcome})
-    return {"sachlage": SachlageRecord(objekte=objekte, recherche_status=status)}
+    return {"sachlage": SachlageRecord(objekte=objekte)}

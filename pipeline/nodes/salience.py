@@ -46,5 +46,5 @@ async def run(state: TurnState, deps: Deps) -> dict:
                         {"salienz": sal, "zielsog_roh": zielsog, "antwort": outcome}, threshold=KZG_SCHWELLE)
     prev = state.hintergrund or HintergrundRecord()
     return {"hintergrund": prev.model_copy(update={"kern": a.kern[:300] or s.text[:200], "intentionen": a.intentionen[:5],
-                                                   "tags": a.tags[:8], "salienz": sal,
+                                                   "tags": a.tags[:8],
                                                    "pending_writes": prev.pending_writes + writes})}

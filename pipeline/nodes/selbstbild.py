@@ -22,6 +22,7 @@ import logging
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.figur import einsetzen
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
 from pipeline.state import TurnState, current_reply
@@ -81,7 +82,7 @@ def saetze_aus(answer: _Antwort, mensch_sprach: bool) -> dict[str, str]:
 
 def _bild(p) -> str:
     """What the profiles hold so far, for the model (so it adds only what is new)."""
-    zeilen = [f"{label}: {' '.join(text.split())}" for label, text in (
+    zeilen = [f"{label}: {einsetzen(' '.join(text.split()), p.character_name)}" for label, text in (
         ("Wer sie geworden ist", p.nova_kern), ("Was sie gerade beschaeftigt", p.nova_adaptiv),
         (f"Wie {p.character_name} Person B sieht", p.nova_beziehung),
         (f"Wie Person B {p.character_name} begegnet", p.mensch_beziehung)) if text.strip()]

@@ -26,7 +26,7 @@ from pipeline.timefmt import local_now, wochentag
 
 NAME = "thinker"
 NACHFASS = "thinker_nachfass"
-READS = ("stimulus", "pair", "memory", "kontext", "sachlage", "route", "plan", "draft")
+READS = ("stimulus", "pair", "memory", "kontext", "sachlage", "anker", "route", "plan", "draft")
 WRITES = ("pruefung",)
 MAX_ITERATIONEN = 5
 GESTE = "Hmm... ich muss das nochmal durchgehen."
@@ -41,11 +41,13 @@ def today_text(tz: str) -> str:
 
 
 def verarbeitung(state: TurnState) -> str | None:
-    """What agents completed in this turn (§3.2): their hits are the result, not a conflict."""
+    """What agents and the memory anchor completed in this turn (§3.2): their hits are the result,
+    not a conflict."""
     done = [r for r in (state.plan.agent_results if state.plan else []) if r.status == "abgeschlossen"]
-    if not done:
-        return None
-    return "; ".join(str((r.ergebnis or {}).get("beschreibung") or f"{r.agent_name}: erledigt") for r in done)
+    teile = [str((r.ergebnis or {}).get("beschreibung") or f"{r.agent_name}: erledigt") for r in done]
+    teile += [f"Erinnerungsanker eingetragen: {a.titel} ({a.datum})"
+              for a in (state.anker.geschrieben if state.anker else [])]
+    return "; ".join(teile) or None
 
 
 def prior_research(state: TurnState) -> tuple[list[dict], str]:

@@ -34,7 +34,7 @@ async def _run_turn(p, r, user, turn_id):
     state = _state(user, turn_id)
     await ChainRunner(chain=(PLANNER_LOOP,)).run(state, deps)
     anker = (await run_node(erinnerungsanker, state, deps))["anker"]
-    return [res.ergebnis.get("id") for res in state.plan.agent_results], anker.geschrieben[0]["id"]
+    return [res.ergebnis.get("id") for res in state.plan.agent_results], anker.geschrieben[0].id
 
 
 def _counts(p, user):

@@ -25,10 +25,11 @@ def _d(deps):
 
 def test_sachlage_names_the_missing_web_provider():
     deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": [{"name": "Tritium", "behauptung": "ist radioaktiv"}]}']}))
-    out = asyncio.run(sachlage.run(_state("Tritium ist radioaktiv, oder?"), deps))["sachlage"]
-    assert out.objekte[0]["name"] == "Tritium" and out.recherche_status == "keine_suchmaschine"
+    out = asyncio.run(run_node(sachlage, _state("Tritium ist radioaktiv, oder?"), deps))["sachlage"]
+    assert out.objekte[0]["name"] == "Tritium" and ("sachlage.recherche", "keine_suchmaschine") in _d(deps)
     deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": []}']}))
-    assert asyncio.run(sachlage.run(_state(), deps))["sachlage"].recherche_status == "keine_objekte"
+    assert asyncio.run(run_node(sachlage, _state(), deps))["sachlage"].objekte == []
+    assert ("sachlage.recherche", "keine_objekte") in _d(deps)
 
     class _Web:
         configured = True
@@ -38,48 +39,50 @@ def test_sachlage_names_the_missing_web_provider():
             return {"anbieter": "searxng", "treffer": [{"titel": "Tritium", "url": "https://x", "snippet": "H-3"}]}
 
     deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": [{"name": "Tritium"}]}']}), web=_Web())
-    out = asyncio.run(sachlage.run(_state("Tritium?"), deps))["sachlage"]
-    assert out.recherche_status == "recherchiert" and out.objekte[0]["recherche"][0]["snippet"] == "H-3"
+    out = asyncio.run(run_node(sachlage, _state("Tritium?"), deps))["sachlage"]
+    assert ("sachlage.recherche", "recherchiert") in _d(deps) and out.objekte[0]["recherche"][0]["snippet"] == "H-3"
 
 
 def test_erinnerungsanker_writes_an_anchor_for_a_dated_experience():
     store = RecordingStore({"timeline.add": 77})
     deps = deps_for(ScriptedLLM({"erinnerungsanker": ['{"datiert": true, "datum": "2026-11-24", "titel": "Konzert"}']}),
                     store=store)
-    out = asyncio.run(erinnerungsanker.run(_state("Letzten Dienstag war ich im Konzert"), deps))["anker"]
-    assert out.status == "geschrieben" and out.geschrieben[0]["id"] == 77
+    out = asyncio.run(run_node(erinnerungsanker, _state("Letzten Dienstag war ich im Konzert"), deps))["anker"]
+    assert ("erinnerungsanker.ergebnis", "geschrieben") in _d(deps) and out.geschrieben[0].id == 77
     op, args, kwargs = store.calls[0]
     assert op == "timeline.add" and args[2] == "Konzert" and args[3] == datetime(2026, 11, 24, 12, 0)
     assert kwargs == {"typ": "erinnerungs_anker", "turn_id": "t9", "schritt": "erinnerungsanker:0"}
     deps = deps_for(ScriptedLLM({"erinnerungsanker": ['{"datiert": true, "datum": "letzte Woche"}']}), store=RecordingStore())
-    assert asyncio.run(erinnerungsanker.run(_state(), deps))["anker"].status == "datum_unlesbar"
+    assert asyncio.run(run_node(erinnerungsanker, _state(), deps))["anker"].geschrieben == []
+    assert ("erinnerungsanker.ergebnis", "datum_unlesbar") in _d(deps)
     deps = deps_for(ScriptedLLM())
-    assert asyncio.run(erinnerungsanker.run(_state("gedanke", herkunft="eigener_impuls"), deps))["anker"].status == "kein_nutzerreiz"
+    assert asyncio.run(run_node(erinnerungsanker, _state("gedanke", herkunft="eigener_impuls"), deps))["anker"].geschrieben == []
+    assert ("erinnerungsanker.lauf", "kein_nutzerreiz") in _d(deps)
 
 
 def test_verfasser_skips_on_a_context_cut_and_without_material():
     deps = deps_for(ScriptedLLM({"verfasser": ["Nova stellt fest: Bello ist ein Beagle."]}))
     base = dict(memory=MemoryRecord(), kontext=KontextRecord(gedaechtnis_block="- (kzg) Bello ist ein Beagle"),
                 haltung=HaltungRecord())
-    out = asyncio.run(verfasser.run(_state(**base, plan=PlanRecord(task_context_cut=True)), deps))["verfasser"]
+    out = asyncio.run(run_node(verfasser, _state(**base, plan=PlanRecord(task_context_cut=True)), deps))["verfasser"]
     assert out.inhalt == "" and ("verfasser.lauf", "uebersprungen_kontext_schnitt") in _d(deps)
-    out = asyncio.run(verfasser.run(_state(**base), deps))["verfasser"]
+    out = asyncio.run(run_node(verfasser, _state(**base), deps))["verfasser"]
     assert out.inhalt.startswith("Nova stellt fest")
     deps = deps_for(ScriptedLLM())
-    out = asyncio.run(verfasser.run(_state(memory=MemoryRecord(), kontext=KontextRecord()), deps))
+    out = asyncio.run(run_node(verfasser, _state(memory=MemoryRecord(), kontext=KontextRecord()), deps))
     assert ("verfasser.lauf", "ohne_material") in _d(deps)
 
 
 def test_perzeption_assistant_falls_back_to_the_computed_state_and_persist_saves_it():
     deps = deps_for(ScriptedLLM({"perzeption_assistant": ["?"]}))
     st = _state(draft=DraftRecord(reply="Oh nein.", model="m"), emotion=EmotionRecord(nova_emotion="traurigkeit", nova_arousal=0.6))
-    out = asyncio.run(perzeption_assistant.run(st, deps))["nova_perzeption"]
+    out = asyncio.run(run_node(perzeption_assistant, st, deps))["nova_perzeption"]
     assert (out.emotion, out.arousal) == ("traurigkeit", 0.6)
     store = RecordingStore()
     deps = deps_for(ScriptedLLM(), store=store)
     st = _state(emotion=EmotionRecord(nova_arousal=0.4, emotions_vektor="einbruch"),
                 nova_perzeption=NovaPerzeptionRecord(emotion="traurigkeit", arousal=0.8))
-    asyncio.run(ei_calc_persist.run(st, deps))
+    asyncio.run(run_node(ei_calc_persist, st, deps))
     op, args, _ = store.calls[0]
     assert op == "charakter.save_emotion" and args[2:5] == ("traurigkeit", 0.6, "einbruch")
 
@@ -89,12 +92,13 @@ def test_salience_scores_and_decides_the_writes():
     deps = deps_for(ScriptedLLM({"salience": [ans]}))
     st = _state("Bello ist krank", draft=DraftRecord(reply="Das tut mir leid.", model="m"),
                 perzeption=PerzeptionRecord(emotion="angst", arousal=0.8), memory=MemoryRecord(zielsog_roh=0.5))
-    out = asyncio.run(salience.run(st, deps))["hintergrund"]
-    assert out.salienz == salience.score(0.9, 0.8, 0.5) and out.kern == "Bello ist krank"
+    out = asyncio.run(run_node(salience, st, deps))["hintergrund"]
+    entry = next(r for r in deps.trace.rows if r.get("entscheidung") == "salience.schreiben")
+    assert entry["inputs"]["salienz"] == salience.score(0.9, 0.8, 0.5) and out.kern == "Bello ist krank"
     assert [w["art"] for w in out.pending_writes] == ["kzg", "delegation"]
     deps = deps_for(ScriptedLLM({"salience": ['{"wichtigkeit": 0.0}']}))
     st = _state("ok", draft=DraftRecord(reply="ok", model="m"), perzeption=PerzeptionRecord(arousal=0.1))
-    out = asyncio.run(salience.run(st, deps))["hintergrund"]
+    out = asyncio.run(run_node(salience, st, deps))["hintergrund"]
     assert out.pending_writes == [] and ("salience.schreiben", "nichts") in _d(deps)
 
 
@@ -109,7 +113,7 @@ def test_praegung_imprints_and_links_to_the_resonating_anchors():
                                               '"profil_mensch": "sorgt sich um Bello"}']}), store=store, embedder=_Embedder())
     st = _state("Bello ist krank", draft=DraftRecord(reply="Oh.", model="m"), hintergrund=HintergrundRecord(kern="Bello krank"),
                 memory=MemoryRecord(lzg_resonanz={"ids": [5, 6], "erinnerungen": []}))
-    asyncio.run(praegung.run(st, deps))
+    asyncio.run(run_node(praegung, st, deps))
     ops = [c[0] for c in store.calls]
     assert ops == ["lzg.add_nodes", "lzg.add_synapses", "lzg.touch", "charakter.profil_wachsen"]
     assert store.calls[1][1][0] == [(101, 5, 0.5), (101, 6, 0.5)]

@@ -108,10 +108,10 @@ def test_planner_loop_runs_several_agents_in_one_turn(stores):
 def test_planner_without_management_makes_no_call_and_unusable_orders_ask_back():
     llm = ScriptedLLM()
     state = _state("Wie geht's?")
-    out = asyncio.run(planner.run(state, deps_for(llm)))
+    out = asyncio.run(run_node(planner, state, deps_for(llm)))
     assert out["plan"].agent_name == "" and llm.calls == []
     llm = ScriptedLLM({"planner": ["weiss nicht"]})
-    out = asyncio.run(planner.run(_state("Mach mal was mit Terminen", management="timeline"), deps_for(llm)))
+    out = asyncio.run(run_node(planner, _state("Mach mal was mit Terminen", management="timeline"), deps_for(llm)))
     assert out["plan"].task_block.startswith("Rueckfrage:") and not out["plan"].task_context_cut
 
 
@@ -147,7 +147,7 @@ def test_rules_read_plain_management_requests():
 def test_planner_falls_back_to_the_rules():
     llm = ScriptedLLM({"planner": ["kein json"]})
     deps = deps_for(llm)
-    out = asyncio.run(planner.run(_state("Notiz Einkauf: Milch und Brot", management="notizen"), deps))
+    out = asyncio.run(run_node(planner, _state("Notiz Einkauf: Milch und Brot", management="notizen"), deps))
     assert out["plan"].agent_name == "notizen"
     assert out["plan"].auftrag["parameter"] == {"name": "Einkauf", "inhalt": "Milch und Brot"}
     assert any(r.get("outcome") == "planner_regeln" for r in deps.trace.rows)

@@ -7,6 +7,7 @@ import logging
 
 from cluster.settings import Settings
 from memory import charakter, pg
+from pipeline import vocab
 from pipeline.nodes import db_zugriff, praegung, responder, selbstbild
 from pipeline.runner import BACKGROUND_CHAIN, run_node
 from pipeline.services import Deps, Services
@@ -92,7 +93,8 @@ def _block(text, name):
 
 
 def _outcomes(deps):
-    return [r["outcome"] for r in deps.trace.rows if r["art"] == "switch" and r["entscheidung"] == selbstbild.ENTSCHEIDUNG]
+    return [r["outcome"] for r in deps.trace.rows
+            if r["art"] == "switch" and r["entscheidung"] == selbstbild.ENTSCHEIDUNG]
 
 
 def _on_pool(pool, fn):
@@ -126,7 +128,8 @@ def test_after_some_turns_nova_and_the_relationship_have_grown_and_the_next_prom
     assert prof["nova_adaptiv"] == "Nova denkt an Bienen.\nNova denkt an den Stich."
     # the second turn's model saw what the first had grown, so it adds only what is new
     task = runs[1][1].calls[0]["messages"][1]["content"]
-    assert "Wie Nova Person B sieht: Nova sieht in Person B einen geduldigen Imker." in _block(task, "[BISHERIGES BILD]")
+    bild = _block(task, "[BISHERIGES BILD]")
+    assert "Wie Nova Person B sieht: Nova sieht in Person B einen geduldigen Imker." in bild
     zwischen = _block(after, "[ZWISCHEN BEIDEN]")
     assert zwischen.splitlines() == [
         "Wie Nova Person B sieht: Nova sieht in Person B einen geduldigen Imker. Nova mag seinen trockenen Humor.",
@@ -201,3 +204,5 @@ def test_an_unusable_answer_takes_the_named_fallback(pool, caplog):
     assert _outcomes(none) == ["unveraendert_kein_json"] and "fallback unveraendert" in caplog.text
     assert prof == after_dyn
     assert _block(prompt, "[ZWISCHEN BEIDEN]") == "Wie Person B Nova begegnet: Person B begegnet Nova mit Vertrauen."
+    # every relationship dynamic that says something has its sentence (pipeline/vocab.py keeps the set)
+    assert set(selbstbild.DYNAMIK_SATZ) == set(vocab.BEZIEHUNGSDYNAMIK) - {"neutral"}

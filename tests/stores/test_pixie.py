@@ -117,7 +117,8 @@ def test_delegation_becomes_bericht_and_wissen_under_the_real_name(stores, migra
         assert sorted(e["typ"] for e in entries) == ["bericht", "wissen"]
         bericht = next(e for e in entries if e["typ"] == "bericht")
         assert "Aufgabe: Was sind Magnetare?" in bericht["inhalt"]
-        assert f"{web_servers.url}/artikel" in bericht["inhalt"] and "Recherche: recherchiert ueber serper" in bericht["inhalt"]
+        assert f"{web_servers.url}/artikel" in bericht["inhalt"]
+        assert "Recherche: recherchiert ueber serper" in bericht["inhalt"]
         assert "Wissen »Magnetare« geschrieben" in bericht["inhalt"]
         # the reading path finds the wissen, never the bericht
         got = await library.suchen(p, user, ch, unit(len("Magnetare") % 300), MemoryConfig(library_threshold=0.9))

@@ -37,7 +37,7 @@ def _decisions(deps):
 
 
 def _run(state, deps):
-    return asyncio.run(thinker.run(state, deps))["pruefung"]
+    return asyncio.run(run_node(thinker, state, deps))["pruefung"]
 
 
 class VectorEmbedder:
@@ -108,7 +108,7 @@ def test_a_correction_overwrites_the_reply_and_goes_to_the_tribunal():
     assert current_reply(state) == "Dein Termin ist am Dienstag um 14 Uhr."
     from pipeline.nodes import tribunal
 
-    asyncio.run(tribunal.run(state, deps))
+    asyncio.run(run_node(tribunal, state, deps))
     tribunal_prompt = llm.calls[-1]["messages"][1]["content"]
     assert "Thinker-Korrektur: Der Termin ist am Dienstag." in tribunal_prompt
     assert "Dein Termin ist am Dienstag um 14 Uhr." in tribunal_prompt
@@ -273,8 +273,7 @@ def test_the_first_search_is_served_from_the_sachlage_hits(web):
     before = dict(web.calls)
     hits = [{"titel": "Magnetar – Lexikon", "url": f"{web.url}/artikel", "snippet": "Neutronenstern"}]
     sachlage = SachlageRecord(objekte=[{"name": "Stern", "behauptung": ""},
-                                       {"name": "Magnetar", "behauptung": "10 km", "recherche": hits}],
-                              recherche_status="recherchiert")
+                                       {"name": "Magnetar", "behauptung": "10 km", "recherche": hits}])
     llm = ScriptedLLM({"thinker": ["TOOL: web_search(Magnetar Entfernung)", "TOOL: web_search(Magnetar Abstand Erde)",
                                    "ERGEBNIS: OK"]})
     deps = deps_for(llm, web=LocalWeb(web.settings()))

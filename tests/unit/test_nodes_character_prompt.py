@@ -7,6 +7,7 @@ from pipeline.nodes import responder, tribunal, verfasser
 from pipeline.state import DraftRecord, KontextRecord, PairRecord
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.stores.test_nodes_chain_parts import _full_state
+from pipeline.runner import run_node
 
 MIRA = PairRecord(
     character_name="Mira",
@@ -65,9 +66,9 @@ def test_verfasser_and_tribunal_see_who_she_is():
     state = _full_state()
     state.pair = MIRA
     state.kontext = KontextRecord(eintraege=[], gedaechtnis_block="- (bibliothek) Fenja: Miras Schwester")
-    asyncio.run(verfasser.run(state, deps))
+    asyncio.run(run_node(verfasser, state, deps))
     state.draft = DraftRecord(reply="Komm rein.", model="m")
-    asyncio.run(tribunal.run(state, deps))
+    asyncio.run(run_node(tribunal, state, deps))
     prompts = {c["node"]: "\n".join(m["content"] for m in c["messages"]) for c in llm.calls}
     for node in ("verfasser", "tribunal"):
         assert "Mira ist Leuchtturmwaerterin auf Hallig Nordlicht." in prompts[node], node
