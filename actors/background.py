@@ -10,7 +10,7 @@ from typing import Any
 from memory import kzg
 from pipeline.runner import BACKGROUND_CHAIN, ChainRunner
 from pipeline.services import Deps, Services
-from pipeline.state import TurnState
+from pipeline.state import DelegationSchreiben, KzgSchreiben, TurnState
 from pipeline.trace import TurnTrace
 
 log = logging.getLogger("novaberg.background")
@@ -32,13 +32,13 @@ async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
     deps = Deps(services, trace)
     await ChainRunner(BACKGROUND_CHAIN, name="background").run(state, deps)
     for w in state.hintergrund.pending_writes if state.hintergrund else []:
-        if w["art"] == "kzg":
-            vec = await services.embedder.embed(trace, w["inhalt"])
-            await kzg.add_entry(services.redis, s.user_id, s.character_id, w["inhalt"], vec, emotion=w.get("emotion"),
-                                arousal=w.get("arousal"), quelle=s.turn_id, entry_id=f"turn-{s.turn_id}")
-        elif w["art"] == "delegation":
+        if isinstance(w, KzgSchreiben):
+            vec = await services.embedder.embed(trace, w.inhalt)
+            await kzg.add_entry(services.redis, s.user_id, s.character_id, w.inhalt, vec, emotion=w.emotion,
+                                arousal=w.arousal, quelle=s.turn_id, entry_id=f"turn-{s.turn_id}")
+        elif isinstance(w, DelegationSchreiben):
             await services.redis.rpush(f"{DELEGATIONS}:{s.user_id}:{s.character_id}",
-                                       json.dumps({"aufgabe": w["aufgabe"], "turn_id": s.turn_id}))
+                                       json.dumps({"aufgabe": w.aufgabe, "turn_id": s.turn_id}))
     rows = [dict(r, seq=r["seq"] + LOG_SEQ_OFFSET) for r in trace.rows]
     async with pool.connection() as conn:
         await pg._insert_log_rows(conn, s.user_id, s.character_id, s.turn_id, rows)

@@ -210,7 +210,7 @@ class PairActor:
                  self.character_id, present, value, state.stimulus.turn_id)
         if value and state.dispatch and state.dispatch.committed:
             task = asyncio.get_running_loop().create_task(
-                self.event({"kind": "continue", **p.self_trigger_payload}))
+                self.event({"kind": "continue", **p.self_trigger_payload.model_dump(exclude_none=True)}))
             self._pending.add(task)
             task.add_done_callback(self._self_trigger_done)
 

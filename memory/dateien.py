@@ -4,6 +4,7 @@ topic, summary and keywords written once at indexing; its text lies in chunks in
 content (its SHA-256) is indexed once per pair; removing a file removes its chunks."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -52,7 +53,8 @@ async def speichern(pool: AsyncConnectionPool, user_id: str, character_id: str, 
                  Jsonb(datei["erschliessung"])))
             row = await cur.fetchone()
             if row is not None:
-                suchworte = ", ".join([datei["thema"], *datei["stichworte"], datei["name"]])
+                # what the keyword channel matches: topic, keywords and the name's words (`bello.md`: bello md)
+                suchworte = ", ".join([datei["thema"], *datei["stichworte"], re.sub(r"[._\-]+", " ", datei["name"])])
                 async with conn.cursor() as c:
                     await c.executemany(
                         "INSERT INTO aufzeichnungen (user_id, character_id, pfad, titel, stichworte, inhalt, embedding,"

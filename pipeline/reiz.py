@@ -5,25 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.state import Stimulus
+from pipeline.state import RetryNutzlast, Stimulus
 
 RETRY_SUFFIX = "-retry"
 
 
-def retry_nutzlast(stimulus: Stimulus) -> dict[str, Any]:
+def retry_nutzlast(stimulus: Stimulus) -> RetryNutzlast:
     """The full stimulus of a turn, for its self-triggered retry: exactly one of user_prompt /
     eigener_gedanke, where it came from, the arousal a thought brought, the turn, the marker."""
-    payload: dict[str, Any] = {
-        "reiz_herkunft": stimulus.reiz_herkunft or stimulus.herkunft,
-        "gedanke_arousal": stimulus.gedanke_arousal,
-        "turn_id": stimulus.turn_id,
-        "thinker_unsicher_retry": True,
-    }
-    if stimulus.user_prompt is not None:
-        payload["user_prompt"] = stimulus.user_prompt
-    else:
-        payload["eigener_gedanke"] = stimulus.eigener_gedanke
-    return payload
+    return RetryNutzlast(reiz_herkunft=stimulus.reiz_herkunft or stimulus.herkunft,
+                         gedanke_arousal=stimulus.gedanke_arousal, turn_id=stimulus.turn_id,
+                         user_prompt=stimulus.user_prompt, eigener_gedanke=stimulus.eigener_gedanke)
 
 
 def stimulus_from_event(user_id: str, character_id: str, request: dict[str, Any], herkunft: str) -> Stimulus:

@@ -7,7 +7,7 @@ once dropped silently at a node boundary and the self-trigger was lost for month
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -200,11 +200,22 @@ class AgentResult(_Record):
     fehler: str | None = None
 
 
+class Auftrag(_Record):
+    """One order of the planner for an agent (seed 003)."""
+
+    agent: str
+    aktion: str
+    parameter: dict[str, Any] = Field(default_factory=dict)
+
+
 class PlanRecord(_Record):
     """Written by planner and agent_dispatch."""
 
     agent_name: str = ""
-    auftrag: dict = Field(default_factory=dict)
+    """The agent the current order goes to ("" = none: the planner loop ends)."""
+    auftrag: Auftrag | None = None
+    offen: list[Auftrag] = Field(default_factory=list)
+    """The planner's further orders of this turn, in order."""
     agent_results: list[AgentResult] = Field(default_factory=list)
     task_block: str = ""
     task_context_cut: bool = False
@@ -248,6 +259,24 @@ class DraftRecord(_Record):
     prompt_variant: str = "default"
 
 
+class RetryNutzlast(_Record):
+    """The full stimulus of a turn for its self-triggered retry (seed 000 §3.5): exactly one of
+    user_prompt / eigener_gedanke, where it came from, the arousal a thought brought, the turn."""
+
+    reiz_herkunft: Herkunft
+    gedanke_arousal: float | None = None
+    turn_id: str
+    thinker_unsicher_retry: Literal[True] = True
+    user_prompt: str | None = None
+    eigener_gedanke: str | None = None
+
+    @model_validator(mode="after")
+    def _one_stimulus(self):
+        if (self.user_prompt is None) == (self.eigener_gedanke is None):
+            raise ValueError("exactly one of user_prompt / eigener_gedanke must be set")
+        return self
+
+
 class PruefungRecord(_Record):
     """Written by the thinker: its outcome, the checked reply and the annotations for the tribunal.
     `self_trigger` and its payload are declared here so they reach the pair actor (seed 000 §3.5)."""
@@ -259,7 +288,7 @@ class PruefungRecord(_Record):
     iterationen: int = 0
     werkzeuge: list[str] = Field(default_factory=list)
     self_trigger: bool = False
-    self_trigger_payload: dict | None = None
+    self_trigger_payload: "RetryNutzlast | None" = None
 
 
 class UrteilRecord(_Record):
@@ -279,13 +308,33 @@ class NovaPerzeptionRecord(_Record):
     stil: str = "locker"
 
 
+class KzgSchreiben(_Record):
+    """A short-term memory entry the background worker embeds and stores."""
+
+    art: Literal["kzg"] = "kzg"
+    inhalt: str
+    emotion: str | None = None
+    arousal: float | None = None
+
+
+class DelegationSchreiben(_Record):
+    """A research task for the pixie."""
+
+    art: Literal["delegation"] = "delegation"
+    aufgabe: str
+
+
+Schreibauftrag = Annotated[Union[KzgSchreiben, DelegationSchreiben], Field(discriminator="art")]
+
+
 class HintergrundRecord(_Record):
     """Written by salience / praegung / aufgriff (background): what they decided to write."""
 
     kern: str = ""
     intentionen: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
-    pending_writes: list[dict] = Field(default_factory=list)
+    pending_writes: list[Schreibauftrag] = Field(default_factory=list)
+    """What the background worker writes after the chain (the nodes' own writes are theirs)."""
 
 
 class DispatchRecord(_Record):

@@ -1,9 +1,10 @@
 """aufgriff (background): plan a later impulse — Nova's own thought — as a future event of the
 pair. Scheduled in Redis (`impulse:faellig`, scored by due time); a worker delivers it to the
-pair's event queue when it is due."""
+pair's event queue when it is due. Once per turn: a redelivered background job plans nothing again."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 
@@ -13,9 +14,11 @@ from pipeline.llm_json import ask_json
 from pipeline.services import Deps
 from pipeline.state import HintergrundRecord, TurnState
 
+log = logging.getLogger("novaberg.node.aufgriff")
+
 NAME = "aufgriff"
 READS = ("stimulus", "pair", "hintergrund")
-WRITES = ("hintergrund",)
+WRITES = ()
 DUE_KEY = "impulse:faellig"
 MAX_OFFEN_JE_PAAR = 3
 
@@ -27,25 +30,43 @@ class _Antwort(BaseModel):
     in_minuten: float = 60
 
 
+MARKER_TTL_S = 7 * 24 * 3600
+_PLANEN = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', tonumber(ARGV[2])) then
+  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+  redis.call('SADD', KEYS[3], ARGV[1])
+  return 1
+end
+return 0
+"""
+"""The turn's marker, the impulse and its open entry, together or not at all."""
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     h = state.hintergrund or HintergrundRecord()
     if s.herkunft != "user":
         deps.trace.decision(NAME, "aufgriff.plan", "kein_nutzerreiz", {})
-        return {"hintergrund": h}
+        return {}
+    marker = f"aufgriff:geplant:{s.user_id}:{s.character_id}:{s.turn_id}"
+    if await deps.redis.exists(marker):
+        log.info("aufgriff: turn %s planned its impulse already (a redelivered job); nothing planned", s.turn_id)
+        deps.trace.decision(NAME, "aufgriff.plan", "schon_geplant", {})
+        return {}
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
         "character_name": state.pair.character_name, "kern": h.kern or s.text, "mensch": s.text})
     if answer is None or not answer.aufgreifen or not answer.gedanke.strip():
         deps.trace.decision(NAME, "aufgriff.plan", "keiner" if answer else f"keiner_{outcome}", {})
-        return {"hintergrund": h}
+        return {}
     pending = f"impulse:offen:{s.user_id}:{s.character_id}"
     if await deps.redis.scard(pending) >= MAX_OFFEN_JE_PAAR:
         deps.trace.decision(NAME, "aufgriff.plan", "verworfen_grenze", {"offen": MAX_OFFEN_JE_PAAR})
-        return {"hintergrund": h}
+        return {}
     minutes = min(max(answer.in_minuten, 1.0), 7 * 24 * 60)
     impulse = {"id": uuid.uuid4().hex, "user_id": s.user_id, "character_id": s.character_id,
                "gedanke": answer.gedanke.strip()[:300], "aus_turn": s.turn_id}
-    await deps.redis.zadd(DUE_KEY, {json.dumps(impulse): time.time() + minutes * 60})
-    await deps.redis.sadd(pending, impulse["id"])
-    deps.trace.decision(NAME, "aufgriff.plan", "geplant", {"in_minuten": minutes})
-    return {"hintergrund": h.model_copy(update={"pending_writes": h.pending_writes + [{"art": "impuls", **impulse}]})}
+    # once per turn: a redelivered background job finds the turn's marker and plans nothing again
+    neu = await deps.redis.eval(_PLANEN, 3, marker, DUE_KEY, pending, impulse["id"], MARKER_TTL_S,
+                                time.time() + minutes * 60, json.dumps(impulse))
+    deps.trace.decision(NAME, "aufgriff.plan", "geplant" if neu else "schon_geplant", {"in_minuten": minutes})
+    return {}

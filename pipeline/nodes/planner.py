@@ -13,7 +13,7 @@ from pipeline import regeln
 from pipeline.agents import registry
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
-from pipeline.state import PlanRecord, TurnState
+from pipeline.state import Auftrag, PlanRecord, TurnState
 from pipeline.timefmt import local_now
 
 NAME = "planner"
@@ -60,7 +60,7 @@ def task_block(name: str, results) -> tuple[str, bool]:
 async def run(state: TurnState, deps: Deps) -> dict:
     plan = state.plan or PlanRecord()
     route = state.route
-    rest = list(plan.auftrag.get("rest", []))
+    rest = list(plan.offen)
     if plan.schleifen == 0:
         if route is None or route.management == "keins":
             deps.trace.decision(NAME, "planner.entscheidung", "kein_agent", {})
@@ -69,14 +69,15 @@ async def run(state: TurnState, deps: Deps) -> dict:
         answer, outcome = await ask_json(deps, NAME, _Antwort, {
             "nachricht": state.stimulus.text, "heute": f"{now:%Y-%m-%d %H:%M}", "management": route.management})
         known = registry()
-        rest = [a.model_dump() for a in (answer.auftraege if answer else []) if a.agent in known][:MAX_AUFTRAEGE]
+        rest = [Auftrag.model_validate(a.model_dump()) for a in (answer.auftraege if answer else [])
+                if a.agent in known][:MAX_AUFTRAEGE]
         if not rest:
             by_rule = regeln.auftrag(route.management, state.stimulus.text)
             if by_rule is not None:
                 log.warning("planner: fallback planner_regeln (answer %s): %s/%s by rule", outcome,
                             by_rule["agent"], by_rule["aktion"])
                 deps.trace.decision(NAME, "planner.quelle", "planner_regeln", {"antwort": outcome})
-                rest = [by_rule]
+                rest = [Auftrag.model_validate(by_rule)]
         if not rest:
             log.warning("planner: fallback rueckfrage: management %r but no usable order (%s)", route.management, outcome)
             block = (f"Rueckfrage: {state.pair.character_name} hat verstanden, dass etwas zu {route.management} "
@@ -85,10 +86,9 @@ async def run(state: TurnState, deps: Deps) -> dict:
             return {"plan": plan.model_copy(update={"schleifen": 1, "task_block": block})}
     if rest:
         nxt, rest = rest[0], rest[1:]
-        deps.trace.decision(NAME, "planner.entscheidung", "agent", {"agent": nxt["agent"], "aktion": nxt["aktion"]})
-        return {"plan": plan.model_copy(update={
-            "agent_name": nxt["agent"], "auftrag": {"aktion": nxt["aktion"], "parameter": nxt["parameter"], "rest": rest},
-            "schleifen": plan.schleifen + 1})}
+        deps.trace.decision(NAME, "planner.entscheidung", "agent", {"agent": nxt.agent, "aktion": nxt.aktion})
+        return {"plan": plan.model_copy(update={"agent_name": nxt.agent, "auftrag": nxt, "offen": rest,
+                                                "schleifen": plan.schleifen + 1})}
     block, cut = task_block(state.pair.character_name, plan.agent_results)
     deps.trace.decision(NAME, "planner.entscheidung", "fertig",
                         {"ergebnisse": [r.status for r in plan.agent_results], "kontext_schnitt": cut})

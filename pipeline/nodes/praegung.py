@@ -12,7 +12,7 @@ from pipeline.state import HintergrundRecord, TurnState, current_reply
 
 NAME = "praegung"
 READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "hintergrund")
-WRITES = ("hintergrund",)
+WRITES = ()
 MAX_NEU = 2
 SYNAPSE_GEWICHT = 0.5
 MENSCH_KERN_SAETZE = 5
@@ -64,5 +64,4 @@ async def run(state: TurnState, deps: Deps) -> dict:
         await deps.store.call("charakter.profil_wachsen", s.user_id, s.character_id, f"{NAME}:{s.turn_id}",
                               {"mensch_kern": answer.profil_mensch.strip()[:200]}, {"mensch_kern": MENSCH_KERN_SAETZE})
     deps.trace.decision(NAME, "praegung.ergebnis", quelle, {"knoten": ids, "kanten": len(edges)})
-    return {"hintergrund": h.model_copy(update={"pending_writes": h.pending_writes + [
-        {"art": "lzg_erledigt", "knoten": ids, "kanten": len(edges)}]})}
+    return {}

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
-from pipeline.state import HintergrundRecord, TurnState, current_reply
+from pipeline.state import DelegationSchreiben, HintergrundRecord, KzgSchreiben, TurnState, current_reply
 
 NAME = "salience"
 READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "hintergrund")
@@ -38,10 +38,10 @@ async def run(state: TurnState, deps: Deps) -> dict:
     sal = score(min(max(a.wichtigkeit, 0.0), 1.0), arousal, zielsog)
     writes = []
     if sal >= KZG_SCHWELLE:
-        writes.append({"art": "kzg", "inhalt": f"{s.text} — {current_reply(state)}"[:500],
-                       "emotion": state.perzeption.emotion if state.perzeption else None, "arousal": arousal})
+        writes.append(KzgSchreiben(inhalt=f"{s.text} — {current_reply(state)}"[:500],
+                                   emotion=state.perzeption.emotion if state.perzeption else None, arousal=arousal))
     if a.delegation.strip():
-        writes.append({"art": "delegation", "aufgabe": a.delegation.strip()[:300]})
+        writes.append(DelegationSchreiben(aufgabe=a.delegation.strip()[:300]))
     deps.trace.decision(NAME, "salience.schreiben", "kzg" if sal >= KZG_SCHWELLE else "nichts",
                         {"salienz": sal, "zielsog_roh": zielsog, "antwort": outcome}, threshold=KZG_SCHWELLE)
     prev = state.hintergrund or HintergrundRecord()

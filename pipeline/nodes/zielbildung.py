@@ -19,11 +19,11 @@ from memory.vectors import cosine
 from memory.ziele import HORIZONTE, ziel_paar_bestimmen
 from pipeline.llm_json import ask_json, wort
 from pipeline.services import Deps
-from pipeline.state import HintergrundRecord, TurnState
+from pipeline.state import TurnState
 
 NAME = "zielbildung"
-READS = ("stimulus", "pair", "hintergrund")
-WRITES = ("hintergrund",)
+READS = ("stimulus", "pair")
+WRITES = ()
 ENTSCHEIDUNG = "zielbildung.ziel"
 ZIEL_GLEICH_SCHWELLE = 0.80
 """Cosine at or above which a named goal is an existing one, for all-MiniLM-L6-v2: the same goal
@@ -87,31 +87,27 @@ async def _festhalten(deps: Deps, pair: tuple[str, str], turn_id: str, ziel: Zie
 
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
-    h = state.hintergrund or HintergrundRecord()
     if s.herkunft != "user":  # Nova's own thought names no goal of the human
         deps.trace.decision(NAME, ENTSCHEIDUNG, "kein_nutzerreiz", {})
-        return {"hintergrund": h}
+        return {}
     pair = ziel_paar_bestimmen((s.character_id, s.user_id), "character")
     frueher = await deps.store.call("ziele.turn_ereignis", *pair, s.turn_id)
     if frueher is not None:
         log.info("zielbildung: turn %s %s goal %d already (a redelivered job): nothing written", s.turn_id,
                  frueher["art"], frueher["id"])
         deps.trace.decision(NAME, ENTSCHEIDUNG, "schon_erledigt", {"id": frueher["id"], "war": frueher["art"]})
-        return {"hintergrund": h}
+        return {}
     answer, outcome = await ask_json(deps, NAME, _Antwort, {"character_name": state.pair.character_name,
                                                            "mensch": s.text})
     ziel = ziel_aus(answer)
     if ziel is None:
         deps.trace.decision(NAME, ENTSCHEIDUNG, "kein_ziel" if answer is not None else f"kein_ziel_{outcome}",
                             {"antwort": outcome})
-        return {"hintergrund": h}
+        return {}
     vec = await deps.embedder.embed(deps.trace, ziel.inhalt)
     goals = await deps.store.call("ziele.load_goals", *pair)
     ergebnis, inputs = await _festhalten(deps, pair, s.turn_id, ziel, goals, vec)
     deps.trace.decision(NAME, ENTSCHEIDUNG, ergebnis, inputs, threshold=ZIEL_GLEICH_SCHWELLE)
     log.info("zielbildung: %s goal %d %r (%s) for %s:%s", ergebnis, inputs["id"], ziel.inhalt, ziel.horizont,
              s.user_id, s.character_id)
-    if ergebnis == "schon_erledigt":
-        return {"hintergrund": h}
-    return {"hintergrund": h.model_copy(update={"pending_writes": h.pending_writes + [
-        {"art": "ziel_erledigt", "ziel": inputs["id"], "ergebnis": ergebnis}]})}
+    return {}

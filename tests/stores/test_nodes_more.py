@@ -95,7 +95,7 @@ def test_salience_scores_and_decides_the_writes():
     out = asyncio.run(run_node(salience, st, deps))["hintergrund"]
     entry = next(r for r in deps.trace.rows if r.get("entscheidung") == "salience.schreiben")
     assert entry["inputs"]["salienz"] == salience.score(0.9, 0.8, 0.5) and out.kern == "Bello ist krank"
-    assert [w["art"] for w in out.pending_writes] == ["kzg", "delegation"]
+    assert [w.art for w in out.pending_writes] == ["kzg", "delegation"]
     deps = deps_for(ScriptedLLM({"salience": ['{"wichtigkeit": 0.0}']}))
     st = _state("ok", draft=DraftRecord(reply="ok", model="m"), perzeption=PerzeptionRecord(arousal=0.1))
     out = asyncio.run(run_node(salience, st, deps))["hintergrund"]
@@ -132,11 +132,18 @@ def test_aufgriff_plans_an_impulse_and_skips_non_user_turns(stores):
                             redis=r)
             st = _state("Bello ist krank", hintergrund=HintergrundRecord(kern="Bello krank"))
             st.stimulus.user_id = f"auf-{id(st)}"
-            out = (await run_node(aufgriff, st, deps))["hintergrund"]
+            assert await run_node(aufgriff, st, deps) == {}
             due = await r.zrange(aufgriff.DUE_KEY, 0, -1, withscores=True)
             mine = [json.loads(m) for m, _ in due if json.loads(m)["user_id"] == st.stimulus.user_id]
             assert mine and mine[0]["gedanke"] == "Wie geht es Bello?"
-            assert out.pending_writes[-1]["art"] == "impuls"
+            assert ("aufgriff.plan", "geplant") in _d(deps)
+            # the same turn's job delivered again plans nothing twice, and asks no model
+            nochmal = ScriptedLLM()
+            again = deps_for(nochmal, redis=r)
+            await run_node(aufgriff, st, again)
+            due = await r.zrange(aufgriff.DUE_KEY, 0, -1)
+            assert len([m for m in due if json.loads(m)["user_id"] == st.stimulus.user_id]) == 1
+            assert ("aufgriff.plan", "schon_geplant") in _d(again) and nochmal.calls == []
             deps2 = deps_for(ScriptedLLM(), redis=r)
             await run_node(aufgriff, _state("x", herkunft="eigener_impuls"), deps2)
             assert ("aufgriff.plan", "kein_nutzerreiz") in _d(deps2)

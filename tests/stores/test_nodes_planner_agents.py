@@ -149,5 +149,5 @@ def test_planner_falls_back_to_the_rules():
     deps = deps_for(llm)
     out = asyncio.run(run_node(planner, _state("Notiz Einkauf: Milch und Brot", management="notizen"), deps))
     assert out["plan"].agent_name == "notizen"
-    assert out["plan"].auftrag["parameter"] == {"name": "Einkauf", "inhalt": "Milch und Brot"}
+    assert out["plan"].auftrag.parameter == {"name": "Einkauf", "inhalt": "Milch und Brot"}
     assert any(r.get("outcome") == "planner_regeln" for r in deps.trace.rows)

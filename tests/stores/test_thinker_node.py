@@ -340,8 +340,9 @@ def test_double_failure_keeps_the_reply_adds_the_gesture_and_triggers_once():
     p = _run(state, deps)
     assert p.status == "self_trigger" and p.self_trigger
     assert p.reply == "Dein Termin ist am Montag um 14 Uhr. " + thinker.GESTE
-    assert p.self_trigger_payload == {"user_prompt": "Wann ist mein Termin?", "reiz_herkunft": "user",
-                                      "gedanke_arousal": None, "turn_id": "t1", "thinker_unsicher_retry": True}
+    assert p.self_trigger_payload.model_dump() == {
+        "user_prompt": "Wann ist mein Termin?", "eigener_gedanke": None, "reiz_herkunft": "user",
+        "gedanke_arousal": None, "turn_id": "t1", "thinker_unsicher_retry": True}
     assert any("self_trigger=True" in a for a in p.node_annotations)
     assert [c["node"] for c in llm.calls] == ["thinker", "thinker_nachfass", "thinker_nachfass"]
     assert _decisions(deps)["thinker.ergebnis"]["outcome"] == "self_trigger"
@@ -351,7 +352,7 @@ def test_the_payload_of_an_own_thought_rebuilds_the_stimulus():
     stim = Stimulus(user_id="u", character_id="nova", turn_id="imp-7", eigener_gedanke="Ob der Termin am Montag passt?",
                     herkunft="eigener_impuls", gedanke_arousal=0.8)
     p = _run(_state(stimulus=stim), deps_for(_double_failure_llm()))
-    payload = p.self_trigger_payload
+    payload = p.self_trigger_payload.model_dump(exclude_none=True)
     assert "user_prompt" not in payload and payload["eigener_gedanke"] == "Ob der Termin am Montag passt?"
     assert payload["reiz_herkunft"] == "eigener_impuls" and payload["gedanke_arousal"] == 0.8
     # the event consumer reads it through the same module: the retry's stimulus carries every field
@@ -359,12 +360,13 @@ def test_the_payload_of_an_own_thought_rebuilds_the_stimulus():
     assert retry.eigener_gedanke == stim.eigener_gedanke and retry.user_prompt is None
     assert retry.reiz_herkunft == "eigener_impuls" and retry.gedanke_arousal == 0.8
     assert retry.thinker_unsicher_retry and retry.turn_id == "imp-7-retry" and retry.ursprung_turn_id == "imp-7"
-    assert retry_nutzlast(retry) == {**payload, "turn_id": "imp-7-retry"}
+    assert retry_nutzlast(retry).model_dump(exclude_none=True) == {**payload, "turn_id": "imp-7-retry"}
 
 
 def test_the_retry_recognises_itself_and_never_triggers_again():
     stim = stimulus_from_event("u", "nova", retry_nutzlast(Stimulus(user_id="u", character_id="nova", turn_id="t1",
-                                                                    user_prompt="Wann ist mein Termin?")), "self_trigger")
+                                                                    user_prompt="Wann ist mein Termin?")).model_dump(),
+                               "self_trigger")
     first = "Dein Termin ist am Montag um 14 Uhr. " + thinker.GESTE
     memory = MemoryRecord(session_turns=[
         SessionTurn(rolle="user", sprecher="Person B", inhalt="Wann ist mein Termin?", turn_id="t1", time=datetime.now()),
@@ -409,4 +411,4 @@ def test_the_pair_consumer_logs_every_arrival_and_queues_the_retry(caplog):
     assert len(arrivals) == 3
     assert "present=False, value=None" in arrivals[0] and "present=True, value=False" in arrivals[1]
     assert "present=True, value=True" in arrivals[2]
-    assert events == [{"kind": "continue", **payload}]
+    assert events == [{"kind": "continue", **payload.model_dump(exclude_none=True)}]

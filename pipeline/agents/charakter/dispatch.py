@@ -7,7 +7,7 @@ from pipeline.state import AgentResult
 
 
 async def dispatch_charakter(state, deps) -> AgentResult:
-    p = state.plan.auftrag.get("parameter") or {}
+    p = state.plan.auftrag.parameter
     s = state.stimulus
     text = str(p.get("text") or "").strip()
     if not text:

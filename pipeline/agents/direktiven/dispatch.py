@@ -7,7 +7,7 @@ from pipeline.state import AgentResult
 
 async def dispatch_direktiven(state, deps) -> AgentResult:
     auftrag = state.plan.auftrag
-    aktion, p = auftrag.get("aktion"), auftrag.get("parameter") or {}
+    aktion, p = auftrag.aktion, auftrag.parameter
     s = state.stimulus
     text = str(p.get("text") or "").strip()
     if aktion == "anlegen" and text:

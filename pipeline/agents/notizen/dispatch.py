@@ -9,7 +9,7 @@ AKTIONEN = ("anlegen", "aendern", "loeschen", "finden")
 
 async def dispatch_notizen(state, deps) -> AgentResult:
     auftrag = state.plan.auftrag
-    aktion, p = auftrag.get("aktion"), auftrag.get("parameter") or {}
+    aktion, p = auftrag.aktion, auftrag.parameter
     user = state.stimulus.user_id
     name = str(p.get("name") or "").strip()
     if aktion not in AKTIONEN:

@@ -49,7 +49,7 @@ def parse_when(text: str, tz: str, now: datetime | None = None) -> datetime | No
 
 async def dispatch_timeline(state, deps) -> AgentResult:
     auftrag = state.plan.auftrag
-    aktion, p = auftrag.get("aktion"), auftrag.get("parameter") or {}
+    aktion, p = auftrag.aktion, auftrag.parameter
     s, tz = state.stimulus, deps.settings.timezone
     titel = str(p.get("titel") or "").strip()
     if aktion not in AKTIONEN:
