@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     push_keep_messages: int = Field(default=1000, ge=10)
     """Messages Nova produced without being asked, kept for the events route's replay (per pair)."""
     events_block_s: float = Field(default=15.0, gt=0, le=60)
-    """How long the events route waits for a message before it sends a keep-alive comment."""
+    """How long the events route stays quiet before it sends a keep-alive comment."""
     max_event_streams_per_user: int = Field(default=4, ge=1)
     """Open events streams one user may hold on one ingress replica; beyond: 429."""
     max_text_chars: int = Field(default=8000, ge=1)
@@ -123,6 +123,9 @@ class Settings(BaseSettings):
 
     # --- Thinker
     thinker_max_iterations: int = Field(default=5, ge=1, le=5)
+    thinker_reasoning_models: list[str] = Field(default_factory=lambda: ["gemma4", "qwen3"])
+    """Model names (substrings, any case) whose answer may land in the reasoning channel alone: the
+    Thinker asks them a follow-up with that reasoning as material (seed 000 §3.4)."""
     """Reasoning iterations per check; seed 000 allows at most 5 (lower only to save time, e.g. in tests)."""
 
     # --- Operators' dashboard

@@ -2,7 +2,7 @@
 emotion state, per pair."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
@@ -119,37 +119,75 @@ async def profil_schritt_erledigt(pool: AsyncConnectionPool, user_id: str, chara
     return bool(r and r[0])
 
 
+class Beobachtung(TypedDict):
+    """A value perceived in one turn for a profile field, and the sentence it stands for once it
+    recurs: at least `mindestens` times among the field's last `fenster` values."""
+
+    wert: str
+    satz: str
+    """Empty: the value is counted and never becomes a sentence (it says nothing)."""
+    fenster: int
+    mindestens: int
+
+
+def _zaehlen(zaehlung: dict[str, list[str]], beobachtet: dict[str, Beobachtung]
+             ) -> tuple[dict[str, list[str]], dict[str, str], dict[str, int]]:
+    """Each observation joins its field's tally (the oldest dropped beyond its window). Returns the
+    new tally, the sentences of the values that recur now, and how often each value stands there."""
+    zaehlung, saetze, wie_oft = dict(zaehlung), {}, {}
+    for feld, b in beobachtet.items():
+        werte = (list(zaehlung.get(feld, [])) + [b["wert"]])[-max(1, b["fenster"]):]
+        zaehlung[feld], wie_oft[feld] = werte, werte.count(b["wert"])
+        if b["satz"].strip() and wie_oft[feld] >= b["mindestens"]:
+            saetze[feld] = b["satz"]
+    return zaehlung, saetze, wie_oft
+
+
+def _angefuegt(felder: list[str], alt_werte: tuple, saetze: dict[str, str], grenzen: dict[str, int]) -> dict[str, str]:
+    """The fields a new sentence grows: it joins the last ones, the oldest dropped beyond the
+    field's limit; a sentence the field holds already is not added again."""
+    neu: dict[str, str] = {}
+    for feld, alt in zip(felder, alt_werte):
+        satz, alt = " ".join(saetze.get(feld, "").split()), _saetze(alt)
+        if satz and not any(_gleich(satz, x) for x in alt):
+            neu[feld] = "\n".join((alt + [satz])[-max(1, grenzen[feld]):])
+    return neu
+
+
 async def profil_wachsen(pool: AsyncConnectionPool, user_id: str, character_id: str, schritt: str,
-                         saetze: dict[str, str], grenzen: dict[str, int]) -> dict[str, Any]:
+                         saetze: dict[str, str], grenzen: dict[str, int], *,
+                         beobachtet: dict[str, Beobachtung] | None = None) -> dict[str, Any]:
     """Slow growth, once per step: each field's new sentence joins its last ones, the oldest
     dropped beyond the field's limit (`grenzen`, sentences); a sentence the field holds already is
-    not added again. The step (`{node}:{turn_id}`) is recorded with the profile in the same
-    transaction, under the row's lock: a second delivery of the step changes nothing.
-    Returns {"neu": False} for a step done already, else {"neu": True, "gewachsen": [fields]}."""
-    bad = set(saetze) - set(PROFILE_FIELDS) or set(saetze) - set(grenzen)
+    not added again. `beobachtet` counts a value per field (`profil_zaehlung`); a value that recurs
+    in its window grows the field by its sentence. The step (`{node}:{turn_id}`) is recorded with
+    the profile and the tally in the same transaction, under the row's lock: a second delivery of
+    the step changes nothing. Returns {"neu": False, ...} for a step done already, else
+    {"neu": True, "gewachsen": [fields], "wiederkehr": {field: how often its value stands in the tally}}."""
+    beobachtet = beobachtet or {}
+    bad = (set(saetze) | set(beobachtet)) - set(PROFILE_FIELDS) or (set(saetze) | set(beobachtet)) - set(grenzen) \
+        or set(saetze) & set(beobachtet)
     if bad:
-        raise ValueError(f"unknown profile fields or no limit given: {sorted(bad)}")
-    felder = list(saetze)
+        raise ValueError(f"unknown profile fields, no limit given or a field both said and observed: {sorted(bad)}")
+    felder = list(dict.fromkeys((*saetze, *beobachtet)))
     async with pool.connection() as conn:
         async with conn.transaction():
             await conn.execute("INSERT INTO pair_profiles (user_id, character_id) VALUES (%s,%s)"
                                " ON CONFLICT (user_id, character_id) DO NOTHING", (user_id, character_id))
-            cur = await conn.execute(f"SELECT {', '.join(('profil_schritte', *felder))} FROM pair_profiles"
-                                     " WHERE user_id=%s AND character_id=%s FOR UPDATE", (user_id, character_id))
+            cur = await conn.execute(f"SELECT {', '.join(('profil_schritte', 'profil_zaehlung', *felder))}"
+                                     " FROM pair_profiles WHERE user_id=%s AND character_id=%s FOR UPDATE",
+                                     (user_id, character_id))
             row = await cur.fetchone()
             if schritt in row[0]:
-                return {"neu": False, "gewachsen": []}
-            neu: dict[str, str] = {}
-            for feld, alt in zip(felder, row[1:]):
-                satz, alt = " ".join(saetze[feld].split()), _saetze(alt)
-                if satz and not any(_gleich(satz, x) for x in alt):
-                    neu[feld] = "\n".join((alt + [satz])[-max(1, grenzen[feld]):])
+                return {"neu": False, "gewachsen": [], "wiederkehr": {}}
+            zaehlung, wiederkehrend, wie_oft = _zaehlen(row[1] or {}, beobachtet)
+            neu = _angefuegt(felder, row[2:], {**saetze, **wiederkehrend}, grenzen)
             sets = "".join(f"{k}=%s, " for k in neu)
-            await conn.execute(f"UPDATE pair_profiles SET {sets}profil_schritte=%s, updated_at=now()"
-                               " WHERE user_id=%s AND character_id=%s",
-                               (*neu.values(), (list(row[0]) + [schritt])[-PROFIL_SCHRITTE_MAX:], user_id,
-                                character_id))
-    return {"neu": True, "gewachsen": list(neu)}
+            await conn.execute(f"UPDATE pair_profiles SET {sets}profil_zaehlung=%s, profil_schritte=%s,"
+                               " updated_at=now() WHERE user_id=%s AND character_id=%s",
+                               (*neu.values(), Jsonb(zaehlung), (list(row[0]) + [schritt])[-PROFIL_SCHRITTE_MAX:],
+                                user_id, character_id))
+    return {"neu": True, "gewachsen": list(neu), "wiederkehr": wie_oft}
 
 
 async def profile(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, str]:

@@ -36,23 +36,57 @@ def effective_weight(gewicht: float, zuletzt: datetime, decay_per_day: float, no
     return gewicht * math.pow(1 - decay_per_day, days)
 
 
+async def _insert_nodes(conn, user_id: str, character_id: str, nodes: Iterable[dict[str, Any]]) -> list[int]:
+    ids: list[int] = []
+    for n in nodes:
+        cur = await conn.execute(
+            "INSERT INTO lzg_knoten (user_id, character_id, inhalt, dimension, beobachter, emotion, arousal,"
+            " gewicht, embedding, quelle, zeitpunkt) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+            (user_id, character_id, n["inhalt"], n.get("dimension", "erlebnis"), n.get("beobachter", "nova"),
+             n.get("emotion"), n.get("arousal"), n.get("gewicht", 1.0), normalise(n["embedding"]),
+             n.get("quelle"), n.get("zeitpunkt")),
+        )
+        ids.append((await cur.fetchone())[0])
+    return ids
+
+
 async def add_nodes(pool: AsyncConnectionPool, user_id: str, character_id: str,
                     nodes: Iterable[dict[str, Any]]) -> list[int]:
     """Insert nodes (inhalt, embedding, and optional dimension, beobachter, emotion, arousal,
     gewicht, quelle, zeitpunkt); returns their ids in order."""
-    ids: list[int] = []
     async with pool.connection() as conn:
         async with conn.transaction():
-            for n in nodes:
-                cur = await conn.execute(
-                    "INSERT INTO lzg_knoten (user_id, character_id, inhalt, dimension, beobachter, emotion, arousal,"
-                    " gewicht, embedding, quelle, zeitpunkt) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
-                    (user_id, character_id, n["inhalt"], n.get("dimension", "erlebnis"), n.get("beobachter", "nova"),
-                     n.get("emotion"), n.get("arousal"), n.get("gewicht", 1.0), normalise(n["embedding"]),
-                     n.get("quelle"), n.get("zeitpunkt")),
-                )
-                ids.append((await cur.fetchone())[0])
-    return ids
+            return await _insert_nodes(conn, user_id, character_id, nodes)
+
+
+async def _ids_der_quelle(conn, user_id: str, character_id: str, quelle: str) -> list[int]:
+    cur = await conn.execute("SELECT id FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND quelle=%s"
+                             " ORDER BY id", (user_id, character_id, quelle))
+    return [r[0] for r in await cur.fetchall()]
+
+
+async def knoten_der_quelle(pool: AsyncConnectionPool, user_id: str, character_id: str, quelle: str) -> list[int]:
+    """The ids of the pair's nodes written from one source (a turn id), in order, forgotten ones
+    included: what imprinting that turn left already."""
+    async with pool.connection() as conn:
+        return await _ids_der_quelle(conn, user_id, character_id, quelle)
+
+
+async def add_nodes_einmal(pool: AsyncConnectionPool, user_id: str, character_id: str, quelle: str,
+                           nodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Insert the nodes of one source once (each carries `quelle`): under a lock on the pair and
+    the source, a source that has nodes already gets those back and nothing is inserted, so two
+    deliveries of the same turn racing past a check still write once.
+    Returns {"neu": True, "ids": [new ids]} or {"neu": False, "ids": [the ids found]}."""
+    async with pool.connection() as conn:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
+                               (f"lzg_quelle:{user_id}:{character_id}:{quelle}",))
+            found = await _ids_der_quelle(conn, user_id, character_id, quelle)
+            if found:
+                return {"neu": False, "ids": found}
+            nodes = [dict(n, quelle=quelle) for n in nodes]
+            return {"neu": True, "ids": await _insert_nodes(conn, user_id, character_id, nodes)}
 
 
 async def add_synapses(pool: AsyncConnectionPool, edges: Iterable[tuple[int, int, float]], art: str = "assoziation") -> None:

@@ -9,6 +9,8 @@ from memory import aufzeichnungen, charakter, charaktere, dashboard, dateien, le
 
 OPS = {
     "lzg.add_nodes": lzg.add_nodes,
+    "lzg.add_nodes_einmal": lzg.add_nodes_einmal,
+    "lzg.knoten_der_quelle": lzg.knoten_der_quelle,
     "lzg.add_synapses": lzg.add_synapses,
     "lzg.has_nodes": lzg.has_nodes,
     "lzg.anker_retrieval": lzg.anker_retrieval,

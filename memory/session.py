@@ -176,6 +176,9 @@ async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str
     return bool(done)
 
 
+PUSH_WAIT_MS = 3000
+"""One blocking read of the push stream: below the Redis client's socket timeout (5 s)."""
+
 CURSOR = re.compile(r"^(0|[0-9]{1,15}-[0-9]{1,10})$")
 """A position in a pair's push stream: `0` (from the oldest kept message) or a message id."""
 

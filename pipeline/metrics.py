@@ -51,6 +51,8 @@ def node_error(node: str) -> None:
 
 def llm_tokens(caller: str, prompt: int, completion: int) -> None:
     m = _m()
-    if m:
-        m["tokens"].inc(prompt, tags={"kind": "prompt", "caller": caller})
-        m["tokens"].inc(completion, tags={"kind": "completion", "caller": caller})
+    if m:  # a counter takes only positive steps: an empty answer (0 tokens) adds nothing
+        if prompt > 0:
+            m["tokens"].inc(prompt, tags={"kind": "prompt", "caller": caller})
+        if completion > 0:
+            m["tokens"].inc(completion, tags={"kind": "completion", "caller": caller})

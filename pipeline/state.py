@@ -306,6 +306,9 @@ class NovaPerzeptionRecord(_Record):
     emotion: str = "neutral"
     arousal: float = 0.3
     stil: str = "locker"
+    wahrgenommen: bool = True
+    """False when the model's perception was unusable: her computed state stands in for the
+    emotion and the style is the default, not perceived (selbstbild does not count it)."""
 
 
 class KzgSchreiben(_Record):

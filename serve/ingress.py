@@ -336,13 +336,15 @@ class Ingress:
             nonlocal cursor
             try:
                 yield {"event": "bereit", "id": cursor, "data": json.dumps({"cursor": cursor})}
+                quiet_since = time.monotonic()
                 while True:
-                    got = await session.read_pushed(r, user_id, character_id, cursor,
-                                                    block_ms=int(self.settings.events_block_s * 1000))
-                    if not got:
+                    # each wait stays below the Redis client's socket timeout (5 s)
+                    got = await session.read_pushed(r, user_id, character_id, cursor, block_ms=session.PUSH_WAIT_MS)
+                    if not got and time.monotonic() - quiet_since >= self.settings.events_block_s:
                         yield {"comment": "keep-alive"}
+                        quiet_since = time.monotonic()
                     for mid, message in got:
-                        cursor = mid
+                        cursor, quiet_since = mid, time.monotonic()
                         yield {"event": "nachricht", "id": mid, "data": json.dumps(message)}
             finally:
                 self._streams[user_id] -= 1

@@ -57,17 +57,30 @@ def instance(schema: dict[str, Any]) -> Any:
 class ScriptedEngine:
     """The backend interface (`start`, `chat`, `chat_stream`, `load`, `model`) over a script."""
 
-    def __init__(self, settings, script: dict[str, list[str]] | None = None, latency_s: float = 0.0):
+    def __init__(self, settings, script: dict[str, list[str]] | None = None, latency_s: float = 0.0,
+                 wenn: dict[str, dict[str, list]] | None = None):
         self.settings = settings
         self.model = "scripted-engine"
         self.script = {k: list(v) for k, v in {**DEFAULT_SCRIPT, **(script or {})}.items()}
+        self.wenn = wenn or {}
+        """Per marker: a node's answers when the request's last message contains the marker; an
+        answer is a text or [content, reasoning] (a model that answers in its reasoning alone)."""
         self.latency_s = latency_s
         self.calls = 0
 
     @classmethod
-    def with_script(cls, script: dict[str, list[str]] | None = None, latency_s: float = 0.0):
+    def with_script(cls, script: dict[str, list[str]] | None = None, latency_s: float = 0.0,
+                    wenn: dict[str, dict[str, list]] | None = None):
         """The engine class as the app builder takes it, with its script bound."""
-        return partial(cls, script=script, latency_s=latency_s)
+        return partial(cls, script=script, latency_s=latency_s, wenn=wenn)
+
+    def _answer(self, req: dict[str, Any]) -> tuple[str, str | None]:
+        last = str((req.get("messages") or [{}])[-1].get("content", ""))
+        for marker, script in self.wenn.items():
+            if marker in last and req.get("caller") in script:
+                a = script[req["caller"]][0]
+                return (a[0], a[1]) if isinstance(a, (list, tuple)) else (a, None)
+        return self.answer(req), None
 
     async def start(self) -> None:
         pass
@@ -84,14 +97,14 @@ class ScriptedEngine:
         self.calls += 1
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        text = self.answer(req)
-        return completion(self.model, text, None, 10, len(text.split()), "stop")
+        text, reasoning = self._answer(req)
+        return completion(self.model, text, reasoning, 10, len(text.split()), "stop")
 
     async def chat_stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         self.calls += 1
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        text, cid = self.answer(req), f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        (text, _), cid = self._answer(req), f"chatcmpl-{uuid.uuid4().hex[:24]}"
         for word in text.split(" "):
             yield chunk(self.model, cid, {"content": word + " "})
         n = len(text.split())

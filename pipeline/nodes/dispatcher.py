@@ -18,7 +18,7 @@ READS = ("stimulus", "pair", "memory", "draft", "pruefung", "urteil", "perzeptio
 WRITES = ("dispatch",)
 SELF_LOGGED = True  # its pipeline_log row must be in the job it commits
 # records the background chain needs, copied into its job
-BACKGROUND_RECORDS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory")
+BACKGROUND_RECORDS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "nova_perzeption")
 
 log = logging.getLogger("novaberg.node.dispatcher")
 

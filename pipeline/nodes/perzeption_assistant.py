@@ -27,7 +27,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if answer is None:
         # her computed state stands in for the perceived one
         e = state.emotion
-        rec = NovaPerzeptionRecord(emotion=e.nova_emotion if e else "neutral", arousal=e.nova_arousal if e else 0.3)
+        rec = NovaPerzeptionRecord(emotion=e.nova_emotion if e else "neutral", arousal=e.nova_arousal if e else 0.3,
+                                   wahrgenommen=False)
     else:
         rec = NovaPerzeptionRecord(emotion=vocab.pick(answer.emotion.lower(), vocab.EMOTIONEN, "neutral"),
                                    arousal=min(max(answer.arousal, 0.0), 1.0),

@@ -1,5 +1,11 @@
 """praegung (background): imprint — create long-term memory nodes from the turn, link them to the
-anchors that resonated, and let the human's profile grow slowly."""
+anchors that resonated, and let the human's profile grow slowly.
+
+Once per turn: the nodes carry the turn as their source (`quelle`). A redelivered job finds them
+(`lzg.knoten_der_quelle`) and neither asks the model nor writes (`praegung.ergebnis` =
+`schon_erledigt`); two deliveries racing past that check are settled by `lzg.add_nodes_einmal`,
+which inserts a source's nodes under a lock only while it has none. The synapses follow the new
+nodes only, the human's core grows through its own step (`praegung:{turn_id}`)."""
 from __future__ import annotations
 
 import logging
@@ -8,9 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
-from pipeline.state import HintergrundRecord, TurnState, current_reply
+from pipeline.state import HintergrundRecord, Stimulus, TurnState, current_reply
 
 NAME = "praegung"
+ENTSCHEIDUNG = "praegung.ergebnis"
 READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "hintergrund")
 WRITES = ()
 MAX_NEU = 2
@@ -33,19 +40,36 @@ class _Antwort(BaseModel):
     profil_mensch: str = ""
 
 
+def _erinnerungen(answer: _Antwort | None, outcome: str, state: TurnState) -> tuple[list[dict], str]:
+    """What to remember, and where it came from: the model's memories, or — without a usable answer
+    or with nothing in it — the turn's core as it is (the named fallback `kern`)."""
+    s, h = state.stimulus, state.hintergrund or HintergrundRecord()
+    neu = [e.model_dump() for e in (answer.erinnerungen if answer else [])[:MAX_NEU] if e.inhalt.strip()]
+    if neu:
+        return neu, "modell"
+    log.warning("praegung: fallback kern: the model gave no memory (%s); the turn's core is remembered as it is "
+                "(%s:%s, turn %s)", outcome, s.user_id, s.character_id, s.turn_id)
+    return [{"inhalt": (h.kern or s.text)[:300], "dimension": "erlebnis"}], f"kern_{outcome}"
+
+
+def _schon_erledigt(deps: Deps, s: Stimulus, ids: list[int], wie: str) -> dict:
+    log.info("praegung: turn %s imprinted already (a redelivered job, %s): nodes %s; nothing written", s.turn_id,
+             wie, ids)
+    deps.trace.decision(NAME, ENTSCHEIDUNG, "schon_erledigt", {"knoten": ids, "erkannt": wie})
+    return {}
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
+    # once per turn: the turn's nodes carry it as their source; a second delivery finds them
+    schon = await deps.store.call("lzg.knoten_der_quelle", s.user_id, s.character_id, s.turn_id)
+    if schon:
+        return _schon_erledigt(deps, s, schon, "vorab")
     h = state.hintergrund or HintergrundRecord()
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
         "character_name": state.pair.character_name, "kern": h.kern or s.text, "mensch": s.text,
         "antwort": current_reply(state)})
-    if answer is None or not answer.erinnerungen:
-        # without a usable answer the turn's core is remembered as it is
-        neu = [{"inhalt": (h.kern or s.text)[:300], "dimension": "erlebnis"}]
-        quelle = f"kern_{outcome}"
-    else:
-        neu = [e.model_dump() for e in answer.erinnerungen[:MAX_NEU] if e.inhalt.strip()]
-        quelle = "modell"
+    neu, quelle = _erinnerungen(answer, outcome, state)
     emotion = state.perzeption.emotion if state.perzeption else None
     arousal = state.perzeption.arousal if state.perzeption else None
     nodes = []
@@ -53,7 +77,10 @@ async def run(state: TurnState, deps: Deps) -> dict:
         vec = await deps.embedder.embed(deps.trace, e["inhalt"])
         nodes.append({"inhalt": e["inhalt"], "embedding": vec, "dimension": e["dimension"][:30], "beobachter": "nova",
                       "emotion": emotion, "arousal": arousal, "quelle": s.turn_id})
-    ids = await deps.store.call("lzg.add_nodes", s.user_id, s.character_id, nodes)
+    out = await deps.store.call("lzg.add_nodes_einmal", s.user_id, s.character_id, s.turn_id, nodes)
+    if not out["neu"]:  # a second delivery raced past the check: the source's lock decided
+        return _schon_erledigt(deps, s, out["ids"], "beim_schreiben")
+    ids = out["ids"]
     resonanz = (state.memory.lzg_resonanz or {}).get("ids", [])[:3] if state.memory else []
     edges = [(new, old, SYNAPSE_GEWICHT) for new in ids for old in resonanz]
     if edges:
@@ -63,5 +90,5 @@ async def run(state: TurnState, deps: Deps) -> dict:
         # slow growth, once per turn: the new sentence joins the last few, oldest dropped
         await deps.store.call("charakter.profil_wachsen", s.user_id, s.character_id, f"{NAME}:{s.turn_id}",
                               {"mensch_kern": answer.profil_mensch.strip()[:200]}, {"mensch_kern": MENSCH_KERN_SAETZE})
-    deps.trace.decision(NAME, "praegung.ergebnis", quelle, {"knoten": ids, "kanten": len(edges)})
+    deps.trace.decision(NAME, ENTSCHEIDUNG, quelle, {"knoten": ids, "kanten": len(edges)})
     return {}

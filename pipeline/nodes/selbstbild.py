@@ -15,6 +15,17 @@ the step `selbstbild:{turn_id}`: a redelivered job finds it and neither asks nor
 unusable answer the named fallback `dynamik` lets Person B's side grow from the relationship
 dynamic perceived in their message (seed 004 §3.2 d), Nova's side stays; with no dynamic to go by
 it is `unveraendert`. Every run leaves one decision entry `selbstbild.profile`.
+
+Her emotional base mood (`nova_emotions`) and her way of speaking (`nova_intentionen`, seed 004
+§3.1) grow without a model token, from how her own reply was perceived (`nova_perzeption`, carried
+into the job): the profile row keeps a tally of the emotion and the style perceived in her last
+`FENSTER` turns, and a value standing there at least `MINDESTENS` times becomes its sentence
+(`EMOTION_SATZ`, `STIL_SATZ`) — one reply in a mood says nothing about her, half her recent turns
+do. The tally changes in the same step as the profiles, so a redelivered job counts nothing twice.
+`neutral` is counted and never becomes a sentence; a style the model did not perceive (her
+computed state stood in) is not counted (named fallback `stil_ungezaehlt`), and a job without the
+perception counts nothing (named fallback `ohne_wahrnehmung`). Every run leaves one decision entry
+`selbstbild.grundton`.
 """
 from __future__ import annotations
 
@@ -22,15 +33,17 @@ import logging
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory.charakter import Beobachtung
 from pipeline.figur import einsetzen
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
 from pipeline.state import TurnState, current_reply
 
 NAME = "selbstbild"
-READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption")
+READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "nova_perzeption")
 WRITES = ()
 ENTSCHEIDUNG = "selbstbild.profile"
+GRUNDTON = "selbstbild.grundton"
 SATZ_ZEICHEN = 56
 """The longest sentence the engine may write per field: four of them and the keys fit the node's
 160 tokens also in umlaut-heavy German (measured on SmolLM2's tokenizer: 145 at worst)."""
@@ -39,9 +52,36 @@ SATZ_MAX = 160
 FELDER = {"selbst": "nova_kern", "thema": "nova_adaptiv", "sie_ueber_ihn": "nova_beziehung",
           "er_zu_ihr": "mensch_beziehung"}
 """Answer field → profile field."""
-GRENZEN = {"nova_kern": 5, "nova_adaptiv": 3, "nova_beziehung": 5, "mensch_beziehung": 5}
+GRENZEN = {"nova_kern": 5, "nova_adaptiv": 3, "nova_beziehung": 5, "mensch_beziehung": 5, "nova_emotions": 3,
+           "nova_intentionen": 3}
 """Sentences kept per profile: the long-term ones as many as the human's core (praegung), what
-occupies her now (KZG in seed 004) fewer, so it follows the conversation."""
+occupies her now (KZG in seed 004) fewer, so it follows the conversation; her base mood and her
+way of speaking a few, so a mood that has passed gives way to the one that recurs now."""
+FENSTER = 8
+"""Her last turns whose perceived emotion and style the tally keeps."""
+MINDESTENS = 4
+"""How often a value must stand among them to become a sentence: half her recent turns."""
+EMOTION_SATZ = {
+    "freude": "{{char}} ist meist froehlich gestimmt.",
+    "zufriedenheit": "{{char}} ist meist zufrieden und ausgeglichen.",
+    "vertrauen": "{{char}} begegnet dem Gespraech meist mit Vertrauen.",
+    "erwartung": "{{char}} ist oft neugierig und gespannt.",
+    "ueberraschung": "{{char}} laesst sich oft ueberraschen.",
+    "angst": "{{char}} ist oft besorgt.",
+    "traurigkeit": "{{char}} ist oft nachdenklich und traurig.",
+    "ekel": "{{char}} reagiert oft mit Widerwillen.",
+    "aerger": "{{char}} ist oft veraergert.",
+    "frustration": "{{char}} ist oft frustriert.",
+}
+"""The base mood's sentence per perceived emotion (vocab.EMOTIONEN; `neutral` says nothing)."""
+STIL_SATZ = {
+    "locker": "{{char}} spricht meist locker und ungezwungen.",
+    "formell": "{{char}} drueckt sich meist foermlich aus.",
+    "fachlich": "{{char}} erklaert gern sachlich und genau.",
+    "emotional": "{{char}} spricht oft mit viel Gefuehl.",
+    "jugendlich": "{{char}} spricht oft jugendlich und salopp.",
+}
+"""Her way of speaking's sentence per perceived style (vocab.SPRACHSTILE)."""
 DYNAMIK_SATZ = {
     "vertrauen": "Person B begegnet {{char}} mit Vertrauen.",
     "distanz": "Person B haelt Abstand zu {{char}}.",
@@ -114,22 +154,61 @@ async def _fragen(state: TurnState, deps: Deps) -> tuple[dict[str, str], str, di
     return {}, f"unveraendert_{antwort}", inputs
 
 
+def _beobachtet(state: TurnState) -> tuple[dict[str, Beobachtung], dict]:
+    """What this turn adds to the tally of her base mood and her way of speaking, from how her reply
+    was perceived; and the inputs for the decision entry."""
+    s, np_ = state.stimulus, state.nova_perzeption
+    if np_ is None:
+        log.warning("selbstbild: fallback ohne_wahrnehmung: the job carries no perception of her reply; her base "
+                    "mood and way of speaking count nothing this turn (%s:%s, turn %s)", s.user_id, s.character_id,
+                    s.turn_id)
+        return {}, {"wahrgenommen": None}
+    beobachtet = {"nova_emotions": Beobachtung(wert=np_.emotion, satz=EMOTION_SATZ.get(np_.emotion, ""),
+                                               fenster=FENSTER, mindestens=MINDESTENS)}
+    if np_.wahrgenommen:
+        beobachtet["nova_intentionen"] = Beobachtung(wert=np_.stil, satz=STIL_SATZ.get(np_.stil, ""),
+                                                     fenster=FENSTER, mindestens=MINDESTENS)
+    else:
+        log.warning("selbstbild: fallback stil_ungezaehlt: her reply's style was not perceived (her computed state "
+                    "stood in); only the emotion %r counts (%s:%s, turn %s)", np_.emotion, s.user_id,
+                    s.character_id, s.turn_id)
+    return beobachtet, {"emotion": np_.emotion, "arousal": np_.arousal, "wahrgenommen": np_.wahrgenommen,
+                        "stil": np_.stil if np_.wahrgenommen else None}
+
+
+def _grundton_entscheidung(deps: Deps, out: dict, beobachtet: dict[str, Beobachtung], inputs: dict) -> None:
+    """One decision entry for her base mood and way of speaking: grown, counted, or why not."""
+    gewachsen = [f for f in out["gewachsen"] if f in beobachtet]
+    if not out["neu"]:
+        outcome = "schon_erledigt"
+    elif not beobachtet:
+        outcome = "ohne_wahrnehmung"
+    else:
+        outcome = "gewachsen" if gewachsen else "gezaehlt"
+    deps.trace.decision(NAME, GRUNDTON, outcome, {**inputs, "wiederkehr": out.get("wiederkehr", {}),
+                                                  "fenster": FENSTER, "gewachsen": gewachsen}, threshold=MINDESTENS)
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     schritt = f"{NAME}:{s.turn_id}"
     if await deps.store.call("charakter.profil_schritt_erledigt", s.user_id, s.character_id, schritt):
         log.info("selbstbild: turn %s grew the profiles already (a redelivered job): nothing written", s.turn_id)
         deps.trace.decision(NAME, ENTSCHEIDUNG, "schon_erledigt", {"schritt": schritt})
+        deps.trace.decision(NAME, GRUNDTON, "schon_erledigt", {"schritt": schritt})
         return {}
     saetze, outcome, inputs = await _fragen(state, deps)
-    # the step is recorded also when nothing grows, so a second delivery does not ask again
+    beobachtet, grundton = _beobachtet(state)
+    # the step is recorded also when nothing grows, so a second delivery does not ask or count again
     out = await deps.store.call("charakter.profil_wachsen", s.user_id, s.character_id, schritt, saetze,
-                                {k: GRENZEN[k] for k in saetze})
+                                {k: GRENZEN[k] for k in (*saetze, *beobachtet)}, beobachtet=beobachtet)
+    gewachsen = [f for f in out["gewachsen"] if f in saetze]
     if not out["neu"]:  # a second delivery raced past the check: the step's record decided
         outcome = "schon_erledigt"
-    elif outcome == "gewachsen" and not out["gewachsen"]:  # every sentence was there already
+    elif outcome == "gewachsen" and not gewachsen:  # every sentence was there already
         outcome = "nichts_neu"
-    deps.trace.decision(NAME, ENTSCHEIDUNG, outcome, {**inputs, "saetze": saetze, "gewachsen": out["gewachsen"]})
+    deps.trace.decision(NAME, ENTSCHEIDUNG, outcome, {**inputs, "saetze": saetze, "gewachsen": gewachsen})
+    _grundton_entscheidung(deps, out, beobachtet, grundton)
     log.info("selbstbild: %s for %s:%s (turn %s): %s", outcome, s.user_id, s.character_id, s.turn_id,
              out["gewachsen"])
     return {}

@@ -134,7 +134,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
             outcome = "aufruf_gescheitert"
             break
         content, reasoning = res.content, res.reasoning
-        normaliser = normaliser_for(res.model or model)  # the model that answered, not a profile name
+        # the model that answered, not a profile name
+        normaliser = normaliser_for(res.model or model, deps.settings.thinker_reasoning_models)
         doppelt = False
         while normaliser.needs_follow_up(content, reasoning):
             if nachfass >= NACHFASS_MAX:

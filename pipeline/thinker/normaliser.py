@@ -4,7 +4,9 @@ follow-up with think=False carrying the reasoning as material (Nachfass, at most
 outside the iteration limit; the node does the call)."""
 from __future__ import annotations
 
-SPLIT_STEMS = ("gemma4", "qwen3.8")
+SPLIT_STEMS = ("gemma4", "qwen3")
+"""The default of `Settings.thinker_reasoning_models`: model names containing one of these (any
+case) may answer in the reasoning channel alone — `qwen3` covers Qwen/Qwen3-8B and its kin."""
 NACHFASS_MAX = 2
 
 
@@ -24,7 +26,7 @@ class ThinkSplitNormalizer(ThinkingNormalizer):
         return not content.strip() and bool((reasoning or "").strip())
 
 
-def normaliser_for(model: str) -> ThinkingNormalizer:
+def normaliser_for(model: str, stems: tuple[str, ...] | list[str] = SPLIT_STEMS) -> ThinkingNormalizer:
     m = model.lower()
-    return ThinkSplitNormalizer() if any(stem in m for stem in SPLIT_STEMS) else ThinkingNormalizer()
+    return ThinkSplitNormalizer() if any(stem.lower() in m for stem in stems) else ThinkingNormalizer()
 

@@ -12,11 +12,19 @@ from tests.conftest import make_keys, start_system
 cloudpickle.register_pickle_by_value(scripted_engine)
 
 LATENCY_S = 0.2
+UNSICHER = "[unsicher]"
+"""A message carrying this marker gets a Thinker that answers in its reasoning alone, twice: the
+seed's last resort, a second message as its own turn (seed 000 §3.5)."""
 
 
 @pytest.fixture(scope="package")
 def system(settings, migrated):
-    yield from start_system(settings, engine=scripted_engine.ScriptedEngine.with_script(latency_s=LATENCY_S))
+    engine = scripted_engine.ScriptedEngine.with_script(latency_s=LATENCY_S, wenn={
+        UNSICHER: {"thinker": [["", "Ich bin mir nicht sicher, ob der Termin am Montag ist."]], "thinker_nachfass": [""]}})
+    # the scripted engine is configured as a model that may answer in its reasoning alone
+    settings = settings.model_copy(update={"thinker_reasoning_models": [*settings.thinker_reasoning_models,
+                                                                          "scripted-engine"]})
+    yield from start_system(settings, engine=engine)
 
 
 @pytest.fixture(scope="package")

@@ -111,3 +111,30 @@ def test_events_belong_to_the_pairs_user_and_take_a_valid_cursor(system, client,
     assert code == 422 and "cursor" in body
     unknown = Listener(system.url, keys["alice"], "/v1/pairs/alice/gibt-es-nicht/events")
     assert unknown.next()[:2] == ("status", 404)
+
+
+def test_the_thinkers_retry_reaches_an_open_stream_as_a_second_message(system, client, keys, character):
+    """The Thinker cannot decide (its model answers in its reasoning alone, twice): the reply goes
+    out with the gesture, the retry runs as its own turn through the pair's event consumer, and
+    its message arrives on the events stream, naming the turn it continues."""
+    from tests.app.conftest import UNSICHER
+
+    ch = character("nova")
+    live = Listener(system.url, keys["alice"], f"/v1/pairs/alice/{ch}/events")
+    try:
+        assert live.next()[0] == "bereit"
+        r = client.post(f"/v1/pairs/alice/{ch}/turns", headers=auth(keys["alice"]),
+                        json={"text": f"Ist mein Termin am Montag um 14 Uhr? {UNSICHER}"})
+        assert r.status_code == 200, r.text
+        first = r.json()
+        assert first["nachricht_folgt"] is True and first["pruefung"]["status"] == "self_trigger", (first["pruefung"], first["reply"])
+        kind, _, msg = live.next(timeout=120)
+        assert kind == "nachricht" and msg["herkunft"] == "self_trigger"
+        assert msg["ursprung_turn_id"] == first["turn_id"] and msg["turn_id"] == f"{first['turn_id']}-retry"
+        # the retry never triggers again: nothing more arrives
+        with pytest.raises(queue.Empty):
+            live.next(timeout=5)
+    finally:
+        live.close()
+    turns = client.get(f"/v1/pairs/alice/{ch}/turns", headers=auth(keys["alice"])).json()["turns"]
+    assert [t["herkunft"] for t in turns] == ["user", "user", "self_trigger"]

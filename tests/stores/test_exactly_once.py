@@ -68,3 +68,61 @@ def test_a_retried_turn_writes_each_side_effect_once(stores, pool):
             await r.aclose()
 
     asyncio.run(with_pool(pool, go))
+
+
+def test_a_redelivered_background_job_imprints_its_memories_once(pool):
+    """praegung: the same background job twice — the second delivery finds the turn's nodes (their
+    source is the turn), asks no model and writes neither nodes nor synapses; two deliveries racing
+    past that check are settled when the nodes are written."""
+    from memory import lzg
+    from pipeline.nodes import praegung
+    from pipeline.state import DraftRecord, HintergrundRecord, MemoryRecord, PerzeptionRecord
+    from tests.conftest import new_pair, unit
+
+    antwort = ('{"erinnerungen": [{"inhalt": "Person B hat einen Hund namens Bello"}, {"inhalt": "Bello war krank"}],'
+               ' "profil_mensch": "Person B sorgt sich um Bello."}')
+
+    class _Embedder:
+        async def embed(self, trace, text):
+            return unit(1).tolist()
+
+    async def deliver(p, user, resonanz):
+        llm = ScriptedLLM({"praegung": [antwort]})
+        deps = deps_for(llm, store=PoolStore(p), embedder=_Embedder(), turn=(user, "nova", "t1"))
+        state = TurnState(stimulus=Stimulus(user_id=user, character_id="nova", turn_id="t1",
+                                            user_prompt="Bello ist krank"),
+                          pair=PairRecord(character_name="Nova"), draft=DraftRecord(reply="Oh nein.", model="m"),
+                          perzeption=PerzeptionRecord(), hintergrund=HintergrundRecord(kern="Bello krank"),
+                          memory=MemoryRecord(lzg_resonanz={"ids": resonanz, "erinnerungen": []}))
+        await run_node(praegung, state, deps)
+        return [(r["entscheidung"], r["outcome"]) for r in deps.trace.rows if r["art"] == "switch"], llm
+
+    async def counts(p, user):
+        async with p.connection() as conn:
+            cur = await conn.execute("SELECT count(*), count(*) FILTER (WHERE quelle='t1') FROM lzg_knoten"
+                                     " WHERE user_id=%s", (user,))
+            knoten, vom_turn = await cur.fetchone()
+            cur = await conn.execute("SELECT count(*) FROM lzg_synapsen s JOIN lzg_knoten k ON k.id = s.von_id"
+                                     " WHERE k.user_id=%s", (user,))
+            synapsen = (await cur.fetchone())[0]
+        return knoten, vom_turn, synapsen, (await charakter.profile(p, user, "nova"))["mensch_kern"]
+
+    async def go(p):
+        user = new_pair("praeg-once")[0]
+        resonanz = await lzg.add_nodes(p, user, "nova", [{"inhalt": "Bello", "embedding": unit(1)},
+                                                         {"inhalt": "Hund", "embedding": unit(2)}])
+        first, _ = await deliver(p, user, resonanz)
+        after_first = await counts(p, user)
+        again, llm = await deliver(p, user, resonanz)
+        # a delivery that raced past the check: the source's lock admits the nodes once
+        race = await lzg.add_nodes_einmal(p, user, "nova", "t1", [{"inhalt": "doppelt", "embedding": unit(3)}])
+        return first, after_first, again, llm, race, await counts(p, user), \
+            await lzg.knoten_der_quelle(p, user, "nova", "t1")
+
+    first, after_first, again, llm, race, after, ids = asyncio.run(with_pool(pool, go))
+    assert ("praegung.ergebnis", "modell") in first
+    # two memories of the turn, each linked both ways to the two resonating anchors
+    assert after_first == (4, 2, 2 * 2 * 2, "Person B sorgt sich um Bello.")
+    assert again == [("praegung.ergebnis", "schon_erledigt")] and llm.calls == []
+    assert race == {"neu": False, "ids": ids} and len(ids) == 2
+    assert after == after_first

@@ -108,18 +108,22 @@ class _Embedder:
 
 
 def test_praegung_imprints_and_links_to_the_resonating_anchors():
-    store = RecordingStore({"lzg.add_nodes": [101]})
+    store = RecordingStore({"lzg.knoten_der_quelle": [], "lzg.add_nodes_einmal": {"neu": True, "ids": [101]}})
     deps = deps_for(ScriptedLLM({"praegung": ['{"erinnerungen": [{"inhalt": "Bello war krank", "dimension": "erlebnis"}], '
                                               '"profil_mensch": "sorgt sich um Bello"}']}), store=store, embedder=_Embedder())
     st = _state("Bello ist krank", draft=DraftRecord(reply="Oh.", model="m"), hintergrund=HintergrundRecord(kern="Bello krank"),
                 memory=MemoryRecord(lzg_resonanz={"ids": [5, 6], "erinnerungen": []}))
     asyncio.run(run_node(praegung, st, deps))
     ops = [c[0] for c in store.calls]
-    assert ops == ["lzg.add_nodes", "lzg.add_synapses", "lzg.touch", "charakter.profil_wachsen"]
-    assert store.calls[1][1][0] == [(101, 5, 0.5), (101, 6, 0.5)]
+    assert ops == ["lzg.knoten_der_quelle", "lzg.add_nodes_einmal", "lzg.add_synapses", "lzg.touch",
+                   "charakter.profil_wachsen"]
+    # the turn is the nodes' source: what makes the imprint once per turn (tests/stores/test_exactly_once.py)
+    assert store.calls[0][1] == ("u", "nova", "t9") and store.calls[1][1][:3] == ("u", "nova", "t9")
+    assert store.calls[2][1][0] == [(101, 5, 0.5), (101, 6, 0.5)]
     # the human's core grows by the sentence, once for the turn (tests/stores/test_nova_profile_loop.py)
-    assert store.calls[3][1] == ("u", "nova", "praegung:t9", {"mensch_kern": "sorgt sich um Bello"},
+    assert store.calls[4][1] == ("u", "nova", "praegung:t9", {"mensch_kern": "sorgt sich um Bello"},
                                  {"mensch_kern": praegung.MENSCH_KERN_SAETZE})
+    assert ("praegung.ergebnis", "modell") in _d(deps)
 
 
 def test_aufgriff_plans_an_impulse_and_skips_non_user_turns(stores):

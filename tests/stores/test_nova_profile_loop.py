@@ -9,10 +9,11 @@ from cluster.settings import Settings
 from memory import charakter, pg
 from pipeline import vocab
 from pipeline.nodes import db_zugriff, praegung, responder, selbstbild
+from pipeline.nodes.dispatcher import BACKGROUND_RECORDS
 from pipeline.runner import BACKGROUND_CHAIN, run_node
 from pipeline.services import Deps, Services
-from pipeline.state import (DraftRecord, HintergrundRecord, MemoryRecord, PerzeptionRecord, Stimulus,
-                            TurnState)
+from pipeline.state import (DraftRecord, HintergrundRecord, MemoryRecord, NovaPerzeptionRecord, PerzeptionRecord,
+                            Stimulus, TurnState)
 from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
 from tests.conftest import new_pair, unit, with_pool
@@ -52,14 +53,17 @@ def _stimulus(user, turn_id, text, impulse=False):
 
 
 async def _background(p, user, turn_id, text, answers, *, reply="Erzaehl mir mehr.", dynamik="neutral",
-                      impulse=False):
+                      impulse=False, nova=None):
     """One delivery of the turn's background job to selbstbild, with the pair as db_zugriff loaded it
-    at the start of the turn (as the dispatcher copies it into the job)."""
+    at the start of the turn; the records travel through the job as the dispatcher copies them
+    (`nova`: how her reply was perceived, None for a job without it)."""
     start = TurnState(stimulus=_stimulus(user, turn_id, text, impulse))
     await run_node(db_zugriff, start, _deps(p, user, turn_id, ScriptedLLM(), "character"))
     llm = ScriptedLLM({"selbstbild": list(answers)})
-    state = TurnState(stimulus=start.stimulus, pair=start.pair, draft=DraftRecord(reply=reply, model="m"),
-                      perzeption=PerzeptionRecord(beziehungs_dynamik=dynamik))
+    turn = TurnState(stimulus=start.stimulus, pair=start.pair, draft=DraftRecord(reply=reply, model="m"),
+                     perzeption=PerzeptionRecord(beziehungs_dynamik=dynamik), nova_perzeption=nova)
+    job = {r: getattr(turn, r).model_dump(mode="json") for r in BACKGROUND_RECORDS if getattr(turn, r) is not None}
+    state = TurnState.model_validate(json.loads(json.dumps(job)))
     deps = _deps(p, user, turn_id, llm, "background")
     await run_node(selbstbild, state, deps)
     return deps, llm
@@ -92,9 +96,13 @@ def _block(text, name):
     return text[start:end if end != -1 else len(text)].strip()
 
 
-def _outcomes(deps):
-    return [r["outcome"] for r in deps.trace.rows
-            if r["art"] == "switch" and r["entscheidung"] == selbstbild.ENTSCHEIDUNG]
+def _outcomes(deps, entscheidung=selbstbild.ENTSCHEIDUNG):
+    return [r["outcome"] for r in deps.trace.rows if r["art"] == "switch" and r["entscheidung"] == entscheidung]
+
+
+def _grundton(deps):
+    [row] = [r for r in deps.trace.rows if r["art"] == "switch" and r["entscheidung"] == selbstbild.GRUNDTON]
+    return row
 
 
 def _on_pool(pool, fn):
@@ -180,7 +188,8 @@ def test_a_redelivered_job_writes_nothing_twice(pool):
     assert {k: prof[k] for k in ("nova_beziehung", "mensch_beziehung")} == \
         {k: after_first[k] for k in ("nova_beziehung", "mensch_beziehung")}
     assert prof["nova_beziehung"] == "Nova sieht in Person B einen Freund."
-    assert race == [{"neu": True, "gewachsen": ["nova_kern"]}, {"neu": False, "gewachsen": []}]
+    assert race == [{"neu": True, "gewachsen": ["nova_kern"], "wiederkehr": {}},
+                    {"neu": False, "gewachsen": [], "wiederkehr": {}}]
     assert prof["nova_kern"] == "Nova wird mutiger.\nNova lacht viel."
     assert prof["mensch_kern"] == "Person B haelt Bienen."
 
@@ -206,3 +215,93 @@ def test_an_unusable_answer_takes_the_named_fallback(pool, caplog):
     assert _block(prompt, "[ZWISCHEN BEIDEN]") == "Wie Person B Nova begegnet: Person B begegnet Nova mit Vertrauen."
     # every relationship dynamic that says something has its sentence (pipeline/vocab.py keeps the set)
     assert set(selbstbild.DYNAMIK_SATZ) == set(vocab.BEZIEHUNGSDYNAMIK) - {"neutral"}
+
+
+async def _zaehlung(p, user):
+    async with p.connection() as conn:
+        cur = await conn.execute("SELECT profil_zaehlung FROM pair_profiles WHERE user_id=%s AND character_id=%s",
+                                 (user, C))
+        return (await cur.fetchone())[0]
+
+
+def test_her_base_mood_and_way_of_speaking_grow_from_how_her_replies_were_perceived(pool, caplog):
+    """No model token for it: the emotion and style perceived in her replies are counted, and what
+    recurs in half her recent turns becomes a sentence of nova_emotions / nova_intentionen."""
+    caplog.set_level(logging.WARNING, logger="novaberg.node.selbstbild")
+    gesehen = [("freude", "locker"), ("neutral", "locker"), ("freude", "fachlich"), ("freude", "locker"),
+               ("traurigkeit", "locker"), ("freude", "locker"), ("freude", "locker")]
+
+    async def go(p):
+        user = new_pair("selbst-e")[0]
+        before = await _next_system_prompt(p, user, "t0")
+        runs = [(await _background(p, user, f"t{i}", f"Nachricht {i}", [_antwort()],
+                                   nova=NovaPerzeptionRecord(emotion=e, arousal=0.6, stil=st)))[0]
+                for i, (e, st) in enumerate(gesehen, start=1)]
+        after_runs = await charakter.profile(p, user, C), await _zaehlung(p, user)
+        # a turn whose perception fell back to her computed state: its default style is not counted
+        fallback, _ = await _background(p, user, "t8", "Nachricht 8", [_antwort()],
+                                        nova=NovaPerzeptionRecord(emotion="freude", wahrgenommen=False))
+        # a job from before the perception travelled with it counts nothing
+        ohne, _ = await _background(p, user, "t9", "Nachricht 9", [_antwort()])
+        return before, runs, after_runs, fallback, ohne, await _zaehlung(p, user), \
+            await _next_system_prompt(p, user, "t10")
+
+    before, runs, (prof, tally), fallback, ohne, tally_end, after = _on_pool(pool, go)
+    wer_vorher = _block(before, "[PERSON A — WER SIE IST]")
+    assert "Emotionale Grundstimmung" not in wer_vorher and "Ihre Art zu kommunizieren" not in wer_vorher
+    grundton = [_grundton(deps) for deps in runs]
+    assert [g["outcome"] for g in grundton] == ["gezaehlt"] * 4 + ["gewachsen"] * 2 + ["gezaehlt"]
+    assert grundton[4]["inputs"]["gewachsen"] == ["nova_intentionen"]  # "locker" the fourth time
+    assert grundton[5]["inputs"]["gewachsen"] == ["nova_emotions"]  # "freude" the fourth time
+    assert grundton[5]["inputs"]["wiederkehr"] == {"nova_emotions": 4, "nova_intentionen": 5}
+    assert grundton[5]["threshold"] == selbstbild.MINDESTENS == 4
+    # the model's question is the same as before: the growth cost no token
+    assert [_outcomes(deps) for deps in runs] == [["nichts_neu"]] * 7
+    assert prof["nova_emotions"] == "{{char}} ist meist froehlich gestimmt."
+    assert prof["nova_intentionen"] == "{{char}} spricht meist locker und ungezwungen."
+    assert tally == {"nova_emotions": [e for e, _ in gesehen], "nova_intentionen": [s for _, s in gesehen]}
+    assert _grundton(fallback)["outcome"] == "gezaehlt" and "fallback stil_ungezaehlt" in caplog.text
+    assert _grundton(ohne)["outcome"] == "ohne_wahrnehmung" and "fallback ohne_wahrnehmung" in caplog.text
+    # the fallback turn counted its emotion only; the window keeps her last eight
+    assert tally_end == {"nova_emotions": [e for e, _ in gesehen] + ["freude"],
+                         "nova_intentionen": [s for _, s in gesehen]}
+    assert len(tally_end["nova_emotions"]) == selbstbild.FENSTER
+    wer = _block(after, "[PERSON A — WER SIE IST]")
+    assert "Emotionale Grundstimmung: Nova ist meist froehlich gestimmt." in wer
+    assert "Ihre Art zu kommunizieren: Nova spricht meist locker und ungezwungen." in wer
+    # every emotion that says something and every style has its sentence (pipeline/vocab.py keeps the sets)
+    assert set(selbstbild.EMOTION_SATZ) == set(vocab.EMOTIONEN) - {"neutral"}
+    assert set(selbstbild.STIL_SATZ) == set(vocab.SPRACHSTILE)
+
+
+def test_the_base_mood_follows_what_recurs_now_bounded_and_once_per_turn(pool):
+    async def go(p):
+        user = new_pair("selbst-f")[0]
+        n = 0
+        for emotion in ["freude"] * 4 + ["traurigkeit"] * 4 + ["angst"] * 4 + ["aerger"] * 4:
+            n += 1
+            await _background(p, user, f"t{n}", f"Nachricht {n}", [_antwort()],
+                              nova=NovaPerzeptionRecord(emotion=emotion, stil="formell"))
+        prof, tally = await charakter.profile(p, user, C), await _zaehlung(p, user)
+        # the last turn's job once more: neither the profile nor the tally changes, no model call
+        again, llm = await _background(p, user, f"t{n}", f"Nachricht {n}", [_antwort()],
+                                       nova=NovaPerzeptionRecord(emotion="aerger", stil="formell"))
+        # two deliveries racing past the check: the step's record under the row lock admits one
+        beob = {"nova_emotions": charakter.Beobachtung(wert="aerger", satz="{{char}} ist oft veraergert.",
+                                                       fenster=8, mindestens=4)}
+        race = [await charakter.profil_wachsen(p, user, C, "selbstbild:t99", {}, {"nova_emotions": 3},
+                                               beobachtet=beob) for _ in range(2)]
+        return prof, tally, again, llm, race, await charakter.profile(p, user, C), await _zaehlung(p, user)
+
+    prof, tally, again, llm, race, prof_end, tally_end = _on_pool(pool, go)
+    # three sentences at most, the oldest mood dropped for the one that recurs now
+    assert prof["nova_emotions"].splitlines() == ["{{char}} ist oft nachdenklich und traurig.",
+                                                  "{{char}} ist oft besorgt.", "{{char}} ist oft veraergert."]
+    assert prof["nova_intentionen"] == "{{char}} drueckt sich meist foermlich aus."  # not added again
+    assert tally["nova_emotions"] == ["angst"] * 4 + ["aerger"] * 4  # the window: her last eight turns
+    assert _outcomes(again) == ["schon_erledigt"] and _grundton(again)["outcome"] == "schon_erledigt"
+    assert llm.calls == []
+    assert race[0]["neu"] and race[0]["wiederkehr"] == {"nova_emotions": 5}
+    assert race[1] == {"neu": False, "gewachsen": [], "wiederkehr": {}}
+    assert prof_end == prof
+    assert tally_end["nova_emotions"] == ["angst"] * 3 + ["aerger"] * 5  # the racing step counted once
