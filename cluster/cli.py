@@ -140,14 +140,14 @@ def cmd_key_revoke(settings: Settings, args) -> int:
     return 0
 
 
-def _print_pushed(base: str, headers: dict, character: str) -> None:
+def _print_pushed(base: str, headers: dict, character: str, stop: threading.Event, client: httpx.Client) -> None:
     """Messages Nova sends without being asked (the events route), printed as they arrive; on a
-    broken connection it resumes from the last id it saw."""
+    broken connection it resumes from the last id it saw, until the chat ends (`stop`)."""
     cursor = None
-    while True:
+    while not stop.is_set():
         try:
             h = {**headers, **({"Last-Event-ID": cursor} if cursor else {})}
-            with httpx.Client(timeout=httpx.Timeout(10, read=None)) as c, c.stream("GET", f"{base}/events", headers=h) as r:
+            with client.stream("GET", f"{base}/events", headers=h) as r:
                 if r.status_code != 200:
                     return
                 event = None
@@ -160,8 +160,8 @@ def _print_pushed(base: str, headers: dict, character: str) -> None:
                         m = json.loads(line[5:])
                         art = "eigener Gedanke" if m["herkunft"] == "eigener_impuls" else "noch etwas"
                         print(f"\n{character} ({art})> {m['reply']}", flush=True)
-        except httpx.HTTPError:
-            time.sleep(2)
+        except (httpx.HTTPError, RuntimeError):  # a broken stream, or the chat closed the client
+            stop.wait(2)
 
 
 def cmd_chat(settings: Settings, args) -> int:
@@ -170,52 +170,62 @@ def cmd_chat(settings: Settings, args) -> int:
         print("novaberg is not running; start it with `novaberg up`", file=sys.stderr)
         return 1
     key = _operator_key(settings, args)
-    url = f"{info['url']}/v1/pairs/{args.user}/{args.character}/turns"
+    pair = f"{info['url']}/v1/pairs/{args.user}/{args.character}"
     headers = {"Authorization": f"Bearer {key}"}
     with httpx.Client(timeout=300) as client:
-        g = client.get(f"{info['url']}/v1/pairs/{args.user}/{args.character}/greeting", headers=headers)
+        g = client.get(f"{pair}/greeting", headers=headers)
         if g.status_code != 200:
             print(f"error {g.status_code}: {g.text}", file=sys.stderr)
             return 1
         print(f"Talking to {g.json()['name']} ({args.character}) as {args.user}. Empty line or Ctrl-D ends.")
-        threading.Thread(target=_print_pushed, daemon=True, name="events",
-                         args=(f"{info['url']}/v1/pairs/{args.user}/{args.character}", headers, args.character)).start()
         if g.json()["neu_im_verlauf"]:  # a new pair: the character opens with her greeting
             print(f"{args.character}> {g.json()['begruessung']}")
-        while True:
-            try:
-                text = input("du> ").strip() if not args.message else args.message.pop(0)
-            except EOFError:
-                print()
-                return 0
-            if not text:
-                return 0
-            turn_id = uuid.uuid4().hex
-            print(f"{args.character}> ", end="", flush=True)
-            got_tokens = False
-            with client.stream("POST", url, params={"stream": "true"}, headers=headers,
-                               json={"text": text, "turn_id": turn_id}) as r:
-                if r.status_code != 200:
-                    print(f"[error {r.status_code}: {r.read().decode()}]")
-                    continue
-                event = None
-                for line in r.iter_lines():
-                    if line.startswith("event:"):
-                        event = line[6:].strip()
-                    elif line.startswith("data:") and event == "token":
-                        data = json.loads(line[5:])
-                        if data.get("node") == "responder":
-                            got_tokens = True
-                            print(data["text"], end="", flush=True)
-                    elif line.startswith("data:") and event in ("final", "error"):
-                        data = json.loads(line[5:])
-                        if event == "error":
-                            print(f"[turn failed: {data.get('error')}]", end="")
-                        elif not got_tokens:
-                            print(data["reply"], end="")
-            print()
-            if args.once:
-                return 0
+        # what she says without being asked arrives on the events stream, beside the conversation
+        stop, pushed = threading.Event(), httpx.Client(timeout=httpx.Timeout(10, read=None))
+        threading.Thread(target=_print_pushed, daemon=True, name="events",
+                         args=(pair, headers, args.character, stop, pushed)).start()
+        try:
+            while True:
+                try:
+                    text = input("du> ").strip() if not args.message else args.message.pop(0)
+                except EOFError:
+                    print()
+                    return 0
+                if not text:
+                    return 0
+                _stream_turn(client, f"{pair}/turns", headers, args.character, text)
+                if args.once:
+                    return 0
+        finally:
+            stop.set()
+            pushed.close()
+
+
+def _stream_turn(client: httpx.Client, url: str, headers: dict, character: str, text: str) -> None:
+    """One turn, its reply printed as the responder's tokens arrive."""
+    print(f"{character}> ", end="", flush=True)
+    got_tokens = False
+    with client.stream("POST", url, params={"stream": "true"}, headers=headers,
+                       json={"text": text, "turn_id": uuid.uuid4().hex}) as r:
+        if r.status_code != 200:
+            print(f"[error {r.status_code}: {r.read().decode()}]")
+            return
+        event = None
+        for line in r.iter_lines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:") and event == "token":
+                data = json.loads(line[5:])
+                if data.get("node") == "responder":
+                    got_tokens = True
+                    print(data["text"], end="", flush=True)
+            elif line.startswith("data:") and event in ("final", "error"):
+                data = json.loads(line[5:])
+                if event == "error":
+                    print(f"[turn failed: {data.get('error')}]", end="")
+                elif not got_tokens:
+                    print(data["reply"], end="")
+    print()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,6 +41,7 @@ LOG_ONLY: dict[str, str] = {
     "DraftRecord.prompt_variant": "which prompt variant answered, for the pipeline log",
 }
 """Fields that go only to the log or the API response, on purpose."""
+_LOG_ONLY_KEYS = tuple(LOG_ONLY)
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,16 @@ class PairRecord(_Record):
     nova_arousal: float = 0.3
 
 
+class AktiviertesZiel(_Record):
+    """A goal of the pair over the activation threshold this turn (seed 001 §3.3a)."""
+
+    id: int
+    inhalt: str
+    horizont: str
+    motivation: float
+    aktivierungs_staerke: float
+
+
 class SessionTurn(_Record):
     """One stored turn of the Redis session; the speaker is named on every turn."""
 
@@ -94,6 +104,8 @@ class SessionTurn(_Record):
     modus: str | None = None
     quelle: str | None = None
     """Source id of an imported turn (e.g. LoCoMo's dia_id)."""
+    ziele: list[AktiviertesZiel] | None = None
+    """The goals this message of the human activated (seed 001 §3.3a: stored, without vectors)."""
 
 
 class PerzeptionRecord(_Record):
@@ -130,13 +142,9 @@ class MemoryRecord(_Record):
     session_turns: list[SessionTurn] = Field(default_factory=list)
     query_embedding: list[float] | None = None
     user_intentionen: list[str] = Field(default_factory=list)
-    aktivierte_ziele: list[dict] = Field(default_factory=list)
+    aktivierte_ziele: list[AktiviertesZiel] = Field(default_factory=list)
+    """Stored with the human's session turn, without vectors (seed 001 §3.3a)."""
     zielsog_roh: float = 0.0
-    gravitationsterm: float = 0.0
-    suchtext: str | None = None
-    suchtext_herkunft: str | None = None
-    such_vektor: list[float] | None = None
-    verschiebung: str | None = None
     kzg: list[dict] = Field(default_factory=list)
     lzg_resonanz: dict | None = None
     bibliothek: list[dict] = Field(default_factory=list)
@@ -159,7 +167,6 @@ class GravitationRecord(_Record):
 class KontextRecord(_Record):
     """Written by the reducer: merged memory entries and the blocks per reader."""
 
-    eintraege: list[dict] = Field(default_factory=list)
     gedaechtnis_block: str = ""
 
 

@@ -310,7 +310,8 @@ class Ingress:
         return {"user_id": user_id, "character_id": character_id, "turns": turns}
 
     @app.get("/v1/pairs/{user_id}/{character_id}/events")
-    async def get_events(self, user_id: str = Path(pattern=ID_PATTERN), character_id: str = Path(pattern=ID_PATTERN),
+    async def get_events(self, request: Request, user_id: str = Path(pattern=ID_PATTERN),
+                         character_id: str = Path(pattern=ID_PATTERN),
                          after: str | None = Query(None, max_length=30),
                          last_event_id: str | None = Header(None, max_length=30),
                          authorization: str | None = Header(None)):
@@ -337,7 +338,7 @@ class Ingress:
             try:
                 yield {"event": "bereit", "id": cursor, "data": json.dumps({"cursor": cursor})}
                 quiet_since = time.monotonic()
-                while True:
+                while not await request.is_disconnected():  # a client that left frees its place at once
                     # each wait stays below the Redis client's socket timeout (5 s)
                     got = await session.read_pushed(r, user_id, character_id, cursor, block_ms=session.PUSH_WAIT_MS)
                     if not got and time.monotonic() - quiet_since >= self.settings.events_block_s:

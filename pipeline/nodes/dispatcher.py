@@ -71,6 +71,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
                  "tone": p.tone if p else None, "dynamik": p.beziehungs_dynamik if p else None,
                  "modus": p.gespraechs_modus if p else None, "intentionen": p.user_intentionen if p else None,
                  "vektor": state.emotion.emotions_vektor if state.emotion else None,
+                 "ziele": [z.model_dump() for z in state.memory.aktivierte_ziele] if state.memory else None,
                  "stil": state.emotion.sprach_stil if state.emotion else None}
     if s.thinker_unsicher_retry:
         # the retry answers the same stimulus again: it is in the session already, only Nova speaks

@@ -159,7 +159,9 @@ async def run(state: TurnState, deps: Deps) -> dict:
     raw_vec = await deps.embedder.embed(deps.trace, s.text)  # in every run: the goals need the raw stimulus
     a = await _goals(deps, state, raw_vec)
     base = dict(session_turns=turns, query_embedding=raw_vec, user_intentionen=intentionen,
-                aktivierte_ziele=a.aktivierte, zielsog_roh=a.zielsog_roh, gravitationsterm=gravitationsterm(a))
+                aktivierte_ziele=a.aktivierte, zielsog_roh=a.zielsog_roh)
+    deps.trace.decision(NAME, "enricher.ziele", "aktiviert" if a.aktivierte else "keine", {
+        "ziele": [g["id"] for g in a.aktivierte], "zielsog_roh": a.zielsog_roh, "gravitationsterm": gravitationsterm(a)})
     deps.trace.decision(NAME, "enricher.verlauf", "verlauf" if turns else "verlauf_leer",
                         {"gelesen": len(turns), "fenster": deps.settings.session_max_turns})
     if deps.trace.chain == "human":
@@ -178,7 +180,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
                                                                    "dateien": 0})
         log.info("enricher: no memory yet (KZG, LZG, library, character knowledge and file index empty): no search, "
                  "herkunft=%s", exit_)
-        return {"memory": MemoryRecord(**base, verschiebung=exit_)}
+        return {"memory": MemoryRecord(**base)}
 
     anweisung = "anweisung" in intentionen
     if anweisung:
@@ -219,6 +221,5 @@ async def run(state: TurnState, deps: Deps) -> dict:
              "bibliothek=%d aufzeichnungen=%d", herkunft, suchtext, verschiebung, len(kzg_hits), len(ids), ids,
              len(plugin_out.get("bibliothek", [])), len(aufzeichnungen))
     return {"memory": MemoryRecord(
-        **base, suchtext=suchtext, suchtext_herkunft=herkunft, such_vektor=such_vektor, verschiebung=verschiebung,
-        kzg=kzg_hits, lzg_resonanz=resonanz, bibliothek=plugin_out.pop("bibliothek", []), plugins=plugin_out,
+        **base, kzg=kzg_hits, lzg_resonanz=resonanz, bibliothek=plugin_out.pop("bibliothek", []), plugins=plugin_out,
         aufzeichnungen=aufzeichnungen, emotionale_gravitationspunkte=punkte)}

@@ -62,4 +62,4 @@ async def run(state: TurnState, deps: Deps) -> dict:
     deps.trace.decision(NAME, "reducer.zusammenfuehrung", "eintraege" if kept or resonanz else "leer",
                         {"roh": len(raw), "behalten": len(kept),
                          "lzg": len(resonanz["erinnerungen"]) if resonanz else 0})
-    return {"kontext": KontextRecord(eintraege=kept, gedaechtnis_block=block(kept, resonanz))}
+    return {"kontext": KontextRecord(gedaechtnis_block=block(kept, resonanz))}

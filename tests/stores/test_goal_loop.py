@@ -90,22 +90,24 @@ def test_a_stated_goal_is_formed_and_pulls_the_search_key_of_a_later_related_tur
             await kzg.add_entry(w.r, u, "nova", "Ich mag Pizza", await w.embedder.embed(None, "Ich mag Pizza"))
         state, deps, _ = await w.background(user, "t1", MARATHON, [_ziel("Nächstes Jahr einen Marathon laufen")])
         goals = await ziele.load_goals(w.p, "nova", user)
-        mit, _ = await w.enrich(user, "t2", LAUFEN)
-        ohne, _ = await w.enrich(other, "t2", LAUFEN)
-        return state, deps, goals, mit, ohne
+        mit, mit_deps = await w.enrich(user, "t2", LAUFEN)
+        ohne, ohne_deps = await w.enrich(other, "t2", LAUFEN)
+        return state, deps, goals, (mit, mit_deps), (ohne, ohne_deps)
 
-    state, deps, goals, mit, ohne = _on_world(stores, pool, minilm, go)
+    state, deps, goals, (mit, mit_deps), (ohne, ohne_deps) = _on_world(stores, pool, minilm, go)
     assert [g["inhalt"] for g in goals] == ["Nächstes Jahr einen Marathon laufen"]
     goal = goals[0]
     [entry] = _decisions(deps)
     assert entry["outcome"] == "gebildet" and entry["inputs"]["id"] == goal["id"]
     # the later related turn activates the goal and shifts the search key towards it
-    assert [g["id"] for g in mit.aktivierte_ziele] == [goal["id"]] and mit.zielsog_roh > 0
-    assert mit.verschiebung == "verschoben" and ohne.verschiebung == "keine_ziele"
-    assert mit.suchtext == ohne.suchtext == LAUFEN
-    assert ohne.such_vektor == ohne.query_embedding and mit.such_vektor != mit.query_embedding
-    assert cosine(mit.such_vektor, goal["embedding"]) > cosine(ohne.such_vektor, goal["embedding"])
-    assert mit.gravitationsterm > ohne.gravitationsterm == 0
+    assert [g.id for g in mit.aktivierte_ziele] == [goal["id"]] and mit.zielsog_roh > 0 and not ohne.aktivierte_ziele
+    [shift_mit], [shift_ohne] = _decisions(mit_deps, "enricher.verschiebung"), _decisions(ohne_deps, "enricher.verschiebung")
+    assert shift_mit["outcome"] == "verschoben" and shift_ohne["outcome"] == "keine_ziele"
+    assert 0 < shift_mit["inputs"]["cosinus"] < 1  # the search key left the raw question, towards the goal
+    [rw_mit], [rw_ohne] = _decisions(mit_deps, "enricher.rewrite"), _decisions(ohne_deps, "enricher.rewrite")
+    assert rw_mit["inputs"]["suchtext"] == rw_ohne["inputs"]["suchtext"] == LAUFEN
+    [z_mit], [z_ohne] = _decisions(mit_deps, "enricher.ziele"), _decisions(ohne_deps, "enricher.ziele")
+    assert z_mit["inputs"]["gravitationsterm"] > z_ohne["inputs"]["gravitationsterm"] == 0
 
 
 def test_a_redelivered_job_forms_and_reinforces_nothing_twice(stores, pool, minilm):

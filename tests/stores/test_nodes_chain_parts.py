@@ -30,9 +30,12 @@ def test_reducer_dedups_scales_caps_and_passes_lzg_through():
         plugins={"notizen": [{"name": "Einkauf", "zusammenfassung": "Milch"}]}, lzg_resonanz=resonanz)
     deps = deps_for(ScriptedLLM())
     out = asyncio.run(run_node(reducer, _state(memory=mem), deps))["kontext"]
-    beagles = [e for e in out.eintraege if "beagle" in e["inhalt"].lower() and e["quelle"] == "kzg"]
+    kept = reducer.reduce(reducer.entries(mem))
+    beagles = [e for e in kept if "beagle" in e["inhalt"].lower() and e["quelle"] == "kzg"]
     assert len(beagles) == 1 and beagles[0]["gewicht"] == 0.9  # highest weight wins
-    assert sum(e["quelle"] == "kzg" for e in out.eintraege) == reducer.CAPS["kzg"]
+    lines = out.gedaechtnis_block.split("\n")
+    assert sum(x.startswith("- (kzg) ") for x in lines) == reducer.CAPS["kzg"]
+    assert sum("beagle" in x.lower() and x.startswith("- (kzg) ") for x in lines) == 1
     assert "(erinnerung) Bello" in out.gedaechtnis_block and "(notizen) Einkauf — Milch" in out.gedaechtnis_block
 
 
