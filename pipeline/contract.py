@@ -148,7 +148,13 @@ def field_gaps(chains: Sequence[Sequence]) -> list[Gap]:
     return gaps
 
 
-def check(human: Sequence, character: Sequence, background: Sequence, carried: Iterable[str]) -> list[Gap]:
+def record_check(human: Sequence, character: Sequence, background: Sequence, carried: Iterable[str]) -> list[Gap]:
+    """The record-level part of `check`: cheap (declarations only), run when a chain is built."""
+    return [g for g in check(human, character, background, carried, fields=False)]
+
+
+def check(human: Sequence, character: Sequence, background: Sequence, carried: Iterable[str],
+          fields: bool = True) -> list[Gap]:
     """All gaps of the three chains: the human chain feeds the character chain, whose dispatcher
     carries `carried` into the background chain. Only the human chain may leave a node's
     OPTIONAL_READS unwritten: the character chain, which every turn runs, must write them."""
@@ -158,4 +164,4 @@ def check(human: Sequence, character: Sequence, background: Sequence, carried: I
     gaps = record_gaps(human, later_reads=char_reads | bg_reads, optional=True)
     gaps += record_gaps(character, given={"stimulus", *human_writes}, later_reads=bg_reads)
     gaps += record_gaps(background, given=set(carried))
-    return gaps + field_gaps([human, character, background])
+    return gaps + (field_gaps([human, character, background]) if fields else [])

@@ -135,6 +135,8 @@ class ChainRunner:
             log.warning("runner: remote_nodes names nodes outside the chain: %s", sorted(unknown))
         if self.remote and nodes_handle is None:
             raise ValueError("remote nodes configured but no node deployment handle given")
+        if tuple(chain) in (HUMAN_CHAIN, CHARACTER_CHAIN, BACKGROUND_CHAIN):
+            _check_chains()
         self.nodes_handle = nodes_handle
 
     async def run(self, state: TurnState, deps: Deps) -> TurnState:
@@ -193,6 +195,17 @@ class ChainRunner:
         fields = TurnState.model_fields
         return {k: fields[k].annotation.__args__[0].model_validate(v) if v is not None else None
                 for k, v in out["update"].items()}
+
+
+def _check_chains() -> None:
+    """The product's chains, checked when one is built: every read has a writer upstream, every
+    written record a reader (pipeline/contract.py; the field-level check runs in the test suite)."""
+    from pipeline import contract
+    from pipeline.nodes.dispatcher import BACKGROUND_RECORDS
+
+    gaps = contract.record_check(HUMAN_CHAIN, CHARACTER_CHAIN, BACKGROUND_CHAIN, BACKGROUND_RECORDS)
+    if gaps:
+        raise NodeContractError("the chains break the node contract: " + "; ".join(map(str, gaps)))
 
 
 def _observe_node(name: str, ms: float) -> None:

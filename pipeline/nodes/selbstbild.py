@@ -30,14 +30,17 @@ perception counts nothing (named fallback `ohne_wahrnehmung`). Every run leaves 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.charakter import Beobachtung
 from pipeline.figur import einsetzen
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
 from pipeline.state import TurnState, current_reply
+
+if TYPE_CHECKING:  # the pair actor checks the chains and loads this module: no database driver here
+    from memory.charakter import Beobachtung
 
 NAME = "selbstbild"
 READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "nova_perzeption")
@@ -163,10 +166,10 @@ def _beobachtet(state: TurnState) -> tuple[dict[str, Beobachtung], dict]:
                     "mood and way of speaking count nothing this turn (%s:%s, turn %s)", s.user_id, s.character_id,
                     s.turn_id)
         return {}, {"wahrgenommen": None}
-    beobachtet = {"nova_emotions": Beobachtung(wert=np_.emotion, satz=EMOTION_SATZ.get(np_.emotion, ""),
+    beobachtet = {"nova_emotions": dict(wert=np_.emotion, satz=EMOTION_SATZ.get(np_.emotion, ""),
                                                fenster=FENSTER, mindestens=MINDESTENS)}
     if np_.wahrgenommen:
-        beobachtet["nova_intentionen"] = Beobachtung(wert=np_.stil, satz=STIL_SATZ.get(np_.stil, ""),
+        beobachtet["nova_intentionen"] = dict(wert=np_.stil, satz=STIL_SATZ.get(np_.stil, ""),
                                                      fenster=FENSTER, mindestens=MINDESTENS)
     else:
         log.warning("selbstbild: fallback stil_ungezaehlt: her reply's style was not perceived (her computed state "

@@ -156,3 +156,28 @@ def test_responder_trims_the_history_in_blocks_to_fit_the_context(caplog):
     assert info["verlauf_gekuerzt"] % responder.TRIM_BLOCK == 0 and info["verlauf_gekuerzt"] > 0
     assert len(system) + len(user) < (1024 - 160) * responder.CHARS_PER_TOKEN + 600
     assert "verlauf_gekuerzt" in caplog.text
+
+
+def _user_prompt(state):
+    return responder.build_messages(state, deps_for(ScriptedLLM()), "m")[0][1]["content"]
+
+
+def test_what_ei_calc_and_haltungsraum_compute_reaches_the_responder():
+    from pipeline.nodes import ei_calc
+
+    # seed 004: opposite sectors with high arousal make the conflict flag, and the responder names it
+    assert ei_calc.konflikt("traurigkeit", 0.8, "freude", 0.4)
+    assert not ei_calc.konflikt("traurigkeit", 0.8, "angst", 0.8) and not ei_calc.konflikt("wut", 0.3, "freude", 0.4)
+    state = _full_state()
+    ruhig = _user_prompt(state)
+    state.emotion = state.emotion.model_copy(update={"konflikt": True, "modus_plausibel": False})
+    state.perzeption = state.perzeption.model_copy(update={"gespraechs_modus": "konflikt"})
+    gegen = _user_prompt(state)
+    assert "gegeneinander" in gegen and "gegeneinander" not in ruhig
+    # a register ei_calc found implausible is not passed on as a fact
+    assert "Register: unklar." in gegen and "Register: konflikt" not in gegen
+    # the attitude's axes, the initiative among them, stand in [SZENE]; the size word in the direction
+    state.haltung = HaltungRecord(initiative=0.3, umfang="knapp", spanne="ein bis zwei Saetze")
+    szene = _user_prompt(state)
+    assert "Initiative 0.3" in szene.split("[SZENE]")[1].split("\n[")[0]
+    assert "Umfang: knapp, ein bis zwei Saetze" in szene

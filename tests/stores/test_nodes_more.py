@@ -155,3 +155,31 @@ def test_aufgriff_plans_an_impulse_and_skips_non_user_turns(stores):
             await r.aclose()
 
     asyncio.run(go())
+
+
+def test_the_pull_of_emotional_memories_moves_novas_persisted_state():
+    from pipeline.state import GravitationRecord
+
+    def saved(gravitation):
+        store = RecordingStore()
+        deps = deps_for(ScriptedLLM(), store=store)
+        st = _state(emotion=EmotionRecord(nova_arousal=0.4), gravitation=gravitation,
+                    nova_perzeption=NovaPerzeptionRecord(emotion="freude", arousal=0.4))
+        asyncio.run(run_node(ei_calc_persist, st, deps))
+        return store.calls[0][1][2:4], _d(deps)
+
+    (emotion, arousal), d = saved(None)
+    assert (emotion, arousal) == ("freude", 0.4) and ("ei_calc_persist.gravitation", "kein_zug") in d
+    (emotion, arousal), d = saved(GravitationRecord(term=0.2, richtung="traurigkeit", punkte=1))
+    assert emotion == "freude" and arousal > 0.4 and ("ei_calc_persist.gravitation", "erregung") in d
+    (emotion, arousal), d = saved(GravitationRecord(term=0.8, richtung="traurigkeit", punkte=4))
+    assert emotion == "traurigkeit" and ("ei_calc_persist.gravitation", "richtung") in d
+
+
+def test_the_thinker_knows_the_anchor_this_turn_wrote():
+    from pipeline.nodes import thinker
+    from pipeline.state import Anker, AnkerRecord
+
+    st = _state(anker=AnkerRecord(geschrieben=[Anker(id=3, datum="2026-11-24", titel="Konzert")]))
+    assert "Erinnerungsanker eingetragen: Konzert (2026-11-24)" in thinker.verarbeitung(st)
+    assert thinker.verarbeitung(_state()) is None

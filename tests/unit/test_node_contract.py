@@ -77,3 +77,14 @@ def test_every_log_only_field_is_really_unread(monkeypatch):
     monkeypatch.setattr(contract, "LOG_ONLY", {})
     unread = {g.where for g in contract.field_gaps([HUMAN_CHAIN, CHARACTER_CHAIN, BACKGROUND_CHAIN])}
     assert unread == set(contract._LOG_ONLY_KEYS)  # an entry that someone reads leaves the list
+
+
+def test_building_a_product_chain_checks_the_contract(monkeypatch):
+    from pipeline import runner
+    from pipeline.nodes import router
+
+    runner.ChainRunner(CHARACTER_CHAIN, name="character")  # the real chains pass
+    # a node that reads a record nothing upstream writes: the chain is refused when it is built
+    monkeypatch.setattr(router, "READS", router.READS + ("verfasser",))
+    with pytest.raises(runner.NodeContractError, match="router reads verfasser: never written upstream"):
+        runner.ChainRunner(CHARACTER_CHAIN, name="character")
