@@ -7,7 +7,7 @@ import logging
 import time
 from typing import Any
 
-from memory import kzg
+from memory import kzg, session
 from pipeline.runner import BACKGROUND_CHAIN, ChainRunner
 from pipeline.services import Deps, Services
 from pipeline.state import DelegationSchreiben, KzgSchreiben, TurnState
@@ -31,6 +31,13 @@ async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
     trace = TurnTrace(s.user_id, s.character_id, s.turn_id)
     deps = Deps(services, trace)
     await ChainRunner(BACKGROUND_CHAIN, name="background").run(state, deps)
+    h = state.hintergrund
+    if h is not None and s.user_prompt is not None and not s.thinker_unsicher_retry:
+        # salience's reading of the human's turn joins that turn in the session (seed 001 §3.1)
+        felder = {"kern": h.kern, **({"intentionen": h.intentionen} if h.intentionen else {})}
+        if not await session.annotate_turn(services.redis, s.user_id, s.character_id, s.turn_id, felder):
+            log.warning("background: turn %s of %s:%s no longer in the session; its kern is not stored", s.turn_id,
+                        s.user_id, s.character_id)
     for w in state.hintergrund.pending_writes if state.hintergrund else []:
         if isinstance(w, KzgSchreiben):
             vec = await services.embedder.embed(trace, w.inhalt)

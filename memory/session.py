@@ -154,6 +154,32 @@ async def fold_summary(r: Redis, user_id: str, character_id: str, *, nach_marke:
     return bool(done)
 
 
+async def annotate_turn(r: Redis, user_id: str, character_id: str, turn_id: str, felder: dict[str, Any], *,
+                        rolle: str = "user", search_last: int = 200) -> bool:
+    """Add fields to a stored session turn (salience's `kern` and `intentionen`, seed 001 §3.1: the
+    turns keep every field); setting the same values again changes nothing. False: not found.
+    Optimistic: a commit that moves the list meanwhile makes it read again."""
+    from redis.exceptions import WatchError
+
+    key = session_key(user_id, character_id)
+    for _ in range(5):
+        async with r.pipeline(transaction=True) as p:
+            try:
+                await p.watch(key)
+                raw = await p.lrange(key, -search_last, -1)
+                hit = next((i for i in range(len(raw) - 1, -1, -1)
+                            if (t := json.loads(raw[i]))["turn_id"] == turn_id and t["rolle"] == rolle), None)
+                if hit is None:
+                    return False
+                p.multi()
+                p.lset(key, hit - len(raw), json.dumps({**json.loads(raw[hit]), **felder}))
+                await p.execute()
+                return True
+            except WatchError:
+                continue
+    return False
+
+
 async def stored_result(r: Redis, user_id: str, character_id: str, turn_id: str) -> dict | None:
     raw = await r.get(result_key(user_id, character_id, turn_id))
     return None if raw is None else json.loads(raw)

@@ -73,3 +73,30 @@ async def _push_scenario(url):
 
 def test_unasked_messages_are_pushed_once_with_their_commit(stores):
     asyncio.run(_push_scenario(stores.redis_url))
+
+
+async def _annotate_scenario(url):
+    from redis.asyncio import Redis
+
+    r = Redis.from_url(url)
+    try:
+        user = f"a-{uuid.uuid4().hex[:8]}"
+        for t in ("t1", "t2"):
+            await session.commit_turn(r, user_id=user, character_id="nova", turn_id=t, result={"reply": "a"},
+                                      user_turn={"rolle": "user", "inhalt": f"x{t}", "turn_id": t, "intentionen": []},
+                                      nova_turn={"rolle": "assistant", "inhalt": "a", "turn_id": t},
+                                      job={"kind": "turn"}, keep_turns=20, ttl_s=60)
+        felder = {"kern": "Bello ist krank", "intentionen": ["hilferuf"]}
+        assert await session.annotate_turn(r, user, "nova", "t1", felder)
+        assert await session.annotate_turn(r, user, "nova", "t1", felder)  # again: the same turn, unchanged
+        turns = await session.load_turns(r, user, "nova", 10)
+        assert [(t["turn_id"], t["rolle"], t.get("kern")) for t in turns] == [
+            ("t1", "user", "Bello ist krank"), ("t1", "assistant", None), ("t2", "user", None), ("t2", "assistant", None)]
+        assert turns[0]["intentionen"] == ["hilferuf"] and turns[2]["intentionen"] == []
+        assert not await session.annotate_turn(r, user, "nova", "gibt-es-nicht", felder)
+    finally:
+        await r.aclose()
+
+
+def test_salience_annotates_the_stored_turn_of_the_human(stores):
+    asyncio.run(_annotate_scenario(stores.redis_url))
