@@ -33,6 +33,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pipeline.node_config import capped
+
 MESSAGES: dict[str, list[str]] = {
     "smalltalk": ["Hallo, wie geht es dir heute?", "Ich war heute im Park spazieren.", "Was denkst du ueber Regen?",
                   "Erzaehl mir etwas ueber dich.", "Gute Nacht, bis morgen!"],
@@ -417,7 +419,7 @@ def main() -> None:
 
     home = Path(tempfile.mkdtemp(prefix="nbbench-", dir="/tmp"))
     settings = load_settings(home=home, http_port=int(os.environ.get("NOVABERG_HTTP_PORT", "8765")),
-                             llm_max_tokens=args.max_tokens)
+                             node_max_tokens=capped(args.max_tokens))
     rt = runtime.start(settings)
     try:
         key = runtime.create_key(None, operator=True)

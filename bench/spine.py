@@ -20,6 +20,7 @@ import httpx
 
 from bench.harness import pct
 from bench.system import running
+from pipeline.node_config import capped
 
 MESSAGES = ["Hallo, wie geht es dir heute?", "Ich war heute im Park spazieren.",
             "Was denkst du ueber Regen?", "Erzaehl mir etwas ueber dich.", "Gute Nacht!"]
@@ -87,7 +88,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="write the report as JSON here")
     args = ap.parse_args()
 
-    with running(args.url, args.key, http_port=8765, llm_max_tokens=args.max_tokens) as (url, key):
+    with running(args.url, args.key, http_port=8765, node_max_tokens=capped(args.max_tokens)) as (url, key):
         report = asyncio.run(run_pairs(url, key, args.pairs, args.turns, args.think_s))
     print(json.dumps(report, indent=2))
     if args.out:

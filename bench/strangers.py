@@ -20,6 +20,7 @@ import httpx
 
 from bench.harness import pct
 from bench.system import running
+from pipeline.node_config import capped
 
 
 def _pair_actors(ids: list[str]) -> int | None:
@@ -65,7 +66,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="write the report as JSON here")
     args = ap.parse_args()
 
-    with running(args.url, args.key, http_port=8766, llm_max_tokens=args.max_tokens,
+    with running(args.url, args.key, http_port=8766, node_max_tokens=capped(args.max_tokens),
                  thinker_max_iterations=1) as (url, key):
         report = asyncio.run(run_strangers(url, key, args.ids))
     print(json.dumps(report, indent=2))

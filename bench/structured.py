@@ -20,6 +20,7 @@ import time
 import uuid
 
 import httpx
+from pipeline.node_config import capped
 
 GESPRAECH = [
     "Hallo! Ich bin Mara und wohne in Leipzig.",
@@ -89,7 +90,7 @@ def tally(decisions: list[dict]) -> dict:
 def one_mode(mode: str, max_tokens: int, drain_s: float) -> dict:
     from bench.system import running
 
-    with running(None, None, http_port=8767, llm_max_tokens=max_tokens, thinker_max_iterations=2,
+    with running(None, None, http_port=8767, node_max_tokens=capped(max_tokens), thinker_max_iterations=2,
                  llm_structured_outputs=(mode == "on")) as (url, key):
         out = asyncio.run(converse(url, key, drain_s))
     return {"mode": mode, "max_tokens": max_tokens, "turns_s": out["turns_s"], **tally(out["decisions"])}

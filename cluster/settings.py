@@ -55,7 +55,12 @@ class Settings(BaseSettings):
     llm_replicas: int = Field(default=1, ge=1)
     llm_threads: int = Field(default=2, ge=1)
     llm_ctx: int = Field(default=4096, ge=512)
-    llm_max_tokens: int = Field(default=160, ge=1, le=8192)
+    llm_max_tokens: int = Field(default=512, ge=1, le=8192)
+    """The most tokens one call may ask of the LLM deployment. A node whose budget is larger is a
+    configuration error at startup, never a quiet truncation."""
+    node_max_tokens: dict[str, int] = Field(default_factory=dict)
+    """Token budgets per node over those of `pipeline/node_config.py`; `*` sets every node without
+    an entry of its own here (e.g. `{"*": 24}` for short test answers)."""
     """Upper bound for one completion; nodes ask for less where they need less."""
     llm_structured_outputs: bool = True
     """Hold the engine to each structured node's JSON schema and the Thinker's protocol, where the
@@ -123,6 +128,9 @@ class Settings(BaseSettings):
 
     # --- Thinker
     thinker_max_iterations: int = Field(default=5, ge=1, le=5)
+    vllm_reasoning_parser: str | None = None
+    """vLLM's reasoning parser (e.g. `qwen3`, `deepseek_r1`); unset: the model family's
+    (`serve/llm.py`), empty: none (reasoning stays inline, split from `<think>`)."""
     thinker_reasoning_models: list[str] = Field(default_factory=lambda: ["gemma4", "qwen3"])
     """Model names (substrings, any case) whose answer may land in the reasoning channel alone: the
     Thinker asks them a follow-up with that reasoning as material (seed 000 §3.4)."""
@@ -157,6 +165,16 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute(cls, v: Path) -> Path:
         return v.expanduser().resolve()
+
+    @model_validator(mode="after")
+    def _budgets_within_the_limit(self) -> "Settings":
+        from pipeline.node_config import budgets
+
+        over = {n: b for n, b in budgets(self).items() if b > self.llm_max_tokens}
+        if over:
+            raise ValueError(f"token budgets above llm_max_tokens ({self.llm_max_tokens}): {over}; raise "
+                             "NOVABERG_LLM_MAX_TOKENS or lower NOVABERG_NODE_MAX_TOKENS")
+        return self
 
     @model_validator(mode="after")
     def _keep_beyond_window(self) -> "Settings":

@@ -131,6 +131,7 @@ async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] 
     model = await deps.llm.model_name()
     rendered = deps.prompts.render_parts(prompt or node, parts, model, variables)
     system, user = "\n\n".join(rendered[:-1]), rendered[-1]
+    log.debug("%s: prompt:\n%s\n\n%s", node, system, user)  # seed 004 §3a: every prompt can be read back
     try:
         call = deps.llm.chat(deps.trace, node, [{"role": "system", "content": system},
                                                  {"role": "user", "content": user}], think=think,

@@ -9,7 +9,8 @@ class NodeConfig(BaseModel):
 
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     max_tokens: int = Field(default=160, ge=1, le=8192)
-    """Capped again by Settings.llm_max_tokens."""
+    """The node's budget; `Settings.node_max_tokens` overrides it, `Settings.llm_max_tokens` bounds
+    it at startup (never silently)."""
 
 
 NODE_CONFIG: dict[str, NodeConfig] = {
@@ -17,8 +18,26 @@ NODE_CONFIG: dict[str, NodeConfig] = {
     "enricher": NodeConfig(temperature=0.2, max_tokens=48),
     "thinker": NodeConfig(temperature=0.15, max_tokens=400),
     "thinker_nachfass": NodeConfig(temperature=0.15, max_tokens=300),
+    "erschliessung": NodeConfig(temperature=0.2, max_tokens=200),
 }
 
 
 def node_config(node: str) -> NodeConfig:
     return NODE_CONFIG.get(node, NodeConfig())
+
+
+def budget(node: str, settings) -> int:
+    """The tokens a node's call asks for: its override in the settings, else `*`, else its config."""
+    over = settings.node_max_tokens
+    return over.get(node, over.get("*", node_config(node).max_tokens))
+
+
+def capped(limit: int) -> dict[str, int]:
+    """`Settings.node_max_tokens` that cap every node at `limit` (a benchmark's shorter answers)."""
+    return {**{n: min(c.max_tokens, limit) for n, c in NODE_CONFIG.items()}, "*": min(NodeConfig().max_tokens, limit)}
+
+
+def budgets(settings) -> dict[str, int]:
+    """Every budget the settings lead to: the configured nodes, the overrides and the default."""
+    names = {*NODE_CONFIG, *settings.node_max_tokens, "*"} - {"*"}
+    return {**{n: budget(n, settings) for n in names}, "*": settings.node_max_tokens.get("*", NodeConfig().max_tokens)}

@@ -50,7 +50,7 @@ HUMAN_CHAIN: tuple = ("perzeption", "enricher", "ei_calc")
 CHARACTER_CHAIN: tuple = (
     "db_zugriff", "ei_calc", "enricher", "emotionale_gravitation", "reducer", "sachlage", "erinnerungsanker",
     "router", PLANNER_LOOP, "gv_node", "haltungsraum", "verfasser", "responder", "thinker", TRIBUNAL_LOOP,
-    "perzeption_assistant", "ei_calc_persist", "dispatcher",
+    "leckschutz", "perzeption_assistant", "ei_calc_persist", "dispatcher",
 )
 # Run by the outbox worker after the reply left: never on the reply's path.
 BACKGROUND_CHAIN: tuple = ("salience", "zielbildung", "praegung", "selbstbild", "aufgriff", "zusammenfassung")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.settings import Settings
-from pipeline.node_config import node_config
+from pipeline.node_config import budget, node_config
 from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
 
@@ -50,7 +50,7 @@ class LLMClient:
         request = {
             "messages": messages,
             "temperature": cfg.temperature,
-            "max_tokens": min(cfg.max_tokens, self.settings.llm_max_tokens),
+            "max_tokens": budget(node, self.settings),
             "think": think,
             "caller": node,
             "pair": f"{trace.user_id}:{trace.character_id}",
@@ -59,6 +59,7 @@ class LLMClient:
             request["response_schema"] = response_schema
         if protocol is not None:
             request["protocol"] = protocol
+        trace.prompt_sent(node, messages)
         t0 = time.perf_counter()
         if stream_tokens and trace.events is not None:
             parts: list[str] = []

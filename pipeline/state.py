@@ -165,9 +165,16 @@ class GravitationRecord(_Record):
 
 
 class KontextRecord(_Record):
-    """Written by the reducer: merged memory entries and the blocks per reader."""
+    """Written by the reducer: the merged memory entries, shaped once per reader (seed 004 §6:
+    the generating nodes see the associations, the judging ones the facts)."""
 
-    gedaechtnis_block: str = ""
+    gedaechtnis_verfasser: str = ""
+    """[GEDAECHTNIS] of the Verfasser and the Thinker: every kept entry and every LZG memory,
+    the spread ones with the path they came by."""
+    gedaechtnis_tribunal: str = ""
+    """The memory part of [FAKTEN] for the tribunal and the corrector: the kept entries, the
+    appointments of the window with date and time, the LZG anchors only (no spreading: a fact
+    check is no associative read, seed 000 §4.3)."""
 
 
 class SachlageRecord(_Record):
@@ -200,19 +207,22 @@ class RouteRecord(_Record):
     fallback: str | None = None
 
 
-class AgentResult(_Record):
-    agent_name: str
-    status: str
-    ergebnis: dict | None = None
-    fehler: str | None = None
-
-
 class Auftrag(_Record):
     """One order of the planner for an agent (seed 003)."""
 
     agent: str
     aktion: str
     parameter: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentResult(_Record):
+    agent_name: str
+    status: str
+    ergebnis: dict | None = None
+    fehler: str | None = None
+    auftrag: Auftrag | None = None
+    """The order this result answers (set by agent_dispatch): the planner's next decision does
+    not repeat what is done."""
 
 
 class PlanRecord(_Record):
@@ -242,7 +252,11 @@ class HaltungRecord(_Record):
     """Written by haltungsraum."""
 
     umfang: str = "mittel"
-    spanne: str = "zwei bis drei Saetzen"
+    spanne_zeichen: tuple[int, int] = (175, 350)
+    """The reply's span in characters for this turn (seed 004 §3.3): the row of `umfang` in
+    `vocab.UMFANG_SPANNE`, capped by the length of a light utterance."""
+    spanne: str = "175 bis 350 Zeichen"
+    """What the [REGIE FUER DIESE REPLIK] line says of the span."""
     naehe: float = 0.5
     waerme: float = 0.5
     energie: str = "ruhig"

@@ -27,6 +27,9 @@ class TurnTrace:
         self.node_ms: dict[str, float] = {}
         self.started = time.perf_counter()
         self.cache: dict[str, Any] = {}
+        self.system_prompts: dict[str, str] = {}
+        """The system message each node last sent to the LLM in this turn, by node (the leak guard
+        compares the reply with what the model was told; a remote node's stays in its deployment)."""
         self.chain = "character"
         """Which chain is running: "human" or "character" (set by the runner)."""
         """Per-turn cache: lives exactly as long as this turn, inside the pair actor."""
@@ -57,6 +60,12 @@ class TurnTrace:
         for r in rows:
             r = dict(r, seq=len(self.rows))
             self.rows.append(r)
+
+    def prompt_sent(self, node: str, messages: list[dict[str, str]]) -> None:
+        """Remember the system message of a call (see `system_prompts`)."""
+        system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system")
+        if system:
+            self.system_prompts[node] = system
 
     def llm_done(self, ms: float, prompt_tokens: int, completion_tokens: int) -> None:
         self.llm_ms += ms

@@ -32,7 +32,6 @@ ABSCHNITT_ZEICHEN = 800
 """The longest chunk: MiniLM reads 256 word pieces, about 800 characters of German text."""
 ERSCHLIESSUNG_ZEICHEN = 4000
 """The head of the text the model reads for topic, summary and keywords."""
-ERSCHLIESSUNG_MAX_TOKENS = 200
 THEMA_MAX = 80
 ZUSAMMENFASSUNG_MAX = 300
 STICHWORTE_MAX = 8

@@ -24,6 +24,7 @@ from cluster import dashboard
 from cluster.settings import Settings
 from memory import session
 from pipeline.figur import einsetzen
+from pipeline.node_config import budget
 from prompts import PromptLibrary
 from serve import charakterkarte, dateien, erschliessung
 from serve.body_limit import BodyLimit
@@ -604,7 +605,7 @@ class Ingress:
         return erschliessung.Werkzeuge(
             chat=self.llm.chat.remote, model_name=self.llm.model_name.remote, embed=self.embedder.embed.remote,
             store=self.store.call.remote, prompts=PromptLibrary(), deadline_s=s.file_index_deadline_s,
-            max_tokens=min(erschliessung.ERSCHLIESSUNG_MAX_TOKENS, s.llm_max_tokens))
+            max_tokens=budget("erschliessung", s))
 
     @app.post("/v1/pairs/{user_id}/{character_id}/files", status_code=201, response_model=DateiUploadResponse)
     async def upload_file(self, request: Request, response: Response, user_id: str = Path(pattern=ID_PATTERN),

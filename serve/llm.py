@@ -117,7 +117,26 @@ def vllm_server_app(settings: Settings):
     config = LLMConfig(
         model_loading_config={"model_id": settings.llm_model, "model_source": vllm_source(settings)},
         deployment_config={"num_replicas": settings.llm_replicas, "max_ongoing_requests": 256},
-        engine_kwargs={"max_model_len": settings.llm_ctx, "tensor_parallel_size": settings.vllm_gpus,
-                       "enable_prefix_caching": True},
+        engine_kwargs=vllm_engine_kwargs(settings),
     )
     return build_llm_deployment(config)
+
+
+REASONING_PARSERS = (("qwen3", "qwen3"), ("qwq", "deepseek_r1"), ("deepseek-r1", "deepseek_r1"))
+"""vLLM's reasoning parser per model family (a part of the model source, any case), first match."""
+
+
+def vllm_reasoning_parser(settings: Settings) -> str | None:
+    """The configured parser, or the one of the model's family; None: reasoning stays inline."""
+    if settings.vllm_reasoning_parser is not None:
+        return settings.vllm_reasoning_parser or None
+    source = vllm_source(settings).lower()
+    return next((parser for stem, parser in REASONING_PARSERS if stem in source), None)
+
+
+def vllm_engine_kwargs(settings: Settings) -> dict:
+    kw = {"max_model_len": settings.llm_ctx, "tensor_parallel_size": settings.vllm_gpus, "enable_prefix_caching": True}
+    parser = vllm_reasoning_parser(settings)
+    if parser:  # the engine hands the reasoning back in its own field, `reasoning_content`
+        kw["reasoning_parser"] = parser
+    return kw

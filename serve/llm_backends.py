@@ -353,6 +353,46 @@ class OpenAICompatBackend:
 
 
 # ---------------------------------------------------------------------------- vLLM (Ray Serve LLM)
+def vllm_completion(model: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A chat completion of the LLMServer: the reasoning from `reasoning_content` (vLLM with a
+    reasoning parser) or, without one, from an inline `<think>` block of the content."""
+    if "choices" not in data:
+        raise LLMBackendError(f"vllm backend: error response {str(data)[:300]}")
+    choice = data["choices"][0]
+    msg = choice.get("message") or {}
+    content, inline = split_reasoning(msg.get("content") or "")
+    u = data.get("usage") or {}
+    return completion(model, content, msg.get("reasoning_content") or msg.get("reasoning") or inline,
+                      u.get("prompt_tokens", 0), u.get("completion_tokens", 0), choice.get("finish_reason"))
+
+
+async def vllm_stream(model: str, items: AsyncIterator[Any]) -> AsyncIterator[dict[str, Any]]:
+    """The LLMServer's server-sent chunks as this project's chunks: reasoning deltas pass as
+    `reasoning_content`; inline `<think>` in the content is split out on the way."""
+    cid, splitter = f"chatcmpl-{uuid.uuid4().hex[:24]}", _ThinkSplitter()
+    usage: dict[str, int] = {}
+    finish = None
+    async for item in items:
+        for line in str(item).splitlines():
+            if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                continue
+            c = json.loads(line[5:].strip())
+            usage = c.get("usage") or usage
+            for ch in c.get("choices") or []:
+                d = ch.get("delta") or {}
+                finish = ch.get("finish_reason") or finish
+                if d.get("reasoning_content") or d.get("reasoning"):
+                    yield chunk(model, cid, {"reasoning_content": d.get("reasoning_content") or d.get("reasoning")})
+                for kind, text in splitter.feed(d.get("content") or ""):
+                    yield chunk(model, cid, {kind: text})
+    for kind, text in splitter.flush():
+        yield chunk(model, cid, {kind: text})
+    yield chunk(model, cid, {}, finish or "stop", {"prompt_tokens": usage.get("prompt_tokens", 0),
+                                                  "completion_tokens": usage.get("completion_tokens", 0),
+                                                  "total_tokens": usage.get("total_tokens", 0)})
+
+
+
 class VLLMBackend:
     """vLLM through Ray Serve LLM: the `LLMServer` deployment built by `build_llm_deployment`,
     called over its handle; all pairs' calls meet in one continuously batched engine."""
@@ -395,40 +435,14 @@ class VLLMBackend:
         finally:
             self.queued -= 1
             self.busy_s += time.perf_counter() - t
-        data = out.model_dump() if hasattr(out, "model_dump") else out
-        if "choices" not in data:
-            raise LLMBackendError(f"vllm backend: error response {str(data)[:300]}")
-        choice = data["choices"][0]
-        msg = choice.get("message") or {}
-        content, inline = split_reasoning(msg.get("content") or "")
-        u = data.get("usage") or {}
-        return completion(self.model, content, msg.get("reasoning_content") or msg.get("reasoning") or inline,
-                          u.get("prompt_tokens", 0), u.get("completion_tokens", 0), choice.get("finish_reason"))
+        return vllm_completion(self.model, out.model_dump() if hasattr(out, "model_dump") else out)
 
     async def chat_stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         t = time.perf_counter()
         self.queued += 1
-        cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-        usage: dict[str, int] = {}
-        finish = None
         try:
-            async for item in self.handle.options(stream=True).chat.remote(self._request(req, True)):
-                for line in str(item).splitlines():
-                    if not line.startswith("data:") or line[5:].strip() == "[DONE]":
-                        continue
-                    c = json.loads(line[5:].strip())
-                    usage = c.get("usage") or usage
-                    for ch in c.get("choices") or []:
-                        d = ch.get("delta") or {}
-                        finish = ch.get("finish_reason") or finish
-                        if d.get("reasoning_content") or d.get("reasoning"):
-                            yield chunk(self.model, cid, {"reasoning_content": d.get("reasoning_content") or d.get("reasoning")})
-                        if d.get("content"):
-                            yield chunk(self.model, cid, {"content": d["content"]})
-            yield chunk(self.model, cid, {}, finish or "stop",
-                        {"prompt_tokens": usage.get("prompt_tokens", 0),
-                         "completion_tokens": usage.get("completion_tokens", 0),
-                         "total_tokens": usage.get("total_tokens", 0)})
+            async for c in vllm_stream(self.model, self.handle.options(stream=True).chat.remote(self._request(req, True))):
+                yield c
         finally:
             self.queued -= 1
             self.busy_s += time.perf_counter() - t

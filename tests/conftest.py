@@ -53,7 +53,7 @@ def settings(home, stores):
     from cluster.settings import Settings
 
     return Settings(home=home, database_url=stores.database_url, redis_url=stores.redis_url,
-                    http_port=_free_port(), llm_max_tokens=24, pair_idle_timeout_s=6.0,
+                    http_port=_free_port(), node_max_tokens={"*": 24}, pair_idle_timeout_s=6.0,
                     outbox_claim_idle_ms=30000, outbox_block_ms=200, llm_ctx=4096,
                     # the tiny model never speaks the Thinker's protocol: two iterations show the path
                     thinker_max_iterations=2)

@@ -21,6 +21,7 @@ class ScriptedLLM:
                    protocol: dict | None = None) -> ChatResult:
         self.calls.append({"node": node, "messages": [dict(m) for m in messages], "think": think,
                            "response_schema": response_schema, "protocol": protocol})
+        trace.prompt_sent(node, messages)  # as the real client does
         if node in self.fail:
             raise RuntimeError("engine unavailable")
         answers = self.script.get(node) or [""]

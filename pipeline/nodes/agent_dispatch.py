@@ -37,6 +37,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         except Exception as e:
             log.exception("agent_dispatch: agent %s failed", name)
             result = AgentResult(agent_name=name, status="fehler", fehler=f"{type(e).__name__}: {e}")
+    result = result.model_copy(update={"auftrag": plan.auftrag})
     await deps.redis.hincrby(PROCESSED, f"{name}:{chain}:{result.status}", 1)
     deps.trace.decision(NAME, "agent_dispatch.zustellung", result.status, {"agent": name, "fehler": result.fehler})
     return {"plan": plan.model_copy(update={"agent_name": "", "agent_results": plan.agent_results + [result]})}

@@ -1,26 +1,38 @@
-"""corrector: rewrite the reply from the tribunal's verdict. An empty rewrite keeps the previous
-version (the last acceptable one ships)."""
+"""corrector: rewrite the reply from the tribunal's verdict, in her voice, against the same
+[FAKTEN] the tribunal judged with (today, the turn's appointments, what agents completed, the
+memory shaped for the judging nodes) and the human's directives. An empty rewrite keeps the
+previous version (the last acceptable one ships). `umschreiben` is the one way to ask for a
+rewrite: the leak guard uses it too."""
 from __future__ import annotations
 
 import logging
 
+from pipeline.fakten import block as fakten_block
 from pipeline.llm_json import ask
 from pipeline.services import Deps
 from pipeline.state import TurnState
 
 NAME = "corrector"
-READS = ("stimulus", "pair", "urteil")
+READS = ("stimulus", "pair", "kontext", "route", "plan", "urteil")
 WRITES = ("urteil",)
 
 log = logging.getLogger("novaberg.node.corrector")
 
 
+async def umschreiben(deps: Deps, state: TurnState, antwort: str, gruende: list[str]) -> tuple[str | None, str]:
+    """The corrector's rewrite of `antwort` for the named defects: (text or None, outcome)."""
+    model = await deps.llm.model_name()
+    return await ask(deps, NAME, {
+        "character_name": state.pair.character_name, "fakten": fakten_block(state, deps, model),
+        "direktiven": "\n".join(f"- {d}" for d in state.pair.direktiven) or "- keine",
+        "nachricht": state.stimulus.text, "antwort": antwort,
+        "gruende": "\n".join(f"- {g}" for g in gruende) or "- (ohne Begruendung)"})
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     u = state.urteil
     gruende = u.urteile[-1]["gruende"] if u.urteile else []
-    text, outcome = await ask(deps, NAME, {"character_name": state.pair.character_name,
-                                           "nachricht": state.stimulus.text, "antwort": u.reply,
-                                           "gruende": "\n".join(f"- {g}" for g in gruende) or "- (ohne Begruendung)"})
+    text, outcome = await umschreiben(deps, state, u.reply, gruende)
     if text:
         deps.trace.decision(NAME, "corrector.ergebnis", "korrigiert", {"runde": u.runden + 1, "zeichen": len(text)})
         return {"urteil": u.model_copy(update={"reply": text, "runden": u.runden + 1})}

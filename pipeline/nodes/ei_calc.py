@@ -30,9 +30,22 @@ _STIL_MERKMALE = {
 }
 
 
-def sprach_stil(text: str) -> str:
-    scores = {s: sum(len(re.findall(p, text, re.I if s != "formell" else 0)) for p in pats)
-              for s, pats in _STIL_MERKMALE.items()}
+STIL_FENSTER = 4
+"""The human's earlier turns that join the current one in the style score (weighted by DECAY)."""
+
+
+def _merkmale(text: str) -> dict[str, int]:
+    return {s: sum(len(re.findall(p, text, re.I if s != "formell" else 0)) for p in pats)
+            for s, pats in _STIL_MERKMALE.items()}
+
+
+def sprach_stil(text: str, frueher: list[str] | tuple[str, ...] = ()) -> str:
+    """The style scored over a window: the current text and the human's earlier turns (newest
+    first), each weighted by DECAY per step back — one short message does not flip the style."""
+    scores = dict.fromkeys(_STIL_MERKMALE, 0.0)
+    for age, t in enumerate([text, *frueher[:STIL_FENSTER]]):
+        for s, n in _merkmale(t).items():
+            scores[s] += n * DECAY ** age
     best = max(scores.values())
     return "locker" if best == 0 else next(s for s in vocab.SPRACHSTILE if scores[s] == best)
 
@@ -83,7 +96,8 @@ def run_sync(state: TurnState) -> EmotionRecord:
     modus_plausibel = not (p.gespraechs_modus == "konflikt" and valenz > 0.5)
     return EmotionRecord(
         emotions_verlauf=history, emotions_vektor=vektor(history), ei_arousal=round(arousal, 4),
-        sprach_stil=sprach_stil(state.stimulus.text), modus_plausibel=modus_plausibel,
+        sprach_stil=sprach_stil(state.stimulus.text, [t.inhalt for t in reversed(turns) if t.rolle == "user"]),
+        modus_plausibel=modus_plausibel,
         nova_emotion=nova_emotion, nova_arousal=nova_arousal, nova_sektor=vocab.SEKTOR.get(nova_emotion, "neutral"),
         konflikt=konflikt(p.emotion, p.arousal, nova_emotion, nova_arousal))
 

@@ -1,6 +1,7 @@
 """planner: pick the next agent (or none) and, when the agents are done, write the finished
 [AUFGABE] block (Rückfrage, Erfolg, Verworfen, Fehler) and the context-cut flag. Several agents
-in one turn: the plan keeps the remaining orders and hands out one per loop. The interpretation
+in one turn: one order per loop, and after each agent result the planner decides again what is
+still needed (seed 003, E9: a loop, not a queue) — its earlier plan is what it sees as planned. The interpretation
 of agent results belongs here, not in the responder (seed 004, HALL2); a success addresses Nova as
 the one who acted (seed 004 §3.1, item 3)."""
 from __future__ import annotations
@@ -57,33 +58,86 @@ def task_block(name: str, results) -> tuple[str, bool]:
     return "\n".join(lines), cut
 
 
+def bisher(results) -> str:
+    """What the agents did so far in this turn, for the planner's next decision."""
+    if not results:
+        return "Noch nichts."
+    return "\n".join(f"- {r.agent_name}: {r.status}" + (f" ({(r.ergebnis or {}).get('beschreibung')})"
+                                                       if r.ergebnis and r.ergebnis.get("beschreibung") else "")
+                     + (f" — {r.fehler}" if r.fehler else "") for r in results)
+
+
+async def _auftraege(deps: Deps, state: TurnState, plan: PlanRecord) -> tuple[list[Auftrag] | None, str]:
+    """The orders still to do, as the model sees them now (None: no usable answer)."""
+    now = local_now(deps.settings.timezone)
+    answer, outcome = await ask_json(deps, NAME, _Antwort, {
+        "nachricht": state.stimulus.text, "heute": f"{now:%Y-%m-%d %H:%M}", "management": state.route.management,
+        "bisher": bisher(plan.agent_results),
+        "geplant": ", ".join(f"{a.agent}/{a.aktion}" for a in plan.offen) or "nichts"})
+    if answer is None:
+        return None, outcome
+    known = registry()
+    return [Auftrag.model_validate(a.model_dump()) for a in answer.auftraege if a.agent in known][:MAX_AUFTRAEGE], outcome
+
+
+async def _erste_auftraege(deps: Deps, state: TurnState, plan: PlanRecord) -> list[Auftrag]:
+    """Round 0: the model's orders, else one by rule (named fallback), else none."""
+    rest, outcome = await _auftraege(deps, state, plan)
+    if rest:
+        return rest
+    by_rule = regeln.auftrag(state.route.management, state.stimulus.text)
+    if by_rule is None:
+        return []
+    log.warning("planner: fallback planner_regeln (answer %s): %s/%s by rule", outcome, by_rule["agent"],
+                by_rule["aktion"])
+    deps.trace.decision(NAME, "planner.quelle", "planner_regeln", {"antwort": outcome})
+    return [Auftrag.model_validate(by_rule)]
+
+
+def ohne_wiederholung(rest: list[Auftrag], plan: PlanRecord) -> tuple[list[Auftrag], list[Auftrag]]:
+    """The orders minus those of a kind (agent, action) this turn has done and no longer had
+    planned: a model that names its finished order again does not write it twice."""
+    done = {(r.auftrag.agent, r.auftrag.aktion) for r in plan.agent_results if r.auftrag}
+    planned = {(a.agent, a.aktion) for a in plan.offen}
+    keep = [a for a in rest if (a.agent, a.aktion) not in done or (a.agent, a.aktion) in planned]
+    return keep, [a for a in rest if a not in keep]
+
+
+async def _neu_entscheiden(deps: Deps, state: TurnState, plan: PlanRecord) -> list[Auftrag]:
+    """After each agent result the planner decides again what is still needed (seed 003, E9:
+    a loop, not a queue); without a usable answer the rest of its plan stands (named fallback)."""
+    rest, outcome = await _auftraege(deps, state, plan)
+    if rest is None:
+        log.warning("planner: fallback plan_beibehalten (answer %s): %d planned orders stay", outcome, len(plan.offen))
+        deps.trace.decision(NAME, "planner.neu", "plan_beibehalten", {"antwort": outcome, "offen": len(plan.offen)})
+        return list(plan.offen)
+    rest, wiederholt = ohne_wiederholung(rest, plan)
+    if wiederholt:
+        log.warning("planner: fallback wiederholung_verworfen: %s already done in this turn",
+                    ", ".join(f"{a.agent}/{a.aktion}" for a in wiederholt))
+    deps.trace.decision(NAME, "planner.neu", "weiter" if rest else "genug",
+                        {"vorher": [f"{a.agent}/{a.aktion}" for a in plan.offen],
+                         "jetzt": [f"{a.agent}/{a.aktion}" for a in rest],
+                         "wiederholt": [f"{a.agent}/{a.aktion}" for a in wiederholt]})
+    return rest
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     plan = state.plan or PlanRecord()
     route = state.route
-    rest = list(plan.offen)
     if plan.schleifen == 0:
         if route is None or route.management == "keins":
             deps.trace.decision(NAME, "planner.entscheidung", "kein_agent", {})
             return {"plan": plan.model_copy(update={"schleifen": 1})}
-        now = local_now(deps.settings.timezone)
-        answer, outcome = await ask_json(deps, NAME, _Antwort, {
-            "nachricht": state.stimulus.text, "heute": f"{now:%Y-%m-%d %H:%M}", "management": route.management})
-        known = registry()
-        rest = [Auftrag.model_validate(a.model_dump()) for a in (answer.auftraege if answer else [])
-                if a.agent in known][:MAX_AUFTRAEGE]
+        rest = await _erste_auftraege(deps, state, plan)
         if not rest:
-            by_rule = regeln.auftrag(route.management, state.stimulus.text)
-            if by_rule is not None:
-                log.warning("planner: fallback planner_regeln (answer %s): %s/%s by rule", outcome,
-                            by_rule["agent"], by_rule["aktion"])
-                deps.trace.decision(NAME, "planner.quelle", "planner_regeln", {"antwort": outcome})
-                rest = [Auftrag.model_validate(by_rule)]
-        if not rest:
-            log.warning("planner: fallback rueckfrage: management %r but no usable order (%s)", route.management, outcome)
+            log.warning("planner: fallback rueckfrage: management %r but no usable order", route.management)
             block = (f"Rueckfrage: {state.pair.character_name} hat verstanden, dass etwas zu {route.management} "
                      f"erledigt werden soll, und fragt genau nach, was.")
-            deps.trace.decision(NAME, "planner.entscheidung", "rueckfrage_ohne_auftrag", {"antwort": outcome})
+            deps.trace.decision(NAME, "planner.entscheidung", "rueckfrage_ohne_auftrag", {})
             return {"plan": plan.model_copy(update={"schleifen": 1, "task_block": block})}
+    else:
+        rest = await _neu_entscheiden(deps, state, plan)
     if rest:
         nxt, rest = rest[0], rest[1:]
         deps.trace.decision(NAME, "planner.entscheidung", "agent", {"agent": nxt.agent, "aktion": nxt.aktion})
@@ -92,5 +146,5 @@ async def run(state: TurnState, deps: Deps) -> dict:
     block, cut = task_block(state.pair.character_name, plan.agent_results)
     deps.trace.decision(NAME, "planner.entscheidung", "fertig",
                         {"ergebnisse": [r.status for r in plan.agent_results], "kontext_schnitt": cut})
-    return {"plan": plan.model_copy(update={"agent_name": "", "task_block": block, "task_context_cut": cut,
-                                            "schleifen": plan.schleifen + 1})}
+    return {"plan": plan.model_copy(update={"agent_name": "", "auftrag": None, "offen": [], "task_block": block,
+                                            "task_context_cut": cut, "schleifen": plan.schleifen + 1})}

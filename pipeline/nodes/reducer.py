@@ -1,13 +1,22 @@
-"""reducer: merge the memory entries of all sources into one list and the [GEDAECHTNIS] block.
+"""reducer: merge the memory entries of all sources into one list and shape a block per reader.
 
 Identical content is kept once (the highest weight wins, ties by arrival); every source's weight
-is put on one 0–1 scale; each source has a cap. `lzg_resonanz` enters the block untouched (seed
+is put on one 0–1 scale; each source has a cap. `lzg_resonanz` enters the blocks untouched (seed
 001: the LZG memories take no dedup). The file index is not merged here: it is its own channel.
+
+Two readers, two blocks (seed 004 §6: the judging nodes see the situation, not the associations):
+- `gedaechtnis_verfasser` — the Verfasser's and the Thinker's [GEDAECHTNIS]: every entry, every
+  LZG memory, a spread one with the path it came by;
+- `gedaechtnis_tribunal` — the memory part of the tribunal's and the corrector's [FAKTEN]: the
+  same entries, but only the LZG anchors (seed 000 §4.3: a fact check takes no spreading) and no
+  paths. The appointments of the window carry weekday, date and time in both.
+The appointments the router reads come after this node; the tribunal takes them from the route.
 """
 from __future__ import annotations
 
 from pipeline.services import Deps
 from pipeline.state import KontextRecord, TurnState
+from pipeline.timefmt import termin_text
 
 NAME = "reducer"
 READS = ("stimulus", "memory")
@@ -27,7 +36,7 @@ def entries(memory) -> list[dict]:
             text += f": {n['inhalt']}"
         out.append({"quelle": "notizen", "inhalt": text, "gewicht": 0.5})
     for t in memory.plugins.get("timeline", []):
-        out.append({"quelle": "timeline", "inhalt": f"{t['wochentag']} ({t['bezug']}): {t['titel']}", "gewicht": 0.6})
+        out.append({"quelle": "timeline", "inhalt": termin_text(t), "gewicht": 0.6})
     return out
 
 
@@ -47,6 +56,7 @@ def reduce(raw: list[dict]) -> list[dict]:
 
 
 def block(kept: list[dict], resonanz: dict | None) -> str:
+    """The Verfasser's and the Thinker's [GEDAECHTNIS]."""
     lines = [f"- ({e['quelle']}) {e['inhalt']}" for e in kept]
     if resonanz:
         for m in resonanz["erinnerungen"]:
@@ -55,11 +65,23 @@ def block(kept: list[dict], resonanz: dict | None) -> str:
     return "\n".join(lines)
 
 
+def block_tribunal(kept: list[dict], resonanz: dict | None) -> str:
+    """The memory part of the tribunal's and the corrector's [FAKTEN]: the anchors of the LZG
+    read, no memory that came by spreading, no path."""
+    lines = [f"- ({e['quelle']}) {e['inhalt']}" for e in kept]
+    lines += [f"- (erinnerung) {m['inhalt']}" for m in (resonanz or {}).get("erinnerungen", []) if m["tiefe"] == 0]
+    return "\n".join(lines)
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     raw = entries(state.memory)
     kept = reduce(raw)
     resonanz = state.memory.lzg_resonanz
+    rec = KontextRecord(gedaechtnis_verfasser=block(kept, resonanz), gedaechtnis_tribunal=block_tribunal(kept, resonanz))
+    erinnerungen = resonanz["erinnerungen"] if resonanz else []
     deps.trace.decision(NAME, "reducer.zusammenfuehrung", "eintraege" if kept or resonanz else "leer",
-                        {"roh": len(raw), "behalten": len(kept),
-                         "lzg": len(resonanz["erinnerungen"]) if resonanz else 0})
-    return {"kontext": KontextRecord(gedaechtnis_block=block(kept, resonanz))}
+                        {"roh": len(raw), "behalten": len(kept), "lzg": len(erinnerungen),
+                         "lzg_anker_tribunal": sum(1 for m in erinnerungen if m["tiefe"] == 0),
+                         "zeichen_verfasser": len(rec.gedaechtnis_verfasser),
+                         "zeichen_tribunal": len(rec.gedaechtnis_tribunal)})
+    return {"kontext": rec}

@@ -1,35 +1,44 @@
 """responder (seed 004): write Nova's reply from a script, not a report.
 
 System message, stable across turns so the engine reuses the prefix: [ROLLE], [PERSON A — WER SIE
-IST], [PERSON B — WER ER IST], [ZWISCHEN BEIDEN], [REGELN], [DIREKTIVEN], [PERSON A — IHR WESEN];
-on an impulse turn [EIGENER GEDANKE] joins it. User message: [FRUEHER IM GESPRAECH] (the session
-summary, once turns have left the window), [GESPRAECHSVERLAUF], then the blocks
-that change every turn in the order of seed 004 §3.1 ([SZENE], [PERSON A — IHRE EMOTION],
-[AUFGABE], [PERSON B — WIE ER GERADE DA IST], [INHALT]), then [AKTUELLER PROMPT] (or the impulse
-order), [DEIN SPRACHSTIL] and [REGIE FUER DIESE REPLIK] last. The per-turn blocks stand after the
-history, not in the system message: placed early they would force the engine to re-read the whole
-history every turn (RAY-NOTES: memories placed last halved LLM time).
+IST], [PERSON B — WER ER IST], [ZWISCHEN BEIDEN], on an impulse turn [EIGENER GEDANKE], then
+[REGELN] and the binding blocks last: [DIREKTIVEN], [PERSON A — IHR WESEN]. User message:
+[FRUEHER IM GESPRAECH] (the session summary, once turns have left the window), [GESPRAECHSVERLAUF],
+then the blocks that change every turn in the order of seed 004 §3.1 ([SZENE], [PERSON A — IHRE
+EMOTION], [AUFGABE], [PERSON B — WIE ER GERADE DA IST], [INHALT]), then [AKTUELLER PROMPT] (or, on
+an impulse turn, the opening in its place, §4), [DEIN SPRACHSTIL] and the binding [REGIE FUER DIESE
+REPLIK] last. The per-turn blocks stand after the history, not in the system message: placed early
+they would force the engine to re-read the whole history every turn (RAY-NOTES: memories placed last
+halved LLM time). Where each block and rule of seed 004 §3/§4 lives: prompts/README.md.
 """
 from __future__ import annotations
 
 import logging
+import re
 
-from pipeline.figur import einsetzen
+from pipeline import vocab
+from pipeline.figur import du_fassung, einsetzen
+from pipeline.nodes.ei_calc import DECAY, VERLAUF_MAX, vektor
 from pipeline.services import Deps
-from pipeline.state import DraftRecord, SessionTurn, TurnState
+from pipeline.state import DraftRecord, HaltungRecord, SessionTurn, TurnState
 from pipeline.timefmt import local_now, wochentag
 
 NAME = "responder"
 READS = ("stimulus", "pair", "memory", "perzeption", "emotion", "plan", "landschaft", "haltung", "verfasser")
 WRITES = ("draft",)
-DEFAULT_SPANNE = "zwei bis drei Saetzen"
-
-EI_MIKRO = {
-    "absturz": " Person B ist gerade abgestuerzt: erst da sein, dann erst Inhalt.",
-    "einbruch": " Die Stimmung von Person B ist eingebrochen: behutsam.",
-    "spirale": " Person B dreht sich nach unten: nicht mitdrehen, Halt geben.",
-    "erholung": " Person B erholt sich: das darf man spueren lassen.",
-}
+DEFAULT_SPANNE = f"{HaltungRecord().umfang}, {HaltungRecord().spanne}"
+"""The span of the direction when haltungsraum did not run: the record's defaults (`mittel`)."""
+ENERGIE_AROUSAL = 0.7
+"""EI micro: from this arousal on, mirror his energy (seed 004 §3.2 b)."""
+HOHER_AROUSAL = 0.6
+"""EI micro: the vent and the anti-therapist building blocks need at least this arousal."""
+VENTIL_INTENTIONEN = {"hilferuf", "emotionaler_ausdruck"}
+"""EI micro: with high arousal, these intentions ask for a vent, not an analysis."""
+RUECKBEZUG_MIN = 3
+"""EI micro: the look back needs this many entries in his emotion history and a change of direction."""
+TAG = re.compile(r"^\s*(?:\[[^\W\d][\w\-]*(?:\s*\|[^\]\n]*)?\](?!\()\s*)+")
+"""Salience tags at the start of a stored turn (`[emotionaler_ausdruck | freude | emotional] …`),
+stripped before the turn enters the history (seed 004 §4)."""
 
 log = logging.getLogger("novaberg.node.responder")
 
@@ -41,7 +50,7 @@ def _verlauf(turns: list[SessionTurn]) -> str:
     lines = []
     for i, t in enumerate(turns, 1):
         info = f" ({t.emotion}, a={t.arousal:.1f})" if t.emotion and t.arousal is not None else ""
-        lines.append(f"----- Turn {i} von {n}{info} -----\n{t.sprecher}: {t.inhalt}")
+        lines.append(f"----- Turn {i} von {n}{info} -----\n{t.sprecher}: {TAG.sub('', t.inhalt)}")
     return "\n".join(lines)
 
 
@@ -98,9 +107,9 @@ TRIM_BLOCK = 4  # the history is cut in blocks, not turn by turn, so the cached 
 
 def fit_history(turns: list[SessionTurn], other_chars: int, deps: Deps) -> tuple[list[SessionTurn], int]:
     """Drop the oldest turns, a block at a time, until the prompt fits the engine's context."""
-    from pipeline.node_config import node_config
+    from pipeline.node_config import budget as node_budget
 
-    budget = (deps.settings.llm_ctx - min(node_config(NAME).max_tokens, deps.settings.llm_max_tokens)) * CHARS_PER_TOKEN
+    budget = (deps.settings.llm_ctx - node_budget(NAME, deps.settings)) * CHARS_PER_TOKEN
     dropped = 0
     while turns and other_chars + len(_verlauf(turns)) > budget:
         turns = turns[TRIM_BLOCK:]
@@ -108,12 +117,9 @@ def fit_history(turns: list[SessionTurn], other_chars: int, deps: Deps) -> tuple
     return turns, dropped
 
 
-def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict], dict]:
-    s, p, m = state.stimulus, state.pair, state.memory
-    pr = deps.prompts
+def _person_a(p) -> str:
     name = p.character_name
-    blocks: list[str] = []
-    person_a = "\n".join(
+    return "\n".join(
         f"{label}: {einsetzen(value, name)}" for label, value in (
             ("Wie sie angelegt ist", p.identitaet),
             ("Gewachsene Persoenlichkeit", _saetze(p.nova_kern)),
@@ -122,83 +128,199 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
             ("Ihre Art zu kommunizieren", _saetze(p.nova_intentionen)))
         if value.strip()
     ) or f"{name} lernt Person B gerade erst kennen; ihr Bild von sich waechst mit dem Gespraech."
-    zwischen = zwischen_beiden(p)
-    system_parts = [
-        pr.render(NAME, "identity", model, character_name=name, person_a=person_a,
-                  szenario=f"\nDie Szene, in der die beiden sich begegnen: {einsetzen(p.szenario, name)}"
-                  if p.szenario.strip() else "",
-                  person_b=_or(p.mensch_kern, "Noch unbekannt."), zwischen=zwischen),
-        pr.render(NAME, "rules", model, character_name=name,
-                  direktiven="\n".join(f"- {d}" for d in p.direktiven) or "Keine.", wesen=wesen(p)),
-    ]
-    if s.eigener_gedanke is not None:
-        system_parts.append(pr.render(NAME, "gedanke", model, character_name=name, gedanke=s.eigener_gedanke))
 
-    lage: list[str] = []
-    if state.landschaft:
-        l = state.landschaft
-        lage.append(pr.render(NAME, "szene", model, cluster=l.cluster, gv_detail=l.gv_detail, character_name=name,
-                              sektor=state.emotion.nova_sektor if state.emotion else "neutral",
-                              achsen=achsen(state.haltung)))
-        blocks.append("SZENE")
+
+def system_message(state: TurnState, pr, model: str) -> str:
+    """The stable blocks; on an impulse turn [EIGENER GEDANKE] before the rules, so the binding
+    blocks stay last (seed 004 §3.1)."""
+    s, p = state.stimulus, state.pair
+    name = p.character_name
+    parts = [pr.render(NAME, "identity", model, character_name=name, person_a=_person_a(p),
+                       szenario=f"\nDie Szene, in der die beiden sich begegnen: {einsetzen(p.szenario, name)}"
+                       if p.szenario.strip() else "",
+                       person_b=_or(p.mensch_kern, "Noch unbekannt."), zwischen=zwischen_beiden(p))]
+    if s.eigener_gedanke is not None:
+        parts.append(pr.render(NAME, "gedanke", model, character_name=name, gedanke=s.eigener_gedanke))
+    parts.append(pr.render(NAME, "rules", model, character_name=name,
+                           direktiven="\n".join(f"- {d}" for d in p.direktiven) or "Keine.", wesen=wesen(p)))
+    return "\n\n".join(parts)
+
+
+def farbton(state: TurnState) -> tuple[str, str]:
+    """The scene's colour tone, rewritten for the actor (seed 004 §3.3): the conversation vector
+    describes her in the third person as an analyst; the actor reads "Du bist …". Only when
+    gv_detail carries one; left out, and logged, when a third-person reference would remain."""
+    l = state.landschaft
+    if l is None or not l.gv_detail.strip():
+        return "", "kein_farbton"
+    du = du_fassung(l.gv_detail.strip(), state.pair.character_name)
+    if du is None:
+        log.warning("responder: fallback farbton_ausgelassen: gv_detail keeps a third-person reference to %s: %r",
+                    state.pair.character_name, l.gv_detail[:120])
+        return "", "ausgelassen"
+    return f" Farbton: {du}", "du_fassung"
+
+
+def szene(state: TurnState, pr, model: str, now, ton: str) -> str:
+    """[SZENE]: landscape, her sector, the attitude's axes, the colour tone and the local time."""
+    l, e = state.landschaft, state.emotion
+    return pr.render(NAME, "szene", model, character_name=state.pair.character_name,
+                     landschaft=f"Landschaft: {l.cluster}. " if l else "",
+                     sektor=e.nova_sektor if e else "neutral", achsen=achsen(state.haltung), farbton=ton,
+                     wochentag=wochentag(now), datum=now.strftime("%d.%m.%Y"), uhrzeit=now.strftime("%H:%M"))
+
+
+def nova_verlauf(state: TurnState) -> list[dict]:
+    """Her own emotion history, newest first: this turn's state, then her stored replies."""
+    e, name = state.emotion, state.pair.character_name
+    out = [{"emotion": e.nova_emotion, "arousal": e.nova_arousal, "gewicht": 1.0}]
+    older = [t for t in reversed(state.memory.session_turns)
+             if t.rolle == "assistant" and t.sprecher == name and t.emotion]
+    for age, t in enumerate(older[: VERLAUF_MAX - 1], start=1):
+        out.append({"emotion": t.emotion, "arousal": t.arousal if t.arousal is not None else 0.3,
+                    "gewicht": round(DECAY ** age, 6)})
+    return out
+
+
+def _vektor_text(v: str) -> str:
+    return f"{v} — {vocab.VEKTOR_LAGE[v]}" if v in vocab.VEKTOR_LAGE else v
+
+
+def ihre_emotion(state: TurnState, pr, model: str) -> str:
+    """[PERSON A — IHRE EMOTION]: her feeling, its course, its direction, and the conflict."""
+    e, name = state.emotion, state.pair.character_name
+    history = nova_verlauf(state)
+    return pr.render(NAME, "emotion", model, character_name=name, emotion=e.nova_emotion,
+                     arousal=f"{e.nova_arousal:.1f}", vektor=_vektor_text(vektor(history)),
+                     verlauf=", ".join(f"{h['emotion']} ({h['gewicht']:.0%}, a={h['arousal']:.0%})" for h in history),
+                     konflikt=" " + pr.render(NAME, "konflikt", model, character_name=name) if e.konflikt else "")
+
+
+def _intentionen(state: TurnState) -> list[str]:
+    return (state.memory.user_intentionen if state.memory else []) or \
+        (state.perzeption.user_intentionen if state.perzeption else [])
+
+
+def person_b_jetzt(state: TurnState, pr, model: str) -> str:
+    """[PERSON B — WIE ER GERADE DA IST]: emotion, vector, register, style, will, and the
+    relationship dynamics once, as the situation (seed 004 §3.4)."""
+    pz, e = state.perzeption, state.emotion
+    # ei_calc's plausibility check: a register that contradicts his emotion is not passed on
+    modus = pz.gespraechs_modus if not e or e.modus_plausibel else "unklar"
+    return pr.render(NAME, "person_b", model, emotion=pz.emotion, arousal=f"{pz.arousal:.1f}", modus=modus,
+                     vektor=_vektor_text(e.emotions_vektor if e else "plateau"),
+                     stil=e.sprach_stil if e and e.sprach_stil else "nicht erkannt",
+                     wille=", ".join(_intentionen(state)) or "nicht erkannt", dynamik=pz.beziehungs_dynamik)
+
+
+def lage_blocks(state: TurnState, pr, model: str, now) -> tuple[list[str], list[str], str]:
+    """The per-turn blocks between the history and the prompt, their names, the colour tone's outcome."""
+    s, name = state.stimulus, state.pair.character_name
+    ton, status = farbton(state)
+    lage, blocks = [szene(state, pr, model, now, ton)], ["SZENE"]
     if state.emotion:
-        lage.append(pr.render(NAME, "emotion", model, character_name=name, emotion=state.emotion.nova_emotion,
-                              arousal=f"{state.emotion.nova_arousal:.1f}",
-                              konflikt=" " + pr.render(NAME, "konflikt", model, character_name=name)
-                              if state.emotion.konflikt else ""))
+        lage.append(ihre_emotion(state, pr, model))
         blocks.append("PERSON A — IHRE EMOTION")
     cut = bool(state.plan and state.plan.task_context_cut)
     if state.plan and state.plan.task_block:
         lage.append(pr.render(NAME, "aufgabe", model, task_block=state.plan.task_block))
         blocks.append("AUFGABE")
     if state.perzeption and s.user_prompt is not None:
-        pz = state.perzeption
-        # ei_calc's plausibility check: a register that contradicts his emotion is not passed on
-        modus = pz.gespraechs_modus if not state.emotion or state.emotion.modus_plausibel else "unklar"
-        lage.append(pr.render(NAME, "person_b", model, emotion=pz.emotion, modus=modus,
-                              dynamik=pz.beziehungs_dynamik,
-                              vektor=state.emotion.emotions_vektor if state.emotion else "plateau"))
+        lage.append(person_b_jetzt(state, pr, model))
         blocks.append("PERSON B — WIE ER GERADE DA IST")
     if state.verfasser and state.verfasser.inhalt and not cut:
         lage.append(pr.render(NAME, "inhalt", model, character_name=name, inhalt=state.verfasser.inhalt))
         blocks.append("INHALT")
+    return lage, blocks, status
 
+
+def richtungswechsel(verlauf: list[dict]) -> bool:
+    """His emotional course turned somewhere: at least RUECKBEZUG_MIN entries, and the valence went
+    one way and then the other."""
+    if len(verlauf) < RUECKBEZUG_MIN:
+        return False
+    vals = [vocab.VALENZ.get(h["emotion"], 0.0) for h in verlauf]
+    deltas = [a - b for a, b in zip(vals, vals[1:]) if a != b]
+    return any(x * y < 0 for x, y in zip(deltas, deltas[1:]))
+
+
+def ei_mikro(state: TurnState) -> list[tuple[str, str]]:
+    """The EI micro direction (seed 004 §3.2 b): only the building blocks this situation calls for.
+    Length is the attitude's `umfang` in the direction; the relationship dynamics stand once, as the
+    situation. On an impulse turn Person B said nothing new: what answers his message is left out."""
+    e, pz = state.emotion, state.perzeption
+    if e is None:
+        return []
+    reiz = state.stimulus.user_prompt is not None
+    arousal = pz.arousal if pz else e.ei_arousal
+    teile = [
+        ("energie", reiz and arousal >= ENERGIE_AROUSAL),
+        ("vektor", e.emotions_vektor in vocab.EI_MIKRO_VEKTOR),
+        ("ventil", reiz and arousal >= HOHER_AROUSAL and bool(VENTIL_INTENTIONEN & set(_intentionen(state)))),
+        ("anti_therapeut", reiz and arousal >= HOHER_AROUSAL and e.emotions_vektor in ("spirale", "absturz")),
+        ("rueckbezug", richtungswechsel(e.emotions_verlauf)),
+    ]
+    name = state.pair.character_name
+    return [(k, einsetzen(vocab.EI_MIKRO_VEKTOR[e.emotions_vektor] if k == "vektor" else vocab.EI_MIKRO[k], name))
+            for k, an in teile if an]
+
+
+def sprachstil(state: TurnState, pr, model: str) -> str:
+    """[DEIN SPRACHSTIL] after the prompt (seed 004 §4.1): landscape, tone, questions, tool, guiding
+    line. Left out, and logged, only when all are missing."""
+    l, stil = state.landschaft, state.emotion.sprach_stil if state.emotion else ""
+    if l is None and not stil:
+        log.info("responder: [DEIN SPRACHSTIL] omitted: no landscape and no language style this turn")
+        return ""
+    art = vocab.LANDSCHAFTEN.get(l.cluster) if l else None
+    zeilen = [f"Landschaft: {l.cluster.capitalize()}" + (f" — {art.beschreibung}" if art else "")] if l else []
+    zeilen.append(" · ".join(x for x in (stil and f"Ton: {stil}", art and f"Fragen: {art.fragen}",
+                                         l and f"Werkzeug: {l.werkzeug}, als {l.vehikel}") if x))
+    if art:
+        zeilen.append(f"Leitgedanke: {art.leitgedanke}")
+    return pr.render(NAME, "stil", model, zeilen="\n".join(zeilen))
+
+
+def regie(state: TurnState, pr, model: str, mikro: list[tuple[str, str]]) -> str:
+    """[REGIE FUER DIESE REPLIK], the binding block last: tool, the span in characters and its word
+    (seed 004 §3.3: a span and a word, no calculation), attitude, energy, EI micro."""
+    h, l = state.haltung, state.landschaft
+    return pr.render(NAME, "regie", model, werkzeug=l.werkzeug if l else "Impuls",
+                     vehikel=l.vehikel if l else "Aussage", spanne=f"{h.umfang}, {h.spanne}" if h else DEFAULT_SPANNE,
+                     haltung=_haltung_text(h) if h else "offen, freundlich", energie=h.energie if h else "ruhig",
+                     mikro="".join(f"\n{text}" for _, text in mikro))
+
+
+def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict], dict]:
+    s, m, pr = state.stimulus, state.memory, deps.prompts
+    name = state.pair.character_name
+    now = local_now(deps.settings.timezone, s.received_at)  # the turn's time: the prompt follows its state
+    system = system_message(state, pr, model)
+    lage, blocks, farbton_status = lage_blocks(state, pr, model, now)
     # the session summary (seed 001 §3.1) holds what the window no longer shows: before the history
     frueher = pr.render(NAME, "frueher", model, character_name=name, zusammenfassung=m.zusammenfassung) \
         if m.zusammenfassung else ""
-    now = local_now(deps.settings.timezone)
-    fixed = sum(len(x) for x in system_parts + lage) + len(frueher) + len(s.text) + 600
+    mikro = ei_mikro(state)
+    stil = sprachstil(state, pr, model)
+    schluss = [x for x in (stil, regie(state, pr, model, mikro)) if x]
+    fixed = len(system) + sum(len(x) for x in lage + schluss) + len(frueher) + len(s.text) + 300
     turns, dropped = fit_history(m.session_turns, fixed, deps)
     if dropped:
         log.warning("responder: fallback verlauf_gekuerzt: %d oldest turns left out to fit the context of %d tokens",
                     min(dropped, len(m.session_turns)), deps.settings.llm_ctx)
     common = dict(verlauf=_verlauf(turns), lage="\n\n".join(lage))
     if s.eigener_gedanke is not None:
-        user_parts = [pr.render(NAME, "auftrag", model, character_name=name, **common)]
+        mitte = pr.render(NAME, "auftrag", model, character_name=name, **common)
         form = "verlauf_mit_auftrag" if m.session_turns else "auftrag_ohne_verlauf"
     else:
-        user_parts = [pr.render(NAME, "task", model, aktueller_prompt=s.user_prompt, **common)]
+        mitte = pr.render(NAME, "task", model, aktueller_prompt=s.user_prompt, **common)
         form = "verlauf_mit_reiz" if m.session_turns else "reiz_ohne_verlauf"
-    if frueher:
-        user_parts.insert(0, frueher)
-    stil = state.emotion.sprach_stil if state.emotion else ""
-    if stil:
-        user_parts.append(pr.render(NAME, "stil", model, stil=stil, character_name=name))
-    else:
-        log.info("responder: [DEIN SPRACHSTIL] omitted: no language style this turn")
-    h, l = state.haltung, state.landschaft
-    user_parts.append(pr.render(
-        NAME, "regie", model, wochentag=wochentag(now), datum=now.strftime("%d.%m.%Y"), uhrzeit=now.strftime("%H:%M"),
-        werkzeug=l.werkzeug if l else "Impuls", vehikel=l.vehikel if l else "Aussage",
-        spanne=f"{h.umfang}, {h.spanne}" if h else DEFAULT_SPANNE, haltung=_haltung_text(h) if h else "offen, freundlich",
-        energie=h.energie if h else "ruhig",
-        mikro=EI_MIKRO.get(state.emotion.emotions_vektor, "") if state.emotion else ""))
-    system = "\n\n".join(system_parts)
-    user = "\n\n".join(user_parts)
+    user = "\n\n".join(x for x in (frueher, mitte, *schluss) if x)
     inputs = {"eigener_gedanke": s.eigener_gedanke is not None, "verlauf_beitraege": len(m.session_turns),
               "reiz_zeichen": len(s.text), "system_zeichen": len(system), "bloecke": blocks,
-              "sprachstil_block": bool(stil), "kontext_schnitt": cut, "verlauf_gekuerzt": min(dropped, len(m.session_turns)),
-              "zusammenfassung_zeichen": len(m.zusammenfassung or "")}
+              "sprachstil_block": bool(stil), "kontext_schnitt": bool(state.plan and state.plan.task_context_cut),
+              "verlauf_gekuerzt": min(dropped, len(m.session_turns)), "farbton": farbton_status,
+              "ei_mikro": [k for k, _ in mikro], "zusammenfassung_zeichen": len(m.zusammenfassung or "")}
     return [{"role": "system", "content": system}, {"role": "user", "content": user}], {"form": form, **inputs}
 
 
@@ -209,8 +331,10 @@ async def run(state: TurnState, deps: Deps) -> dict:
     log.debug("Responder: System-Prompt:\n%s", messages[0]["content"])
     result = await deps.llm.chat(deps.trace, NAME, messages, stream_tokens=True)
     reply = result.content.strip()
+    # the reply's characters next to the span it was asked for: the measurement of 05.09.2026 (seed 004 §3.3)
     deps.trace.decision(NAME, "responder.ergebnis", "antwort" if reply else "leer",
                         {"zeichen": len(reply), "token": result.completion_tokens,
+                         "spanne_zeichen": list(state.haltung.spanne_zeichen) if state.haltung else None,
                          "inhalt_zeichen": len(state.verfasser.inhalt) if state.verfasser else 0})
     if not reply:
         log.warning("responder: fallback leer_wiederholung: empty reply (finish %s), asking once more",

@@ -12,6 +12,7 @@ through the pair's event queue. Two decision entries per turn record what happen
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from pipeline.reiz import retry_nutzlast
 from pipeline.services import Deps
@@ -35,8 +36,10 @@ GESTE = "Hmm... ich muss das nochmal durchgehen."
 log = logging.getLogger("novaberg.node.thinker")
 
 
-def today_text(tz: str) -> str:
-    now = local_now(tz)
+def today_text(tz: str, now: datetime | None = None) -> str:
+    """Now for the check (§10: date and time): the turn's time, so the same turn renders the same
+    prompt and the Thinker's today is the tribunal's."""
+    now = local_now(tz, now)
     return f"{wochentag(now)}, {now.strftime('%d.%m.%Y, %H:%M')} Uhr ({tz})"
 
 
@@ -104,13 +107,14 @@ async def run(state: TurnState, deps: Deps) -> dict:
     tools = create_tools(deps, s, cache, budget)
 
     model = await deps.llm.model_name()
-    variables = {"character_name": state.pair.character_name, "today": today_text(deps.settings.timezone)}
+    today = today_text(deps.settings.timezone, s.received_at)
+    variables = {"character_name": state.pair.character_name, "today": today}
     system = "\n\n".join(deps.prompts.render_parts(NAME, ("identity", "rules"), model, variables))
     blocks = [deps.prompts.render(NAME, "task", model)]
     erledigt = verarbeitung(state)
     if erledigt:
         blocks.append(deps.prompts.render(NAME, "verarbeitung", model, erledigt=erledigt))
-    gedaechtnis = state.kontext.gedaechtnis_block if state.kontext and state.kontext.gedaechtnis_block else "keine"
+    gedaechtnis = state.kontext.gedaechtnis_verfasser if state.kontext and state.kontext.gedaechtnis_verfasser else "keine"
     blocks.append(deps.prompts.render(NAME, "pruefung", model, nachricht=s.text, gedaechtnis=gedaechtnis))
     if needs_web:
         blocks.append(deps.prompts.render(NAME, "websuche", model))

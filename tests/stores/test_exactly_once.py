@@ -29,7 +29,10 @@ def _state(user, turn_id):
 
 
 async def _run_turn(p, r, user, turn_id):
-    llm = ScriptedLLM({"planner": [PLAENE[turn_id[-1]]], "erinnerungsanker": [ANKER]})
+    plan = PLAENE[turn_id[-1]]
+    # after each agent result the planner decides again: the rest of its plan, then nothing more
+    rest = '{"auftraege": [' + plan.split("}}, ", 1)[1]
+    llm = ScriptedLLM({"planner": [plan, rest, '{"auftraege": []}'], "erinnerungsanker": [ANKER]})
     deps = deps_for(llm, store=PoolStore(p), redis=r, turn=(user, "nova", turn_id))
     state = _state(user, turn_id)
     await ChainRunner(chain=(PLANNER_LOOP,)).run(state, deps)

@@ -33,10 +33,10 @@ def test_reducer_dedups_scales_caps_and_passes_lzg_through():
     kept = reducer.reduce(reducer.entries(mem))
     beagles = [e for e in kept if "beagle" in e["inhalt"].lower() and e["quelle"] == "kzg"]
     assert len(beagles) == 1 and beagles[0]["gewicht"] == 0.9  # highest weight wins
-    lines = out.gedaechtnis_block.split("\n")
+    lines = out.gedaechtnis_verfasser.split("\n")
     assert sum(x.startswith("- (kzg) ") for x in lines) == reducer.CAPS["kzg"]
     assert sum("beagle" in x.lower() and x.startswith("- (kzg) ") for x in lines) == 1
-    assert "(erinnerung) Bello" in out.gedaechtnis_block and "(notizen) Einkauf — Milch" in out.gedaechtnis_block
+    assert "(erinnerung) Bello" in out.gedaechtnis_verfasser and "(notizen) Einkauf — Milch" in out.gedaechtnis_verfasser
 
 
 def test_router_fallback_and_asked_appointments():
@@ -110,16 +110,25 @@ def test_responder_blocks_in_order():
     deps = deps_for(ScriptedLLM())
     (system, user), info = [m["content"] for m in responder.build_messages(_full_state(), deps, "m")[0]], \
         responder.build_messages(_full_state(), deps, "m")[1]
+    # seed 004 §3.1: coarse to fine, the binding blocks last — [DIREKTIVEN] and [PERSON A — IHR WESEN]
+    # close the system message, [REGIE FUER DIESE REPLIK] the user message
     order = ["[ROLLE]", "[PERSON A — WER SIE IST]", "[PERSON B — WER ER IST]", "[ZWISCHEN BEIDEN]", "[REGELN]",
              "[DIREKTIVEN]", "[PERSON A — IHR WESEN]"]
     assert [system.index(b) for b in order] == sorted(system.index(b) for b in order)
+    assert system.rindex("\n[") == system.index("[PERSON A — IHR WESEN]") - 1
     uorder = ["[GESPRAECHSVERLAUF]", "[SZENE]", "[PERSON A — IHRE EMOTION]", "[AUFGABE]",
               "[PERSON B — WIE ER GERADE DA IST]", "[INHALT]", "[AKTUELLER PROMPT]", "[DEIN SPRACHSTIL]",
               "[REGIE FUER DIESE REPLIK]"]
     assert [user.index(b) for b in uorder] == sorted(user.index(b) for b in uorder)
-    assert "----- Turn 1 von 1 (freude, a=0.6) -----" in user and "Duze mich." in system
+    assert user.rindex("\n[") == user.index("[REGIE FUER DIESE REPLIK]") - 1
+    assert "----- Turn 1 von 1 (freude, a=0.6) -----\nPerson B: Hi" in user and "Duze mich." in system
+    assert "[emotionaler_ausdruck]" not in user  # salience tags are stripped from the history (§4)
     assert "[EIGENER GEDANKE]" not in system and info["form"] == "verlauf_mit_reiz"
     assert "eingebrochen" in user  # the EI micro direction of the vector
+    # on an impulse turn the own thought joins the system message before the rules, not after them
+    (isystem, _), _ = responder.build_messages(_full_state(impulse=True), deps, "m")
+    iorder = ["[ZWISCHEN BEIDEN]", "[EIGENER GEDANKE]", "[REGELN]", "[DIREKTIVEN]", "[PERSON A — IHR WESEN]"]
+    assert [isystem["content"].index(b) for b in iorder] == sorted(isystem["content"].index(b) for b in iorder)
 
 
 def test_responder_impulse_variant_cut_and_missing_style(caplog):
@@ -127,10 +136,13 @@ def test_responder_impulse_variant_cut_and_missing_style(caplog):
 
     caplog.set_level(logging.INFO, logger="novaberg.node.responder")
     deps = deps_for(ScriptedLLM())
-    (system, user), info = [m["content"] for m in responder.build_messages(_full_state(impulse=True, stil="", cut=True), deps, "m")[0]], \
-        responder.build_messages(_full_state(impulse=True, stil="", cut=True), deps, "m")[1]
+    state = _full_state(impulse=True, stil="", cut=True)
+    state.landschaft = None  # no landscape and no style: [DEIN SPRACHSTIL] has nothing to say (§4.1)
+    (system, user), info = [m["content"] for m in responder.build_messages(state, deps, "m")[0]], \
+        responder.build_messages(state, deps, "m")[1]
     assert "[EIGENER GEDANKE]" in system and "Ob Bello den Park vermisst?" in system
     assert "Person B hat nichts Neues gesagt" in user and "[PERSON B — WIE ER GERADE DA IST]" not in user
+    assert "[AKTUELLER PROMPT]" not in user  # §4: the opening replaces the prompt's block
     assert "[INHALT]" not in user  # context cut: no memory content
     assert "[DEIN SPRACHSTIL]" not in user and "omitted" in caplog.text
     assert info["form"] == "verlauf_mit_auftrag"
@@ -142,6 +154,9 @@ def test_responder_records_both_decisions_also_when_empty():
     assert out.reply == ""
     assert _decisions(deps) == [("responder.nachricht", "verlauf_mit_reiz"), ("responder.ergebnis", "leer"),
                                 ("responder.ergebnis", "leer")]
+    # the reply's characters stand next to the span it was asked for (seed 004 §3.3, 05.09.2026)
+    ergebnis = next(r for r in deps.trace.rows if r.get("entscheidung") == "responder.ergebnis")
+    assert ergebnis["inputs"]["spanne_zeichen"] == [175, 350] and ergebnis["inputs"]["zeichen"] == 0
 
 
 def test_responder_trims_the_history_in_blocks_to_fit_the_context(caplog):
@@ -150,11 +165,11 @@ def test_responder_trims_the_history_in_blocks_to_fit_the_context(caplog):
     long_turns = [SessionTurn(rolle="user", sprecher="Person B", inhalt="x" * 400, turn_id=f"t{i}",
                               time=datetime.now(timezone.utc)) for i in range(20)]
     state = _state("Hallo", memory=MemoryRecord(session_turns=long_turns))
-    deps = deps_for(ScriptedLLM(), settings=Settings(llm_ctx=1024))
+    deps = deps_for(ScriptedLLM(), settings=Settings(llm_ctx=2048))
     (system, user), info = [m["content"] for m in responder.build_messages(state, deps, "m")[0]], \
         responder.build_messages(state, deps, "m")[1]
-    assert info["verlauf_gekuerzt"] % responder.TRIM_BLOCK == 0 and info["verlauf_gekuerzt"] > 0
-    assert len(system) + len(user) < (1024 - 160) * responder.CHARS_PER_TOKEN + 600
+    assert info["verlauf_gekuerzt"] % responder.TRIM_BLOCK == 0 and 0 < info["verlauf_gekuerzt"] < 20
+    assert len(system) + len(user) < (2048 - 160) * responder.CHARS_PER_TOKEN
     assert "verlauf_gekuerzt" in caplog.text
 
 
@@ -177,7 +192,7 @@ def test_what_ei_calc_and_haltungsraum_compute_reaches_the_responder():
     # a register ei_calc found implausible is not passed on as a fact
     assert "Register: unklar." in gegen and "Register: konflikt" not in gegen
     # the attitude's axes, the initiative among them, stand in [SZENE]; the size word in the direction
-    state.haltung = HaltungRecord(initiative=0.3, umfang="knapp", spanne="ein bis zwei Saetze")
+    state.haltung = HaltungRecord(initiative=0.3, umfang="knapp", spanne_zeichen=(60, 175), spanne="60 bis 175 Zeichen")
     szene = _user_prompt(state)
     assert "Initiative 0.3" in szene.split("[SZENE]")[1].split("\n[")[0]
-    assert "Umfang: knapp, ein bis zwei Saetze" in szene
+    assert "Umfang: knapp, 60 bis 175 Zeichen" in szene

@@ -43,6 +43,44 @@ def test_sachlage_names_the_missing_web_provider():
     assert ("sachlage.recherche", "recherchiert") in _d(deps) and out.objekte[0]["recherche"][0]["snippet"] == "H-3"
 
 
+def test_sachlage_searches_with_the_wording_filter(caplog):
+    # seed 000 §4.4: "Die Sachlage sucht mit dem Wortlaut-Filter" — only hits that name the thing stay
+    mod = {"titel": "Bmw 318 Mods for BeamNG.drive", "url": "https://m", "snippet": "Browse mods"}
+    pulsar = {"titel": "PSR J1748-2446ad", "url": "https://p", "snippet": "Der schnellste bekannte Pulsar, ein "
+                                                                          "Neutronenstern mit 716 Hz"}
+
+    class _Web:
+        configured = True
+
+        def __init__(self, treffer):
+            self.treffer, self.queries = treffer, []
+
+        async def search(self, q):
+            self.queries.append(q)
+            return {"anbieter": "serper", "treffer": list(self.treffer)}
+
+    def lauf(name, treffer):
+        web = _Web(treffer)
+        deps = deps_for(ScriptedLLM({"sachlage": [json.dumps({"objekte": [{"name": name}]})]}), web=web)
+        out = asyncio.run(run_node(sachlage, _state(f"Was ist mit {name}?"), deps))["sachlage"]
+        entry = next(r for r in deps.trace.rows if r.get("entscheidung") == "sachlage.recherche")
+        return out.objekte[0], entry, web.queries
+
+    caplog.set_level("INFO", logger="novaberg.node.sachlage")
+    objekt, entry, queries = lauf("Neutronenstern-Rotation", [mod, pulsar])
+    assert queries == ["Neutronenstern-Rotation"] and [h["url"] for h in objekt["recherche"]] == ["https://p"]
+    assert entry["outcome"] == "recherchiert"
+    assert (entry["inputs"]["treffer"], entry["inputs"]["nennen_die_sache"]) == (2, 1)
+    assert "wording filter: 2 hits, 1 name 'Neutronenstern-Rotation'" in caplog.text
+    # no hit names the thing: the research stays empty, and the Thinker's first search goes to the provider
+    objekt, entry, _ = lauf("Kollaps", [mod, pulsar])
+    assert objekt["recherche"] == [] and entry["outcome"] == "recherche_ohne_sache"
+    # an ending is the same wording; a short word must stand whole
+    assert sachlage.nennt_die_sache("Tritium", {"titel": "Eigenschaften des Tritiums", "snippet": ""})
+    assert not sachlage.nennt_die_sache("ISS", {"titel": "Kiss", "snippet": "Band"})
+    assert sachlage.nennt_die_sache("ISS", {"titel": "Die ISS", "snippet": ""})
+
+
 def test_erinnerungsanker_writes_an_anchor_for_a_dated_experience():
     store = RecordingStore({"timeline.add": 77})
     deps = deps_for(ScriptedLLM({"erinnerungsanker": ['{"datiert": true, "datum": "2026-11-24", "titel": "Konzert"}']}),
@@ -62,7 +100,7 @@ def test_erinnerungsanker_writes_an_anchor_for_a_dated_experience():
 
 def test_verfasser_skips_on_a_context_cut_and_without_material():
     deps = deps_for(ScriptedLLM({"verfasser": ["Nova stellt fest: Bello ist ein Beagle."]}))
-    base = dict(memory=MemoryRecord(), kontext=KontextRecord(gedaechtnis_block="- (kzg) Bello ist ein Beagle"),
+    base = dict(memory=MemoryRecord(), kontext=KontextRecord(gedaechtnis_verfasser="- (kzg) Bello ist ein Beagle"),
                 haltung=HaltungRecord())
     out = asyncio.run(run_node(verfasser, _state(**base, plan=PlanRecord(task_context_cut=True)), deps))["verfasser"]
     assert out.inhalt == "" and ("verfasser.lauf", "uebersprungen_kontext_schnitt") in _d(deps)

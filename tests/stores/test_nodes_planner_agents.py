@@ -88,21 +88,73 @@ def test_planner_loop_runs_several_agents_in_one_turn(stores):
         r = Redis.from_url(stores.redis_url)
         try:
             store = RecordingStore({"notizen.create": 11, "timeline.add": 22})
-            deps = deps_for(ScriptedLLM({"planner": [answer]}), store=store, redis=r)
+            # after each result the planner decides again: the appointment is still to do, then nothing
+            llm = ScriptedLLM({"planner": [answer, NUR_TERMIN, '{"auftraege": []}']})
+            deps = deps_for(llm, store=store, redis=r)
             state = _state("Notiz Einkauf: Milch, und Zahnarzt am 3.12. um 14 Uhr", management="notizen")
             runner = ChainRunner(chain=(PLANNER_LOOP,))
             await runner.run(state, deps)
-            return state, store, deps
+            return state, store, deps, llm
         finally:
             await r.aclose()
 
-    state, store, deps = asyncio.run(go())
+    state, store, deps, llm = asyncio.run(go())
     assert [r.status for r in state.plan.agent_results] == ["abgeschlossen", "abgeschlossen"]
     assert [c[0] for c in store.calls] == ["notizen.create", "timeline.add"]
     assert store.calls[1][1][3].isoformat() == "2026-12-03T14:00:00"  # local wall time, stored in UTC by the store
     assert state.plan.task_context_cut and state.plan.task_block.count("Erfolg:") == 2
     nodes = [row["node"] for row in deps.trace.rows if row["art"] == "node"]
     assert nodes == ["planner", "agent_dispatch", "planner", "agent_dispatch", "planner"]
+    neu = [(r["outcome"], r["inputs"]["jetzt"]) for r in deps.trace.rows if r.get("entscheidung") == "planner.neu"]
+    assert neu == [("weiter", ["timeline/anlegen"]), ("genug", [])]
+    # the second decision saw the first result and what was still planned
+    second = llm.calls[1]["messages"][-1]["content"]
+    assert "- notizen: abgeschlossen" in second and "timeline/anlegen" in second
+
+
+NUR_TERMIN = ('{"auftraege": [{"agent": "timeline", "aktion": "anlegen", "parameter": {"titel": "Zahnarzt", '
+              '"wann": "2026-12-03T14:00"}}]}')
+
+
+def test_a_model_that_repeats_its_plan_writes_nothing_twice(stores, caplog):
+    """The tiny model names its whole plan again after each result: what is done and no longer
+    planned is dropped by name, so the note and the appointment are written once."""
+    from redis.asyncio import Redis
+
+    plan = ('{"auftraege": [{"agent": "notizen", "aktion": "anlegen", "parameter": {"name": "Einkauf", '
+            '"inhalt": "Milch"}}, {"agent": "timeline", "aktion": "anlegen", "parameter": {"titel": "Zahnarzt", '
+            '"wann": "2026-12-03T14:00"}}]}')
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            store = RecordingStore({"notizen.create": 11, "timeline.add": 22})
+            deps = deps_for(ScriptedLLM({"planner": [plan]}), store=store, redis=r)  # the same answer every time
+            state = _state("Notiz Einkauf: Milch, und Zahnarzt am 3.12. um 14 Uhr", management="notizen")
+            await ChainRunner(chain=(PLANNER_LOOP,)).run(state, deps)
+            return state, store, deps
+        finally:
+            await r.aclose()
+
+    state, store, deps = asyncio.run(go())
+    assert [c[0] for c in store.calls] == ["notizen.create", "timeline.add"]
+    assert [(r.auftrag.agent, r.status) for r in state.plan.agent_results] == [("notizen", "abgeschlossen"),
+                                                                              ("timeline", "abgeschlossen")]
+    neu = [(r["outcome"], r["inputs"]["wiederholt"]) for r in deps.trace.rows if r.get("entscheidung") == "planner.neu"]
+    assert neu == [("weiter", ["notizen/anlegen"]), ("genug", ["notizen/anlegen", "timeline/anlegen"])]
+    assert "fallback wiederholung_verworfen" in caplog.text
+
+
+def test_the_planner_keeps_its_plan_when_it_cannot_decide_again():
+    from pipeline.state import AgentResult, Auftrag
+
+    done = AgentResult(agent_name="notizen", status="abgeschlossen", ergebnis={"beschreibung": "Notiz angelegt"})
+    state = _state("Notiz Einkauf: Milch, und Zahnarzt am 3.12.", management="notizen", schleifen=1,
+                   agent_results=[done], offen=[Auftrag(agent="timeline", aktion="anlegen", parameter={"titel": "Z"})])
+    deps = deps_for(ScriptedLLM({"planner": ["kein json"]}))
+    out = asyncio.run(run_node(planner, state, deps))["plan"]
+    assert out.agent_name == "timeline" and out.auftrag.parameter == {"titel": "Z"} and out.offen == []
+    assert ("planner.neu", "plan_beibehalten") in [(r.get("entscheidung"), r.get("outcome")) for r in deps.trace.rows]
 
 
 def test_planner_without_management_makes_no_call_and_unusable_orders_ask_back():

@@ -69,7 +69,9 @@ def test_optional_reads_are_only_optional_on_the_human_chain():
 
 def test_loops_are_checked_as_loops():
     loop = next(s for s in CHARACTER_CHAIN if isinstance(s, Loop) and s.name == "tribunal_schleife")
-    assert [g for g in contract.record_gaps(("db_zugriff", "responder", "thinker", loop)) if g.kind == "ungeschrieben"
+    # the judging nodes read the facts of the turn too: the reducer's block, the route, the plan
+    upstream = ("db_zugriff", "reducer", "router", "planner", "responder", "thinker")
+    assert [g for g in contract.record_gaps((*upstream, loop)) if g.kind == "ungeschrieben"
             and g.node in loop.names()] == []
 
 

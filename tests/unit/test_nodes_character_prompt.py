@@ -65,7 +65,7 @@ def test_verfasser_and_tribunal_see_who_she_is():
     deps = deps_for(llm)
     state = _full_state()
     state.pair = MIRA
-    state.kontext = KontextRecord(gedaechtnis_block="- (bibliothek) Fenja: Miras Schwester")
+    state.kontext = KontextRecord(gedaechtnis_verfasser="- (bibliothek) Fenja: Miras Schwester")
     asyncio.run(run_node(verfasser, state, deps))
     state.draft = DraftRecord(reply="Komm rein.", model="m")
     asyncio.run(run_node(tribunal, state, deps))

@@ -2,9 +2,10 @@
 import asyncio
 from datetime import datetime, timezone
 
+from pipeline import vocab
 from pipeline.nodes import ei_calc, emotionale_gravitation, haltungsraum, perzeption
-from pipeline.state import (MemoryRecord, PairRecord, PerzeptionRecord, RouteRecord, SessionTurn, Stimulus,
-                            TurnState)
+from pipeline.state import (HaltungRecord, MemoryRecord, PairRecord, PerzeptionRecord, RouteRecord, SessionTurn,
+                            Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
 from pipeline.runner import run_node
 
@@ -70,18 +71,66 @@ def test_sprach_stil_scoring():
     assert ei_calc.sprach_stil("digga das war voll krass lol") == "jugendlich"
     assert ei_calc.sprach_stil("ich fuehle mich so allein!!") == "emotional"
     assert ei_calc.sprach_stil("was") == "locker"
+    # a window: one short message does not flip the style the human has kept
+    formell = ["Koennten Sie mir bitte sagen, wann Sie Zeit haben?", "Sehr geehrte Nova, danke sehr."]
+    assert ei_calc.sprach_stil("ok", formell) == "formell"
+    assert ei_calc.sprach_stil("digga lol krass", formell[:1]) == "jugendlich"  # the current turn weighs most
+    assert ei_calc.sprach_stil("was", ["a"] * 4 + formell) == "locker"  # beyond the window nothing counts
 
 
-def test_haltungsraum_caps_short_light_turns_only():
-    def h(text, intentionen, momentum="high"):
-        st = _state(text, perzeption=PerzeptionRecord(user_intentionen=intentionen),
-                    route=RouteRecord(momentum=momentum), memory=MemoryRecord(user_intentionen=intentionen))
-        return haltungsraum.compute(st)
+def _haltung(text, intentionen, momentum="high", impulse=False):
+    stim = Stimulus(user_id="u", character_id="nova", turn_id="t",
+                    **({"eigener_gedanke": text} if impulse else {"user_prompt": text}))
+    st = TurnState(stimulus=stim, perzeption=PerzeptionRecord(user_intentionen=intentionen),
+                   route=RouteRecord(momentum=momentum), memory=MemoryRecord(user_intentionen=intentionen))
+    return haltungsraum.compute(st)
 
-    rec, grund = h("haha ok", ["smalltalk", "humor"])
-    assert rec.umfang == "knapp" and grund == "deckel_kurze_leichte_aeusserung" and rec.spanne == "ein bis zwei Saetzen"
-    rec, grund = h("Erklaere mir Tritium", ["smalltalk", "frage"])  # one substantive intention lifts the cap
-    assert rec.umfang == "ausfuehrlich" and grund == "momentum_high"
+
+def test_haltungsraum_translates_umfang_into_characters():
+    # seed 004 §3.3: the room sets `umfang`, UMFANG_SPANNE translates it into characters (60–175 the seed's row)
+    for momentum, umfang in (("low", "knapp"), ("mid", "mittel"), ("high", "ausfuehrlich")):
+        rec, info = _haltung("Wie entsteht ein Gammablitz, und warum ist er so hell?", ["frage"], momentum)
+        assert rec.umfang == umfang and rec.spanne_zeichen == vocab.UMFANG_SPANNE[umfang]
+        assert rec.spanne == f"{rec.spanne_zeichen[0]} bis {rec.spanne_zeichen[1]} Zeichen"
+        assert info["deckel"] == "kein_deckel"
+    assert vocab.UMFANG_SPANNE["knapp"] == (60, 175)
+    # the record's defaults are the table's row `mittel`
+    assert HaltungRecord().spanne_zeichen == vocab.UMFANG_SPANNE["mittel"]
+    assert HaltungRecord().spanne == haltungsraum.spanne_text(vocab.UMFANG_SPANNE["mittel"])
+
+
+def test_haltungsraum_caps_the_span_of_short_light_turns_only():
+    rec, info = _haltung("haha ok", ["smalltalk", "humor"])
+    # the length of the utterance caps the span, downwards only; the room's word stays
+    assert rec.umfang == "ausfuehrlich" and info["deckel"] == "deckel_leichte_aeusserung"
+    assert rec.spanne_zeichen == (42, 84) and rec.spanne == "42 bis 84 Zeichen"
+    assert _haltung("ok", ["bestaetigung"], "low")[0].spanne_zeichen == (40, 80)  # never below the floor
+    # one content intention among light ones lifts the cap: short, and still asking for length
+    rec, info = _haltung("Erklaere mir die Tritiumvorkommen", ["smalltalk", "frage"])
+    assert rec.spanne_zeichen == (350, 700) and info["deckel"] == "kein_deckel"
+    assert _haltung("Tritium?", ["frage"])[0].spanne_zeichen == (350, 700)
+    # a light utterance long enough to fill the span is not cut; no perceived intention is no licence either
+    assert _haltung("x" * 70, ["smalltalk"])[1]["deckel"] == "deckel_ueber_spanne"
+    assert _haltung("haha ok", [])[0].spanne_zeichen == (350, 700)
+    # her own impulse has no utterance of his to measure
+    assert _haltung("Ob Bello den Park vermisst?", ["smalltalk"], impulse=True)[0].spanne_zeichen == (350, 700)
+
+
+def test_the_responder_direction_carries_the_turns_span():
+    from pipeline.nodes import responder
+    from tests.unit.test_golden_responder import golden_state
+
+    def regie(intentionen):
+        state = golden_state()
+        state.stimulus = state.stimulus.model_copy(update={"user_prompt": "haha ok"})
+        state.memory = state.memory.model_copy(update={"user_intentionen": intentionen})
+        state.haltung, _ = haltungsraum.compute(state)
+        (_, user), _ = responder.build_messages(state, deps_for(ScriptedLLM()), "m")
+        return user["content"].split("[REGIE FUER DIESE REPLIK]")[1]
+
+    assert "Umfang: mittel, 42 bis 84 Zeichen." in regie(["smalltalk"])
+    assert "Umfang: mittel, 175 bis 350 Zeichen." in regie(["smalltalk", "frage"])
+    assert "Saetze" not in regie(["smalltalk"])  # the default prompt speaks characters (seed 004 §3.1)
 
 
 def test_emotional_gravity_is_normalised():

@@ -128,7 +128,7 @@ def test_ask_json_hands_the_schema_to_the_engine():
     deps = deps_for(llm)
     answer, outcome = asyncio.run(ask_json(deps, "tribunal", structured_nodes()["tribunal"], {
         "character_name": "Nova", "figur": "Nova.", "nachricht": "Hi", "direktiven": "keine", "hinweise": "keine",
-        "antwort": "Hallo"}))
+        "fakten": "[FAKTEN]", "antwort": "Hallo"}))
     assert outcome == "ok" and answer.urteil == "ok"
     assert llm.calls[0]["response_schema"] == engine_schema(structured_nodes()["tribunal"])
 

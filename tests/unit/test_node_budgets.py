@@ -1,0 +1,49 @@
+"""Token budgets per node: what a node asks for reaches the engine whole; a budget the deployment
+cannot give is a configuration error at startup, never a quiet truncation."""
+import asyncio
+import types
+
+import pytest
+
+from cluster.settings import Settings
+from pipeline.node_config import budget, budgets
+from pipeline.services import LLMClient
+from pipeline.trace import TurnTrace
+from serve.llm_backends import OpenAICompatBackend
+from tests.unit.test_llm_openai_backend import _server
+
+
+def _ask(settings: Settings, node: str) -> dict:
+    """One call of `node` through the pipeline's LLM client into the OpenAI-compatible backend."""
+    seen: list[dict] = []
+    backend = OpenAICompatBackend(settings, transport=_server(seen))
+    handle = types.SimpleNamespace(chat=types.SimpleNamespace(remote=backend.chat))
+
+    async def go():
+        await backend.start()
+        await LLMClient(handle, settings).chat(TurnTrace("u", "nova", "t1"), node,
+                                               [{"role": "user", "content": "hi"}], think=True)
+
+    asyncio.run(go())
+    return seen[0]
+
+
+def test_the_thinkers_budget_holds_at_400_on_the_openai_backend():
+    settings = Settings(llm_backend="openai", llm_model="Qwen/Qwen3-8B")
+    assert _ask(settings, "thinker")["max_tokens"] == 400
+    assert _ask(settings, "responder")["max_tokens"] == 160
+    assert _ask(settings, "router")["max_tokens"] == 160  # a node without its own budget: the default
+
+
+def test_overrides_per_node_and_for_all():
+    s = Settings(node_max_tokens={"*": 24, "thinker": 64})
+    assert (budget("thinker", s), budget("responder", s), budget("router", s)) == (64, 24, 24)
+    assert budgets(s)["*"] == 24
+
+
+def test_a_budget_above_the_deployments_limit_is_refused_at_startup():
+    with pytest.raises(ValueError, match=r"token budgets above llm_max_tokens \(300\): \{'thinker': 400\}"):
+        Settings(llm_max_tokens=300)
+    with pytest.raises(ValueError, match="'responder': 900"):
+        Settings(node_max_tokens={"responder": 900})
+    Settings(llm_max_tokens=300, node_max_tokens={"thinker": 300, "thinker_nachfass": 300})  # fits
