@@ -87,19 +87,21 @@ def tally(decisions: list[dict]) -> dict:
             "thinker_protocol_share": round(1 - thinker.get("max_iterationen", 0) / reasoned, 4) if reasoned else None}
 
 
-def one_mode(mode: str, max_tokens: int, drain_s: float) -> dict:
+def one_mode(mode: str, max_tokens: int | None, drain_s: float) -> dict:
     from bench.system import running
 
-    with running(None, None, http_port=8767, node_max_tokens=capped(max_tokens), thinker_max_iterations=2,
+    budgets = capped(max_tokens) if max_tokens else {}
+    with running(None, None, http_port=8767, node_max_tokens=budgets, thinker_max_iterations=2,
                  llm_structured_outputs=(mode == "on")) as (url, key):
         out = asyncio.run(converse(url, key, drain_s))
-    return {"mode": mode, "max_tokens": max_tokens, "turns_s": out["turns_s"], **tally(out["decisions"])}
+    return {"mode": mode, "max_tokens": max_tokens or "per node", "turns_s": out["turns_s"], **tally(out["decisions"])}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=("on", "off", "both"), default="both")
-    ap.add_argument("--max-tokens", type=int, default=160)
+    ap.add_argument("--max-tokens", type=int, default=None,
+                    help="cap every node's budget (default: the product's budgets per node)")
     ap.add_argument("--drain-s", type=float, default=600)
     args = ap.parse_args()
     if args.mode != "both":
@@ -107,8 +109,8 @@ def main() -> None:
         return
     reports = {}
     for mode in ("off", "on"):  # one process each: a fresh Ray, fresh stores
-        out = subprocess.run([sys.executable, "-m", "bench.structured", "--mode", mode, "--max-tokens",
-                              str(args.max_tokens), "--drain-s", str(args.drain_s)],
+        cap = ["--max-tokens", str(args.max_tokens)] if args.max_tokens else []
+        out = subprocess.run([sys.executable, "-m", "bench.structured", "--mode", mode, *cap, "--drain-s", str(args.drain_s)],
                              capture_output=True, text=True, check=True)
         reports[mode] = json.loads(out.stdout.strip().splitlines()[-1])
     print(json.dumps(reports, indent=2))

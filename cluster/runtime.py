@@ -40,10 +40,13 @@ def start(settings: Settings, *, ray_address: str = "local", engine=None) -> Run
     # Ray's session folders are never deleted; keep them in one place per home and short enough
     # for unix socket paths
     if not ray.is_initialized():
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        # token authentication: Ray's GCS listens on every interface, and without a token anyone who
+        # reaches its port could call a pair actor past every API check. A local start writes the
+        # token to ~/.ray/auth_token; on a cluster every node gets it (README, Security).
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
         ray.init(address=ray_address, namespace=settings.namespace, include_dashboard=False,
                  object_store_memory=settings.object_store_mb * 1024 * 1024, _temp_dir=str(ray_tmp),
-                 log_to_driver=False, runtime_env={"env_vars": {"RAY_AUTH_MODE": "disabled"}})
+                 log_to_driver=False)
     serve.start(http_options={"host": settings.http_host, "port": settings.http_port})
     serve.run(build_app(settings, engine), name=APP_NAME, route_prefix="/", blocking=False)
     serve.get_deployment_handle(STORE_DEPLOYMENT, app_name=APP_NAME).ready.remote().result(timeout_s=120)

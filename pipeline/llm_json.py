@@ -25,8 +25,13 @@ STRING_CAP = 80
 ITEM_CAP = 40
 """The same for a string inside a list (a tag, a reason)."""
 ARRAY_CAP = 3
-"""The most items of a list with no cap of its own. With these caps the largest answer of any
-node fits the 160 tokens a node gets (a truncated answer is no answer)."""
+"""The most items of a list with no cap of its own."""
+ZEICHEN_JE_TOKEN = 2.0
+"""Characters per token of text in the longest answer a schema allows (measured on SmolLM2's
+tokenizer: German prose and JSON 2.2–2.7; 2.0 leaves room)."""
+ZAHL_TOKEN = 36
+"""A JSON number as llama.cpp's schema grammar bounds it (16 digits, a point, 16 decimals, sign,
+exponent), one token per digit."""
 
 
 def wort(vocabulary, default: str):
@@ -70,6 +75,37 @@ def engine_schema(model: type[BaseModel]) -> dict:
 
     tighten(schema)
     return schema
+
+
+def antwort_tokens(schema: dict) -> int:
+    """The tokens the longest answer a node's engine schema allows can take: a node's budget must
+    reach it, or the engine cuts a valid answer off inside the JSON (tests/unit/test_structured_outputs.py)."""
+    defs = schema.get("$defs", {})
+
+    def laenge(s: dict) -> tuple[int, int]:  # (characters of text, tokens of numbers)
+        if "$ref" in s:
+            return laenge(defs[s["$ref"].rsplit("/", 1)[-1]])
+        if "anyOf" in s:
+            return max((laenge(x) for x in s["anyOf"]), key=lambda z: z[0] / ZEICHEN_JE_TOKEN + z[1])
+        if "enum" in s:
+            return max(len(json.dumps(e, ensure_ascii=False)) for e in s["enum"]), 0
+        typ = s.get("type")
+        if typ == "object":
+            teile = [laenge(v) for v in s.get("properties", {}).values()]
+            keys = sum(len(k) + 4 for k in s.get("properties", {}))
+            return 2 + keys + sum(t[0] for t in teile), sum(t[1] for t in teile)
+        if typ == "array":
+            c, n = laenge(s.get("items", {}))
+            k = s.get("maxItems", ARRAY_CAP)
+            return 2 + k * (c + 2), k * n
+        if typ == "string":
+            return 2 + s.get("maxLength", STRING_CAP), 0
+        if typ in ("number", "integer"):
+            return 0, ZAHL_TOKEN
+        return 5, 0  # true, false, null
+
+    zeichen, zahlen = laenge(schema)
+    return int(zeichen / ZEICHEN_JE_TOKEN + 0.999) + zahlen
 
 
 class NichtEndlich(ValueError):

@@ -19,6 +19,15 @@ NODE_CONFIG: dict[str, NodeConfig] = {
     "thinker": NodeConfig(temperature=0.15, max_tokens=400),
     "thinker_nachfass": NodeConfig(temperature=0.15, max_tokens=300),
     "erschliessung": NodeConfig(temperature=0.2, max_tokens=200),
+    # structured nodes whose longest valid answer needs more than the default (llm_json.antwort_tokens;
+    # tests/unit/test_structured_outputs.py keeps every structured node's budget above it)
+    "perzeption": NodeConfig(temperature=0.7, max_tokens=240),
+    "router": NodeConfig(temperature=0.7, max_tokens=256),
+    "sachlage": NodeConfig(temperature=0.7, max_tokens=304),
+    "planner": NodeConfig(temperature=0.7, max_tokens=320),
+    "salience": NodeConfig(temperature=0.7, max_tokens=288),
+    "praegung": NodeConfig(temperature=0.7, max_tokens=352),
+    "zusammenfassung": NodeConfig(temperature=0.7, max_tokens=224),
 }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("RAY_AUTH_MODE", "token")  # as the product runs
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 

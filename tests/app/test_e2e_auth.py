@@ -29,3 +29,33 @@ def test_operator_endpoints_need_the_operator_key(client, keys):
     carol = made.json()["api_key"]
     assert client.get("/v1/pairs/carol/nova/turns", headers=auth(carol)).status_code == 200
     assert client.get("/v1/pairs/alice/nova/turns", headers=auth(carol)).status_code == 403
+
+
+def test_ray_itself_refuses_a_driver_without_the_token(client, keys, tmp_path):
+    """Past the API: a process that reaches Ray's GCS but holds no token cannot join the cluster,
+    so it cannot call a pair actor's history (Ray token authentication is on)."""
+    import os
+    import subprocess
+    import sys
+
+    import ray
+
+    from actors.pair import pair_name
+
+    assert client.post("/v1/pairs/alice/nova/turns", json={"text": "Geheim: mein Hund heisst Bello."},
+                       headers=auth(keys["alice"])).status_code == 200
+    gcs = ray.get_runtime_context().gcs_address
+    namespace = ray.get_runtime_context().namespace
+    code = (f"import ray; ray.init(address={gcs!r}, namespace={namespace!r}); "
+            f"print(ray.get(ray.get_actor({pair_name('alice', 'nova')!r}).history.remote()))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_TOKEN")}
+    for mode in ("disabled", "token"):  # claiming auth is off changes nothing; having no token is the point
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                           env={**env, "HOME": str(tmp_path), "RAY_AUTH_MODE": mode})
+        assert r.returncode != 0 and "Bello" not in r.stdout, (mode, r.stdout[-500:])
+        assert "AuthenticationError" in r.stderr, (mode, r.stderr[-800:])
+    # with the token the same address is joined: the refusal is the token's, not a wrong address
+    join = f"import ray; ray.init(address={gcs!r}, namespace={namespace!r}); print('joined')"
+    ok = subprocess.run([sys.executable, "-c", join], capture_output=True, text=True, timeout=120,
+                        env={**os.environ, "RAY_AUTH_MODE": "token"})
+    assert ok.returncode == 0 and "joined" in ok.stdout, ok.stderr[-800:]

@@ -140,3 +140,42 @@ def test_numbers_that_are_not_finite_are_never_used(text):
 
     assert first_json_object(text) is None
     assert first_json_object('{"in_minuten": 1.5e3}') == {"in_minuten": 1500.0}
+
+
+def _laengste(s: dict, defs: dict):
+    """The longest answer a schema allows, filled with German words and long numbers."""
+    if "$ref" in s:
+        return _laengste(defs[s["$ref"].rsplit("/", 1)[-1]], defs)
+    if "anyOf" in s:
+        return max((_laengste(x, defs) for x in s["anyOf"]), key=lambda v: len(json.dumps(v)))
+    if "enum" in s:
+        return max(s["enum"], key=lambda e: len(json.dumps(e)))
+    typ = s.get("type")
+    if typ == "object":
+        return {k: _laengste(v, defs) for k, v in s.get("properties", {}).items()}
+    if typ == "array":
+        return [_laengste(s.get("items", {}), defs) for _ in range(s.get("maxItems", 3))]
+    if typ == "string":
+        return ("Er erzaehlt von seinem Hund Bello, der gern im Regen spazieren geht und " * 20)[: s["maxLength"]]
+    if typ in ("number", "integer"):
+        return 1234567890123456.1234567890123456 if typ == "number" else 1234567890123456
+    return True
+
+
+def test_every_structured_nodes_budget_holds_its_longest_answer():
+    """A budget below the longest valid answer lets the engine cut a valid answer inside the JSON.
+    The estimate holds against the embedded model's own tokenizer."""
+    from llama_cpp import Llama
+
+    from pipeline.llm_json import antwort_tokens
+    from pipeline.node_config import budget
+    from serve.llm_backends import smollm2_gguf
+
+    tok = Llama(model_path=str(smollm2_gguf()), vocab_only=True, verbose=False)
+    settings = Settings()
+    for node, model in structured_nodes().items():
+        schema = engine_schema(model)
+        text = json.dumps(_laengste(schema, schema.get("$defs", {})), ensure_ascii=False)
+        real = len(tok.tokenize(text.encode(), add_bos=False))
+        assert real <= antwort_tokens(schema) <= budget(node, settings), (node, real, antwort_tokens(schema))
+    assert budget("planner", settings) > 160 and budget("tribunal", settings) == 160
