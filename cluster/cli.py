@@ -52,8 +52,9 @@ def cmd_up(settings: Settings, args) -> int:
     log_path = settings.logs_dir / "daemon.log"
     state_file(settings.home).unlink(missing_ok=True)
     with open(log_path, "ab") as log:
+        env = {**os.environ, **({"RAY_ADDRESS": args.address} if args.address else {})}
         proc = subprocess.Popen([sys.executable, "-m", "cluster.daemon"], stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=env)
     print(f"starting novaberg (stores, Ray, Serve, model) — log: {log_path}", flush=True)
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
@@ -233,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="start stores, Ray and the Serve app in the background")
     up.add_argument("--timeout", type=int, default=600)
-    sub.add_parser("down", help="stop everything (the data stays)")
+    up.add_argument("--address", help="deploy onto this Ray cluster (auto, host:port, ray://host:port) instead of "
+                                      "starting one; needs DATABASE_URL and REDIS_URL (default: RAY_ADDRESS, else local)")
+    sub.add_parser("down", help="stop what `up` started or deployed (the data stays; an attached cluster stays up)")
     st = sub.add_parser("status", help="health, live pairs, outbox backlog")
     st.add_argument("--key")
     ch = sub.add_parser("chat", help="a terminal conversation with a character")

