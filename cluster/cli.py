@@ -123,6 +123,29 @@ def cmd_key_create(settings: Settings, args) -> int:
     return 0
 
 
+def cmd_key_bootstrap(settings: Settings, args) -> int:
+    """The first operator key of a deployment without `novaberg up` (Serve config): written
+    straight into the database at DATABASE_URL, printed once."""
+    import asyncio
+
+    from memory import pg
+
+    if not settings.database_url:
+        print("key bootstrap needs DATABASE_URL (the deployment's database)", file=sys.stderr)
+        return 1
+
+    async def go() -> str:
+        pool = pg.open_pool(settings.database_url, 1, 1)
+        await pool.open(wait=True)
+        try:
+            return await pg.create_api_key(pool, None, operator=True, label=args.label)
+        finally:
+            await pool.close()
+
+    print(asyncio.run(go()))
+    return 0
+
+
 def cmd_key_revoke(settings: Settings, args) -> int:
     info = _daemon(settings)
     if not info:
@@ -250,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     kc = ks.add_parser("create", help="create an API key bound to a user")
     kc.add_argument("--user", required=True)
     kc.add_argument("--key", help="operator key (default: the local one)")
+    kb = ks.add_parser("bootstrap", help="an operator key written straight into the database at DATABASE_URL "
+                                         "(a deployment by Serve config, where no `up` made one)")
+    kb.add_argument("--label", default="bootstrap")
     kr = ks.add_parser("revoke", help="revoke one key, or every key of a user")
     kr.add_argument("--api-key", help="the key to revoke")
     kr.add_argument("--user", help="revoke every key of this user")
@@ -265,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     settings = load_settings()
     handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "chat": cmd_chat,
-                "key": lambda s, a: (cmd_key_revoke if a.keycmd == "revoke" else cmd_key_create)(s, a),
+                "key": lambda s, a: {"revoke": cmd_key_revoke, "bootstrap": cmd_key_bootstrap}.get(
+                    a.keycmd, cmd_key_create)(s, a),
                 "memory": memory_cli.run, "character": character_cli.run, "files": files_cli.run}
     return handlers[args.cmd](settings, args)
 

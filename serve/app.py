@@ -10,10 +10,12 @@ from serve.store import StoreDeployment
 from serve.web import WebDeployment
 
 
-def build_app(settings: Settings, engine=None):
+def build_app(settings: Settings, engine=None, *, hintergrund: bool = False):
     """The application. `engine`: a backend class (called with the settings) that takes the place
     of the configured one inside the LLM deployment, as Ray Serve LLM takes its engine; the tests
-    inject a scripted engine this way. None: the backend the settings name."""
+    inject a scripted engine this way. None: the backend the settings name. `hintergrund`: the
+    ingress makes (or finds) the outbox workers and the pixie itself — for a deployment by Serve
+    config, where no `novaberg up` does it."""
     s = settings.model_dump(mode="json")
     embedder = EmbedderDeployment.options(
         ray_actor_options={"num_cpus": 0.5}, num_replicas=1).bind(s)
@@ -27,7 +29,16 @@ def build_app(settings: Settings, engine=None):
     web = WebDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s)
     ingress_kw = dict(num_replicas=settings.ingress_replicas, max_ongoing_requests=settings.ingress_max_ongoing,
                       ray_actor_options={"num_cpus": 0})
-    if settings.remote_nodes:
-        nodes = NodeDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s)
-        return Ingress.options(**ingress_kw).bind(s, store, llm, embedder, web, nodes)
-    return Ingress.options(**ingress_kw).bind(s, store, llm, embedder, web)
+    nodes = NodeDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s) if settings.remote_nodes else None
+    return Ingress.options(**ingress_kw).bind(s, store, llm, embedder, web, nodes, hintergrund=hintergrund)
+
+
+def app_builder(args: dict | None = None):
+    """The application of `cluster/serve_config.yaml` (`serve run` / `serve deploy`): the settings
+    from the environment where it is built, `args` on top; stores by URL."""
+    from cluster.settings import load_settings
+
+    settings = load_settings(**(args or {}))
+    if not (settings.database_url and settings.redis_url):
+        raise ValueError("a Serve config deployment needs DATABASE_URL and REDIS_URL (no embedded stores)")
+    return build_app(settings, hintergrund=True)

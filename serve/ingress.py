@@ -88,8 +88,14 @@ async def _http_error(request: Request, exc: HTTPException):
 @serve.deployment(name="Ingress")
 @serve.ingress(app)
 class Ingress:
-    def __init__(self, settings: dict, store, llm, embedder, web=None, nodes=None):
+    def __init__(self, settings: dict, store, llm, embedder, web=None, nodes=None, *, hintergrund: bool = False):
         self.settings = Settings(**settings)
+        if hintergrund:  # deployed by Serve config: no `novaberg up` makes the workers and the pixie
+            from actors.pixie import start_pixie
+            from actors.worker import start_workers
+
+            start_workers(self.settings)
+            start_pixie(self.settings)
         self.store = store
         self.llm = llm
         self.embedder = embedder
@@ -153,35 +159,49 @@ class Ingress:
         r = await self._redis_client()
         return int(await r.incr(f"pair:seq:{user_id}:{character_id}"))
 
-    async def _admit(self, user_id: str, character_id: str) -> None:
+    @staticmethod
+    def _inflight_keys(user_id: str, character_id: str) -> tuple[str, str]:
+        # sorted sets of leases; not the counters (strings) the names `inflight:*` held before
+        return f"inflight:leases:user:{user_id}", f"inflight:leases:pair:{user_id}:{character_id}"
+
+    async def _admit(self, user_id: str, character_id: str) -> str:
         """Count a turn against its user's and its pair's bounds (across ingress replicas, in
-        Redis); beyond either: 429 with Retry-After. `_release` gives it back."""
+        Redis); beyond either: 429 with Retry-After. Returns the turn's lease, which `_release`
+        gives back. Each bound is a sorted set of leases scored by their start: a lease that was
+        never given back (its replica died, or Redis was down at the release) expires after
+        `admission_lease_s` on its own, however often the user calls again meanwhile."""
         r = await self._redis_client()
-        ukey, pkey = f"inflight:user:{user_id}", f"inflight:pair:{user_id}:{character_id}"
-        async with r.pipeline(transaction=True) as p:
-            p.incr(ukey).expire(ukey, 900).incr(pkey).expire(pkey, 900)  # a dead replica's count fades
-            u, _, q, _ = await p.execute()
         s = self.settings
+        lease, now, keep = uuid.uuid4().hex, time.time(), int(s.admission_lease_s) + 1
+        async with r.pipeline(transaction=True) as p:
+            for key in self._inflight_keys(user_id, character_id):
+                p.zremrangebyscore(key, "-inf", now - s.admission_lease_s).zadd(key, {lease: now}).zcard(key)
+                p.expire(key, keep)
+            res = await p.execute()
+        u, q = res[2], res[6]
         if u > s.max_turns_in_flight_per_user or q > s.max_turns_queued_per_pair:
-            await self._release(user_id, character_id)
+            await self._release(user_id, character_id, lease)
             what = (f"user {user_id} has {s.max_turns_in_flight_per_user} turns in flight"
                     if u > s.max_turns_in_flight_per_user else
                     f"pair {user_id}/{character_id} has {s.max_turns_queued_per_pair} turns waiting")
             raise HTTPException(429, detail={"type": "limit", "message": f"{what}; try again shortly"},
                                 headers={"Retry-After": "2"})
+        return lease
 
-    async def _release(self, user_id: str, character_id: str) -> None:
+    async def _release(self, user_id: str, character_id: str, lease: str) -> None:
         r = await self._redis_client()
         async with r.pipeline(transaction=False) as p:
-            await p.decr(f"inflight:user:{user_id}").decr(f"inflight:pair:{user_id}:{character_id}").execute()
+            for key in self._inflight_keys(user_id, character_id):
+                p.zrem(key, lease)
+            await p.execute()
 
     @asynccontextmanager
     async def _admitted(self, user_id: str, character_id: str):
-        await self._admit(user_id, character_id)
+        lease = await self._admit(user_id, character_id)
         try:
             yield
         finally:
-            await self._release(user_id, character_id)
+            await self._release(user_id, character_id, lease)
 
     async def _known_character(self, character_id: str) -> None:
         """404 for a character that does not exist, before any pair actor is made for it."""
@@ -285,7 +305,7 @@ class Ingress:
                 result = await self._call(user_id, character_id, "turn", request)
             self._turn_error(result)
             return result
-        await self._admit(user_id, character_id)  # held until the stream ends
+        lease = await self._admit(user_id, character_id)  # held until the stream ends
         request["seq"] = await self._arrival(user_id, character_id)
 
         async def events():
@@ -295,7 +315,7 @@ class Ingress:
                     data = ev.get("result", ev) if name in ("final", "error") else {k: v for k, v in ev.items() if k != "event"}
                     yield {"event": name, "data": json.dumps(data)}
             finally:
-                await self._release(user_id, character_id)
+                await self._release(user_id, character_id, lease)
 
         return EventSourceResponse(events())
 
@@ -402,7 +422,7 @@ class Ingress:
                     "novaberg": {"turn_id": result["turn_id"], "replayed": result.get("replayed", False)}}
 
         include_usage = bool((body.stream_options or {}).get("include_usage"))
-        await self._admit(user_id, character_id)  # held until the stream ends
+        lease = await self._admit(user_id, character_id)  # held until the stream ends
         request["seq"] = await self._arrival(user_id, character_id)
 
         def sse(obj: dict) -> str:
@@ -413,7 +433,7 @@ class Ingress:
                 async for part in _chunks():
                     yield part
             finally:
-                await self._release(user_id, character_id)
+                await self._release(user_id, character_id, lease)
 
         async def _chunks():
             base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": character_id}
