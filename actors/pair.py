@@ -274,7 +274,10 @@ PairActorRemote = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(Pa
 def get_or_create_pair(user_id: str, character_id: str, settings: Settings):
     """Find the pair's actor by name from any process, or create it (detached: it must not die
     with the ingress replica that happened to create it)."""
+    placement = {"resources": settings.pair_resources} if settings.pair_resources else {}
+    if settings.pair_spread:
+        placement["scheduling_strategy"] = "SPREAD"
     return PairActorRemote.options(
         name=pair_name(user_id, character_id), namespace=settings.namespace, get_if_exists=True,
-        lifetime="detached",
+        lifetime="detached", **placement,
     ).remote(user_id, character_id, settings.model_dump(mode="json", by_alias=False))

@@ -65,7 +65,8 @@ def start(settings: Settings, *, engine=None) -> Runtime:
         # token to ~/.ray/auth_token; on a cluster every node gets it (README, Security).
         os.environ.setdefault("RAY_AUTH_MODE", "token")
         _ray_init(settings, ray_tmp)
-    serve.start(http_options={"host": settings.http_host, "port": settings.http_port})
+    serve.start(http_options={"host": settings.http_host, "port": settings.http_port},
+                proxy_location=settings.proxy_location)
     serve.run(build_app(settings, engine), name=APP_NAME, route_prefix="/", blocking=False)
     serve.get_deployment_handle(STORE_DEPLOYMENT, app_name=APP_NAME).ready.remote().result(timeout_s=120)
     start_workers(settings)

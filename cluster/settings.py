@@ -47,6 +47,21 @@ class Settings(BaseSettings):
     ingress_max_ongoing: int = Field(default=256, ge=1)
     object_store_mb: int = Field(default=256, ge=64)
 
+    # --- Placement on a cluster
+    pair_resources: dict[str, float] = Field(default_factory=dict)
+    """Ray resources each pair actor needs beyond its 0 CPUs. On a cluster, give the nodes meant for
+    pairs a custom resource (`ray start --resources '{"pairs": 2000}'`: at most 2000 pairs there)
+    and set `{"pairs": 1}`: pairs land only there, spread over those nodes."""
+    proxy_location: Literal["EveryNode", "HeadOnly"] = "EveryNode"
+    """Where Serve runs its HTTP proxies: on every node (a load balancer in front), or the head only."""
+    pair_spread: bool = True
+    """Place new pair actors by Ray's SPREAD strategy (over the nodes that have their resources)."""
+    embedder_num_cpus: float = Field(default=0.5, ge=0)
+    llm_num_cpus: float | None = Field(default=None, ge=0)
+    """CPUs of an LLM replica. Unset: 0.5 for llamacpp, 0 otherwise (vLLM asks for its GPUs itself,
+    `vllm_gpus`, and lands on GPU nodes)."""
+    store_num_cpus: float = Field(default=0, ge=0)
+
     # --- LLM
     llm_backend: Literal["llamacpp", "vllm", "openai"] = "llamacpp"
     llm_model: str = "smollm2-135m-instruct"
@@ -107,6 +122,10 @@ class Settings(BaseSettings):
     """Turns (and events) one user may have running or waiting at once; beyond: 429."""
     max_turns_queued_per_pair: int = Field(default=4, ge=1)
     """Turns one pair may have running or waiting at once; beyond: 429."""
+    admission_lease_s: float = Field(default=900.0, gt=0)
+    """How long a turn counts against those bounds at most: a turn whose ingress replica died (or
+    whose release failed while Redis was down) gives its place back after this, even while the
+    user keeps calling. Longer than any turn may wait and run."""
     key_cache_size: int = Field(default=10_000, ge=1)
     """API keys (and refusals) an ingress replica remembers for 30 s; the least recently used go."""
     character_card_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)

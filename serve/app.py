@@ -18,14 +18,15 @@ def build_app(settings: Settings, engine=None, *, hintergrund: bool = False):
     config, where no `novaberg up` does it."""
     s = settings.model_dump(mode="json")
     embedder = EmbedderDeployment.options(
-        ray_actor_options={"num_cpus": 0.5}, num_replicas=1).bind(s)
+        ray_actor_options={"num_cpus": settings.embedder_num_cpus}, num_replicas=1).bind(s)
     vllm = vllm_server_app(settings) if settings.llm_backend == "vllm" and engine is None else None
     # llama.cpp serialises its calls on one thread per replica; requests wait in that replica's queue
     llm = LLMDeployment.options(
         num_replicas=settings.llm_replicas, max_ongoing_requests=64,
-        ray_actor_options={"num_cpus": 0.5 if settings.llm_backend == "llamacpp" else 0},
+        ray_actor_options={"num_cpus": settings.llm_num_cpus if settings.llm_num_cpus is not None
+                           else 0.5 if settings.llm_backend == "llamacpp" else 0},
     ).bind(s, vllm, engine)
-    store = StoreDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s, embedder)
+    store = StoreDeployment.options(ray_actor_options={"num_cpus": settings.store_num_cpus}).bind(s, embedder)
     web = WebDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s)
     ingress_kw = dict(num_replicas=settings.ingress_replicas, max_ongoing_requests=settings.ingress_max_ongoing,
                       ray_actor_options={"num_cpus": 0})
