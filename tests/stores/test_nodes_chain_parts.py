@@ -165,12 +165,36 @@ def test_responder_trims_the_history_in_blocks_to_fit_the_context(caplog):
     long_turns = [SessionTurn(rolle="user", sprecher="Person B", inhalt="x" * 400, turn_id=f"t{i}",
                               time=datetime.now(timezone.utc)) for i in range(20)]
     state = _state("Hallo", memory=MemoryRecord(session_turns=long_turns))
-    deps = deps_for(ScriptedLLM(), settings=Settings(llm_ctx=2048))
+    deps = deps_for(ScriptedLLM(), settings=Settings(llm_ctx=4096))
     (system, user), info = [m["content"] for m in responder.build_messages(state, deps, "m")[0]], \
         responder.build_messages(state, deps, "m")[1]
     assert info["verlauf_gekuerzt"] % responder.TRIM_BLOCK == 0 and 0 < info["verlauf_gekuerzt"] < 20
-    assert len(system) + len(user) < (2048 - 160) * responder.CHARS_PER_TOKEN
+    assert len(system) + len(user) < (4096 - 160) * responder.CHARS_PER_TOKEN
     assert "verlauf_gekuerzt" in caplog.text
+
+
+def test_the_trimmed_prompt_fits_the_context_by_the_models_own_count():
+    """German turns with figures, as the history holds them: the prompt the responder builds,
+    counted by the embedded model's tokenizer with its chat template, leaves the responder's
+    budget free in the context (an estimate too high let a real prompt run past 4096 tokens)."""
+    from llama_cpp import Llama
+
+    from cluster.settings import Settings
+    from serve.llm_backends import smollm2_gguf
+
+    satz = ("Am 03.12. um 14:30 war ich beim Zahnarzt (Dr. Mueller, Praxis am Ring 7), danach 2,5 km "
+            "zu Fuss heim; Bello (3 J.) war 'ganz aufgeregt' — 80 % der Zeit! ")
+    turns = [SessionTurn(rolle="user" if i % 2 == 0 else "assistant", sprecher="Person B" if i % 2 == 0 else "Nova",
+                         inhalt=satz * 3, turn_id=f"t{i}", time=datetime.now(timezone.utc), emotion="freude",
+                         arousal=0.6) for i in range(60)]
+    state = _state("Und was meinst du dazu?", memory=MemoryRecord(session_turns=turns))
+    for ctx in (2048, 4096):
+        deps = deps_for(ScriptedLLM(), settings=Settings(llm_ctx=ctx))
+        messages, info = responder.build_messages(state, deps, "m")
+        tok = Llama(model_path=str(smollm2_gguf()), vocab_only=True, verbose=False)
+        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+        used = len(tok.tokenize(text.encode(), add_bos=False, special=True))
+        assert info["verlauf_gekuerzt"] > 0 and used + 160 <= ctx, (ctx, used)
 
 
 def _user_prompt(state):
