@@ -46,7 +46,16 @@ class BackgroundWorker:
         r = Redis.from_url(self.settings.redis_url)
         pool = pg.open_pool(self.settings.database_url, 1, 2)
         await pool.open(wait=True)
-        await outbox.ensure_group(r)
+        # a worker Ray restarts while Redis is down (or restarting) waits for it: this thread is the
+        # worker's only consumer loop, and nobody would start it again
+        while True:
+            try:
+                await outbox.ensure_group(r)
+                break
+            except Exception:
+                self.errors += 1
+                log.exception("outbox worker %d: cannot reach the outbox; retrying in 1s", self.index)
+                await asyncio.sleep(1.0)
 
         services = None
 

@@ -44,6 +44,11 @@ def _ray_init(settings: Settings, ray_tmp: Path) -> None:
 
 def start(settings: Settings, *, engine=None) -> Runtime:
     """`engine`: an engine class injected into the LLM deployment (see serve.app.build_app)."""
+    # token authentication: Ray's GCS listens on every interface, and without a token anyone who
+    # reaches its port could call a pair actor past every API check. A local start writes the token
+    # to ~/.ray/auth_token; on a cluster every node gets it (README, Ray's own door). Ray reads the
+    # mode when it is first imported: set it before that.
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
     from ray import serve
 
@@ -60,10 +65,6 @@ def start(settings: Settings, *, engine=None) -> Runtime:
     # Ray's session folders are never deleted; keep them in one place per home and short enough
     # for unix socket paths
     if not ray.is_initialized():
-        # token authentication: Ray's GCS listens on every interface, and without a token anyone who
-        # reaches its port could call a pair actor past every API check. A local start writes the
-        # token to ~/.ray/auth_token; on a cluster every node gets it (README, Security).
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
         _ray_init(settings, ray_tmp)
     serve.start(http_options={"host": settings.http_host, "port": settings.http_port},
                 proxy_location=settings.proxy_location)

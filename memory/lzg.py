@@ -72,6 +72,14 @@ async def knoten_der_quelle(pool: AsyncConnectionPool, user_id: str, character_i
         return await _ids_der_quelle(conn, user_id, character_id, quelle)
 
 
+async def count_by_quelle(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, int]:
+    """Per source (a turn id): how many of the pair's nodes it wrote, forgotten ones included."""
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT quelle, count(*) FROM lzg_knoten WHERE user_id=%s AND character_id=%s"
+                                 " AND quelle IS NOT NULL GROUP BY quelle", (user_id, character_id))
+        return {r[0]: r[1] for r in await cur.fetchall()}
+
+
 async def add_nodes_einmal(pool: AsyncConnectionPool, user_id: str, character_id: str, quelle: str,
                            nodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Insert the nodes of one source once (each carries `quelle`): under a lock on the pair and

@@ -155,13 +155,15 @@ class OutboxConsumer:
         try:
             job = json.loads(raw)
             await self.handler(job)
-        except Exception:
+        except Exception as e:
             info = await self.r.xpending_range(self.stream, GROUP, min=entry_id, max=entry_id, count=1)
             deliveries = info[0]["times_delivered"] if info else 1
             if deliveries >= MAX_DELIVERIES:
                 log.error("outbox: job %s failed %d times, moved to %s", _s(entry_id), deliveries,
                           self.dead_stream, exc_info=True)
-                await self.r.xadd(self.dead_stream, {"job": raw, "from": entry_id})
+                # the reason travels with the job: the operator sees why it was given up
+                reason = f"{type(e).__name__}: {e}"[:500] + f" (after {deliveries} deliveries)"
+                await self.r.xadd(self.dead_stream, {"job": raw, "from": entry_id, "reason": reason})
                 await self.r.xack(self.stream, GROUP, entry_id)
             else:
                 log.warning("outbox: job %s failed (delivery %d), stays pending for a retry",

@@ -188,6 +188,15 @@ async def count_turn_records(pool: AsyncConnectionPool, user_id: str, character_
         return (await cur.fetchone())[0]
 
 
+async def turn_ids(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[str]:
+    """The turn ids of the pair's stored turns, one per row (a turn stored twice shows twice)."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT turn_id FROM turns WHERE user_id = %s AND character_id = %s ORDER BY turn_id", (user_id, character_id)
+        )
+        return [r[0] for r in await cur.fetchall()]
+
+
 async def decision_rates(pool: AsyncConnectionPool, since: datetime | None = None) -> list[dict]:
     """How often each branching node took each outcome (art = switch), since a point in time."""
     sql = ("SELECT entscheidung, outcome, count(*) FROM pipeline_log WHERE art = 'switch'"

@@ -63,6 +63,16 @@ async def add(pool: AsyncConnectionPool, user_id: str, character_id: str, titel:
         return (await cur.fetchone())[0]
 
 
+async def count_by_turn(pool: AsyncConnectionPool, user_id: str, character_id: str,
+                        typ: str = "erinnerungs_anker") -> dict[str, int]:
+    """Per turn id: how many of the pair's entries of one type that turn wrote."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT turn_id, count(*) FROM timeline WHERE user_id=%s AND character_id=%s AND typ=%s"
+            " AND turn_id IS NOT NULL GROUP BY turn_id", (user_id, character_id, typ))
+        return {r[0]: r[1] for r in await cur.fetchall()}
+
+
 async def move(pool: AsyncConnectionPool, user_id: str, character_id: str, entry_id: int, beginn: datetime,
                tz: str) -> bool:
     async with pool.connection() as conn:
