@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,12 @@ def start(settings: Settings, *, engine=None) -> Runtime:
         raise ValueError(f"deploying onto the cluster at {settings.ray_address!r} needs external stores: set "
                          "DATABASE_URL and REDIS_URL (embedded ones would live on this machine only)")
     stores = resolve_store_urls(settings.home, settings.database_url, settings.redis_url)
+    if settings.redis_url:
+        from memory.embedded import redis_durability
+
+        for warnung in redis_durability(settings.redis_url):
+            log.warning("the external Redis %s", warnung)
+            print(f"warning: the external Redis {warnung}", file=sys.stderr)
     settings = settings.model_copy(update={"database_url": stores.database_url, "redis_url": stores.redis_url})
     ray_tmp = Path("/tmp") / f"nbray-{os.getuid()}-{abs(hash(str(settings.home))) % 10**8}"
     # Ray's session folders are never deleted; keep them in one place per home and short enough

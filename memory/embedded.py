@@ -124,3 +124,29 @@ def resolve_store_urls(home: Path, database_url: str | None, redis_url: str | No
     stores = EmbeddedStores(home=home, database_url=database_url, redis_url=redis_url)
     stores.start(postgres=database_url is None, redis=redis_url is None)
     return stores
+
+
+EVICTING = {"allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru", "volatile-lfu", "volatile-random",
+            "volatile-ttl"}
+
+
+def redis_durability(redis_url: str) -> list[str]:
+    """What makes an external Redis unsafe as the home of the session history, the short-term
+    memory, idempotency records and pending jobs: no persistence at all, or a maxmemory policy that
+    evicts keys. Empty: nothing to warn about (or the server does not say)."""
+    import redis
+
+    r = redis.Redis.from_url(redis_url, socket_timeout=5)
+    try:
+        cfg = {**r.config_get("appendonly"), **r.config_get("save"), **r.config_get("maxmemory-policy")}
+    except redis.ResponseError:
+        return []  # CONFIG is disabled (a managed Redis): it keeps its own settings
+    finally:
+        r.close()
+    out = []
+    if cfg.get("appendonly") != "yes" and not (cfg.get("save") or "").strip():
+        out.append("has no persistence (appendonly no, no save points): a restart loses every session")
+    if cfg.get("maxmemory-policy") in EVICTING:
+        out.append(f"evicts keys under memory pressure (maxmemory-policy {cfg['maxmemory-policy']}): "
+                   "sessions and pending jobs can vanish; use noeviction")
+    return out
