@@ -58,6 +58,7 @@ class PairActor:
         self._watch: asyncio.Task | None = None
         self._started = time.time()
         self._pending: set[asyncio.Task] = set()
+        self._verlauf_geprueft = False
 
     # ------------------------------------------------------------------ plumbing
     def _ensure(self) -> Services:
@@ -142,6 +143,8 @@ class PairActor:
         try:
             if request.get("seq") is not None:
                 await services.redis.set(self._seq_key(), int(self._order.last))
+            if not self._verlauf_geprueft:
+                await self._verlauf_pruefen(services)
             stored = await session.stored_result(services.redis, self.user_id, self.character_id, turn_id)
             if stored is not None:
                 log.info("pair %s:%s: turn %s answered from its stored result", self.user_id,
@@ -150,6 +153,17 @@ class PairActor:
             return await self._run_chain(services, turn_id, request, events, stimulus)
         finally:
             self._order.release()
+
+    async def _verlauf_pruefen(self, services: Services) -> None:
+        """Once per actor: a session history Redis lost is rebuilt from the turns in Postgres."""
+        n = await session.verlauf_wiederherstellen(
+            services.redis, lambda limit: services.store.call("pg.recent_turn_records", self.user_id,
+                                                              self.character_id, limit),
+            self.user_id, self.character_id, self.settings.session_keep_turns)
+        if n:
+            log.warning("pair %s:%s: fallback verlauf_aus_postgres: the session history was empty in Redis; "
+                        "%d entries rebuilt from the stored turns", self.user_id, self.character_id, n)
+        self._verlauf_geprueft = True
 
     async def _run_chain(self, services: Services, turn_id: str, request: dict[str, Any],
                          events: asyncio.Queue | None, stimulus: Stimulus | None = None) -> dict[str, Any]:

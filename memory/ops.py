@@ -69,6 +69,7 @@ OPS = {
     "charaktere.wissen_suchen": charaktere.wissen_suchen,
     "pg.decision_rates": pg.decision_rates,
     "pg.revoke_api_keys": pg.revoke_api_keys,
+    "pg.recent_turn_records": pg.recent_turn_records,
     "dashboard.turn_stats": dashboard.turn_stats,
     "dashboard.node_stats": dashboard.node_stats,
     "dashboard.recent_pairs": dashboard.recent_pairs,

@@ -239,3 +239,42 @@ async def begruessen(r: Redis, user_id: str, character_id: str, turn: dict) -> b
     """The character's greeting as the first message of a pair's session, once: only a session
     without any turn takes it (atomic, so two clients asking at once store it once)."""
     return bool(await r.eval(_GREET, 1, session_key(user_id, character_id), json.dumps(turn)))
+
+
+_RESTORE = """
+if redis.call('LLEN', KEYS[1]) > 0 then return 0 end
+for i = 2, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
+return 1
+"""
+
+
+def eintraege_aus_records(records: list[dict]) -> list[dict]:
+    """Session entries from stored turn records (oldest first), as the dispatcher wrote them: the
+    human's message (or Nova's own thought, by its speaker; none for a Thinker retry), then her
+    reply, each with `quelle: postgres`. What perception added to an entry (emotion, intentions) is
+    not in the record."""
+    out = []
+    for rec in records:
+        res = rec.get("result") or {}
+        name, herkunft = res.get("character_name") or "Nova", res.get("herkunft", "user")
+        base = {"turn_id": rec["turn_id"], "herkunft": herkunft, "time": rec["created_at"], "quelle": "postgres"}
+        if not res.get("ursprung_turn_id") and rec.get("user_text"):
+            sprecher = f"{name} (eigener Gedanke)" if herkunft == "eigener_impuls" else "Person B"
+            rolle = "assistant" if herkunft == "eigener_impuls" else "user"
+            out.append({**base, "rolle": rolle, "sprecher": sprecher, "inhalt": rec["user_text"]})
+        out.append({**base, "rolle": "assistant", "sprecher": name, "inhalt": rec["reply"]})
+    return out
+
+
+async def verlauf_wiederherstellen(r: Redis, lade, user_id: str, character_id: str, keep: int) -> int:
+    """When Redis lost the pair's session history (empty list) but Postgres holds its turns, write
+    the last `keep` turns back (only into an empty list: a turn committed meanwhile wins). `lade`:
+    an async callable (limit) -> turn records. Returns the entries restored."""
+    if await count_turns(r, user_id, character_id) > 0:
+        return 0
+    eintraege = eintraege_aus_records(await lade(keep))
+    if not eintraege:
+        return 0
+    done = await r.eval(_RESTORE, 1, session_key(user_id, character_id), keep, *[json.dumps(e) for e in eintraege])
+    return len(eintraege) if done else 0

@@ -51,3 +51,28 @@ def test_background_job_survives_a_killed_worker(client, keys, settings, charact
              for i in range(settings.outbox_workers)]
     assert all(s["running"] for s in stats)  # the killed one came back and consumes again
     assert sum(s["processed"] for s in stats) >= 1
+
+
+def test_a_history_redis_lost_is_rebuilt_from_postgres(client, keys, settings, character):
+    """Redis lost the pair's session (a restart without data): the next turn's pair rebuilds it from
+    the stored turns before it reads, and Nova's history is whole again."""
+    from memory import session
+    from tests.conftest import redis_call
+
+    character = character("verloren")
+    h = auth(keys["alice"])
+    first = client.post(f"/v1/pairs/alice/{character}/turns", json={"text": "Mein Hund heisst Bello."}, headers=h)
+    assert first.status_code == 200
+    wait_for(lambda: pg_call(settings.database_url, pg.turn_record, "alice", character, first.json()["turn_id"]))
+    name = pair_name("alice", character)
+    wait_for(lambda: _gone(name, settings.namespace), timeout=settings.pair_idle_timeout_s + 20)
+    redis_call(settings.redis_url, lambda r: r.delete(session.session_key("alice", character)))
+    assert client.get(f"/v1/pairs/alice/{character}/turns", headers=h).json()["turns"] == []  # lost
+    r2 = client.post(f"/v1/pairs/alice/{character}/turns", json={"text": "Wie heisst mein Hund?"}, headers=h)
+    assert r2.status_code == 200
+    turns = client.get(f"/v1/pairs/alice/{character}/turns", headers=h).json()["turns"]
+    assert [t["inhalt"] for t in turns][:1] == ["Mein Hund heisst Bello."] and len(turns) == 4
+    assert turns[0]["quelle"] == "postgres" and turns[2].get("quelle") is None
+    rows = wait_for(lambda: pg_call(settings.database_url, pg.pipeline_rows, "alice", character, r2.json()["turn_id"]))
+    verlauf = next(x for x in rows if x["entscheidung"] == "enricher.verlauf")
+    assert verlauf["inputs"]["gelesen"] == 2  # the enricher read the rebuilt turns
