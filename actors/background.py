@@ -54,30 +54,68 @@ async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
              len(state.hintergrund.pending_writes) if state.hintergrund else 0)
 
 
+IMPULS_CLAIM_S = 120
+"""How long a worker holds a claimed impulse before another may deliver it (a crash loses none)."""
+_NEHMEN = """
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+  return 1
+end
+return 0
+"""
+
+
+def _genommen(due_key: str) -> str:
+    return f"{due_key}:genommen"
+
+
+async def faellige_impulse_nehmen(r, due_key: str, limit: int, claim_s: float = IMPULS_CLAIM_S) -> list[bytes]:
+    """Claim up to `limit` impulses whose time has come: each moves atomically from the due set to
+    the claimed set with a deadline, so two workers never deliver the same one, and one whose worker
+    died before acknowledging it (`impuls_erledigt`) is due again once its deadline passed."""
+    now = time.time()
+    for raw in await r.zrangebyscore(_genommen(due_key), "-inf", now):
+        if await r.eval(_NEHMEN, 2, _genommen(due_key), due_key, raw, now):
+            log.warning("impulse claim expired: fallback impuls_neu_faellig (its worker did not finish it)")
+    taken = []
+    for raw in await r.zrangebyscore(due_key, "-inf", now, start=0, num=limit):
+        if await r.eval(_NEHMEN, 2, due_key, _genommen(due_key), raw, now + claim_s):
+            taken.append(raw)
+    return taken
+
+
+async def impuls_erledigt(r, due_key: str, raw, *, again_in_s: float | None = None) -> None:
+    """Acknowledge a claimed impulse; `again_in_s`: put it back as due then (a failed delivery)."""
+    pipe = r.pipeline(transaction=True)
+    pipe.zrem(_genommen(due_key), raw)
+    if again_in_s is not None:
+        pipe.zadd(due_key, {raw: time.time() + again_in_s})
+    await pipe.execute()
+
+
 async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> int:
-    """Hand impulses whose time has come to their pair's event queue. ZREM claims an impulse, so
-    two workers never deliver the same one; a failed delivery is put back a minute later."""
+    """Hand impulses whose time has come to their pair's event queue (claimed, then acknowledged
+    after the delivery; the delivery is idempotent by its turn id `imp-{id}`)."""
     from actors.pair import get_or_create_pair
     from pipeline.nodes.aufgriff import DUE_KEY
 
     r = services.redis
-    due = await r.zrangebyscore(DUE_KEY, "-inf", time.time(), start=0, num=limit)
     delivered = 0
-    for raw in due:
-        if not await r.zrem(DUE_KEY, raw):
-            continue  # another worker took it
+    for raw in await faellige_impulse_nehmen(r, DUE_KEY, limit):
         imp = json.loads(raw)
         if not await services.store.call("charaktere.exists", imp["character_id"]):
             log.warning("impulse %s dropped: fallback charakter_entfernt: character %r no longer exists",
                         imp["id"], imp["character_id"])
             await r.srem(f"impulse:offen:{imp['user_id']}:{imp['character_id']}", imp["id"])
+            await impuls_erledigt(r, DUE_KEY, raw)
             continue
         try:
             actor = get_or_create_pair(imp["user_id"], imp["character_id"], settings)
             await actor.event.remote({"kind": "impulse", "eigener_gedanke": imp["gedanke"], "turn_id": f"imp-{imp['id']}"})
             await r.srem(f"impulse:offen:{imp['user_id']}:{imp['character_id']}", imp["id"])
+            await impuls_erledigt(r, DUE_KEY, raw)
             delivered += 1
         except Exception:
             log.exception("impulse %s could not be delivered; retrying in 60 s", imp["id"])
-            await r.zadd(DUE_KEY, {raw: time.time() + 60})
+            await impuls_erledigt(r, DUE_KEY, raw, again_in_s=60)
     return delivered
