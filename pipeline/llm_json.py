@@ -195,7 +195,10 @@ async def ask_json(deps: Deps, node: str, schema: type[M], variables: dict, *,
             except ValidationError as e:
                 outcome = "ungueltig"
                 log.warning("%s: answer did not fit %s: %s", node, schema.__name__, e.errors()[:2])
+    inputs = {"zeichen": 0 if text is None else len(text)}
     if result is None:
         log.warning("%s: fallback %s: the model's answer was not usable; defaults apply", node, outcome)
-    deps.trace.decision(node, f"{node}.antwort", outcome, {"zeichen": 0 if text is None else len(text)})
+        if text:  # what was unusable, for the decision entry: the start and the end of the answer
+            inputs.update(anfang=text[:80], ende=text[-80:])
+    deps.trace.decision(node, f"{node}.antwort", outcome, inputs)
     return result, outcome

@@ -37,6 +37,8 @@ def test_perzeption_falls_back_by_name():
         out = asyncio.run(run_node(perzeption, _state(), deps))["perzeption"]
         assert out.fallback == f"perzeption_{outcome}" and out.emotion == "neutral"
         assert _decisions(deps)["perzeption.antwort"]["outcome"] == outcome
+        if answer:  # the unusable answer stands in the decision entry, to be looked at
+            assert _decisions(deps)["perzeption.antwort"]["inputs"]["ende"] == answer[-80:]
     llm = ScriptedLLM()
     llm.fail.add("perzeption")
     deps = deps_for(llm)
