@@ -76,10 +76,11 @@ def _cells(line: str) -> list[str]:
     return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
 
 
-def table() -> list[dict[str, str]]:
-    """The rows of the responder's table in prompts/README.md, by column name."""
+def table(heading: str = SECTION) -> list[dict[str, str]]:
+    """The rows of the table under `heading` in prompts/README.md (the responder's by default), by
+    column name."""
     text = README.read_text(encoding="utf-8")
-    section = text[text.index(SECTION):]
+    section = text[text.index(heading):]
     nxt = section.find("\n## ", 1)
     lines = [x.strip() for x in section[: nxt if nxt != -1 else len(section)].splitlines() if x.strip().startswith("|")]
     head = _cells(lines[0])

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import re
 from datetime import datetime
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -23,9 +22,8 @@ from pipeline.runner import run_node
 from pipeline.state import (AgentResult, Anker, AnkerRecord, DraftRecord, MemoryRecord, PairRecord, PlanRecord,
                             RouteRecord, SachlageRecord, Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
-from tests.unit.test_golden_responder import _cells, _phrase
+from tests.unit.test_golden_responder import _phrase, table
 
-README = Path(__file__).resolve().parents[2] / "prompts" / "README.md"
 SECTION = "## Thinker"
 AUFRUFE = ("thinker", "thinker_nachfass")
 NACHRICHTEN = ("system", "user", "verlauf")
@@ -138,16 +136,7 @@ def render() -> dict[tuple[str, str], str]:
     return out
 
 
-def table() -> list[dict[str, str]]:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index(SECTION):]
-    nxt = section.find("\n## ", 1)
-    lines = [x.strip() for x in section[: nxt if nxt != -1 else len(section)].splitlines() if x.strip().startswith("|")]
-    head = _cells(lines[0])
-    return [dict(zip(head, _cells(line))) for line in lines[2:]]
-
-
-ROWS = table()
+ROWS = table(SECTION)
 PROMPTS = render()
 
 

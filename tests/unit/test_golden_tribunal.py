@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from pathlib import Path
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -19,9 +18,8 @@ from pipeline.runner import run_node
 from pipeline.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord, PruefungRecord,
                             RouteRecord, Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
-from tests.unit.test_golden_responder import _cells, _phrase
+from tests.unit.test_golden_responder import _phrase, table
 
-README = Path(__file__).resolve().parents[2] / "prompts" / "README.md"
 SECTION = "## Tribunal und Corrector"
 KNOTEN = ("tribunal", "corrector")
 MONTAG = datetime(2026, 12, 7, 9, 30, tzinfo=ZoneInfo("Europe/Berlin"))
@@ -64,16 +62,7 @@ def render() -> dict[str, str]:
     return {c["node"]: "\n".join(m["content"] for m in c["messages"]) for c in llm.calls}
 
 
-def table() -> list[dict[str, str]]:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index(SECTION):]
-    nxt = section.find("\n## ", 1)
-    lines = [x.strip() for x in section[: nxt if nxt != -1 else len(section)].splitlines() if x.strip().startswith("|")]
-    head = _cells(lines[0])
-    return [dict(zip(head, _cells(line))) for line in lines[2:]]
-
-
-ROWS = table()
+ROWS = table(SECTION)
 PROMPTS = render()
 
 
