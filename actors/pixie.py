@@ -43,6 +43,7 @@ IN_ARBEIT = "delegationen_in_arbeit"
 MAX_VERSUCHE = 3
 """Attempts per task (a returned task, a round that died) before the pixie gives it up."""
 RECHERCHE_TREFFER = 3
+PIXIE_ERINNERUNGEN = 5  # memories the pixie reads for a task, through the memory read path
 SEITE_ZEICHEN = 1500
 WISSEN_GEWICHT = 5.0
 BERICHT_GEWICHT = 1.0
@@ -174,8 +175,8 @@ async def _arbeiten(services, trace, user_id: str, character_id: str, name: str,
     from pipeline.services import Deps
 
     vec = await services.embedder.embed(trace, task.aufgabe)
-    memories = await services.store.call("lzg.anker_retrieval", user_id, character_id, vec, 5,
-                                         services.memory_cfg.lzg_anchor_min_similarity)
+    memories = (await services.store.call("lesepfad.erinnern", user_id, character_id, task.aufgabe, vec,
+                                          services.memory_cfg, k=PIXIE_ERINNERUNGEN))["erinnerungen"]
     recherche = await recherchieren(services.web, task.aufgabe)
     trace.decision(NAME, "pixie.recherche", recherche.status,
                    {"treffer": len(recherche.treffer), "seite": recherche.seite is not None})

@@ -1,9 +1,11 @@
-"""Retrieval quality on LoCoMo: the memory read path next to plain dense top-k and BM25, one run.
+"""Retrieval quality on LoCoMo: the path Nova reads with, next to plain dense top-k and BM25, one run.
 
 Imports each conversation into its own pair (real embedded Postgres + Redis, the real MiniLM
 model), then for every question of categories 1–4 measures the share of its evidence turns among
-the top 5 and top 10 of: the memory read path (`memory.lesepfad.erinnern`), plain pgvector
-nearest neighbours on the same nodes, and BM25 (rank_bm25) over the same node texts.
+the top 5 and top 10 of: the enricher's own long-term memory read (`pipeline.nodes.enricher.lzg_lesen`,
+which is the memory read path `memory.lesepfad.erinnern` with the product's `MemoryConfig`), plain
+nearest neighbours on the same embeddings, and BM25 (rank_bm25) over the same node texts. For the
+read path also: mean memories returned, the share of questions with nothing, latency p50/p95.
 
     python -m bench.locomo_recall [--data ../shared/data/locomo/locomo-dev.json] [--out report.json]
 """
@@ -24,7 +26,7 @@ def tokens(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
 
 
-async def run(data_path: Path, limit: int | None) -> dict:
+async def run(data_path: Path, limit: int | None, overrides: dict | None = None) -> dict:
     import numpy as np
     from rank_bm25 import BM25Okapi
     from redis.asyncio import Redis
@@ -33,8 +35,10 @@ async def run(data_path: Path, limit: int | None) -> dict:
     from memory.config import for_model
     from memory.embedded import EmbeddedStores
     from memory.importer import import_conversation, load_conversation, node_text
-    from memory.lesepfad import erinnern
+    from cluster.settings import Settings
     from memory.migrate import apply_migrations
+    from memory.ops import PoolStore
+    from pipeline.nodes.enricher import lzg_lesen
     from serve.embedder import encode, load_model, model_dimension
 
     model = load_model(2)
@@ -48,7 +52,11 @@ async def run(data_path: Path, limit: int | None) -> dict:
     pool = pg.open_pool(stores.database_url, 1, 4)
     await pool.open(wait=True)
     r = Redis.from_url(stores.redis_url)
-    cfg = for_model("all-minilm-l6-v2")
+    # the configuration the pair actors read with (a lever under measurement: --set name=value)
+    cfg = for_model(Settings().embedding_model, **(overrides or {}))
+    store = PoolStore(pool)
+    returned: list[int] = []
+    latency_ms: list[float] = []
     raw = json.loads(data_path.read_text())
     arms = {"read_path": [], "dense": [], "bm25": []}
     n_questions = 0
@@ -68,7 +76,11 @@ async def run(data_path: Path, limit: int | None) -> dict:
                 ev = set(qa["evidence"])
                 q = qa["question"]
                 qv = embed([q])[0]
-                got = [h["quelle"] for h in await erinnern(pool, user, "nova", q, qv, cfg, k=10)]
+                t_q = time.perf_counter()
+                read = await lzg_lesen(store, user, "nova", q, qv, cfg)
+                latency_ms.append((time.perf_counter() - t_q) * 1000)
+                got = [h["quelle"] for h in read["erinnerungen"]]
+                returned.append(len(got))
                 dense = [ids[i] for i in np.argsort(-(mat @ np.asarray(qv)), kind="stable")[:10]]
                 bm = [ids[i] for i in np.argsort(-bm25.get_scores(tokens(q)), kind="stable")[:10]]
                 for arm, ranked in (("read_path", got), ("dense", dense), ("bm25", bm)):
@@ -78,7 +90,13 @@ async def run(data_path: Path, limit: int | None) -> dict:
         await pool.close()
         await r.aclose()
         stores.stop()
-    report = {"questions": n_questions, "seconds": round(time.perf_counter() - t0, 1)}
+    report = {"questions": n_questions, "seconds": round(time.perf_counter() - t0, 1),
+              "read_path_config": {k: v for k, v in cfg.model_dump().items() if k.startswith("lesepfad_")
+                                   or k.startswith("spreading_") or k == "lzg_anchor_count"},
+              "read_path_mean_returned": round(sum(returned) / len(returned), 2),
+              "read_path_share_empty": round(sum(1 for n in returned if n == 0) / len(returned), 4),
+              "read_path_latency_ms": {"p50": round(float(np.percentile(latency_ms, 50)), 2),
+                                       "p95": round(float(np.percentile(latency_ms, 95)), 2)}}
     for arm, vals in arms.items():
         report[arm] = {"recall@5": round(sum(v[0] for v in vals) / len(vals), 4),
                        "recall@10": round(sum(v[1] for v in vals) / len(vals), 4)}
@@ -93,8 +111,14 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--conversations", type=int, help="only the first N conversations")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a MemoryConfig value for this run (to measure a lever)")
     args = ap.parse_args()
-    report = asyncio.run(run(args.data, args.conversations))
+    overrides = {}
+    for item in args.set:
+        name, _, value = item.partition("=")
+        overrides[name] = json.loads(value)
+    report = asyncio.run(run(args.data, args.conversations, overrides))
     print(json.dumps(report, indent=2))
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))

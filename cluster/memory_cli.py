@@ -74,7 +74,7 @@ def cmd_search(settings: Settings, args) -> int:
     from memory.lesepfad import erinnern
 
     ctx = _Ctx(settings)
-    cfg = for_model("all-minilm-l6-v2")
+    cfg = for_model(settings.embedding_model)  # the same configuration the pair actors read with
 
     async def go():
         await ctx.open()
@@ -84,7 +84,7 @@ def cmd_search(settings: Settings, args) -> int:
         finally:
             await ctx.close()
 
-    for hit in asyncio.run(go()):
+    for hit in asyncio.run(go())["erinnerungen"]:
         print(hit["quelle"] if hit["quelle"] else f"lzg:{hit['id']}")
     return 0
 
@@ -101,7 +101,7 @@ def add_parser(sub) -> None:
     se = ms.add_parser("search", help="source ids of what the memory read path returns, best first")
     se.add_argument("--user", required=True)
     se.add_argument("--character", required=True)
-    se.add_argument("-k", type=int, default=10)
+    se.add_argument("-k", type=int, help="how many memories (default: the read path's bound, lesepfad_k)")
     se.add_argument("question")
 
 

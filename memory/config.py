@@ -18,11 +18,18 @@ class MemoryConfig(BaseModel):
     kzg_threshold: float = Field(default=0.72, ge=-1, le=1)
     """KZG_RETRIEVAL_SCHWELLE: absolute cosine floor of the short-term memory KNN."""
     kzg_top_k: int = Field(default=10, ge=1)
-    lzg_anchor_min_similarity: float = Field(default=0.40, ge=-1, le=1)
-    """Anchor floor for the enricher's reading path."""
     lzg_anchor_count: int = Field(default=3, ge=1)
+    """How many of the strongest anchors the spreading starts from."""
+    lesepfad_k: int = Field(default=10, ge=1, le=100)
+    """The memory read path's bound: at most this many memories, each with its path (memory/lesepfad.py)."""
+    lesepfad_bm25_k1: float = Field(default=1.2, gt=0)
+    lesepfad_bm25_b: float = Field(default=0.75, ge=0, le=1)
+    lesepfad_gewicht_dicht: float = Field(default=1.0, ge=0)
+    """Weight of the dense channel's z-score in the fused score."""
+    lesepfad_gewicht_stichwort: float = Field(default=1.0, ge=0)
+    """Weight of the keyword channel's (BM25) z-score in the fused score."""
     thinker_top_k: int = Field(default=20, ge=1)
-    thinker_min_similarity: float = Field(default=0.0, ge=-1, le=1)
+    """The Thinker's memory_search: the read path's top 20 (seed 000), no floor."""
     spreading_depth: int = Field(default=2, ge=0, le=5)
     spreading_decay: float = Field(default=0.5, gt=0, le=1)
     spreading_min_activation: float = Field(default=0.05, ge=0, le=1)
@@ -55,7 +62,6 @@ CLUSTER_GRAVITATION_FAKTOR: dict[str, float] = {
 _PER_MODEL: dict[str, dict[str, float]] = {
     "all-minilm-l6-v2": {
         "kzg_threshold": 0.60,
-        "lzg_anchor_min_similarity": 0.50,
         "library_threshold": 0.55,
         "files_dense_floor": 0.45,
     },

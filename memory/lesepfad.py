@@ -1,80 +1,101 @@
-"""The memory read path: what Nova recalls for a question.
+"""The memory read path: what Nova recalls for a question — the one way long-term memory is read.
 
-Anchors come from two channels over the pair's long-term memory — dense (exact cosine) and
-keyword (PostgreSQL full text over the node text) — fused by reciprocal rank; from the anchors,
-activation spreads along the synapses (`lzg.spreading_lesen`'s walk). The enricher, the
-Thinker's memory search and `novaberg memory search` all read through here.
+The enricher, the Thinker's `memory_search`, the pixie, `novaberg memory search` and
+`bench.locomo_recall` all call `erinnern` with the pair's `MemoryConfig`; a test fails if anything
+else reads the LZG another way (tests/stores/test_lesepfad.py).
+
+Two channels over all of the pair's active nodes, each put on one scale (z-score over the pair's
+nodes) and added:
+- dense: the cosine of the node's embedding to the question's vector (exact, no ivfflat: seed 001
+  §3.3);
+- keyword: BM25 of the question's lexemes against the node's surroundings (its own text and the
+  nodes within two `nachbar` synapses — the turns around it), stemmed English and German with the
+  stop words of both dropped (migration 0011).
+The best `lesepfad_k` are the anchors; from the strongest of them activation spreads along the
+synapses (seed 001 §3.3, `lzg.ausbreiten`), each memory with its path. At most `lesepfad_k`
+memories come back, best first. The levers measured for this path are in memory/LESEPFAD.md.
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
+from memory import lzg
 from memory.config import MemoryConfig
 from memory.vectors import normalise
 
-RRF_K = 60
-_WORD = re.compile(r"\w{3,}", re.UNICODE)
-_STOP = {"the", "and", "did", "what", "when", "how", "who", "was", "does", "for", "with", "that", "this", "her",
-         "his", "has", "have", "are", "you", "your", "she", "they", "them", "from", "which", "would", "about",
-         "der", "die", "das", "und", "wie", "was", "wer", "ist", "hat", "mit", "ein", "eine", "den", "dem",
-         "nicht", "ich", "du", "sie", "wir", "ihr", "mein", "dein", "sein", "auf", "für", "von", "zu", "im"}
+# one round trip: BM25 of the surroundings, cosine of every active node, both z-scored over the pair
+_FUSION = """
+WITH alle AS MATERIALIZED (
+    SELECT id, 1 - (embedding <=> %(q)s) AS cos, umfeld_laenge AS dl
+    FROM lzg_knoten WHERE user_id = %(u)s AND character_id = %(c)s AND aktiv
+), stat AS (
+    SELECT count(*)::float8 AS n, greatest(avg(dl), 1)::float8 AS avgdl FROM alle
+), frage AS (
+    SELECT * FROM unnest(%(lex)s::text[], %(qtf)s::int[]) AS f(lexem, qtf)
+), post AS (
+    SELECT knoten_id AS id, lexem, tf, dl FROM lzg_stichworte
+    WHERE user_id = %(u)s AND character_id = %(c)s AND lexem = ANY(%(lex)s)
+), df AS (
+    SELECT lexem, count(*)::float8 AS df FROM post GROUP BY lexem
+), bm AS (
+    SELECT post.id, sum(f.qtf * ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
+                        * post.tf * (%(k1)s + 1) / (post.tf + %(k1)s * (1 - %(b)s + %(b)s * post.dl / s.avgdl))) AS bm
+    FROM post JOIN df USING (lexem) JOIN frage f USING (lexem) CROSS JOIN stat s GROUP BY post.id
+), z AS (
+    SELECT a.id, a.cos, coalesce(bm.bm, 0) AS bm,
+           coalesce((a.cos - avg(a.cos) OVER ()) / nullif(stddev_pop(a.cos) OVER (), 0), 0) AS zd,
+           coalesce((coalesce(bm.bm, 0) - avg(coalesce(bm.bm, 0)) OVER ())
+                    / nullif(stddev_pop(coalesce(bm.bm, 0)) OVER (), 0), 0) AS zb
+    FROM alle a LEFT JOIN bm ON bm.id = a.id
+)
+SELECT id, cos, bm, %(wd)s * zd + %(wb)s * zb AS score FROM z ORDER BY score DESC, id LIMIT %(n)s
+"""
 
 
-def keyword_query(text: str) -> str | None:
-    """An OR query over the content words: one matching word is enough, ts_rank orders."""
-    words = sorted({w.lower() for w in _WORD.findall(text)} - _STOP)
-    return " | ".join(words) if words else None
+async def _lexeme(conn, text: str) -> tuple[list[str], list[int]]:
+    """The question's lexemes and how often each occurs in it (a repeated word weighs more)."""
+    cur = await conn.execute("SELECT lexeme, cardinality(positions) FROM unnest(nb_stichworte(%s)) ORDER BY lexeme",
+                             (text,))
+    rows = await cur.fetchall()
+    return [r[0] for r in rows], [r[1] for r in rows]
 
 
-async def _dense(conn, user_id, character_id, q, n):
-    cur = await conn.execute(
-        "SELECT id, 1 - (embedding <=> %s) FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND aktiv"
-        " ORDER BY embedding <=> %s, id LIMIT %s", (q, user_id, character_id, q, n))
-    return await cur.fetchall()
-
-
-async def _keyword(conn, user_id, character_id, text, n):
-    tsq = keyword_query(text)
-    if tsq is None:
-        return []
-    cur = await conn.execute(
-        "SELECT id, ts_rank_cd(to_tsvector('simple', inhalt), to_tsquery('simple', %s)) AS r FROM lzg_knoten"
-        " WHERE user_id=%s AND character_id=%s AND aktiv AND to_tsvector('simple', inhalt) @@ to_tsquery('simple', %s)"
-        " ORDER BY r DESC, id LIMIT %s", (tsq, user_id, character_id, tsq, n))
-    return await cur.fetchall()
+async def anker(conn, user_id: str, character_id: str, text: str, vector, cfg: MemoryConfig,
+                n: int) -> list[dict[str, Any]]:
+    """The n best nodes by the fused score, best first: {id, cosinus, stichwort, score}."""
+    lex, qtf = await _lexeme(conn, text)
+    cur = await conn.execute(_FUSION, {
+        "u": user_id, "c": character_id, "q": normalise(vector), "lex": lex, "qtf": qtf,
+        "k1": cfg.lesepfad_bm25_k1, "b": cfg.lesepfad_bm25_b, "wd": cfg.lesepfad_gewicht_dicht,
+        "wb": cfg.lesepfad_gewicht_stichwort if lex else 0.0, "n": n},
+        prepare=False)  # a generic plan of this query runs ~15× slower than one planned for its parameters
+    return [{"id": i, "cosinus": float(c), "stichwort": float(b), "score": float(s)}
+            for i, c, b, s in await cur.fetchall()]
 
 
 async def erinnern(pool: AsyncConnectionPool, user_id: str, character_id: str, text: str, vector,
-                   cfg: MemoryConfig, *, k: int = 10, candidates: int = 50, spread: bool = True) -> list[dict[str, Any]]:
-    """The k memories best fitting the question, best first, each with its score and source."""
-    q = normalise(vector)
+                   cfg: MemoryConfig, *, k: int | None = None, ausbreiten: bool = True, cluster: str | None = None,
+                   nova_sektor: str | None = None) -> dict[str, Any]:
+    """What Nova recalls for `text` (its embedding `vector`): {rahmen, erinnerungen, ids}, at most
+    k (default `cfg.lesepfad_k`) memories best first, each with its path, channel scores and
+    activation (the top anchor 1.0, the others by their share of its fused score).
+    `ausbreiten=False` reads the anchors alone (the Thinker's memory_search: seed 000 §4.3)."""
+    k = k or cfg.lesepfad_k
     async with pool.connection() as conn:
-        dense = await _dense(conn, user_id, character_id, q, candidates)
-        kw = await _keyword(conn, user_id, character_id, text, candidates)
-        score: dict[int, float] = {}
-        cos = {i: float(s) for i, s in dense}
-        for rank, (i, _) in enumerate(dense):
-            score[i] = score.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
-        for rank, (i, _) in enumerate(kw):
-            score[i] = score.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
-        ranked = sorted(score, key=lambda i: (-score[i], i))
-        if spread and ranked and cfg.spreading_depth > 0:
-            # neighbours of the strongest anchors inherit a decayed share of their score
-            anchors = ranked[: cfg.lzg_anchor_count]
-            cur = await conn.execute(
-                "SELECT von_id, nach_id, gewicht FROM lzg_synapsen WHERE von_id = ANY(%s) ORDER BY von_id, nach_id",
-                (anchors,))
-            for von, nach, w in await cur.fetchall():
-                inherited = score[von] * float(w) * cfg.spreading_decay
-                if inherited > score.get(nach, 0.0):
-                    score[nach] = inherited
-            ranked = sorted(score, key=lambda i: (-score[i], i))
-        top = ranked[:k]
-        cur = await conn.execute("SELECT id, inhalt, quelle, dimension, beobachter FROM lzg_knoten WHERE id = ANY(%s)",
-                                 (top,))
-        rows = {r[0]: r for r in await cur.fetchall()}
-    return [{"id": i, "inhalt": rows[i][1], "quelle": rows[i][2], "dimension": rows[i][3],
-             "beobachter": rows[i][4], "score": round(score[i], 6), "cosinus": cos.get(i)} for i in top]
+        found = await anker(conn, user_id, character_id, text, vector, cfg, k)
+        if not found:
+            return {"rahmen": {"anker_anzahl": 0, "sprung_tiefe": 0, "cluster": cluster or "paradox",
+                               "nova_sektor": nova_sektor}, "erinnerungen": [], "ids": []}
+        top = max(found[0]["score"], 1e-9)
+        anchors = [(a["id"], max(0.0, min(1.0, a["score"] / top))) for a in found]
+        out = await lzg.ausbreiten(conn, anchors, cfg, limit=k, tiefe=None if ausbreiten else 0, cluster=cluster,
+                                   nova_sektor=nova_sektor)
+    kanal = {a["id"]: a for a in found}
+    for e in out["erinnerungen"]:
+        a = kanal.get(e["id"])
+        e["cosinus"] = round(a["cosinus"], 6) if a else None
+        e["stichwort"] = round(a["stichwort"], 6) if a else None
+        e["score"] = round(a["score"], 6) if a else None
+    return out

@@ -1,8 +1,8 @@
 """Long-term memory (LZG): nodes with embeddings and weights, synapse edges between them.
 
-`anker_retrieval` is an exact scan over the pair's active nodes (no ivfflat: seed 001 §3.3), in
-cosine order. `spreading_lesen` starts at the anchors and spreads activation along the edges with
-a decay per hop, returning each memory with the path it was reached by ("eingefallen über …").
+`ausbreiten` starts at anchors and spreads activation along the edges with a decay per hop,
+returning each memory with the path it was reached by ("eingefallen über …"). The anchors come from
+the memory read path, `memory.lesepfad`, the one way the LZG is read.
 """
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ async def _insert_nodes(conn, user_id: str, character_id: str, nodes: Iterable[d
              n.get("quelle"), n.get("zeitpunkt")),
         )
         ids.append((await cur.fetchone())[0])
+    if ids:  # the keyword channel's lexemes (memory/lesepfad.py): own text and surroundings
+        await conn.execute("SELECT nb_umfeld_aktualisieren(%s::bigint[])", (ids,))
     return ids
 
 
@@ -112,6 +114,11 @@ async def add_synapses(pool: AsyncConnectionPool, edges: Iterable[tuple[int, int
                 " ON CONFLICT (von_id, nach_id) DO UPDATE SET gewicht = GREATEST(lzg_synapsen.gewicht, EXCLUDED.gewicht)",
                 rows,
             )
+            if art == "nachbar":  # a new neighbour changes the surroundings within two synapses
+                ends = sorted({r[0] for r in rows})
+                await cur.execute(
+                    "SELECT nb_umfeld_aktualisieren(ARRAY(SELECT unnest(%s::bigint[]) UNION"
+                    " SELECT nach_id FROM lzg_synapsen WHERE von_id = ANY(%s) AND art = 'nachbar'))", (ends, ends))
 
 
 async def has_nodes(pool: AsyncConnectionPool, user_id: str, character_id: str) -> bool:
@@ -129,22 +136,6 @@ async def count_nodes(pool: AsyncConnectionPool, user_id: str, character_id: str
         return (await cur.fetchone())[0]
 
 
-async def anker_retrieval(pool: AsyncConnectionPool, user_id: str, character_id: str, vector, top_k: int,
-                          min_similarity: float) -> list[dict[str, Any]]:
-    """The pair's nodes nearest to `vector` by cosine, best first, at least `min_similarity`.
-    Exact: every active node of the pair is compared; ties break by id."""
-    q = normalise(vector)
-    async with pool.connection() as conn:
-        cur = await conn.execute(
-            f"SELECT {_COLS}, 1 - (embedding <=> %s) AS sim FROM lzg_knoten"
-            " WHERE user_id = %s AND character_id = %s AND aktiv"
-            " ORDER BY embedding <=> %s, id LIMIT %s",
-            (q, user_id, character_id, q, top_k),
-        )
-        rows = await cur.fetchall()
-    return [_row(r[:-1], r[-1]) for r in rows if r[-1] >= min_similarity]
-
-
 async def _neighbours(conn, ids: list[int]) -> dict[int, list[tuple[int, float]]]:
     cur = await conn.execute(
         "SELECT s.von_id, s.nach_id, s.gewicht FROM lzg_synapsen s JOIN lzg_knoten k ON k.id = s.nach_id"
@@ -155,62 +146,58 @@ async def _neighbours(conn, ids: list[int]) -> dict[int, list[tuple[int, float]]
     return out
 
 
-async def spreading_lesen(pool: AsyncConnectionPool, user_id: str, character_id: str, vector, cfg: MemoryConfig, *,
-                          anchor_count: int | None = None, min_similarity: float | None = None,
-                          cluster: str | None = None, nova_sektor: str | None = None) -> dict[str, Any]:
-    """Anchors, then spreading activation along the edges. Deterministic: the frontier is handled
-    by activation (then id), neighbours by id; a node keeps its strongest path."""
-    anchors = await anker_retrieval(pool, user_id, character_id, vector, anchor_count or cfg.lzg_anchor_count,
-                                    cfg.lzg_anchor_min_similarity if min_similarity is None else min_similarity)
+async def ausbreiten(conn, anchors: list[tuple[int, float]], cfg: MemoryConfig, *, limit: int,
+                     tiefe: int | None = None, cluster: str | None = None,
+                     nova_sektor: str | None = None) -> dict[str, Any]:
+    """Spreading activation along the synapses from anchors given as (id, activation), best
+    first; returns at most `limit` memories, each with its path ("eingefallen über …"), spreading
+    `tiefe` synapses far (default `cfg.spreading_depth`; 0: the anchors alone).
+    Deterministic: the frontier is handled by activation (then id), neighbours by id; a node keeps
+    its strongest path. The memory read path (memory/lesepfad.py) is its one caller."""
     reached: dict[int, dict[str, Any]] = {}
-    for a in anchors:
-        reached[a["id"]] = {"id": a["id"], "aktivierung": a["similarity"], "tiefe": 0, "pfad": [a["id"]]}
-    frontier = sorted(reached.values(), key=lambda x: (-x["aktivierung"], x["id"]))
+    for i, act in anchors:
+        reached[i] = {"id": i, "aktivierung": act, "tiefe": 0, "pfad": [i]}
+    frontier = sorted(reached.values(), key=lambda x: (-x["aktivierung"], x["id"]))[: cfg.lzg_anchor_count]
     max_depth = 0
-    async with pool.connection() as conn:
-        for depth in range(1, cfg.spreading_depth + 1):
-            if not frontier:
-                break
-            nbrs = await _neighbours(conn, [f["id"] for f in frontier])
-            nxt: dict[int, dict[str, Any]] = {}
-            for f in frontier:
-                for nid, w in nbrs.get(f["id"], []):
-                    act = f["aktivierung"] * w * cfg.spreading_decay
-                    if act < cfg.spreading_min_activation:
-                        continue
-                    best = reached.get(nid) or nxt.get(nid)
-                    if best is not None and best["aktivierung"] >= act:
-                        continue
-                    nxt[nid] = {"id": nid, "aktivierung": act, "tiefe": depth, "pfad": f["pfad"] + [nid]}
-            if nxt:
-                max_depth = depth
-            reached.update(nxt)
-            frontier = sorted(nxt.values(), key=lambda x: (-x["aktivierung"], x["id"]))
-        ranked = sorted(reached.values(), key=lambda x: (-x["aktivierung"], x["id"]))[: cfg.spreading_max_nodes]
-        ids = sorted({i for r in ranked for i in r["pfad"]})
-        cur = await conn.execute(f"SELECT {_COLS} FROM lzg_knoten WHERE id = ANY(%s)", (ids,))
-        nodes = {r[0]: _row(r) for r in await cur.fetchall()}
-    now = datetime.now(timezone.utc)
-    erinnerungen = []
-    for r in ranked:
-        n = dict(nodes[r["id"]])
-        n["aktivierung"] = round(r["aktivierung"], 6)
-        n["tiefe"] = r["tiefe"]
-        n["pfad"] = r["pfad"]
-        n["gewicht_wirksam"] = round(effective_weight(n["gewicht"], datetime.fromisoformat(n["zuletzt"]),
-                                                      cfg.lzg_decay_per_day, now), 6)
-        if r["tiefe"] == 0:
-            n["eingefallen_ueber"] = "Anker"
-        else:
-            parent = nodes[r["pfad"][-2]]
-            n["eingefallen_ueber"] = f"eingefallen über »{parent['inhalt'][:80]}«"
-        erinnerungen.append(n)
-    return {
-        "rahmen": {"anker_anzahl": len(anchors), "sprung_tiefe": max_depth, "cluster": cluster or "paradox",
-                   "nova_sektor": nova_sektor},
-        "erinnerungen": erinnerungen,
-        "ids": [e["id"] for e in erinnerungen],
-    }
+    for depth in range(1, (cfg.spreading_depth if tiefe is None else tiefe) + 1):
+        if not frontier:
+            break
+        nbrs = await _neighbours(conn, [f["id"] for f in frontier])
+        nxt: dict[int, dict[str, Any]] = {}
+        for f in frontier:
+            for nid, w in nbrs.get(f["id"], []):
+                act = f["aktivierung"] * w * cfg.spreading_decay
+                if act < cfg.spreading_min_activation:
+                    continue
+                best = reached.get(nid) or nxt.get(nid)
+                if best is not None and best["aktivierung"] >= act:
+                    continue
+                nxt[nid] = {"id": nid, "aktivierung": act, "tiefe": depth, "pfad": f["pfad"] + [nid]}
+        if nxt:
+            max_depth = depth
+        reached.update(nxt)
+        frontier = sorted(nxt.values(), key=lambda x: (-x["aktivierung"], x["id"]))
+    ranked = sorted(reached.values(), key=lambda x: (-x["aktivierung"], x["id"]))[:limit]
+    ids = sorted({i for r in ranked for i in r["pfad"]})
+    cur = await conn.execute(f"SELECT {_COLS} FROM lzg_knoten WHERE id = ANY(%s)", (ids,))
+    nodes = {r[0]: _row(r) for r in await cur.fetchall()}
+    return {"rahmen": {"anker_anzahl": len(anchors), "sprung_tiefe": max_depth, "cluster": cluster or "paradox",
+                       "nova_sektor": nova_sektor},
+            "erinnerungen": [_erinnerung(nodes, r, cfg) for r in ranked], "ids": [r["id"] for r in ranked]}
+
+
+def _erinnerung(nodes: dict[int, dict[str, Any]], r: dict[str, Any], cfg: MemoryConfig) -> dict[str, Any]:
+    n = dict(nodes[r["id"]])
+    n["aktivierung"] = round(r["aktivierung"], 6)
+    n["tiefe"] = r["tiefe"]
+    n["pfad"] = r["pfad"]
+    n["gewicht_wirksam"] = round(effective_weight(n["gewicht"], datetime.fromisoformat(n["zuletzt"]),
+                                                  cfg.lzg_decay_per_day, datetime.now(timezone.utc)), 6)
+    if r["tiefe"] == 0:
+        n["eingefallen_ueber"] = "Anker"
+    else:
+        n["eingefallen_ueber"] = f"eingefallen über »{nodes[r['pfad'][-2]]['inhalt'][:80]}«"
+    return n
 
 
 async def touch(pool: AsyncConnectionPool, ids: list[int]) -> None:

@@ -1,7 +1,8 @@
 """The Postgres memory operations that nodes may call through the store deployment, by name.
 
 A node in a pair actor holds no connection; it asks the store deployment to run one of these
-with its pooled connections: `await deps.store.call("lzg.spreading_lesen", user, character, ...)`.
+with its pooled connections: `await deps.store.call("lesepfad.erinnern", user, character, ...)`.
+Long-term memory is read through `lesepfad.erinnern` only (memory/lesepfad.py).
 """
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ OPS = {
     "lzg.knoten_der_quelle": lzg.knoten_der_quelle,
     "lzg.add_synapses": lzg.add_synapses,
     "lzg.has_nodes": lzg.has_nodes,
-    "lzg.anker_retrieval": lzg.anker_retrieval,
-    "lzg.spreading_lesen": lzg.spreading_lesen,
     "lzg.touch": lzg.touch,
     "lesepfad.erinnern": lesepfad.erinnern,
     "ziele.add_goal": ziele.add_goal,
@@ -75,6 +74,19 @@ OPS = {
     "dashboard.recent_pairs": dashboard.recent_pairs,
     "dashboard.pair_turns": dashboard.pair_turns,
 }
+
+
+class PoolStore:
+    """The store deployment's operations run in-process on a pool: the same functions by the same
+    names, for the CLI and the benchmarks (and tests) that hold a pool themselves."""
+
+    def __init__(self, pool):
+        self.pool = pool
+        self.calls: list[tuple] = []
+
+    async def call(self, op, *args, **kwargs):
+        self.calls.append((op, args, kwargs))
+        return await lookup(op)(self.pool, *args, **kwargs)
 
 
 class UnknownOperation(KeyError):

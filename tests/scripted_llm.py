@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from pipeline.services import ChatResult, Deps, Services
 from pipeline.trace import TurnTrace
+from memory.ops import PoolStore  # noqa: F401  (the tests import it from here)
 from prompts import PromptLibrary
 
 
@@ -35,21 +36,6 @@ class ScriptedLLM:
 
     async def model_name(self) -> str:
         return self.model
-
-
-class PoolStore:
-    """The store deployment's operations run in-process on a real pool (no Ray): the same
-    memory/ops.py functions, the same Postgres."""
-
-    def __init__(self, pool):
-        self.pool = pool
-        self.calls: list[tuple] = []
-
-    async def call(self, op, *args, **kwargs):
-        from memory.ops import lookup
-
-        self.calls.append((op, args, kwargs))
-        return await lookup(op)(self.pool, *args, **kwargs)
 
 
 class NoStore:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from memory import kzg, session
+from memory.config import MemoryConfig
 from memory.kzg import KZGIndex
 from memory.ziele import Aktivierung, aktivieren, wahrnehmung_verschieben, ziel_paar_bestimmen
 from pipeline import plugins
@@ -151,6 +152,15 @@ async def _aufzeichnungen(deps: Deps, state: TurnState, suchtext: str, such_vekt
     return files["treffer"]
 
 
+async def lzg_lesen(store, user_id: str, character_id: str, suchtext: str, such_vektor, cfg: MemoryConfig, *,
+                    cluster: str | None = None, nova_sektor: str | None = None) -> dict:
+    """The enricher's long-term memory read: the memory read path (`lesepfad.erinnern`) with the
+    search text and the shifted search vector, bounded by `cfg.lesepfad_k`. `bench.locomo_recall`
+    measures this very function."""
+    return await store.call("lesepfad.erinnern", user_id, character_id, suchtext, such_vektor, cfg,
+                            cluster=cluster, nova_sektor=nova_sektor)
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     cfg = deps.services.memory_cfg
@@ -199,8 +209,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
         "kzg_index", KZGIndex(s.user_id, s.character_id))
     kzg_hits = await index.search(deps.redis, such_vektor, threshold=cfg.kzg_threshold, top_k=cfg.kzg_top_k)
     nova_sektor = state.emotion.nova_sektor if state.emotion else None
-    resonanz = await deps.store.call("lzg.spreading_lesen", s.user_id, s.character_id, such_vektor, cfg,
-                                     cluster=cluster, nova_sektor=nova_sektor) if has_lzg else None
+    resonanz = await lzg_lesen(deps.store, s.user_id, s.character_id, suchtext, such_vektor, cfg, cluster=cluster,
+                               nova_sektor=nova_sektor) if has_lzg else None
     plugin_out: dict[str, list[dict]] = {}
     partial = TurnState.model_construct(stimulus=s)
     for plugin in plugins.discover():

@@ -20,8 +20,6 @@ from pipeline.thinker.cache import HINWEIS_TREFFER, ToolCache
 log = logging.getLogger("novaberg.thinker.tools")
 
 TIMELINE_LIMIT = 5
-MEMORY_TOP_K = 20
-MEMORY_MIN_SIMILARITY = 0.0
 FETCH_CHARS = 3000
 """Page text handed to the model per fetch (the prompt stays small on small engines)."""
 
@@ -51,7 +49,7 @@ def format_termin(e: dict) -> str:
 
 
 def format_faktencheck_treffer(rows: list[dict]) -> str:
-    """Cosine order as retrieved (no reordering by weight), the observer as source, no weight."""
+    """The read path's order as retrieved (no reordering by weight), the observer as source, no weight."""
     return "\n".join(f"[LZG/{r['dimension']}, Quelle: {r['beobachter']}]: {r['inhalt']}" for r in rows)
 
 
@@ -87,8 +85,9 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
 
     async def memory_search(arg: str) -> str:
         vector = await deps.embedder.embed(deps.trace, arg)
-        rows = await store.call("lzg.anker_retrieval", user_id, character_id, vector, MEMORY_TOP_K,
-                                MEMORY_MIN_SIMILARITY)
+        cfg = deps.services.memory_cfg  # the memory read path: top thinker_top_k (20), no floor, no spreading (§4.3)
+        rows = (await store.call("lesepfad.erinnern", user_id, character_id, arg, vector, cfg,
+                                 k=cfg.thinker_top_k, ausbreiten=False))["erinnerungen"]
         if not rows:
             return "Keine Eintraege im Langzeitgedaechtnis."
         if cache.seen_result([r["id"] for r in rows]):  # stage 2: other words, the same hits

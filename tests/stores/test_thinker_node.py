@@ -197,7 +197,7 @@ def test_timeline_tools_read_the_pair_without_anchors(migrated):
         assert o.startswith("[WERKZEUG-ERGEBNIS ")
 
 
-def test_memory_search_keeps_cosine_order_and_both_cache_stages(migrated):
+def test_memory_search_keeps_read_order_and_both_cache_stages(migrated):
     user, ch = new_pair("ms")
     q = unit(0)
 
@@ -206,7 +206,7 @@ def test_memory_search_keeps_cosine_order_and_both_cache_stages(migrated):
         return v
 
     async def go(pool):
-        # the heaviest node is the least similar: the order must stay by cosine
+        # the heaviest node is the least similar: the order stays the read path's, not the weight's
         await lzg.add_nodes(pool, user, ch, [
             {"inhalt": "Anna wohnt in Leipzig.", "embedding": near(0.9, 1), "dimension": "fakt", "beobachter": "user", "gewicht": 0.2},
             {"inhalt": "Anna zog 2024 nach Halle.", "embedding": near(0.7, 2), "dimension": "fakt", "beobachter": "nova", "gewicht": 0.5},
@@ -225,7 +225,7 @@ def test_memory_search_keeps_cosine_order_and_both_cache_stages(migrated):
     lines = [line for line in first.splitlines() if line.startswith("[LZG/")]
     assert lines == ["[LZG/fakt, Quelle: user]: Anna wohnt in Leipzig.",
                      "[LZG/fakt, Quelle: nova]: Anna zog 2024 nach Halle.",
-                     "[LZG/vorliebe, Quelle: user]: Anna mag Tee."]  # cosine order, min 0.0, no weight
+                     "[LZG/vorliebe, Quelle: user]: Anna mag Tee."]  # read order, min 0.0, no weight
     assert "Fremd" not in first and "gewicht" not in first.lower() and "0.2" not in first
     assert HINWEIS_ARGUMENTE in again  # stage 1: the same arguments
     assert HINWEIS_TREFFER in other  # stage 2: other words, the same hits

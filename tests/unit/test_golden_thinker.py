@@ -69,7 +69,7 @@ class Store:
 
     async def call(self, op, *args, **kwargs):
         return {"timeline.find_by_date_range": [TERMIN], "timeline.find_by_keyword": [TERMIN],
-                "lzg.anker_retrieval": LZG}[op]
+                "lesepfad.erinnern": {"erinnerungen": LZG}}[op]
 
 
 class Embedder:

@@ -1,0 +1,169 @@
+"""The memory read path (memory/lesepfad.py) is the one way long-term memory is read, by every
+reader with the pair's configuration; its keyword channel reads a node's surroundings, stemmed in
+English and German, kept up to date when neighbours arrive; what it returns is bounded and carries
+its paths."""
+import ast
+import asyncio
+from pathlib import Path
+
+from redis.asyncio import Redis
+
+from cluster.settings import Settings
+from memory import lzg, pg
+from memory.config import MemoryConfig, for_model
+from memory.lesepfad import erinnern
+from memory.ops import OPS, PoolStore
+from pipeline.nodes import enricher
+from pipeline.runner import run_node
+from pipeline.services import Deps, Services
+from pipeline.state import Stimulus, TurnState
+from pipeline.trace import TurnTrace
+from prompts import PromptLibrary
+from tests.conftest import new_pair, unit, with_pool
+from tests.scripted_llm import ScriptedLLM
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT = ("actors", "serve", "pipeline", "memory", "cluster", "bench")
+
+
+def _calls(path: Path) -> list[str]:
+    """Every called name in a module, dotted as written (`lzg.ausbreiten`, `erinnern`, …), and every
+    string constant (the store's operation names)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            f = node.func
+            out.append(ast.unparse(f))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append(node.value)
+    return out
+
+
+def test_long_term_memory_is_read_one_way_only():
+    """No module but the read path spreads from anchors or queries the LZG by vector or by keyword;
+    the store offers no other read; the readers named in the issue all call the read path."""
+    lzg_reads = ("embedding <=>", "lzg_stichworte")
+    for folder in PRODUCT:
+        for path in (ROOT / folder).rglob("*.py"):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel == "memory/lesepfad.py":
+                continue
+            calls = _calls(path)
+            assert not any(c.endswith("ausbreiten") for c in calls if "(" not in c), f"{rel} spreads on its own"
+            for text in calls:
+                if "lzg_knoten" in text or "lzg_stichworte" in text:
+                    if rel == "bench/memory_latency.py" and "ORDER BY embedding <=>" in text:
+                        continue  # the plain nearest-neighbour baseline the read path is measured against
+                    assert not any(r in text for r in lzg_reads), f"{rel} reads the LZG by itself: {text[:80]}"
+    assert [op for op in OPS if op.startswith("lzg.") and op not in {
+        "lzg.add_nodes", "lzg.add_nodes_einmal", "lzg.knoten_der_quelle", "lzg.add_synapses", "lzg.has_nodes",
+        "lzg.touch"}] == []
+    readers = {"pipeline/nodes/enricher.py": "lesepfad.erinnern", "pipeline/thinker/tools.py": "lesepfad.erinnern",
+               "actors/pixie.py": "lesepfad.erinnern", "cluster/memory_cli.py": "erinnern",
+               "bench/locomo_recall.py": "lzg_lesen"}
+    for rel, name in readers.items():
+        assert name in _calls(ROOT / rel), f"{rel} does not read through the read path"
+
+
+class _Embedder:
+    async def embed(self, trace, text):
+        return unit(0).tolist()
+
+
+def test_the_enricher_reads_through_the_path_with_the_pairs_configuration(stores, migrated):
+    """The enricher's long-term read is `lesepfad.erinnern` with the services' MemoryConfig, and
+    what it hands on is exactly what the read path returns for its search text and vector (the
+    function the LoCoMo benchmark measures)."""
+    user, ch = new_pair("lp-enr")
+
+    async def go(p):
+        r = Redis.from_url(stores.redis_url)
+        try:
+            await lzg.add_nodes(p, user, ch, [
+                {"inhalt": "Anna hat einen Hund namens Bello.", "embedding": unit(0)},
+                {"inhalt": "Anna trinkt gern Tee.", "embedding": unit(1)}])
+            store = PoolStore(p)
+            services = Services(settings=Settings(), llm=ScriptedLLM({"query_rewrite": ["Annas Hund"]}),
+                                embedder=_Embedder(), store=store, redis=r, prompts=PromptLibrary())
+            state = TurnState(stimulus=Stimulus(user_id=user, character_id=ch, turn_id="t1",
+                                                user_prompt="Wie heisst Annas Hund?"))
+            trace = TurnTrace(user, ch, "t1")
+            trace.chain = "character"
+            out = (await run_node(enricher, state, Deps(services, trace)))["memory"]
+            reads = [c for c in store.calls if c[0] == "lesepfad.erinnern"]
+            direct = await enricher.lzg_lesen(PoolStore(p), user, ch, reads[0][1][2], reads[0][1][3],
+                                              services.memory_cfg, cluster=reads[0][2]["cluster"],
+                                              nova_sektor=reads[0][2]["nova_sektor"])
+            return out, reads, direct, services.memory_cfg
+        finally:
+            await r.aclose()
+
+    out, reads, direct, cfg = asyncio.run(with_pool(migrated.database_url, go))
+    assert len(reads) == 1 and reads[0][1][4] == cfg == for_model(Settings().embedding_model)
+    assert out.lzg_resonanz["ids"] == direct["ids"] and out.lzg_resonanz["ids"]
+    assert out.lzg_resonanz["erinnerungen"][0]["inhalt"] == "Anna hat einen Hund namens Bello."
+
+
+def test_keyword_channel_reads_surroundings_stems_and_follows_new_neighbours(pool):
+    """Vectors orthogonal to the question leave the keyword channel alone to rank: a turn is found by
+    a word only its neighbour holds once the two are linked as `nachbar`, English and German words
+    match their other forms, and a node with nothing in common stays last."""
+    cfg = MemoryConfig(lesepfad_k=10)
+
+    async def go(p):
+        user, ch = new_pair("lp-kw")
+        bello, fremd = await lzg.add_nodes(p, user, ch, [
+            {"inhalt": "Bello is a beagle and loves the park.", "embedding": unit(3)},
+            {"inhalt": "Der Zug nach Halle war voll.", "embedding": unit(4)}])
+        before = await erinnern(p, user, ch, "Which dog did Anna adopt?", unit(0), cfg)
+        dog, = await lzg.add_nodes(p, user, ch, [{"inhalt": "Anna: I adopted a dog last week.", "embedding": unit(5)}])
+        await lzg.add_synapses(p, [(dog, bello, 0.6)], art="nachbar")
+        after = await erinnern(p, user, ch, "Which dog did Anna adopt?", unit(0), cfg)
+        await lzg.add_nodes(p, user, ch, [{"inhalt": "She paints sunsets.", "embedding": unit(6)},
+                                          {"inhalt": "Die Hunde bellten im Garten.", "embedding": unit(7)}])
+        painting = await erinnern(p, user, ch, "her painting", unit(0), cfg)
+        hund = await erinnern(p, user, ch, "Wo war der Hund?", unit(0), cfg)
+        return bello, fremd, dog, before, after, painting, hund
+
+    bello, fremd, dog, before, after, painting, hund = asyncio.run(with_pool(pool, go))
+    scores = {e["id"]: e["stichwort"] for e in before["erinnerungen"]}
+    assert scores[bello] == 0.0  # alone, the beagle's turn holds no word of the question
+    kw = {e["id"]: e["stichwort"] for e in after["erinnerungen"]}
+    assert kw[bello] > 0 and kw[dog] > kw[bello] > kw[fremd] == 0.0  # the neighbour's words, the turn's own first
+    assert after["ids"][:2] == [dog, bello] and after["ids"][-1] == fremd
+    assert painting["erinnerungen"][0]["inhalt"] == "She paints sunsets."
+    assert hund["erinnerungen"][0]["inhalt"] == "Die Hunde bellten im Garten."
+
+
+def test_what_comes_back_is_bounded_and_carries_its_paths(pool):
+    """At most k memories; an association reached by spreading carries its path and the node it
+    came over; the Thinker's read (no spreading) returns the anchors alone."""
+    cfg = MemoryConfig(lesepfad_k=3, lzg_anchor_count=1, spreading_depth=2, spreading_decay=0.9,
+                       spreading_min_activation=0.01)
+
+    async def go(p):
+        user, ch = new_pair("lp-bound")
+        ids = await lzg.add_nodes(p, user, ch, [{"inhalt": f"Erinnerung {i}", "embedding": unit(i + 1)}
+                                                for i in range(8)])
+        anker, = await lzg.add_nodes(p, user, ch, [{"inhalt": "Der Leuchtturm am Hafen", "embedding": unit(0)}])
+        await lzg.add_synapses(p, [(anker, ids[7], 1.0)])
+        mit = await erinnern(p, user, ch, "Leuchtturm", unit(0), cfg)
+        ohne = await erinnern(p, user, ch, "Leuchtturm", unit(0), cfg, ausbreiten=False)
+        mehr = await erinnern(p, user, ch, "Leuchtturm", unit(0), cfg, k=20)
+        return anker, ids, mit, ohne, mehr
+
+    anker, ids, mit, ohne, mehr = asyncio.run(with_pool(pool, go))
+    assert len(mit["ids"]) == 3 and mit["ids"][0] == anker and mit["erinnerungen"][0]["eingefallen_ueber"] == "Anker"
+    assoziiert = [e for e in mit["erinnerungen"] if e["tiefe"] == 1]
+    assert [e["id"] for e in assoziiert] == [ids[7]] and assoziiert[0]["pfad"] == [anker, ids[7]]
+    assert "Leuchtturm" in assoziiert[0]["eingefallen_ueber"]
+    assert all(e["tiefe"] == 0 for e in ohne["erinnerungen"]) and len(ohne["ids"]) == 3
+    assert len(mehr["ids"]) == 9 and len(set(mehr["ids"])) == 9
+
+
+def test_nothing_stored_reads_nothing(pool):
+    async def go(p):
+        user, ch = new_pair("lp-leer")
+        return await erinnern(p, user, ch, "Hallo", unit(0), MemoryConfig())
+
+    assert asyncio.run(with_pool(pool, go))["ids"] == []
