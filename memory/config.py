@@ -33,7 +33,6 @@ class MemoryConfig(BaseModel):
     spreading_depth: int = Field(default=2, ge=0, le=5)
     spreading_decay: float = Field(default=0.5, gt=0, le=1)
     spreading_min_activation: float = Field(default=0.05, ge=0, le=1)
-    spreading_max_nodes: int = Field(default=12, ge=1)
     lzg_decay_per_day: float = Field(default=0.01, ge=0, le=1)
     """Weight decay of LZG nodes per day without activation."""
     goal_threshold: float = Field(default=0.40, ge=0, le=1)

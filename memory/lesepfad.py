@@ -30,7 +30,7 @@ _FUSION = """
 WITH alle AS MATERIALIZED (
     SELECT id, 1 - (embedding <=> %(q)s) AS cos, umfeld_laenge AS dl
     FROM lzg_knoten WHERE user_id = %(u)s AND character_id = %(c)s AND aktiv
-), stat AS (
+), stat AS MATERIALIZED (
     SELECT count(*)::float8 AS n, greatest(avg(dl), 1)::float8 AS avgdl FROM alle
 ), frage AS (
     SELECT * FROM unnest(%(lex)s::text[], %(qtf)s::int[]) AS f(lexem, qtf)

@@ -39,12 +39,13 @@ CREATE TABLE IF NOT EXISTS lzg_stichworte (
     knoten_id    bigint NOT NULL REFERENCES lzg_knoten(id) ON DELETE CASCADE,
     tf           integer NOT NULL,
     dl           integer NOT NULL,
-    PRIMARY KEY (user_id, character_id, lexem, knoten_id)
+    PRIMARY KEY (user_id, character_id, lexem, knoten_id) INCLUDE (tf, dl)
 );
 CREATE INDEX IF NOT EXISTS lzg_stichworte_knoten_idx ON lzg_stichworte (knoten_id);
 
 -- The surroundings of the given nodes, anew: the active nodes within two `nachbar` synapses in id
--- order and the node's own text once more (the turn itself weighs more than the turns around it). Called for the new nodes and, when `nachbar` synapses are added, for
+-- order and the node's own text once more (the turn itself weighs more than the turns around it).
+-- Idempotent: run twice, or by two writers linking the same nodes at once, the postings are the same. Called for the new nodes and, when `nachbar` synapses are added, for
 -- every node whose surroundings they change.
 CREATE OR REPLACE FUNCTION nb_umfeld_aktualisieren(ids bigint[]) RETURNS integer LANGUAGE plpgsql AS
 $$
@@ -72,7 +73,8 @@ BEGIN
     )
     INSERT INTO lzg_stichworte (user_id, character_id, lexem, knoten_id, tf, dl)
     SELECT g.user_id, g.character_id, t.lexeme, g.id, cardinality(t.positions), l.dl
-    FROM gesetzt g JOIN laenge l ON l.id = g.id CROSS JOIN LATERAL unnest(l.tsv) t;
+    FROM gesetzt g JOIN laenge l ON l.id = g.id CROSS JOIN LATERAL unnest(l.tsv) t
+    ON CONFLICT (user_id, character_id, lexem, knoten_id) DO UPDATE SET tf = EXCLUDED.tf, dl = EXCLUDED.dl;
     RETURN cardinality(ids);
 END
 $$;

@@ -37,7 +37,7 @@ def test_dense_channel_is_exact_and_pairs_are_isolated(pool):
 
 def test_spreading_paths_depth_and_determinism(pool):
     cfg = MemoryConfig(lzg_anchor_count=1, spreading_depth=2, spreading_decay=0.5,
-                       spreading_min_activation=0.05, spreading_max_nodes=10)
+                       spreading_min_activation=0.05)
 
     async def go(p):
         user, ch = new_pair("spread")
