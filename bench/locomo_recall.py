@@ -5,7 +5,8 @@ model), then for every question of categories 1–4 measures the share of its ev
 the top 5 and top 10 of: the enricher's own long-term memory read (`pipeline.nodes.enricher.lzg_lesen`,
 which is the memory read path `memory.lesepfad.erinnern` with the product's `MemoryConfig`), plain
 nearest neighbours on the same embeddings, and BM25 (rank_bm25) over the same node texts. For the
-read path also: mean memories returned, the share of questions with nothing, latency p50/p95.
+read path also: mean memories returned and the share of questions with nothing; for every arm the
+latency per question, p50/p95 (the read path through Postgres, the baselines in memory with numpy).
 
     python -m bench.locomo_recall [--data ../shared/data/locomo/locomo-dev.json] [--out report.json]
 """
@@ -56,7 +57,7 @@ async def run(data_path: Path, limit: int | None, overrides: dict | None = None)
     cfg = for_model(Settings().embedding_model, **(overrides or {}))
     store = PoolStore(pool)
     returned: list[int] = []
-    latency_ms: list[float] = []
+    latency_ms: dict[str, list[float]] = {"read_path": [], "dense": [], "bm25": []}
     raw = json.loads(data_path.read_text())
     arms = {"read_path": [], "dense": [], "bm25": []}
     n_questions = 0
@@ -78,11 +79,15 @@ async def run(data_path: Path, limit: int | None, overrides: dict | None = None)
                 q = qa["question"]
                 t_q = time.perf_counter()
                 read = await lzg_lesen(store, user, "nova", q, qv, cfg)
-                latency_ms.append((time.perf_counter() - t_q) * 1000)
+                t_d = time.perf_counter()
+                dense = [ids[i] for i in np.argsort(-(mat @ np.asarray(qv)), kind="stable")[:10]]
+                t_b = time.perf_counter()
+                bm = [ids[i] for i in np.argsort(-bm25.get_scores(tokens(q)), kind="stable")[:10]]
+                t_e = time.perf_counter()
+                for arm, a, b in (("read_path", t_q, t_d), ("dense", t_d, t_b), ("bm25", t_b, t_e)):
+                    latency_ms[arm].append((b - a) * 1000)
                 got = [h["quelle"] for h in read["erinnerungen"]]
                 returned.append(len(got))
-                dense = [ids[i] for i in np.argsort(-(mat @ np.asarray(qv)), kind="stable")[:10]]
-                bm = [ids[i] for i in np.argsort(-bm25.get_scores(tokens(q)), kind="stable")[:10]]
                 for arm, ranked in (("read_path", got), ("dense", dense), ("bm25", bm)):
                     arms[arm].append((len(ev & set(ranked[:5])) / len(ev), len(ev & set(ranked[:10])) / len(ev)))
                 n_questions += 1
@@ -94,16 +99,24 @@ async def run(data_path: Path, limit: int | None, overrides: dict | None = None)
               "read_path_config": {k: v for k, v in cfg.model_dump().items() if k.startswith("lesepfad_")
                                    or k.startswith("spreading_") or k == "lzg_anchor_count"},
               "read_path_mean_returned": round(sum(returned) / len(returned), 2),
-              "read_path_share_empty": round(sum(1 for n in returned if n == 0) / len(returned), 4),
-              "read_path_latency_ms": {"p50": round(float(np.percentile(latency_ms, 50)), 2),
-                                       "p95": round(float(np.percentile(latency_ms, 95)), 2)}}
+              "read_path_share_empty": round(sum(1 for n in returned if n == 0) / len(returned), 4)}
+    return report | _arms(arms, latency_ms)
+
+
+def _arms(arms: dict[str, list[tuple[float, float]]], latency_ms: dict[str, list[float]]) -> dict:
+    """Recall at 5 and 10 and latency per question of each arm, and the read path's ratios."""
+    import numpy as np
+
+    out: dict = {}
     for arm, vals in arms.items():
-        report[arm] = {"recall@5": round(sum(v[0] for v in vals) / len(vals), 4),
-                       "recall@10": round(sum(v[1] for v in vals) / len(vals), 4)}
+        out[arm] = {"recall@5": round(sum(v[0] for v in vals) / len(vals), 4),
+                    "recall@10": round(sum(v[1] for v in vals) / len(vals), 4),
+                    "latency_ms_p50": round(float(np.percentile(latency_ms[arm], 50)), 3),
+                    "latency_ms_p95": round(float(np.percentile(latency_ms[arm], 95)), 3)}
     for k in ("recall@5", "recall@10"):
-        report[f"read_path_vs_dense_{k}"] = round(report["read_path"][k] / report["dense"][k], 3)
-        report[f"read_path_vs_bm25_{k}"] = round(report["read_path"][k] / report["bm25"][k], 3)
-    return report
+        out[f"read_path_vs_dense_{k}"] = round(out["read_path"][k] / out["dense"][k], 3)
+        out[f"read_path_vs_bm25_{k}"] = round(out["read_path"][k] / out["bm25"][k], 3)
+    return out
 
 
 def main() -> None:
