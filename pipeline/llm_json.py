@@ -2,16 +2,13 @@
 
 The model's answer is an external source: it is parsed and validated, and every way it can fail
 has a name (`aufruf_gescheitert`, `leer`, `kein_json`, `ungueltig`), is logged with the node, and
-is written as the node's decision entry `{node}.antwort`. An answer the token budget cut off is
-closed where it ended and used when it then fits (`geschlossen`, logged as the fallback
-`abgeschnitten_geschlossen`). The caller gets None and uses its
+is written as the node's decision entry `{node}.antwort`. The caller gets None and uses its
 documented default.
 """
 from __future__ import annotations
 
 import json
 import logging
-import re
 from functools import lru_cache
 from typing import TypeVar
 
@@ -29,25 +26,12 @@ ITEM_CAP = 40
 """The same for a string inside a list (a tag, a reason)."""
 ARRAY_CAP = 3
 """The most items of a list with no cap of its own."""
-SCHLUESSEL_CAP = 16
-"""The longest key of a free object (a dict field: the planner's `parameter`, whose longest key is `zusammenfassung`), in characters."""
-FREI_WERT = {"type": "string", "maxLength": 64}
-"""What a value of a free object may be: a bounded text (the planner's parameters: name, inhalt,
-titel, wann, text; a list such as personen or themen as words separated by commas, which the
-agents split with `liste`)."""
 ZEICHEN_JE_TOKEN = 2.0
 """Characters per token of text in the longest answer a schema allows (measured on SmolLM2's
 tokenizer: German prose and JSON 2.2–2.7; 2.0 leaves room)."""
 ZAHL_TOKEN = 36
 """A JSON number as llama.cpp's schema grammar bounds it (16 digits, a point, 16 decimals, sign,
 exponent), one token per digit."""
-
-
-def liste(value) -> list[str]:
-    """A list parameter as the engine may write it: a list, or words separated by commas."""
-    if isinstance(value, str):
-        return [w.strip() for w in value.split(",") if w.strip()]
-    return [str(x) for x in value or []]
 
 
 def wort(vocabulary, default: str):
@@ -76,9 +60,6 @@ def engine_schema(model: type[BaseModel]) -> dict:
             if s.get("type") == "object" and "properties" in s:
                 s["required"] = list(s["properties"])
                 s["additionalProperties"] = False
-            elif s.get("type") == "object":  # a free object: at most ARRAY_CAP flat entries
-                s["additionalProperties"] = json.loads(json.dumps(FREI_WERT))
-                s.setdefault("maxProperties", ARRAY_CAP)
             if s.get("type") == "string" and "enum" not in s:
                 s.setdefault("maxLength", STRING_CAP)
             if s.get("type") == "array":
@@ -109,10 +90,6 @@ def antwort_tokens(schema: dict) -> int:
         if "enum" in s:
             return max(len(json.dumps(e, ensure_ascii=False)) for e in s["enum"]), 0
         typ = s.get("type")
-        if typ == "object" and "properties" not in s:  # free: keys ≤ SCHLUESSEL_CAP, flat values
-            c, n = laenge(s.get("additionalProperties") or FREI_WERT)
-            k = s.get("maxProperties", ARRAY_CAP)
-            return 2 + k * (SCHLUESSEL_CAP + 5 + c), k * n
         if typ == "object":
             teile = [laenge(v) for v in s.get("properties", {}).values()]
             keys = sum(len(k) + 4 for k in s.get("properties", {}))
@@ -168,10 +145,7 @@ def first_json_object(text: str) -> dict | None:
                 depth -= 1
                 if depth == 0:
                     try:
-                        # strict=False: a raw control character inside a string (an engine not held
-                        # to a grammar writes a newline there) is read, not refused
-                        obj = json.loads(text[start:i + 1], parse_constant=_nicht_endlich, parse_float=_endlich,
-                                         strict=False)
+                        obj = json.loads(text[start:i + 1], parse_constant=_nicht_endlich, parse_float=_endlich)
                         return obj if isinstance(obj, dict) else None
                     except NichtEndlich as e:
                         log.warning("llm answer holds a number that is not finite (%s): not used", e)
@@ -179,67 +153,6 @@ def first_json_object(text: str) -> dict | None:
                     except json.JSONDecodeError:
                         break
         start = text.find("{", start + 1)
-    return None
-
-
-_OFFENER_SCHLUSS = (
-    re.compile(r",\s*$"),                                   # a comma before nothing
-    re.compile(r'(,\s*)?"(?:[^"\\]|\\.)*"\s*:\s*$'),            # a key without its value
-    re.compile(r'(,\s*)?"(?:[^"\\]|\\.)*"\s*$'),                 # a key without its colon (or a value)
-    re.compile(r"(,\s*)?[\w.+-]+\s*$"),                       # a number or literal cut off
-)
-
-
-def _offen(text: str) -> tuple[list[str], bool]:
-    """The brackets still open at the end of a JSON prefix, and whether it ends inside a string."""
-    stack, in_str, esc = [], False, False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif ch in "}]" and stack:
-            stack.pop()
-    return stack, in_str
-
-
-def json_schliessen(text: str) -> dict | None:
-    """A JSON object the token budget cut off, closed: an open string ends where it was cut, a
-    dangling key or comma is dropped, the open brackets are closed. An engine held to a grammar
-    writes a valid prefix, so what comes back is its answer up to the cut (`geschlossen`)."""
-    start = text.find("{")
-    if start < 0:
-        return None
-    t = text[start:].rstrip()
-    stack, in_str = _offen(t)
-    if in_str:  # the string ends where it was cut (an escape cut in half goes with it)
-        m = re.search(r"(\\+)(u[0-9a-fA-F]{0,3})?$", t)
-        if m and len(m.group(1)) % 2:
-            t = t[:m.start()] + m.group(1)[:-1]
-        t += '"'
-    for _ in range(6):
-        stack, _ = _offen(t)
-        try:
-            obj = json.loads(t + "".join(reversed(stack)), strict=False, parse_constant=_nicht_endlich,
-                             parse_float=_endlich)
-            return obj if isinstance(obj, dict) and obj else None  # nothing left: not an answer
-        except NichtEndlich:
-            return None
-        except json.JSONDecodeError:
-            for muster in _OFFENER_SCHLUSS:
-                kuerzer = muster.sub("", t).rstrip()
-                if kuerzer != t:
-                    t = kuerzer
-                    break
-            else:
-                return None
     return None
 
 
@@ -273,16 +186,12 @@ async def ask_json(deps: Deps, node: str, schema: type[M], variables: dict, *,
     result: M | None = None
     if text is not None:
         obj = first_json_object(text)
-        if obj is None and (obj := json_schliessen(text)) is not None:
-            outcome = "geschlossen"  # validated below; stays `geschlossen` when it fits
-            log.warning("%s: fallback abgeschnitten_geschlossen: the answer was cut off after %d characters; "
-                        "closed where it ended", node, len(text))
         if obj is None:
             outcome = "kein_json"
         else:
             try:
                 result = schema.model_validate(obj)
-                outcome = "ok" if outcome != "geschlossen" else outcome
+                outcome = "ok"
             except ValidationError as e:
                 outcome = "ungueltig"
                 log.warning("%s: answer did not fit %s: %s", node, schema.__name__, e.errors()[:2])

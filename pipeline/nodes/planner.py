@@ -25,17 +25,10 @@ MAX_AUFTRAEGE = 3
 log = logging.getLogger("novaberg.node.planner")
 
 
-WORT_CAP = 16
-"""The longest agent or action name the engine may write (the longest named: `verschieben`)."""
-
-
 class _Auftrag(BaseModel):
-    """One order. Agent and action are short words (an unknown agent is dropped and the rules
-    decide: held to the vocabulary, the embedded model picked a wrong agent that then counted);
-    the parameters are a free object the engine keeps flat and short (`llm_json.FREI_WERT`)."""
     model_config = ConfigDict(extra="ignore")
-    agent: str = Field(default="", json_schema_extra={"maxLength": WORT_CAP})
-    aktion: str = Field(default="", json_schema_extra={"maxLength": WORT_CAP})
+    agent: str
+    aktion: str = ""
     parameter: dict = Field(default_factory=dict)
 
 
