@@ -18,14 +18,12 @@ from memory.vectors import normalise
 _COLS = "id, inhalt, dimension, beobachter, emotion, arousal, gewicht, zuletzt, quelle, zeitpunkt"
 
 
-def _row(r, sim: float | None = None) -> dict[str, Any]:
+def _row(r) -> dict[str, Any]:
     keys = ("id", "inhalt", "dimension", "beobachter", "emotion", "arousal", "gewicht", "zuletzt", "quelle",
             "zeitpunkt")
     d = dict(zip(keys, r))
     d["zuletzt"] = d["zuletzt"].isoformat() if d["zuletzt"] else None
     d["zeitpunkt"] = d["zeitpunkt"].isoformat() if d["zeitpunkt"] else None
-    if sim is not None:
-        d["similarity"] = round(float(sim), 6)
     return d
 
 

@@ -78,7 +78,7 @@ OPS = {
 
 class PoolStore:
     """The store deployment's operations run in-process on a pool: the same functions by the same
-    names, for the CLI and the benchmarks (and tests) that hold a pool themselves."""
+    names, for the benchmarks and tests that hold a pool themselves."""
 
     def __init__(self, pool):
         self.pool = pool
