@@ -26,12 +26,25 @@ ITEM_CAP = 40
 """The same for a string inside a list (a tag, a reason)."""
 ARRAY_CAP = 3
 """The most items of a list with no cap of its own."""
+SCHLUESSEL_CAP = 16
+"""The longest key of a free object (a dict field: the planner's `parameter`, whose longest key is `zusammenfassung`), in characters."""
+FREI_WERT = {"type": "string", "maxLength": 64}
+"""What a value of a free object may be: a bounded text (the planner's parameters: name, inhalt,
+titel, wann, text; a list such as personen or themen as words separated by commas, which the
+agents split with `liste`)."""
 ZEICHEN_JE_TOKEN = 2.0
 """Characters per token of text in the longest answer a schema allows (measured on SmolLM2's
 tokenizer: German prose and JSON 2.2–2.7; 2.0 leaves room)."""
 ZAHL_TOKEN = 36
 """A JSON number as llama.cpp's schema grammar bounds it (16 digits, a point, 16 decimals, sign,
 exponent), one token per digit."""
+
+
+def liste(value) -> list[str]:
+    """A list parameter as the engine may write it: a list, or words separated by commas."""
+    if isinstance(value, str):
+        return [w.strip() for w in value.split(",") if w.strip()]
+    return [str(x) for x in value or []]
 
 
 def wort(vocabulary, default: str):
@@ -60,6 +73,9 @@ def engine_schema(model: type[BaseModel]) -> dict:
             if s.get("type") == "object" and "properties" in s:
                 s["required"] = list(s["properties"])
                 s["additionalProperties"] = False
+            elif s.get("type") == "object":  # a free object: at most ARRAY_CAP flat entries
+                s["additionalProperties"] = json.loads(json.dumps(FREI_WERT))
+                s.setdefault("maxProperties", ARRAY_CAP)
             if s.get("type") == "string" and "enum" not in s:
                 s.setdefault("maxLength", STRING_CAP)
             if s.get("type") == "array":
@@ -90,6 +106,10 @@ def antwort_tokens(schema: dict) -> int:
         if "enum" in s:
             return max(len(json.dumps(e, ensure_ascii=False)) for e in s["enum"]), 0
         typ = s.get("type")
+        if typ == "object" and "properties" not in s:  # free: keys ≤ SCHLUESSEL_CAP, flat values
+            c, n = laenge(s.get("additionalProperties") or FREI_WERT)
+            k = s.get("maxProperties", ARRAY_CAP)
+            return 2 + k * (SCHLUESSEL_CAP + 5 + c), k * n
         if typ == "object":
             teile = [laenge(v) for v in s.get("properties", {}).values()]
             keys = sum(len(k) + 4 for k in s.get("properties", {}))

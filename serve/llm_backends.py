@@ -111,13 +111,34 @@ characters counted as one against `maxLength`, so an answer of escapes outgrew i
 Any other character, umlauts and all UTF-8 included, is written as itself."""
 
 
+def _bis(rule: str, n: int) -> str:
+    """`rule` repeated 0..n times, as nested optionals (the form llama-cpp-python's grammars use)."""
+    out = ""
+    for _ in range(n):
+        out = f"({rule} {out})?" if out else f"({rule})?"
+    return out
+
+
 def json_grammar(schema_text: str) -> str:
     """The GBNF llama.cpp is held to for a JSON schema: llama-cpp-python's conversion with the
-    string character rule replaced by `JSON_CHAR`."""
+    string character rule replaced by `JSON_CHAR`, the keys of a free object bounded to
+    `SCHLUESSEL_CAP` characters and its entries to `ARRAY_CAP` (the converter bounds neither)."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    lines = json_schema_to_gbnf(schema_text).splitlines()
-    return "\n".join(JSON_CHAR if line.startswith("char ::=") else line for line in lines) + "\n"
+    from pipeline.llm_json import ARRAY_CAP, SCHLUESSEL_CAP
+
+    out = []
+    for line in json_schema_to_gbnf(schema_text).splitlines():
+        kvs = re.fullmatch(r'(\S+-additional-kvs) ::= (\S+-additional-kv) \( "," space \2 \)\*', line)
+        if line.startswith("char ::="):
+            line = JSON_CHAR
+        elif line.startswith("string ::="):
+            line = 'string ::= "\\"" ' + _bis("char", SCHLUESSEL_CAP) + ' "\\"" space'
+        elif kvs:
+            weiter = '"," space ' + kvs.group(2)
+            line = f"{kvs.group(1)} ::= {kvs.group(2)} {_bis(weiter, ARRAY_CAP - 1)}"
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def smollm2_gguf() -> Path:

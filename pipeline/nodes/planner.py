@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline import regeln
 from pipeline.agents import registry
-from pipeline.llm_json import ask_json
+from pipeline.llm_json import ask_json, wort
 from pipeline.services import Deps
 from pipeline.state import Auftrag, PlanRecord, TurnState
 from pipeline.timefmt import local_now
@@ -25,10 +25,16 @@ MAX_AUFTRAEGE = 3
 log = logging.getLogger("novaberg.node.planner")
 
 
+AKTIONEN = ("anlegen", "aendern", "loeschen", "finden", "verschieben", "aufheben", "anweisung")
+"""The actions the planner's rules name (prompts/default/planner.rules.txt)."""
+
+
 class _Auftrag(BaseModel):
+    """One order. Agent and action are held to their vocabularies (an unknown agent is dropped);
+    the parameters are a free object the engine keeps flat and short (`llm_json.FREI_WERT`)."""
     model_config = ConfigDict(extra="ignore")
-    agent: str
-    aktion: str = ""
+    agent: str = wort(sorted(registry()), "")
+    aktion: str = wort(AKTIONEN, "")
     parameter: dict = Field(default_factory=dict)
 
 

@@ -47,4 +47,4 @@ def test_a_budget_above_the_deployments_limit_is_refused_at_startup():
         Settings(llm_max_tokens=300)
     with pytest.raises(ValueError, match="'responder': 900"):
         Settings(node_max_tokens={"responder": 900})
-    Settings(llm_max_tokens=360, node_max_tokens={"thinker": 360, "thinker_nachfass": 300})  # fits
+    Settings(llm_max_tokens=360, node_max_tokens={"thinker": 360, "thinker_nachfass": 300, "planner": 360})  # fits

@@ -209,3 +209,29 @@ def test_an_answer_with_a_raw_newline_in_a_string_is_read():
     from pipeline.llm_json import first_json_object
 
     assert first_json_object('Antwort: {"kern": "Bello\nist weg", "n": 1}') == {"kern": "Bello\nist weg", "n": 1}
+
+
+def test_a_free_object_is_bounded_in_keys_entries_and_values():
+    """The planner's `parameter` is a dict: llama-cpp-python's grammar would let its keys, its
+    entries and its values run without end (an answer cut inside them is lost); held here to
+    ARRAY_CAP entries, keys of SCHLUESSEL_CAP characters, flat bounded texts — and the budget counts
+    them."""
+    from llama_cpp import LlamaGrammar
+
+    from pipeline.llm_json import ARRAY_CAP, FREI_WERT, SCHLUESSEL_CAP, antwort_tokens, liste
+    from pipeline.node_config import NODE_CONFIG
+    from pipeline.nodes.planner import _Antwort
+    from serve.llm_backends import json_grammar
+
+    schema = engine_schema(_Antwort)
+    auftrag = schema["$defs"]["_Auftrag"]["properties"]
+    assert auftrag["parameter"]["additionalProperties"] == FREI_WERT and auftrag["parameter"]["maxProperties"] == ARRAY_CAP
+    assert "enum" in auftrag["agent"] and "enum" in auftrag["aktion"]
+    g = json_grammar(json.dumps(schema, sort_keys=True))
+    key = [line for line in g.splitlines() if line.startswith("string ::=")][0]
+    assert key.count("char") == SCHLUESSEL_CAP and "*" not in key
+    kvs = [line for line in g.splitlines() if "-additional-kvs ::=" in line][0]
+    assert kvs.count("-additional-kv") == 1 + ARRAY_CAP and ")*" not in kvs
+    LlamaGrammar.from_string(g, verbose=False)
+    assert antwort_tokens(schema) <= NODE_CONFIG["planner"].max_tokens
+    assert liste("Lena, Tom") == ["Lena", "Tom"] and liste(["Lena"]) == ["Lena"] and liste(None) == []

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pipeline.agents import schreibschluessel
+from pipeline.llm_json import liste
 from pipeline.state import AgentResult
 
 AKTIONEN = ("anlegen", "aendern", "loeschen", "finden")
@@ -20,7 +21,7 @@ async def dispatch_notizen(state, deps) -> AgentResult:
     if aktion == "anlegen":
         nid = await deps.store.call("notizen.create", user, name, str(p.get("inhalt") or ""),
                                     str(p.get("zusammenfassung") or p.get("inhalt") or "")[:200],
-                                    [str(t) for t in p.get("themen") or []], **schreibschluessel(state, "notizen"))
+                                    liste(p.get("themen")), **schreibschluessel(state, "notizen"))
         return AgentResult(agent_name="notizen", status="abgeschlossen",
                            ergebnis={"aktion": "anlegen", "id": nid, "beschreibung": f"Notiz '{name}' angelegt"})
     found = await deps.store.call("notizen.find_by_keyword", user, name)

@@ -7,6 +7,7 @@ import re
 from datetime import datetime
 
 from pipeline.agents import schreibschluessel
+from pipeline.llm_json import liste
 from pipeline.state import AgentResult
 from pipeline.timefmt import local_now
 
@@ -64,7 +65,7 @@ async def dispatch_timeline(state, deps) -> AgentResult:
                                ergebnis={"frage": f"Wann genau ist '{titel}'?"})
     if aktion == "anlegen":
         tid = await deps.store.call("timeline.add", s.user_id, s.character_id, titel, when, tz,
-                                    personen=[str(x) for x in p.get("personen") or []],
+                                    personen=liste(p.get("personen")),
                                     **schreibschluessel(state, "timeline"))
         return AgentResult(agent_name="timeline", status="abgeschlossen", ergebnis={
             "aktion": "anlegen", "id": tid, "beginn_lokal": when.isoformat(),
