@@ -77,16 +77,19 @@ def tally(decisions: list[dict]) -> dict:
             continue
         per_node.setdefault(name, {}).setdefault(outcome, 0)
         per_node[name][outcome] += 1
-        if name.endswith(".antwort") and outcome != "ok":
+        if name.endswith(".antwort") and outcome not in ("ok", "geschlossen"):
             inputs = d.get("inputs") or {}
             lost.append({"entscheidung": name, "outcome": outcome, "zeichen": inputs.get("zeichen"),
                          "anfang": inputs.get("anfang"), "ende": inputs.get("ende")})
     structured = {k: v for k, v in per_node.items() if k.endswith(".antwort")}
     calls = sum(sum(v.values()) for v in structured.values())
-    ok = sum(v.get("ok", 0) for v in structured.values())
+    # valid: the answer validated — whole (`ok`) or closed where the budget cut it (`geschlossen`)
+    ok = sum(v.get("ok", 0) + v.get("geschlossen", 0) for v in structured.values())
+    closed = sum(v.get("geschlossen", 0) for v in structured.values())
     thinker = per_node.get("thinker.ergebnis", {})
     reasoned = sum(n for o, n in thinker.items() if o != "uebersprungen")
     return {"structured_calls": calls, "valid": ok, "valid_share": round(ok / calls, 4) if calls else None,
+            "of_them_closed": closed,
             "per_node": dict(sorted(per_node.items())), "verloren": lost,
             # a Thinker run that ends in `max_iterationen` never produced a protocol line it could act on
             "thinker_protocol_share": round(1 - thinker.get("max_iterationen", 0) / reasoned, 4) if reasoned else None}

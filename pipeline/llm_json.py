@@ -2,13 +2,16 @@
 
 The model's answer is an external source: it is parsed and validated, and every way it can fail
 has a name (`aufruf_gescheitert`, `leer`, `kein_json`, `ungueltig`), is logged with the node, and
-is written as the node's decision entry `{node}.antwort`. The caller gets None and uses its
+is written as the node's decision entry `{node}.antwort`. An answer the token budget cut off is
+closed where it ended and used when it then fits (`geschlossen`, logged as the fallback
+`abgeschnitten_geschlossen`). The caller gets None and uses its
 documented default.
 """
 from __future__ import annotations
 
 import json
 import logging
+import re
 from functools import lru_cache
 from typing import TypeVar
 
@@ -179,6 +182,67 @@ def first_json_object(text: str) -> dict | None:
     return None
 
 
+_OFFENER_SCHLUSS = (
+    re.compile(r",\s*$"),                                   # a comma before nothing
+    re.compile(r'(,\s*)?"(?:[^"\\]|\\.)*"\s*:\s*$'),            # a key without its value
+    re.compile(r'(,\s*)?"(?:[^"\\]|\\.)*"\s*$'),                 # a key without its colon (or a value)
+    re.compile(r"(,\s*)?[\w.+-]+\s*$"),                       # a number or literal cut off
+)
+
+
+def _offen(text: str) -> tuple[list[str], bool]:
+    """The brackets still open at the end of a JSON prefix, and whether it ends inside a string."""
+    stack, in_str, esc = [], False, False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and stack:
+            stack.pop()
+    return stack, in_str
+
+
+def json_schliessen(text: str) -> dict | None:
+    """A JSON object the token budget cut off, closed: an open string ends where it was cut, a
+    dangling key or comma is dropped, the open brackets are closed. An engine held to a grammar
+    writes a valid prefix, so what comes back is its answer up to the cut (`geschlossen`)."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    t = text[start:].rstrip()
+    stack, in_str = _offen(t)
+    if in_str:  # the string ends where it was cut (an escape cut in half goes with it)
+        m = re.search(r"(\\+)(u[0-9a-fA-F]{0,3})?$", t)
+        if m and len(m.group(1)) % 2:
+            t = t[:m.start()] + m.group(1)[:-1]
+        t += '"'
+    for _ in range(6):
+        stack, _ = _offen(t)
+        try:
+            obj = json.loads(t + "".join(reversed(stack)), strict=False, parse_constant=_nicht_endlich,
+                             parse_float=_endlich)
+            return obj if isinstance(obj, dict) else None
+        except NichtEndlich:
+            return None
+        except json.JSONDecodeError:
+            for muster in _OFFENER_SCHLUSS:
+                kuerzer = muster.sub("", t).rstrip()
+                if kuerzer != t:
+                    t = kuerzer
+                    break
+            else:
+                return None
+    return None
+
+
 async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] = ("identity", "rules", "task"),
               think: bool = False, prompt: str | None = None, timeout_s: float | None = None,
               response_schema: dict | None = None) -> tuple[str | None, str]:
@@ -209,12 +273,16 @@ async def ask_json(deps: Deps, node: str, schema: type[M], variables: dict, *,
     result: M | None = None
     if text is not None:
         obj = first_json_object(text)
+        if obj is None and (obj := json_schliessen(text)) is not None:
+            outcome = "geschlossen"  # validated below; stays `geschlossen` when it fits
+            log.warning("%s: fallback abgeschnitten_geschlossen: the answer was cut off after %d characters; "
+                        "closed where it ended", node, len(text))
         if obj is None:
             outcome = "kein_json"
         else:
             try:
                 result = schema.model_validate(obj)
-                outcome = "ok"
+                outcome = "ok" if outcome != "geschlossen" else outcome
             except ValidationError as e:
                 outcome = "ungueltig"
                 log.warning("%s: answer did not fit %s: %s", node, schema.__name__, e.errors()[:2])

@@ -235,3 +235,45 @@ def test_a_free_object_is_bounded_in_keys_entries_and_values():
     LlamaGrammar.from_string(g, verbose=False)
     assert antwort_tokens(schema) <= NODE_CONFIG["planner"].max_tokens
     assert liste("Lena, Tom") == ["Lena", "Tom"] and liste(["Lena"]) == ["Lena"] and liste(None) == []
+
+
+@pytest.mark.parametrize("cut, expected", [
+    ('{"cluster": "nebelwald", "gv_detail": "} 50000 10 5 16, 2014 19", "vehikel": "} 2018 21, 2026',
+     {"cluster": "nebelwald", "gv_detail": "} 50000 10 5 16, 2014 19", "vehikel": "} 2018 21, 2026"}),
+    ('{"a": 1, "b"', {"a": 1}),
+    ('{"a": 1, "b":  ', {"a": 1}),
+    ('{"a": [1, 2', {"a": [1, 2]}),
+    ('{"a": {"x": "y"}, "b": tr', {"a": {"x": "y"}}),
+    ('{"a": "x\\u00', {"a": "x"}),
+    ('{"a": "x\\\\', {"a": "x\\"}),
+    ('{"auftraege": [{"agent": "notizen", "parameter": {"name": "a", "fr',
+     {"auftraege": [{"agent": "notizen", "parameter": {"name": "a"}}]}),
+    ("kein JSON", None),
+    ('{"a": NaN, "b": "x', None),
+])
+def test_an_answer_cut_off_by_the_budget_is_closed_where_it_ended(cut, expected):
+    from pipeline.llm_json import json_schliessen
+
+    assert json_schliessen(cut) == expected
+
+
+def test_a_cut_off_answer_that_then_fits_is_used_and_named(caplog):
+    """Seen in bench.structured: gv_node's answer ran out of tokens inside a string of digits
+    (SmolLM2 spends a token per digit). Closed, it validates: the node gets it, the decision says
+    `geschlossen` and the log names the fallback."""
+    import asyncio
+    import logging
+
+    from pipeline.llm_json import ask_json
+    from tests.scripted_llm import ScriptedLLM, deps_for
+
+    llm = ScriptedLLM({"tribunal": ['{"urteil": "mangel", "gruende": ["Der Termin ist am Dienst']})
+    deps = deps_for(llm)
+    with caplog.at_level(logging.WARNING, logger="novaberg.llm_json"):
+        answer, outcome = asyncio.run(ask_json(deps, "tribunal", structured_nodes()["tribunal"], {
+            "character_name": "Nova", "figur": "Nova.", "nachricht": "Hi", "direktiven": "keine",
+            "hinweise": "keine", "fakten": "[FAKTEN]", "antwort": "Hallo"}))
+    assert outcome == "geschlossen" and answer.urteil == "mangel" and answer.gruende == ["Der Termin ist am Dienst"]
+    assert "abgeschnitten_geschlossen" in caplog.text
+    entry = [d for d in deps.trace.rows if d.get("entscheidung") == "tribunal.antwort"][0]
+    assert entry["outcome"] == "geschlossen"
