@@ -229,7 +229,7 @@ def json_schliessen(text: str) -> dict | None:
         try:
             obj = json.loads(t + "".join(reversed(stack)), strict=False, parse_constant=_nicht_endlich,
                              parse_float=_endlich)
-            return obj if isinstance(obj, dict) else None
+            return obj if isinstance(obj, dict) and obj else None  # nothing left: not an answer
         except NichtEndlich:
             return None
         except json.JSONDecodeError:

@@ -24,7 +24,7 @@ NODE_CONFIG: dict[str, NodeConfig] = {
     "perzeption": NodeConfig(temperature=0.7, max_tokens=240),
     "router": NodeConfig(temperature=0.7, max_tokens=256),
     "sachlage": NodeConfig(temperature=0.7, max_tokens=304),
-    "planner": NodeConfig(temperature=0.7, max_tokens=496),
+    "planner": NodeConfig(temperature=0.7, max_tokens=512),
     "salience": NodeConfig(temperature=0.7, max_tokens=288),
     "praegung": NodeConfig(temperature=0.7, max_tokens=352),
     "zusammenfassung": NodeConfig(temperature=0.7, max_tokens=224),

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline import regeln
 from pipeline.agents import registry
-from pipeline.llm_json import ask_json, wort
+from pipeline.llm_json import ask_json
 from pipeline.services import Deps
 from pipeline.state import Auftrag, PlanRecord, TurnState
 from pipeline.timefmt import local_now
@@ -25,16 +25,17 @@ MAX_AUFTRAEGE = 3
 log = logging.getLogger("novaberg.node.planner")
 
 
-AKTIONEN = ("anlegen", "aendern", "loeschen", "finden", "verschieben", "aufheben", "anweisung")
-"""The actions the planner's rules name (prompts/default/planner.rules.txt)."""
+WORT_CAP = 16
+"""The longest agent or action name the engine may write (the longest named: `verschieben`)."""
 
 
 class _Auftrag(BaseModel):
-    """One order. Agent and action are held to their vocabularies (an unknown agent is dropped);
+    """One order. Agent and action are short words (an unknown agent is dropped and the rules
+    decide: held to the vocabulary, the embedded model picked a wrong agent that then counted);
     the parameters are a free object the engine keeps flat and short (`llm_json.FREI_WERT`)."""
     model_config = ConfigDict(extra="ignore")
-    agent: str = wort(sorted(registry()), "")
-    aktion: str = wort(AKTIONEN, "")
+    agent: str = Field(default="", json_schema_extra={"maxLength": WORT_CAP})
+    aktion: str = Field(default="", json_schema_extra={"maxLength": WORT_CAP})
     parameter: dict = Field(default_factory=dict)
 
 
