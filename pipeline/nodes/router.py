@@ -59,6 +59,22 @@ async def read_appointments(deps: Deps, state: TurnState, query: dict | None) ->
     return [], "anfrage_unbekannt"
 
 
+def management_mit_regel(deps: Deps, text: str, management: str, genannt: bool) -> str:
+    """An explicit request the rules read ("Notiz X: …", "Trag einen Termin ein") is not lost
+    when the model answered `keins` or its cut answer ended before it named a management: the
+    rules' reading stands (named fallback `management_regel`). Whatever else the model named stays."""
+    if management != "keins":
+        return management
+    by_rule = regeln.management(text)
+    if by_rule == "keins":
+        return management
+    log.warning("router: fallback management_regel: the model %s, the rules read %s",
+                "answered keins" if genannt else "named no management", by_rule)
+    deps.trace.decision(NAME, "router.management_quelle", "management_regel",
+                        {"modell": management if genannt else None, "regel": by_rule})
+    return by_rule
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     turns = [t.model_dump() for t in state.memory.session_turns[-6:]] if state.memory else []
@@ -78,6 +94,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         if management != answer.management.strip().lower() or momentum != answer.momentum.strip().lower():
             log.warning("router: fallback vokabular: management %r / momentum %r outside the vocabulary",
                         answer.management, answer.momentum)
+        management = management_mit_regel(deps, s.text, management, "management" in answer.model_fields_set)
         rec = RouteRecord(intent=answer.intent[:40] or "austausch", management=management,
                           needs_web=answer.needs_web, momentum=momentum)
         needs_memory, needs_timeline = answer.needs_memory, answer.needs_timeline

@@ -56,6 +56,27 @@ def test_router_fallback_and_asked_appointments():
     assert ("router.termine", "search") in _decisions(deps)
 
 
+def test_router_keeps_an_explicit_request_the_model_missed():
+    # the model answered keins for an explicit note: the rules' reading stands, named
+    ans = '{"intent": "mitteilung", "management": "keins", "momentum": "mid"}'
+    deps = deps_for(ScriptedLLM({"router": [ans]}))
+    out = asyncio.run(run_node(router, _state("Notiz Einkauf: Milch und Brot", memory=MemoryRecord()), deps))["route"]
+    assert out.management == "notizen" and out.fallback is None and out.intent == "mitteilung"
+    assert ("router.management_quelle", "management_regel") in _decisions(deps)
+    # a cut answer that ended before it named a management: the same
+    deps = deps_for(ScriptedLLM({"router": ['{"intent": "auftrag", "needs_memory": false, "momen']}))
+    out = asyncio.run(run_node(router, _state("Trag einen Termin ein: Zahnarzt morgen", memory=MemoryRecord()),
+                               deps))["route"]
+    assert out.management == "timeline" and ("router.antwort", "geschlossen") in _decisions(deps)
+    # the model's reading of a plain message and its own management stay untouched
+    for text, ans, want in (("Wie geht es dir?", '{"management": "keins"}', "keins"),
+                            ("Notiz Einkauf: Milch", '{"management": "timeline"}', "timeline")):
+        deps = deps_for(ScriptedLLM({"router": [ans]}))
+        out = asyncio.run(run_node(router, _state(text, memory=MemoryRecord()), deps))["route"]
+        assert out.management == want
+        assert not any(k == "router.management_quelle" for k, _ in _decisions(deps))
+
+
 def test_gv_node_unknown_cluster_falls_back_to_paradox(stores):
     from redis.asyncio import Redis
 
