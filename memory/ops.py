@@ -88,6 +88,10 @@ class PoolStore:
         self.calls.append((op, args, kwargs))
         return await lookup(op)(self.pool, *args, **kwargs)
 
+    async def load_pair(self, user_id: str, character_id: str) -> dict:
+        """The character row and the pair's profiles, as the store deployment's `load_pair`."""
+        return await pg.load_pair(self.pool, user_id, character_id)
+
 
 class UnknownOperation(KeyError):
     pass

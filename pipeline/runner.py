@@ -7,6 +7,7 @@ the stateless node deployment) is configuration (`Settings.remote_nodes`), not c
 """
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import time
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
+from pipeline import schedule
+from pipeline.schedule import SCHEDULES
 from pipeline.services import Deps
 from pipeline.state import RECORDS, TurnState
 
@@ -123,11 +126,21 @@ def apply_update(state: TurnState, node: ModuleType, update: dict[str, Any]) -> 
 
 
 class ChainRunner:
+    """Runs a chain over the turn state. `schedule="daten"` (the default) runs each step as soon as
+    the steps it depends on by data are done (`pipeline/schedule.py`), side by side where nothing
+    conflicts; `"reihe"` runs them one after another in the written order — the same result."""
+
     def __init__(self, chain: Sequence = CHARACTER_CHAIN, remote: Sequence[str] = (), nodes_handle=None,
-                 name: str = "character"):
+                 name: str = "character", schedule: str = "daten"):
+        if schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {schedule!r}: one of {SCHEDULES}")
         self.name = name
+        self.schedule = schedule
         self.nodes = [s if isinstance(s, Loop) else load_node(s) for s in chain]
         self._modules = {n: load_node(n) for s in chain if isinstance(s, Loop) for n in s.names()}
+        mods = {**self._modules, **{m.NAME: m for m in self.nodes if not isinstance(m, Loop)}}
+        self.waits_for = schedule_deps(chain, mods)
+        """For each step, the earlier steps it waits for (by data)."""
         self.remote = set(remote)
         names = {n for s in chain for n in (s.names() if isinstance(s, Loop) else (s,))}
         unknown = self.remote - names
@@ -141,12 +154,32 @@ class ChainRunner:
 
     async def run(self, state: TurnState, deps: Deps) -> TurnState:
         deps.trace.chain = self.name
-        for step in self.nodes:
-            if isinstance(step, Loop):
-                await self._loop(step, state, deps)
-            else:
-                await self._node(step, state, deps)
+        if self.schedule == "reihe":
+            for step in self.nodes:
+                await self._step(step, state, deps)
+            return state
+        tasks: list[asyncio.Task] = []
+        for step, before in zip(self.nodes, self.waits_for):
+            tasks.append(asyncio.ensure_future(self._after([tasks[i] for i in before], step, state, deps)))
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:  # a failed node ends the turn: nothing after it runs
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         return state
+
+    async def _after(self, before: list[asyncio.Task], step, state: TurnState, deps: Deps) -> None:
+        if before:
+            await asyncio.gather(*before)
+        await self._step(step, state, deps)
+
+    async def _step(self, step, state: TurnState, deps: Deps) -> None:
+        if isinstance(step, Loop):
+            await self._loop(step, state, deps)
+        else:
+            await self._node(step, state, deps)
 
     async def _loop(self, loop: Loop, state: TurnState, deps: Deps) -> None:
         for n in loop.head:
@@ -166,8 +199,9 @@ class ChainRunner:
     async def _node(self, node: ModuleType, state: TurnState, deps: Deps) -> None:
         trace = deps.trace
         name = node.NAME
-        trace.emit("node_started", node=name)
         t0 = time.perf_counter()
+        start_ms = (t0 - trace.started) * 1000
+        trace.emit("node_started", node=name, at_ms=round(start_ms, 2))
         try:
             if name in self.remote:
                 apply_update(state, node, await self._run_remote(node, state, deps))
@@ -181,8 +215,8 @@ class ChainRunner:
             raise NodeFailed(name, e) from e
         ms = (time.perf_counter() - t0) * 1000
         if not getattr(node, "SELF_LOGGED", False):
-            trace.node_row(name, ms)
-        trace.emit("node_finished", node=name, ms=round(ms, 2))
+            trace.node_row(name, ms, start_ms=start_ms)
+        trace.emit("node_finished", node=name, ms=round(ms, 2), at_ms=round(start_ms + ms, 2))
         _observe_node(name, ms)
 
     async def _run_remote(self, node: ModuleType, state: TurnState, deps: Deps) -> dict[str, Any]:
@@ -195,6 +229,12 @@ class ChainRunner:
         fields = TurnState.model_fields
         return {k: fields[k].annotation.__args__[0].model_validate(v) if v is not None else None
                 for k, v in out["update"].items()}
+
+
+def schedule_deps(chain: Sequence, modules: dict[str, ModuleType]) -> list[frozenset[int]]:
+    """The steps each step of `chain` waits for, from the nodes' declared reads and writes."""
+    names = [s.names() if isinstance(s, Loop) else (s,) for s in chain]
+    return schedule.dependencies([schedule.step_access(n, modules) for n in names])
 
 
 def _check_chains() -> None:

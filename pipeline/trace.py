@@ -41,10 +41,12 @@ class TurnTrace:
         if self.events is not None:
             self.events.put_nowait({"event": event, **data})
 
-    def node_row(self, node: str, duration_ms: float, outcome: str = "ok") -> None:
+    def node_row(self, node: str, duration_ms: float, outcome: str = "ok", start_ms: float | None = None) -> None:
+        """A node's row; `start_ms` (since the turn began) and its end show which nodes overlapped."""
         self.node_ms[node] = self.node_ms.get(node, 0.0) + duration_ms
+        inputs = {} if start_ms is None else {"start_ms": round(start_ms, 2), "end_ms": round(start_ms + duration_ms, 2)}
         self.rows.append({"seq": len(self.rows), "node": node, "art": "node", "outcome": outcome,
-                          "duration_ms": round(duration_ms, 3), "at": self._now()})
+                          "duration_ms": round(duration_ms, 3), "inputs": inputs, "at": self._now()})
 
     def decision(self, node: str, entscheidung: str, outcome: str, inputs: dict[str, Any] | None = None,
                  threshold: float | None = None) -> None:

@@ -13,6 +13,8 @@ from pipeline.state import AgentResult, PlanRecord, TurnState
 NAME = "agent_dispatch"
 READS = ("stimulus", "plan", "route", "pair")
 WRITES = ("plan",)
+STORE_READS = ("notizen", "timeline", "charakter")
+STORE_WRITES = ("notizen", "timeline", "charakter", "zaehler")
 DELIVERED = "agents:zugestellt"
 PROCESSED = "agents:bearbeitet"
 

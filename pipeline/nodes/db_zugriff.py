@@ -10,6 +10,7 @@ from pipeline.state import PairRecord, TurnState
 NAME = "db_zugriff"
 READS = ("stimulus",)
 WRITES = ("pair",)
+STORE_READS = ("charakter",)
 
 log = logging.getLogger("novaberg.node.db_zugriff")
 

@@ -16,6 +16,8 @@ NAME = "dispatcher"
 READS = ("stimulus", "pair", "memory", "draft", "pruefung", "urteil", "perzeption", "emotion", "route", "nova_perzeption",
          "plan")
 WRITES = ("dispatch",)
+STORE_READS = ("session",)
+STORE_WRITES = ("session",)
 SELF_LOGGED = True  # its pipeline_log row must be in the job it commits
 # records the background chain needs, copied into its job
 BACKGROUND_RECORDS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "nova_perzeption")
@@ -83,7 +85,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
                  "herkunft": s.herkunft, "time": result["created_at"],
                  "emotion": np_.emotion if np_ else None, "arousal": np_.arousal if np_ else None,
                  "stil": np_.stil if np_ else None}
-    deps.trace.node_row(NAME, (time.perf_counter() - t0) * 1000)
+    deps.trace.node_row(NAME, (time.perf_counter() - t0) * 1000, start_ms=(t0 - deps.trace.started) * 1000)
     jobs = [
         {"kind": "turn", "turn": {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id,
                                   "user_text": s.text, "reply": result["reply"],

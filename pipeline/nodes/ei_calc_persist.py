@@ -10,6 +10,7 @@ from pipeline.state import GravitationRecord, TurnState
 NAME = "ei_calc_persist"
 READS = ("stimulus", "emotion", "nova_perzeption", "gravitation")
 WRITES = ()
+STORE_WRITES = ("charakter",)
 ZUG_AROUSAL = 0.3
 """Share of the pull's term by which remembered emotion raises her arousal toward 1."""
 ZUG_RICHTUNG = 0.5

@@ -24,6 +24,9 @@ from pipeline.state import MemoryRecord, SessionTurn, TurnState
 NAME = "enricher"
 READS = ("stimulus", "perzeption", "emotion")
 WRITES = ("memory",)
+STORE_READS = ("session", "kzg", "gv", "ziele", "aufzeichnungen", "library", "lzg", "timeline", "notizen",
+               "charaktere")
+STORE_WRITES = ("ziele",)
 OPTIONAL_READS = {"emotion": "the human chain runs before ei_calc; only the character chain's search shift "
                              "uses Nova's sector"}
 REWRITE_MIN_TURNS = 2

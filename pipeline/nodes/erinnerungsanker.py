@@ -15,6 +15,7 @@ from pipeline.timefmt import local_now
 NAME = "erinnerungsanker"
 READS = ("stimulus",)
 WRITES = ("anker",)
+STORE_WRITES = ("timeline",)
 
 log = logging.getLogger("novaberg.node.erinnerungsanker")
 

@@ -16,6 +16,7 @@ from pipeline.state import LandschaftRecord, TurnState
 NAME = "gv_node"
 READS = ("stimulus", "pair", "memory", "perzeption", "emotion", "route")
 WRITES = ("landschaft",)
+STORE_WRITES = ("gv",)
 
 log = logging.getLogger("novaberg.node.gv_node")
 

@@ -16,6 +16,7 @@ from pipeline.state import PerzeptionRecord, TurnState
 NAME = "perzeption"
 READS = ("stimulus",)
 WRITES = ("perzeption",)
+STORE_READS = ("session",)
 VERLAUF_TURNS = 6
 VERLAUF_ZEICHEN = 100  # seed 001: the history form for perception is cut to 100 characters per turn
 

@@ -17,6 +17,7 @@ from pipeline.timefmt import local_now
 NAME = "router"
 READS = ("stimulus", "memory", "perzeption")
 WRITES = ("route",)
+STORE_READS = ("timeline",)
 
 log = logging.getLogger("novaberg.node.router")
 

@@ -29,6 +29,7 @@ NAME = "thinker"
 NACHFASS = "thinker_nachfass"
 READS = ("stimulus", "pair", "memory", "kontext", "sachlage", "anker", "route", "plan", "draft")
 WRITES = ("pruefung",)
+STORE_READS = ("timeline", "lzg")
 MAX_ITERATIONEN = 5
 GESTE = "Hmm... ich muss das nochmal durchgehen."
 """Neutral on purpose: it passes no responder directive and cannot break a form of address."""

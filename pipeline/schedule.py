@@ -1,0 +1,69 @@
+"""Scheduling by data: which step of a chain waits for which.
+
+A chain is written in the order the seeds give (NODES.md). Each node declares the records it
+reads and writes (READS, WRITES) and, where it touches a store inside the turn, the stores it
+reads and writes (STORE_READS, STORE_WRITES: the op's prefix, e.g. `timeline`, or the Redis
+area, e.g. `session`). A step waits for every earlier step it conflicts with — one writes what
+the other reads or writes, on a record or on a store — and for nothing else, so steps without a
+conflict run side by side and the turn's result is the one the written order gives. A loop
+(planner ⇄ agent dispatch, tribunal ⇄ corrector) is one step: its nodes stay a loop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Callable, Mapping, Sequence
+
+SCHEDULES = ("daten", "reihe")
+"""`daten`: steps run as soon as the steps they depend on are done; `reihe`: one after another
+in the written order (the reference the data schedule must equal)."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """What one step reads and writes: records of the turn state and stores."""
+
+    reads: frozenset[str]
+    writes: frozenset[str]
+    store_reads: frozenset[str]
+    store_writes: frozenset[str]
+
+    def conflicts(self, later: "Access") -> bool:
+        """Whether `later` (written after this step) must wait for it."""
+        return bool(self.writes & (later.reads | later.writes) or self.reads & later.writes
+                    or self.store_writes & (later.store_reads | later.store_writes)
+                    or self.store_reads & later.store_writes)
+
+
+def node_access(mod: ModuleType) -> Access:
+    reads = frozenset(r for r in mod.READS if r != "stimulus")  # the stimulus is never written
+    return Access(reads, frozenset(mod.WRITES), frozenset(getattr(mod, "STORE_READS", ())),
+                  frozenset(getattr(mod, "STORE_WRITES", ())))
+
+
+def step_access(names: Sequence[str], modules: Mapping[str, ModuleType]) -> Access:
+    """A step's access: one node's, or the union over a loop's nodes."""
+    parts = [node_access(modules[n]) for n in names]
+    return Access(*(frozenset().union(*(getattr(p, f) for p in parts))
+                    for f in ("reads", "writes", "store_reads", "store_writes")))
+
+
+def dependencies(accesses: Sequence[Access]) -> list[frozenset[int]]:
+    """For each step, the earlier steps it waits for."""
+    return [frozenset(i for i in range(j) if accesses[i].conflicts(accesses[j])) for j in range(len(accesses))]
+
+
+def critical_path(deps: Sequence[frozenset[int]], cost: Callable[[int], float]) -> float:
+    """The longest chain of dependent steps, summed by `cost` (e.g. LLM calls × latency)."""
+    finish: list[float] = []
+    for j, before in enumerate(deps):
+        finish.append(max((finish[i] for i in before), default=0.0) + cost(j))
+    return max(finish, default=0.0)
+
+
+def waves(deps: Sequence[frozenset[int]]) -> list[list[int]]:
+    """The steps grouped by how many dependent steps lie before them (what runs side by side)."""
+    level: list[int] = []
+    for before in deps:
+        level.append(max((level[i] + 1 for i in before), default=0))
+    return [[j for j, lv in enumerate(level) if lv == k] for k in range(max(level, default=-1) + 1)]
