@@ -70,8 +70,10 @@ class PairActor:
 
                 nodes_handle = serve.get_deployment_handle(NODES_DEPLOYMENT, app_name=APP_NAME)
             remote = self.settings.remote_nodes
-            self._human = ChainRunner(HUMAN_CHAIN, remote=remote, nodes_handle=nodes_handle, name="human")
-            self._character = ChainRunner(CHARACTER_CHAIN, remote=remote, nodes_handle=nodes_handle, name="character")
+            plan = self.settings.schedule
+            self._human = ChainRunner(HUMAN_CHAIN, remote=remote, nodes_handle=nodes_handle, name="human", schedule=plan)
+            self._character = ChainRunner(CHARACTER_CHAIN, remote=remote, nodes_handle=nodes_handle, name="character",
+                                          schedule=plan)
         if self._watch is None:
             self._watch = asyncio.get_running_loop().create_task(self._idle_watch())
         return self._services

@@ -178,6 +178,9 @@ class Settings(BaseSettings):
 
     # --- Node placement: names of nodes that run in the stateless node deployment
     remote_nodes: list[str] = Field(default_factory=list)
+    schedule: Literal["daten", "reihe"] = "daten"
+    """How the runner orders a turn's nodes: `daten` runs a node as soon as the nodes it depends on
+    by data are done (side by side where nothing conflicts); `reihe` one after another, as written."""
 
     # --- Postgres pool (lives only in the store deployment and the workers)
     pg_pool_min: int = Field(default=1, ge=0)

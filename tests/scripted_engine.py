@@ -15,6 +15,7 @@ import uuid
 from functools import partial
 from typing import Any, AsyncIterator
 
+from bench.standin import instance  # noqa: F401  (the smallest answer a schema allows)
 from serve.llm_backends import chunk, completion
 
 DEFAULT_SCRIPT: dict[str, list[str]] = {
@@ -25,33 +26,6 @@ DEFAULT_SCRIPT: dict[str, list[str]] = {
     "thinker": ["ERGEBNIS: OK"],
     "pixie": ["Nichts Neues."],
 }
-
-
-def instance(schema: dict[str, Any]) -> Any:
-    """The smallest value a JSON schema allows (no $ref resolution beyond local $defs)."""
-    defs = schema.get("$defs", {})
-
-    def make(s):
-        if "$ref" in s:
-            return make(defs[s["$ref"].split("/")[-1]])
-        if "anyOf" in s:
-            return make(next((x for x in s["anyOf"] if x.get("type") == "null"), s["anyOf"][0]))
-        if "enum" in s:
-            return s["enum"][0]
-        t = s.get("type")
-        if t == "object":
-            return {k: make(v) for k, v in s.get("properties", {}).items()}
-        if t == "array":
-            return []
-        if t == "string":
-            return "x" if "pattern" not in s else "2026-01-01"
-        if t in ("number", "integer"):
-            return 0
-        if t == "boolean":
-            return False
-        return None
-
-    return make(schema)
 
 
 class ScriptedEngine:

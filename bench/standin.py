@@ -1,0 +1,125 @@
+"""A stand-in engine for measuring the pipeline without model compute: an OpenAI-compatible server
+that answers every chat completion after a fixed latency and spends no CPU on it. A structured
+call (`response_format` with a JSON schema) gets the smallest answer its schema allows; any other
+call a short sentence (the Thinker's protocol line where the prompt asks for one). Point the
+`openai` backend at it:
+
+    python -m bench.standin --port 8099 --latency-ms 200 &
+    NOVABERG_LLM_BACKEND=openai NOVABERG_OPENAI_BASE_URL=http://127.0.0.1:8099/v1 ./run.sh
+
+Only for benchmarks: never a product engine.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from typing import Any
+
+SATZ = "Schoen, dass du da bist. Erzaehl mir mehr davon."
+
+
+def instance(schema: dict[str, Any]) -> Any:
+    """The smallest value a JSON schema allows (local $defs resolved)."""
+    defs = schema.get("$defs", {})
+
+    def make(s):
+        if "$ref" in s:
+            return make(defs[s["$ref"].split("/")[-1]])
+        if "anyOf" in s:
+            return make(next((x for x in s["anyOf"] if x.get("type") == "null"), s["anyOf"][0]))
+        if "enum" in s:
+            return s["enum"][0]
+        t = s.get("type")
+        if t == "object":
+            return {k: make(v) for k, v in s.get("properties", {}).items()}
+        if t == "array":
+            return []
+        if t == "string":
+            return "x" if "pattern" not in s else "2026-01-01"
+        if t in ("number", "integer"):
+            return 0
+        if t == "boolean":
+            return False
+        return None
+
+    return make(schema)
+
+
+def answer(body: dict[str, Any]) -> str:
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return json.dumps(instance(fmt["json_schema"]["schema"]))
+    prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    return "ERGEBNIS: OK" if "ERGEBNIS:" in prompt else SATZ
+
+
+def app(latency_s: float):
+    from aiohttp import web
+
+    async def completions(request):
+        body = await request.json()
+        await asyncio.sleep(latency_s)
+        text, n = answer(body), 0
+        n = len(text.split())
+        usage = {"prompt_tokens": sum(len(str(m.get("content", ""))) // 4 for m in body.get("messages", [])),
+                 "completion_tokens": n}
+        usage["total_tokens"] = usage["prompt_tokens"] + n
+        cid, model = f"chatcmpl-{uuid.uuid4().hex[:24]}", body.get("model", "standin")
+        if not body.get("stream"):
+            return web.json_response({"id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
+                                      "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                                   "finish_reason": "stop"}], "usage": usage})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for delta, finish, u in (({"content": text}, None, None), ({}, "stop", usage)):
+            c = {"id": cid, "object": "chat.completion.chunk", "model": model,
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **({"usage": u} if u else {})}
+            await resp.write(f"data: {json.dumps(c)}\n\n".encode())
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    async def models(request):
+        return web.json_response({"object": "list", "data": [{"id": "standin", "object": "model"}]})
+
+    a = web.Application(client_max_size=64 * 1024 * 1024)
+    a.add_routes([web.post("/v1/chat/completions", completions), web.get("/v1/models", models)])
+    return a
+
+
+def start(port: int, latency_ms: float) -> subprocess.Popen:
+    """The stand-in in its own process (it must not share the measured process's CPU); returns
+    when it answers."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench.standin", "--port", str(port), "--latency-ms", str(latency_ms)],
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1).read()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the stand-in engine exited with {proc.returncode}")
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the stand-in engine did not answer within 30 s")
+
+
+def main() -> None:
+    from aiohttp import web
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--port", type=int, default=8099)
+    ap.add_argument("--latency-ms", type=float, default=200.0)
+    args = ap.parse_args()
+    web.run_app(app(args.latency_ms / 1000), host="127.0.0.1", port=args.port, print=None, access_log=None)
+
+
+if __name__ == "__main__":
+    main()
