@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bench import standin, turn_graph
 from pipeline.node_config import capped
 
 MESSAGES: dict[str, list[str]] = {
@@ -54,6 +55,10 @@ class Scenario:
     think_s: float = 1.0
     mix: dict[str, float] = field(default_factory=lambda: {"smalltalk": 0.4, "memory": 0.25, "agent": 0.2, "web": 0.15})
     seed: int = 7
+    latency_ms: float | None = None
+    """The stand-in engine's fixed latency, when it answers (the critical path is measured in it)."""
+    cpu_exclude: tuple[int, ...] = ()
+    """Processes whose CPU is not the system's (the stand-in engine)."""
 
     def messages(self, pair: int) -> list[tuple[str, str]]:
         """The (category, text) sequence of one pair: drawn from the mix, reproducible."""
@@ -189,6 +194,7 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
             rows.append({"pair": i, "category": cat, "client_ms": ms, "error": out.get("error"),
                          "actor_ms": tm.get("total_ms", 0.0), "llm_ms": tm.get("llm_ms", 0.0),
                          "embed_ms": tm.get("embed_ms", 0.0), "nodes_ms": tm.get("nodes_ms", {}),
+                         "reply_start_ms": (tm.get("nodes_start_ms") or {}).get("responder"),
                          "llm_calls": us.get("llm_calls", 0), "prompt_tokens": us.get("prompt_tokens", 0),
                          "completion_tokens": us.get("completion_tokens", 0)})
             if progress is not None:
@@ -196,14 +202,36 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
 
     before = await llm.load.remote()
     await llm.record.remote(True)
+    cpu0 = turn_graph.cpu_seconds(sc.cpu_exclude)
     t0 = time.perf_counter()
     try:
         await asyncio.gather(*(one_pair(i) for i in range(sc.pairs)))
     finally:
         wall = time.perf_counter() - t0
+        await wait_llm_idle(llm)  # the background chain of the last turns belongs to them
+        cpu = turn_graph.cpu_seconds(sc.cpu_exclude) - cpu0
         records = await llm.record.remote(False)
     after = await llm.load.remote()
-    return {"rows": rows, "records": records, "figures": summarise(rows, wall, records, before, after)}
+    figures = summarise(rows, wall, records, before, after)
+    figures["turn_graph"] = graph_figures(rows, records, sc.latency_ms, cpu)
+    return {"rows": rows, "records": records, "figures": figures}
+
+
+def graph_figures(rows: list[dict], records: list[dict], latency_ms: float | None, cpu_s: float) -> dict[str, Any]:
+    """The turn against its critical path, LLM calls in flight, when the reply starts, CPU per turn."""
+    n = max(1, len(rows))
+    lat = [r["client_ms"] for r in rows]
+    starts = [r["reply_start_ms"] + r["client_ms"] - r["actor_ms"] for r in rows if r.get("reply_start_ms") is not None]
+    out: dict[str, Any] = {"llm_in_flight": turn_graph.in_flight(records), "reply_start_ms_p50": pct(starts, 50),
+                           "cpu_s_per_turn": round(cpu_s / n, 4),
+                           "llm_calls_per_turn_by_node": {k: round(v, 2) for k, v in
+                                                          sorted(turn_graph.calls_per_turn(records, n).items())}}
+    if latency_ms and lat:
+        cp = turn_graph.critical_path_ms(turn_graph.calls_per_turn(records, n), latency_ms)
+        p50 = statistics.median(lat)
+        out.update(cp, turn_over_critical_path=round(p50 / cp["critical_path_ms"], 3) if cp["critical_path_ms"] else None,
+                   own_share=round(max(0.0, p50 - cp["critical_path_ms"]) / p50, 4))
+    return out
 
 
 async def wait_llm_idle(llm, quiet_s: float = 3.0, timeout_s: float = 900.0) -> float:
@@ -380,11 +408,25 @@ def print_summary(report: dict) -> None:
               f"completion tokens/s {r['completion_tokens_per_s']}")
     print("prefix reuse per node: " + ", ".join(f"{k} {v['mean']:.2f}" for k, v in p["prefix_reuse"].items()))
     print("nodes p50 ms: " + ", ".join(f"{k} {v['p50']}" for k, v in p["nodes_ms"].items()))
+    g = p.get("turn_graph", {})
+    print(f"turn graph: LLM calls in flight max {g['llm_in_flight']['max']} mean {g['llm_in_flight']['mean_while_busy']}, "
+          f"reply starts p50 {g['reply_start_ms_p50']} ms, CPU per turn {g['cpu_s_per_turn']} s"
+          + (f", critical path {g['critical_path_ms']} ms (serial {g['serial_ms']} ms), turn p50 / critical path "
+             f"{g['turn_over_critical_path']}, own share {g['own_share']}" if "critical_path_ms" in g else ""))
     for pt in report["sweep"]:
         ratio = pt.get("pipeline_over_engine", {}).get("completion_tokens_per_s")
         print(f"sweep {pt['pairs']:>3} pairs: {pt['pipeline']['turns_per_s']} turns/s, LLM busy "
-              f"{pt['pipeline']['llm_busy_share']}, pipeline/engine tokens/s {ratio}")
+              f"{pt['pipeline']['llm_busy_share']}, pipeline/engine tokens/s {ratio}, CPU per turn "
+              f"{pt['pipeline']['turn_graph']['cpu_s_per_turn']} s")
     print(f"GPU: {report['gpu'].get('gpus') or report['gpu'].get('note')}")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def main() -> None:
@@ -400,17 +442,29 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=48, help="LLM output cap per call (on a scratch system)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--standin-ms", type=float, default=None,
+                    help="answer every LLM call from a stand-in engine after this fixed latency, with no compute "
+                         "(the openai backend against bench/standin.py): what is left is the pipeline's own cost")
+    ap.add_argument("--schedule", choices=("daten", "reihe"), default="daten", help="the runner's schedule")
     args = ap.parse_args()
 
     mix = {k: float(v) for k, v in (x.split("=") for x in args.mix.split(",") if x)}
     unknown = set(mix) - set(MESSAGES)
     if unknown:
         ap.error(f"unknown message categories {sorted(unknown)}; known: {sorted(MESSAGES)}")
-    scenario = Scenario(pairs=args.pairs, turns=args.turns, think_s=args.think_s, mix=mix, seed=args.seed)
+    engine: dict = {}
+    proc = None
+    if args.standin_ms is not None:
+        port = _free_port()
+        proc = standin.start(port, args.standin_ms)
+        engine = {"llm_backend": "openai", "openai_base_url": f"http://127.0.0.1:{port}/v1", "llm_model": "standin"}
+    scenario = Scenario(pairs=args.pairs, turns=args.turns, think_s=args.think_s, mix=mix, seed=args.seed,
+                        latency_ms=args.standin_ms, cpu_exclude=(proc.pid,) if proc else ())
     sweep = [int(x) for x in args.sweep.split(",") if x.strip()]
     out = args.out or Path("bench/results") / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
 
+    os.environ.setdefault("RAY_AUTH_MODE", "token")  # Ray reads it when first imported (cluster/runtime.py)
     from ray import serve
 
     from cluster import runtime
@@ -419,7 +473,7 @@ def main() -> None:
 
     home = Path(tempfile.mkdtemp(prefix="nbbench-", dir="/tmp"))
     settings = load_settings(home=home, http_port=int(os.environ.get("NOVABERG_HTTP_PORT", "8765")),
-                             node_max_tokens=capped(args.max_tokens))
+                             node_max_tokens=capped(args.max_tokens), schedule=args.schedule, **engine)
     rt = runtime.start(settings)
     try:
         key = runtime.create_key(None, operator=True)
@@ -436,9 +490,12 @@ def main() -> None:
     finally:
         runtime.stop(rt)
         shutil.rmtree(home, ignore_errors=True)
+        if proc is not None:
+            proc.terminate()
     report.update(system={"llm_backend": load["backend"], "llm_model": load["model"], "driver": args.driver,
                           "max_tokens": args.max_tokens, "cpus": os.cpu_count(),
-                          "llm_replicas": settings.llm_replicas},
+                          "llm_replicas": settings.llm_replicas, "schedule": args.schedule,
+                          "standin_ms": args.standin_ms},
                   gpu=gpu_info(), measured_at=datetime.now(timezone.utc).isoformat())
     report["files"] = ["report.json"] + plots(report, rows, out)
     (out / "report.json").write_text(json.dumps(report, indent=2))

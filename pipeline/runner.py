@@ -201,6 +201,7 @@ class ChainRunner:
         name = node.NAME
         t0 = time.perf_counter()
         start_ms = (t0 - trace.started) * 1000
+        trace.node_start_ms.setdefault(name, start_ms)
         trace.emit("node_started", node=name, at_ms=round(start_ms, 2))
         try:
             if name in self.remote:

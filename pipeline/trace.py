@@ -25,6 +25,8 @@ class TurnTrace:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.node_ms: dict[str, float] = {}
+        self.node_start_ms: dict[str, float] = {}
+        """When each node first started, since the turn began (the reply starts with the responder)."""
         self.started = time.perf_counter()
         self.cache: dict[str, Any] = {}
         self.system_prompts: dict[str, str] = {}
@@ -80,4 +82,5 @@ class TurnTrace:
         return {"total_ms": round(total, 2), "llm_ms": round(self.llm_ms, 2), "embed_ms": round(self.embed_ms, 2),
                 "llm_calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
-                "nodes_ms": {k: round(v, 2) for k, v in self.node_ms.items()}}
+                "nodes_ms": {k: round(v, 2) for k, v in self.node_ms.items()},
+                "nodes_start_ms": {k: round(v, 2) for k, v in self.node_start_ms.items()}}

@@ -1,0 +1,68 @@
+"""Figures about a turn's shape for the harness: the critical path of its LLM calls (the longest
+chain of dependent calls the data schedule allows), how many calls were in flight at once, and
+the CPU the system spent per turn."""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+CALLER_NODE = {"query_rewrite": "enricher"}
+"""LLM callers that are not named after their node."""
+
+
+def calls_per_turn(records: list[dict], turns: int) -> dict[str, float]:
+    """Mean LLM calls per turn by node (background callers included; the chains' nodes are used)."""
+    n = Counter(CALLER_NODE.get(r["request"].get("caller"), r["request"].get("caller")) for r in records)
+    return {k: v / max(1, turns) for k, v in n.items()}
+
+
+def critical_path_ms(per_node: dict[str, float], latency_ms: float) -> dict[str, float]:
+    """The human chain, then the character chain, each along its longest dependent path; a node's
+    cost is its mean LLM calls per turn × the engine's latency (a node in both chains is counted
+    in the character chain). `serial_ms` is the same calls one after another."""
+    from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, Loop, load_node, schedule_deps
+    from pipeline import schedule
+
+    def names(step):
+        return step.names() if isinstance(step, Loop) else (step,)
+
+    in_character = {n for s in CHARACTER_CHAIN for n in names(s)}
+    path, serial = 0.0, 0.0
+    for chain in (HUMAN_CHAIN, CHARACTER_CHAIN):
+        mods = {n: load_node(n) for s in chain for n in names(s)}
+        own = [[n for n in names(s) if chain is CHARACTER_CHAIN or n not in in_character] for s in chain]
+        cost = [sum(per_node.get(n, 0.0) for n in nn) * latency_ms for nn in own]
+        path += schedule.critical_path(schedule_deps(chain, mods), lambda j: cost[j])
+        serial += sum(cost)
+    return {"critical_path_ms": round(path, 1), "serial_ms": round(serial, 1)}
+
+
+def in_flight(records: list[dict]) -> dict[str, Any]:
+    """LLM calls in flight at once over the recorded requests: the most, and the mean while any was."""
+    events = sorted([(r["started"], 1) for r in records] + [(r["started"] + r["ms"] / 1000, -1) for r in records])
+    now = busy = weighted = 0.0
+    most = level = 0
+    for t, d in events:
+        if level:
+            busy += t - now
+            weighted += level * (t - now)
+        now, level = t, level + d
+        most = max(most, level)
+    return {"max": most, "mean_while_busy": round(weighted / busy, 2) if busy else None}
+
+
+def cpu_seconds(exclude: tuple[int, ...] = ()) -> float:
+    """CPU seconds the machine spent so far (user + system), less the given processes' (the
+    harness itself and the stand-in engine are not the system under test)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    total = t.user + t.system + getattr(t, "nice", 0.0)
+    for pid in (os.getpid(), *exclude):
+        try:
+            c = psutil.Process(pid).cpu_times()
+            total -= c.user + c.system
+        except psutil.Error:
+            pass
+    return total
