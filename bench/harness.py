@@ -22,12 +22,14 @@ import asyncio
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
 import tempfile
 import time
 import uuid
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -93,20 +95,32 @@ def common_prefix(a: str, b: str) -> int:
     return i
 
 
-def prefix_reuse(records: list[dict]) -> dict[str, dict[str, float]]:
+BLOCK = re.compile(r"\[[A-ZÄÖÜ][^\]\n]{1,60}\]|<(?:system|user|assistant)>")
+
+
+def prefix_reuse(records: list[dict]) -> dict[str, dict[str, Any]]:
     """Per node: the share of each prompt that equals the same node's previous prompt for the same
-    pair (characters of the rendered messages), averaged over the prompts that have a predecessor."""
+    pair (characters of the rendered messages), averaged over the prompts that have a predecessor,
+    and the block (the last `[…]` header or message role before the first difference) where the
+    reuse broke most often."""
     last: dict[tuple[str, str], str] = {}
     shares: dict[str, list[float]] = {}
+    breaks: dict[str, Counter] = {}
     for rec in sorted(records, key=lambda r: r["started"]):
         req = rec["request"]
         key = (req.get("pair", "?"), req.get("caller", "?"))
         text = prompt_text(req["messages"])
         prev = last.get(key)
         if prev is not None and text:
-            shares.setdefault(key[1], []).append(common_prefix(prev, text) / len(text))
+            same = common_prefix(prev, text)
+            shares.setdefault(key[1], []).append(same / len(text))
+            if same < len(text):
+                heads = BLOCK.findall(text[:same + 1])
+                breaks.setdefault(key[1], Counter())[heads[-1] if heads else "(start)"] += 1
         last[key] = text
-    return {node: {"mean": round(statistics.mean(v), 4), "prompts": len(v)} for node, v in sorted(shares.items())}
+    return {node: {"mean": round(statistics.mean(v), 4), "prompts": len(v),
+                   "bricht_bei": breaks.get(node, Counter()).most_common(1)[0][0] if breaks.get(node) else None}
+            for node, v in sorted(shares.items())}
 
 
 def summarise(rows: list[dict], wall_s: float, records: list[dict], llm_before: dict, llm_after: dict) -> dict[str, Any]:
@@ -406,7 +420,9 @@ def print_summary(report: dict) -> None:
               f"{p['llm_requests_per_s']} req/s")
         print(f"pipeline / engine: requests/s {r['requests_per_s']}, prompt tokens/s {r['prompt_tokens_per_s']}, "
               f"completion tokens/s {r['completion_tokens_per_s']}")
-    print("prefix reuse per node: " + ", ".join(f"{k} {v['mean']:.2f}" for k, v in p["prefix_reuse"].items()))
+    print("prefix reuse per node (where it broke most): " + ", ".join(
+        f"{k} {v['mean']:.2f}" + (f" ({v['bricht_bei']})" if v.get("bricht_bei") else "")
+        for k, v in p["prefix_reuse"].items()))
     print("nodes p50 ms: " + ", ".join(f"{k} {v['p50']}" for k, v in p["nodes_ms"].items()))
     g = p.get("turn_graph", {})
     print(f"turn graph: LLM calls in flight max {g['llm_in_flight']['max']} mean {g['llm_in_flight']['mean_while_busy']}, "

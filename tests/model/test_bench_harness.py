@@ -64,7 +64,15 @@ def test_a_small_run_with_the_engine_replay(system, keys, tmp_path):
     assert p["llm_requests"] >= sum(r["llm_calls"] for r in rows) > 0  # the background chain's calls come on top
     assert p["prefix_reuse"] and all(0.0 <= v["mean"] <= 1.0 for v in p["prefix_reuse"].values())
     assert main["engine"]["requests"] == p["llm_requests"] and main["engine"]["completion_tokens_per_s"] > 0
-    assert main["pipeline_over_engine"]["completion_tokens_per_s"] > 0
+    e, r = main["engine"], main["pipeline_over_engine"]
+    # the ratios are the pipeline's figures over the replay's, measured in this one run
+    assert r["completion_tokens_per_s"] == pytest.approx(
+        p["llm_completion_tokens_per_s"] / e["completion_tokens_per_s"], rel=1e-3)
+    assert r["requests_per_s"] == pytest.approx(p["llm_requests_per_s"] / e["requests_per_s"], rel=1e-3)
+    g = p["turn_graph"]
+    assert g["llm_in_flight"]["max"] >= 1 and g["cpu_s_per_turn"] > 0
+    assert 0 < g["reply_start_ms_p50"] < p["latency_ms"]["p99"]  # the reply starts inside the turn
+    assert sum(g["llm_calls_per_turn_by_node"].values()) * p["turns"] == pytest.approx(p["llm_requests"], abs=0.1)
     report.update(system={"llm_backend": "llamacpp", "llm_model": "m"}, gpu=harness.gpu_info())
     files = harness.plots(report, rows, tmp_path)
     for f in files:

@@ -1,0 +1,79 @@
+"""The harness's turn figures from known inputs, and the stand-in engine through the real openai
+backend: a fixed latency, schema-valid answers."""
+import asyncio
+import json
+import time
+
+import pytest
+
+from bench import harness, standin, turn_graph
+
+
+def _rec(caller, started, ms, pair="a", *contents):
+    return {"request": {"pair": pair, "caller": caller, "messages": [{"role": "user", "content": c} for c in contents]},
+            "usage": {}, "started": started, "ms": ms}
+
+
+def test_calls_in_flight_over_recorded_intervals():
+    # [0,1] [0.5,1.5] [0.6,0.8] [3,4]: at most three at once; busy 2.5 s carrying 3.2 call-seconds
+    recs = [_rec("a", 0.0, 1000), _rec("b", 0.5, 1000), _rec("c", 0.6, 200), _rec("d", 3.0, 1000)]
+    got = turn_graph.in_flight(recs)
+    assert got == {"max": 3, "mean_while_busy": round(3.2 / 2.5, 2)}
+    assert turn_graph.in_flight([]) == {"max": 0, "mean_while_busy": None}
+
+
+def test_the_critical_path_follows_the_chains_dependencies():
+    one = {"sachlage": 1, "router": 1, "responder": 1}
+    cp = turn_graph.critical_path_ms(one, 200)
+    # sachlage runs beside the chain up to the router; router → … → responder are dependent
+    assert cp == {"critical_path_ms": 400.0, "serial_ms": 600.0}
+    both = turn_graph.critical_path_ms({"perzeption": 1, "gv_node": 1, "haltungsraum": 0, "planner": 2}, 100)
+    assert both == {"critical_path_ms": 300.0, "serial_ms": 400.0}  # the planner's two calls beside gv_node
+    calls = turn_graph.calls_per_turn([_rec("query_rewrite", 0, 1), _rec("router", 0, 1), _rec("router", 0, 1)], 2)
+    assert calls == {"enricher": 0.5, "router": 1.0}
+
+
+def test_graph_figures_and_where_the_prefix_broke():
+    rows = [{"client_ms": 1100.0, "actor_ms": 1000.0, "reply_start_ms": 600.0},
+            {"client_ms": 1300.0, "actor_ms": 1200.0, "reply_start_ms": 800.0}]
+    recs = [_rec("router", 0, 200), _rec("responder", 0.2, 200), _rec("router", 1, 200), _rec("responder", 1.2, 200)]
+    g = harness.graph_figures(rows, recs, 200.0, cpu_s=1.0)
+    assert g["cpu_s_per_turn"] == 0.5 and g["reply_start_ms_p50"] in (700.0, 900.0)
+    assert g["critical_path_ms"] == 400.0 and g["turn_over_critical_path"] == round(1200.0 / 400.0, 3)
+    assert g["own_share"] == round(800.0 / 1200.0, 4)
+    reuse = harness.prefix_reuse([_rec("responder", 1, 1, "a", "[ROLLE]\nNova\n[SZENE]\nMontag"),
+                                  _rec("responder", 2, 1, "a", "[ROLLE]\nNova\n[SZENE]\nDienstag")])
+    assert reuse["responder"]["bricht_bei"] == "[SZENE]"
+
+
+@pytest.fixture(scope="module")
+def standin_url():
+    from tests.conftest import _free_port
+
+    port = _free_port()
+    proc = standin.start(port, 150)
+    yield f"http://127.0.0.1:{port}/v1"
+    proc.terminate()
+
+
+def test_the_standin_answers_after_its_latency_with_what_the_schema_allows(standin_url):
+    from cluster.settings import Settings
+    from serve.llm_backends import OpenAICompatBackend
+
+    schema = {"type": "object", "properties": {"management": {"type": "string", "enum": ["keins", "notizen"]},
+                                               "needs_memory": {"type": "boolean"}}}
+
+    async def go():
+        backend = OpenAICompatBackend(Settings(openai_base_url=standin_url, llm_model="standin"))
+        await backend.start()
+        t0 = time.perf_counter()
+        outs = await asyncio.gather(*(backend.chat({"messages": [{"role": "user", "content": "Hallo"}],
+                                                    "response_schema": schema, "caller": "router"}) for _ in range(8)))
+        plain = await backend.chat({"messages": [{"role": "user", "content": "Antworte mit ERGEBNIS: …"}]})
+        return outs, plain, time.perf_counter() - t0
+
+    outs, plain, wall = asyncio.run(go())
+    assert all(json.loads(o["choices"][0]["message"]["content"]) == {"management": "keins", "needs_memory": False}
+               for o in outs)
+    assert plain["choices"][0]["message"]["content"] == "ERGEBNIS: OK"
+    assert 0.3 <= wall < 3.0  # eight at once take one latency, not eight; the plain call another
