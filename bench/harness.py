@@ -216,7 +216,7 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
 
     before = await llm.load.remote()
     await llm.record.remote(True)
-    cpu0 = turn_graph.cpu_seconds(sc.cpu_exclude)
+    cpu0, parts0 = turn_graph.cpu_seconds(sc.cpu_exclude), turn_graph.cpu_by_part()
     t0 = time.perf_counter()
     try:
         await asyncio.gather(*(one_pair(i) for i in range(sc.pairs)))
@@ -224,10 +224,12 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
         wall = time.perf_counter() - t0
         await wait_llm_idle(llm)  # the background chain of the last turns belongs to them
         cpu = turn_graph.cpu_seconds(sc.cpu_exclude) - cpu0
+        parts = turn_graph.cpu_profile(parts0, turn_graph.cpu_by_part(), len(rows))
         records = await llm.record.remote(False)
     after = await llm.load.remote()
     figures = summarise(rows, wall, records, before, after)
     figures["turn_graph"] = graph_figures(rows, records, sc.latency_ms, cpu)
+    figures["turn_graph"]["cpu_s_per_turn_by_part"] = parts
     return {"rows": rows, "records": records, "figures": figures}
 
 
@@ -429,6 +431,7 @@ def print_summary(report: dict) -> None:
           f"reply starts p50 {g['reply_start_ms_p50']} ms, CPU per turn {g['cpu_s_per_turn']} s"
           + (f", critical path {g['critical_path_ms']} ms (serial {g['serial_ms']} ms), turn p50 / critical path "
              f"{g['turn_over_critical_path']}, own share {g['own_share']}" if "critical_path_ms" in g else ""))
+    print("CPU per turn by part: " + ", ".join(f"{k} {v}" for k, v in g.get("cpu_s_per_turn_by_part", {}).items()))
     for pt in report["sweep"]:
         ratio = pt.get("pipeline_over_engine", {}).get("completion_tokens_per_s")
         print(f"sweep {pt['pairs']:>3} pairs: {pt['pipeline']['turns_per_s']} turns/s, LLM busy "

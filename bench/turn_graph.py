@@ -66,3 +66,37 @@ def cpu_seconds(exclude: tuple[int, ...] = ()) -> float:
         except psutil.Error:
             pass
     return total
+
+
+def _label(p) -> str:
+    """A process's part in the system: a Ray actor or replica by its title, else its program."""
+    try:
+        cmd = p.cmdline()
+    except Exception:
+        cmd = []
+    title = cmd[0] if cmd else p.name()
+    if title.startswith("ray::"):
+        return title.split(" ")[0].split(".")[0]
+    if "postgres" in title:
+        return "postgres"
+    return os.path.basename(title.split(" ")[0]) or p.name()
+
+
+def cpu_by_part() -> dict[str, float]:
+    """CPU seconds so far per part of the system (processes that ended are not counted)."""
+    import psutil
+
+    out: dict[str, float] = {}
+    for p in psutil.process_iter():
+        try:
+            c = p.cpu_times()
+            out[_label(p)] = out.get(_label(p), 0.0) + c.user + c.system
+        except psutil.Error:
+            continue
+    return out
+
+
+def cpu_profile(before: dict[str, float], after: dict[str, float], turns: int, top: int = 8) -> dict[str, float]:
+    """The parts that spent the most CPU between two snapshots, in seconds per turn."""
+    delta = {k: after[k] - before.get(k, 0.0) for k in after}
+    return {k: round(v / max(1, turns), 4) for k, v in sorted(delta.items(), key=lambda kv: -kv[1])[:top] if v > 0}

@@ -138,9 +138,7 @@ class ChainRunner:
         self.schedule = schedule
         self.nodes = [s if isinstance(s, Loop) else load_node(s) for s in chain]
         self._modules = {n: load_node(n) for s in chain if isinstance(s, Loop) for n in s.names()}
-        mods = {**self._modules, **{m.NAME: m for m in self.nodes if not isinstance(m, Loop)}}
-        self.waits_for = schedule_deps(chain, mods)
-        """For each step, the earlier steps it waits for (by data)."""
+        self._waits: tuple[tuple, list[frozenset[int]]] = ((), [])
         self.remote = set(remote)
         names = {n for s in chain for n in (s.names() if isinstance(s, Loop) else (s,))}
         unknown = self.remote - names
@@ -169,6 +167,16 @@ class ChainRunner:
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
         return state
+
+    @property
+    def waits_for(self) -> list[frozenset[int]]:
+        """For each step, the earlier steps it waits for (by data); derived again when the steps change."""
+        key = tuple(map(id, self.nodes))
+        if self._waits[0] != key:
+            accesses = [schedule.step_access(s.names(), self._modules) if isinstance(s, Loop)
+                        else schedule.node_access(s) for s in self.nodes]
+            self._waits = (key, schedule.dependencies(accesses))
+        return self._waits[1]
 
     async def _after(self, before: list[asyncio.Task], step, state: TurnState, deps: Deps) -> None:
         if before:

@@ -10,6 +10,7 @@ protocol line names the memories read.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from memory import kzg, session
@@ -164,12 +165,33 @@ async def lzg_lesen(store, user_id: str, character_id: str, suchtext: str, such_
                             cluster=cluster, nova_sektor=nova_sektor)
 
 
+async def _nichts(value):
+    return value
+
+
+async def _plugins(deps: Deps, s, such_vektor) -> dict[str, list[dict]]:
+    """Every plugin's context, read side by side; a failing source leaves its channel empty, loudly."""
+    partial = TurnState.model_construct(stimulus=s)
+
+    async def one(plugin) -> list[dict]:
+        try:
+            return await plugin.enrich(partial, deps, such_vektor)
+        except Exception as e:
+            log.warning("enricher: plugin %s failed (%s: %s); its context is empty this turn", plugin.NAME,
+                        type(e).__name__, e)
+            return []
+
+    found = plugins.discover()
+    return dict(zip((p.NAME for p in found), await asyncio.gather(*(one(p) for p in found))))
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     cfg = deps.services.memory_cfg
-    turns = await _session(deps, s.user_id, s.character_id)
+    # the session and the raw stimulus's vector (the goals need it in every run) at once
+    turns, raw_vec = await asyncio.gather(_session(deps, s.user_id, s.character_id),
+                                          deps.embedder.embed(deps.trace, s.text))
     intentionen = state.perzeption.user_intentionen if state.perzeption else []
-    raw_vec = await deps.embedder.embed(deps.trace, s.text)  # in every run: the goals need the raw stimulus
     a = await _goals(deps, state, raw_vec)
     base = dict(session_turns=turns, query_embedding=raw_vec, user_intentionen=intentionen,
                 aktivierte_ziele=a.aktivierte, zielsog_roh=a.zielsog_roh)
@@ -179,14 +201,14 @@ async def run(state: TurnState, deps: Deps) -> dict:
                         {"gelesen": len(turns), "fenster": deps.settings.session_max_turns})
     if deps.trace.chain == "human":
         return {"memory": MemoryRecord(**base)}
-    base["zusammenfassung"] = await _zusammenfassung(deps, s.user_id, s.character_id)
-
     # pre-check: rewrite, shift and search only when KZG, LZG, the library, the character's knowledge or the
-    # file index hold something
-    has_kzg = await kzg.count(deps.redis, s.user_id, s.character_id) > 0
-    has_lzg = await deps.store.call("lzg.has_nodes", s.user_id, s.character_id)
-    bib = await deps.store.call("library.bestand", s.user_id, s.character_id)
-    n_dateien = await deps.store.call("aufzeichnungen.bestand", s.user_id, s.character_id)
+    # file index hold something (the reads are independent: one round trip's time)
+    base["zusammenfassung"], n_kzg, has_lzg, bib, n_dateien = await asyncio.gather(
+        _zusammenfassung(deps, s.user_id, s.character_id), kzg.count(deps.redis, s.user_id, s.character_id),
+        deps.store.call("lzg.has_nodes", s.user_id, s.character_id),
+        deps.store.call("library.bestand", s.user_id, s.character_id),
+        deps.store.call("aufzeichnungen.bestand", s.user_id, s.character_id))
+    has_kzg = n_kzg > 0
     if not (has_kzg or has_lzg or bib["aktiv"] or bib["charakter"] or n_dateien):
         _, exit_, _ = wahrnehmung_verschieben(raw_vec, a, None, cfg, gedaechtnis_suche=False)
         deps.trace.decision(NAME, "enricher.verschiebung", exit_, {"kzg": False, "lzg": False, "bibliothek": 0,
@@ -210,20 +232,14 @@ async def run(state: TurnState, deps: Deps) -> dict:
 
     index = deps.services.pair_cache(s.user_id, s.character_id).setdefault(
         "kzg_index", KZGIndex(s.user_id, s.character_id))
-    kzg_hits = await index.search(deps.redis, such_vektor, threshold=cfg.kzg_threshold, top_k=cfg.kzg_top_k)
     nova_sektor = state.emotion.nova_sektor if state.emotion else None
-    resonanz = await lzg_lesen(deps.store, s.user_id, s.character_id, suchtext, such_vektor, cfg, cluster=cluster,
-                               nova_sektor=nova_sektor) if has_lzg else None
-    plugin_out: dict[str, list[dict]] = {}
-    partial = TurnState.model_construct(stimulus=s)
-    for plugin in plugins.discover():
-        try:
-            plugin_out[plugin.NAME] = await plugin.enrich(partial, deps, such_vektor)
-        except Exception as e:  # a failing source leaves its channel empty, loudly
-            log.warning("enricher: plugin %s failed (%s: %s); its context is empty this turn", plugin.NAME,
-                        type(e).__name__, e)
-            plugin_out[plugin.NAME] = []
-    aufzeichnungen = await _aufzeichnungen(deps, state, suchtext, such_vektor) if n_dateien else []
+    # the sources read side by side: KZG, the read path, the plugins, the file index
+    kzg_hits, resonanz, plugin_out, aufzeichnungen = await asyncio.gather(
+        index.search(deps.redis, such_vektor, threshold=cfg.kzg_threshold, top_k=cfg.kzg_top_k),
+        lzg_lesen(deps.store, s.user_id, s.character_id, suchtext, such_vektor, cfg, cluster=cluster,
+                  nova_sektor=nova_sektor) if has_lzg else _nichts(None),
+        _plugins(deps, s, such_vektor),
+        _aufzeichnungen(deps, state, suchtext, such_vektor) if n_dateien else _nichts([]))
     punkte = [{"quelle": "kzg", "inhalt": h["inhalt"], "emotion": h["emotion"], "arousal": h.get("arousal")}
               for h in kzg_hits if h.get("emotion") and h["emotion"] != "neutral"]
     if resonanz:
