@@ -5,7 +5,8 @@ reads and writes (READS, WRITES) and, where it touches a store inside the turn, 
 reads and writes (STORE_READS, STORE_WRITES: the op's prefix, e.g. `timeline`, or the Redis
 area, e.g. `session`). A step waits for every earlier step it conflicts with — one writes what
 the other reads or writes, on a record or on a store — and for nothing else, so steps without a
-conflict run side by side and the turn's result is the one the written order gives. A loop
+conflict run side by side and the turn's result is the one the written order gives. A node that
+sets WAITS_FOR_ALL (the dispatcher, which commits the turn) waits for every step before it. A loop
 (planner ⇄ agent dispatch, tribunal ⇄ corrector) is one step: its nodes stay a loop.
 """
 from __future__ import annotations
@@ -27,10 +28,12 @@ class Access:
     writes: frozenset[str]
     store_reads: frozenset[str]
     store_writes: frozenset[str]
+    barrier: bool = False
+    """The step waits for every earlier step (the commit: a turn with a failed node commits nothing)."""
 
     def conflicts(self, later: "Access") -> bool:
         """Whether `later` (written after this step) must wait for it."""
-        return bool(self.writes & (later.reads | later.writes) or self.reads & later.writes
+        return bool(later.barrier or self.writes & (later.reads | later.writes) or self.reads & later.writes
                     or self.store_writes & (later.store_reads | later.store_writes)
                     or self.store_reads & later.store_writes)
 
@@ -38,14 +41,14 @@ class Access:
 def node_access(mod: ModuleType) -> Access:
     reads = frozenset(r for r in mod.READS if r != "stimulus")  # the stimulus is never written
     return Access(reads, frozenset(mod.WRITES), frozenset(getattr(mod, "STORE_READS", ())),
-                  frozenset(getattr(mod, "STORE_WRITES", ())))
+                  frozenset(getattr(mod, "STORE_WRITES", ())), bool(getattr(mod, "WAITS_FOR_ALL", False)))
 
 
 def step_access(names: Sequence[str], modules: Mapping[str, ModuleType]) -> Access:
     """A step's access: one node's, or the union over a loop's nodes."""
     parts = [node_access(modules[n]) for n in names]
     return Access(*(frozenset().union(*(getattr(p, f) for p in parts))
-                    for f in ("reads", "writes", "store_reads", "store_writes")))
+                    for f in ("reads", "writes", "store_reads", "store_writes")), any(p.barrier for p in parts))
 
 
 def dependencies(accesses: Sequence[Access]) -> list[frozenset[int]]:

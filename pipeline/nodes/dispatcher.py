@@ -18,6 +18,7 @@ READS = ("stimulus", "pair", "memory", "draft", "pruefung", "urteil", "perzeptio
 WRITES = ("dispatch",)
 STORE_READS = ("session",)
 STORE_WRITES = ("session",)
+WAITS_FOR_ALL = True  # the commit: it runs after every node of the chain, so a failed node commits nothing
 SELF_LOGGED = True  # its pipeline_log row must be in the job it commits
 # records the background chain needs, copied into its job
 BACKGROUND_RECORDS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "nova_perzeption")

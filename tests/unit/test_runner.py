@@ -93,3 +93,35 @@ def test_spine_nodes_declare_valid_contracts():
         mod = load_node(name)
         assert mod.NAME == name
         assert "stimulus" not in mod.WRITES
+
+
+def test_by_data_a_failed_node_ends_the_turn_before_the_commit():
+    """Side by side, a node that fails stops the turn: the commit waits for every node before it
+    (WAITS_FOR_ALL), steps after the failure never start, and the error names the node."""
+    ran = []
+
+    async def langsam(state, deps):
+        await asyncio.sleep(0.05)
+        ran.append("langsam")
+        return {"pair": PairRecord(character_name="Nova")}
+
+    async def kaputt(state, deps):
+        raise RuntimeError("engine unavailable")
+
+    async def danach(state, deps):
+        ran.append("danach")
+        return {"draft": DraftRecord(reply=state.pair.character_name, model="m")}
+
+    async def commit(state, deps):
+        ran.append("commit")
+        return {}
+
+    commit_node = _node("commit", ("stimulus",), (), commit)
+    commit_node.WAITS_FOR_ALL = True
+    runner = ChainRunner(chain=())
+    runner.nodes = [_node("langsam", ("stimulus",), ("pair",), langsam), _node("kaputt", ("stimulus",), (), kaputt),
+                    _node("danach", ("stimulus", "pair"), ("draft",), danach), commit_node]
+    assert runner.waits_for == [frozenset(), frozenset(), {0}, {0, 1, 2}]
+    with pytest.raises(NodeFailed, match="node kaputt failed"):
+        asyncio.run(runner.run(_state(), Deps(None, TurnTrace("u", "c", "t1"))))
+    assert "commit" not in ran and "danach" not in ran
