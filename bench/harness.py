@@ -12,6 +12,12 @@ whether the pipeline keeps the engine busy.
     python -m bench.harness --pairs 8 --turns 5                 # CPU, embedded defaults
     python -m bench.harness --pairs 8 --turns 5 --sweep 1,4,8   # throughput against concurrency
     NOVABERG_LLM_BACKEND=vllm python -m bench.harness --pairs 64 --turns 5 --sweep 8,32,64   # GPU
+    python -m bench.harness --pairs 1 --turns 6 --think-s 0 --sweep 8,32 --standin-ms 200 --no-engine-baseline
+        # the pipeline's own cost: every LLM call answered after 200 ms by a stand-in (bench/standin.py);
+        # adds the turn against its critical path, LLM calls in flight, when the reply starts, CPU per turn
+        # (by part of the system; measure on an otherwise idle machine); --schedule reihe for the written order
+
+Every pair has one unmeasured turn first (its actor is made then); `--cold` measures it too.
 
 Writes `report.json`, `latency.png` and `throughput.png` to --out (default bench/results/<time>).
 """
@@ -49,6 +55,9 @@ MESSAGES: dict[str, list[str]] = {
             "Wie hoch ist die Zugspitze?"],
 }
 
+WARM_UP = "Hallo, da bin ich."
+"""The unmeasured first turn of every pair (`Scenario.warm`)."""
+
 
 @dataclass
 class Scenario:
@@ -61,6 +70,8 @@ class Scenario:
     """The stand-in engine's fixed latency, when it answers (the critical path is measured in it)."""
     cpu_exclude: tuple[int, ...] = ()
     """Processes whose CPU is not the system's (the stand-in engine)."""
+    warm: bool = True
+    """Each pair has had one turn (its actor exists) before the measured turns start."""
 
     def messages(self, pair: int) -> list[tuple[str, str]]:
         """The (category, text) sequence of one pair: drawn from the mix, reproducible."""
@@ -214,6 +225,9 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
             if progress is not None:
                 progress.update(1)
 
+    if sc.warm:  # each pair's actor made and its first turn done before the clock starts
+        await asyncio.gather(*(driver.turn(f"bench{i}-{tag}", "nova", WARM_UP) for i in range(sc.pairs)))
+        await wait_llm_idle(llm)
     before = await llm.load.remote()
     await llm.record.remote(True)
     cpu0, parts0 = turn_graph.cpu_seconds(sc.cpu_exclude), turn_graph.cpu_by_part()
@@ -465,6 +479,8 @@ def main() -> None:
                     help="answer every LLM call from a stand-in engine after this fixed latency, with no compute "
                          "(the openai backend against bench/standin.py): what is left is the pipeline's own cost")
     ap.add_argument("--schedule", choices=("daten", "reihe"), default="daten", help="the runner's schedule")
+    ap.add_argument("--cold", action="store_true",
+                    help="measure each pair's first turn too (its actor is made then); default: one unmeasured turn first")
     args = ap.parse_args()
 
     mix = {k: float(v) for k, v in (x.split("=") for x in args.mix.split(",") if x)}
@@ -478,7 +494,7 @@ def main() -> None:
         proc = standin.start(port, args.standin_ms)
         engine = {"llm_backend": "openai", "openai_base_url": f"http://127.0.0.1:{port}/v1", "llm_model": "standin"}
     scenario = Scenario(pairs=args.pairs, turns=args.turns, think_s=args.think_s, mix=mix, seed=args.seed,
-                        latency_ms=args.standin_ms, cpu_exclude=(proc.pid,) if proc else ())
+                        latency_ms=args.standin_ms, cpu_exclude=(proc.pid,) if proc else (), warm=not args.cold)
     sweep = [int(x) for x in args.sweep.split(",") if x.strip()]
     out = args.out or Path("bench/results") / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)

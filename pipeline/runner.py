@@ -246,15 +246,27 @@ def schedule_deps(chain: Sequence, modules: dict[str, ModuleType]) -> list[froze
     return schedule.dependencies([schedule.step_access(n, modules) for n in names])
 
 
+_CHECKED: set[tuple] = set()
+"""The declarations the chains were found sound with in this process (a pair actor builds two
+runners: the check runs once, and again only when a declaration changed)."""
+
+
 def _check_chains() -> None:
     """The product's chains, checked when one is built: every read has a writer upstream, every
     written record a reader (pipeline/contract.py; the field-level check runs in the test suite)."""
     from pipeline import contract
     from pipeline.nodes.dispatcher import BACKGROUND_RECORDS
 
+    names = {n for c in (HUMAN_CHAIN, CHARACTER_CHAIN, BACKGROUND_CHAIN) for s in c
+             for n in (s.names() if isinstance(s, Loop) else (s,))}
+    key = (tuple(BACKGROUND_RECORDS),) + tuple(sorted((n, tuple(m.READS), tuple(m.WRITES))
+                                                      for n in names for m in (load_node(n),)))
+    if key in _CHECKED:
+        return
     gaps = contract.record_check(HUMAN_CHAIN, CHARACTER_CHAIN, BACKGROUND_CHAIN, BACKGROUND_RECORDS)
     if gaps:
         raise NodeContractError("the chains break the node contract: " + "; ".join(map(str, gaps)))
+    _CHECKED.add(key)
 
 
 def _observe_node(name: str, ms: float) -> None:
