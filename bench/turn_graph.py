@@ -74,7 +74,9 @@ def _label(p) -> str:
         cmd = p.cmdline()
     except Exception:
         cmd = []
-    title = cmd[0] if cmd else p.name()
+    if not cmd:
+        return "kernel"  # kernel threads (network, block I/O) have no command line
+    title = cmd[0]
     if title.startswith("ray::"):
         return title.split(" ")[0].split(".")[0]
     if "postgres" in title:
