@@ -176,6 +176,9 @@ class PairActor:
         trace = TurnTrace(self.user_id, self.character_id, turn_id, events)
         try:
             deps = Deps(services, trace)
+            if stimulus.text and "enricher" not in self.settings.remote_nodes:
+                # the enricher embeds the stimulus in both chains: start it beside perzeption's model call
+                services.embedder.prefetch(trace, stimulus.text)
             if stimulus.herkunft == "user":
                 # a message of the human: perceive and remember it, then Nova answers
                 await self._human.run(state, deps)

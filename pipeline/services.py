@@ -6,6 +6,8 @@ in the deployments.
 """
 from __future__ import annotations
 
+import asyncio
+
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -100,12 +102,22 @@ class EmbedderClient:
 
     async def embed(self, trace: TurnTrace, text: str) -> list[float]:
         key = ("embedding", text)
-        if key in trace.cache:  # the same text twice in one turn (both chains embed the stimulus)
-            return trace.cache[key]
+        if key not in trace.cache:  # the same text twice in one turn (both chains embed the stimulus)
+            self.prefetch(trace, text)
+        return await trace.cache[key]
+
+    def prefetch(self, trace: TurnTrace, text: str) -> None:
+        """Start embedding `text` now; the first `embed` of it in this turn waits for this one
+        (the pair actor starts the stimulus's before the first node: it runs beside perzeption's
+        model call instead of after it)."""
+        key = ("embedding", text)
+        if key not in trace.cache:
+            trace.cache[key] = asyncio.ensure_future(self._embed(trace, text))
+
+    async def _embed(self, trace: TurnTrace, text: str) -> list[float]:
         t0 = time.perf_counter()
         vec = await self.handle.embed.remote(text)
         trace.embed_ms += (time.perf_counter() - t0) * 1000
-        trace.cache[key] = vec
         return vec
 
 

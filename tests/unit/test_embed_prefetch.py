@@ -1,0 +1,39 @@
+"""The stimulus's vector is started before the first node and used by every node that asks for it
+in the turn: one embedding call, and a node that asks while it runs waits for that same call."""
+import asyncio
+
+from pipeline.services import EmbedderClient
+from pipeline.trace import TurnTrace
+
+
+class _Remote:
+    def __init__(self):
+        self.calls = []
+
+    async def remote(self, text):
+        self.calls.append(text)
+        await asyncio.sleep(0.05)
+        return [float(len(text))]
+
+
+class _Handle:
+    def __init__(self):
+        self.embed = _Remote()
+
+
+def test_a_prefetched_text_is_embedded_once_and_waited_for():
+    handle = _Handle()
+    client = EmbedderClient(handle)
+    trace = TurnTrace("u", "c", "t")
+
+    async def go():
+        client.prefetch(trace, "Hallo Nova")
+        await asyncio.sleep(0.01)  # perzeption's model call runs meanwhile
+        first, second = await asyncio.gather(client.embed(trace, "Hallo Nova"), client.embed(trace, "Hallo Nova"))
+        other = await client.embed(trace, "etwas anderes")
+        return first, second, other
+
+    first, second, other = asyncio.run(go())
+    assert first == second == [10.0] and other == [13.0]
+    assert handle.embed.calls == ["Hallo Nova", "etwas anderes"]
+    assert trace.embed_ms >= 40  # the time of the calls, counted once each
