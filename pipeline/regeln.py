@@ -82,3 +82,13 @@ def auftrag(management_: str, text: str) -> dict | None:
     if management_ == "charakter":
         return {"agent": "charakter", "aktion": "anweisung", "parameter": {"text": t}}
     return None
+
+
+def diktat(management_: str, text: str) -> dict | None:
+    """The order of a dictated request — "Notiz NAME: INHALT", "Trag einen Termin ein: TITEL, WANN" —
+    whose parameters the person spelled out word for word; None for any other phrasing."""
+    order = auftrag(management_, text) if management_ in ("notizen", "timeline") else None
+    if order and order["aktion"] == "anlegen" and (order["parameter"].keys() >= {"name", "inhalt"}
+                                                   or order["parameter"].keys() >= {"titel", "wann"}):
+        return order
+    return None

@@ -91,7 +91,7 @@ async def _erste_auftraege(deps: Deps, state: TurnState, plan: PlanRecord) -> li
     """Round 0: the model's orders, else one by rule (named fallback), else none."""
     rest, outcome = await _auftraege(deps, state, plan)
     if rest:
-        return rest
+        return woertlich(deps, state, rest)
     by_rule = regeln.auftrag(state.route.management, state.stimulus.text)
     if by_rule is None:
         return []
@@ -99,6 +99,26 @@ async def _erste_auftraege(deps: Deps, state: TurnState, plan: PlanRecord) -> li
                 by_rule["aktion"])
     deps.trace.decision(NAME, "planner.quelle", "planner_regeln", {"antwort": outcome})
     return [Auftrag.model_validate(by_rule)]
+
+
+def woertlich(deps: Deps, state: TurnState, rest: list[Auftrag]) -> list[Auftrag]:
+    """A dictated request ("Notiz Einkauf: Milch, Brot", "Trag einen Termin ein: Zahnarzt, morgen
+    um 14 Uhr") is written as dictated: the model's order of that kind gets the words the person
+    spelled out, and where the model named no such order, the dictated one comes first (named
+    fallback `diktat_woertlich`). Everything else the model planned stays."""
+    d = regeln.diktat(state.route.management, state.stimulus.text)
+    if d is None:
+        return rest
+    same = next((a for a in rest if (a.agent, a.aktion) == (d["agent"], d["aktion"])), None)
+    if same is not None and all(same.parameter.get(k) == v for k, v in d["parameter"].items()):
+        return rest
+    log.warning("planner: fallback diktat_woertlich: %s/%s with the dictated %s", d["agent"], d["aktion"],
+                ", ".join(d["parameter"]))
+    deps.trace.decision(NAME, "planner.quelle", "diktat_woertlich",
+                        {"modell": same.parameter if same is not None else None, "diktat": d["parameter"]})
+    if same is not None:
+        return [a.model_copy(update={"parameter": {**a.parameter, **d["parameter"]}}) if a is same else a for a in rest]
+    return [Auftrag.model_validate(d), *rest][:MAX_AUFTRAEGE]
 
 
 def ohne_wiederholung(rest: list[Auftrag], plan: PlanRecord) -> tuple[list[Auftrag], list[Auftrag]]:

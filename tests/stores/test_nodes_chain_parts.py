@@ -241,3 +241,33 @@ def test_what_ei_calc_and_haltungsraum_compute_reaches_the_responder():
     szene = _user_prompt(state)
     assert "Initiative 0.3" in szene.split("[SZENE]")[1].split("\n[")[0]
     assert "Umfang: knapp, 60 bis 175 Zeichen" in szene
+
+
+def test_a_dictated_note_is_written_as_dictated():
+    from pipeline.nodes import planner
+    from pipeline.state import PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
+
+    def plan_for(text, management, answer):
+        state = TurnState(stimulus=Stimulus(user_id="u", character_id="nova", turn_id="t", user_prompt=text),
+                          pair=PairRecord(character_name="Nova"), route=RouteRecord(management=management),
+                          plan=PlanRecord())
+        deps = deps_for(ScriptedLLM({"planner": [answer]}))
+        return asyncio.run(run_node(planner, state, deps))["plan"], deps
+
+    # the model paraphrased the dictated content: the person's words are written
+    plan, deps = plan_for("Notiz Einkauf: Milch, Brot und Kaese", "notizen",
+                          '{"auftraege": [{"agent": "notizen", "aktion": "anlegen", '
+                          '"parameter": {"name": "Einkaufsliste", "inhalt": "Milch und Brot", "themen": "essen"}}]}')
+    assert plan.auftrag.parameter == {"name": "Einkauf", "inhalt": "Milch, Brot und Kaese", "themen": "essen"}
+    assert ("planner.quelle", "diktat_woertlich") in _decisions(deps)
+    # the model named another order only: the dictated one comes first, the model's stays planned
+    plan, _ = plan_for("Trag einen Termin ein: Zahnarzt, morgen um 14 Uhr", "timeline",
+                       '{"auftraege": [{"agent": "notizen", "aktion": "anlegen", "parameter": {"name": "Zahnarzt"}}]}')
+    assert (plan.auftrag.agent, plan.auftrag.parameter) == ("timeline", {"titel": "Zahnarzt", "wann": "morgen um 14 Uhr"})
+    assert [a.agent for a in plan.offen] == ["notizen"]
+    # a request in the model's own words (no dictation) stays the model's
+    plan, deps = plan_for("Kannst du dir merken, dass ich Milch brauche?", "notizen",
+                          '{"auftraege": [{"agent": "notizen", "aktion": "anlegen", '
+                          '"parameter": {"name": "Milch", "inhalt": "Milch kaufen"}}]}')
+    assert plan.auftrag.parameter == {"name": "Milch", "inhalt": "Milch kaufen"}
+    assert not any(k == "planner.quelle" for k, _ in _decisions(deps))
