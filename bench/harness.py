@@ -389,7 +389,7 @@ def _progress(total: int, desc: str):
 
 
 async def run_all(driver_factory, llm, scenario: Scenario, sweep: list[int], engine_baseline: bool = True,
-                  show_progress: bool = True) -> tuple[dict[str, Any], list[dict]]:
+                  show_progress: bool = True, dump: Path | None = None) -> tuple[dict[str, Any], list[dict]]:
     levels = sorted(set(sweep) | {scenario.pairs})
     points, main, main_rows = [], None, []
     for pairs in levels:
@@ -414,6 +414,8 @@ async def run_all(driver_factory, llm, scenario: Scenario, sweep: list[int], eng
             point["pipeline_over_engine"] = compare(run["figures"], point["engine"])
         points.append(point)
         if pairs == scenario.pairs:
+            if dump is not None:
+                dump.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in run["records"]))
             main = {"scenario": asdict(sc), **{k: v for k, v in point.items() if k != "pairs"}}
             main_rows = run["rows"]
     return {"main": main, "sweep": points}, main_rows
@@ -479,6 +481,8 @@ def main() -> None:
                     help="answer every LLM call from a stand-in engine after this fixed latency, with no compute "
                          "(the openai backend against bench/standin.py): what is left is the pipeline's own cost")
     ap.add_argument("--schedule", choices=("daten", "reihe"), default="daten", help="the runner's schedule")
+    ap.add_argument("--dump-prompts", action="store_true",
+                    help="write every LLM request of the main level to prompts.jsonl (to read where prefix reuse broke)")
     ap.add_argument("--cold", action="store_true",
                     help="measure each pair's first turn too (its actor is made then); default: one unmeasured turn first")
     args = ap.parse_args()
@@ -521,7 +525,8 @@ def main() -> None:
         def factory(concurrency):
             return HttpDriver(rt.url, key, concurrency) if args.driver == "http" else ActorDriver(settings)
 
-        report, rows = asyncio.run(run_all(factory, llm, scenario, sweep, not args.no_engine_baseline))
+        report, rows = asyncio.run(run_all(factory, llm, scenario, sweep, not args.no_engine_baseline,
+                                           dump=out / "prompts.jsonl" if args.dump_prompts else None))
     finally:
         runtime.stop(rt)
         shutil.rmtree(home, ignore_errors=True)

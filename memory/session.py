@@ -36,6 +36,27 @@ def push_key(user_id: str, character_id: str) -> str:
     return f"push:{user_id}:{character_id}"
 
 
+FENSTER_BLOCK = 8
+"""Entries a history window's start moves by at once (four turns of both speakers). A window that
+moved by one entry a turn would change the start of every prompt that shows it, and the engine
+could reuse nothing after it (llama.cpp's and vLLM's prefix cache); cut in blocks, the prompt grows
+at its end for four turns. The session list is trimmed in blocks as well, so a position in the
+list and a position in the conversation agree on the block."""
+
+
+def fenster_start(gesamt: int, n: int, block: int = FENSTER_BLOCK) -> int:
+    """Where a window of at least the newest `n` of `gesamt` entries starts: at a block's start,
+    so between `n` and `n + block - 1` entries are shown."""
+    start = max(0, gesamt - n)
+    return start - start % block
+
+
+def fenster(turns: list, n: int, block: int = FENSTER_BLOCK) -> list:
+    """The newest `n` entries of a window read with `load_window` (or the whole session), and up
+    to `block - 1` before them: the start moves only from block to block."""
+    return turns[fenster_start(len(turns), n, block):]
+
+
 _COMMIT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
@@ -44,7 +65,8 @@ if ARGV[3] == '' then
 else
   redis.call('RPUSH', KEYS[2], ARGV[3], ARGV[4])
 end
-redis.call('LTRIM', KEYS[2], -tonumber(ARGV[5]), -1)
+local weg = redis.call('LLEN', KEYS[2]) - tonumber(ARGV[5])
+if weg >= {BLOCK} then redis.call('LTRIM', KEYS[2], weg - weg % {BLOCK}, -1) end
 if ARGV[6] ~= '' then
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', tonumber(ARGV[7]), '*', 'nachricht', ARGV[6])
 end
@@ -52,7 +74,22 @@ for i = 8, #ARGV do
   redis.call('XADD', KEYS[3], '*', 'job', ARGV[i])
 end
 return 1
-"""
+""".replace("{BLOCK}", str(FENSTER_BLOCK))
+"""Commit a turn once: its result, the history (trimmed to `keep_turns` in blocks: between
+`keep_turns` and `keep_turns + FENSTER_BLOCK - 1` entries stay), the push stream, the jobs."""
+
+_FENSTER = """
+local n = redis.call('LLEN', KEYS[1])
+local s = math.max(0, n - tonumber(ARGV[1]))
+s = s - s % {BLOCK}
+return redis.call('LRANGE', KEYS[1], s, -1)
+""".replace("{BLOCK}", str(FENSTER_BLOCK))
+
+
+async def load_window(r: Redis, user_id: str, character_id: str, n: int) -> list[dict[str, Any]]:
+    """The newest `n` entries and the rest of their block (`fenster_start`), in one atomic read."""
+    raw = await r.eval(_FENSTER, 1, session_key(user_id, character_id), n)
+    return [json.loads(x) for x in raw]
 
 
 async def load_turns(r: Redis, user_id: str, character_id: str, last: int) -> list[dict[str, Any]]:
@@ -91,7 +128,8 @@ class Ausstehend:
 
 _AUSSTEHEND = """
 local items = redis.call('LRANGE', KEYS[1], 0, -1)
-local outside = #items - tonumber(ARGV[1])
+local outside = math.max(0, #items - tonumber(ARGV[1]))
+outside = outside - outside % {BLOCK}
 local from, stand = 1, 'anfang'
 if ARGV[2] ~= '' then
   stand = 'luecke'
@@ -102,7 +140,7 @@ end
 local out = {stand, math.max(0, outside - from + 1)}
 for i = from, math.min(outside, from + tonumber(ARGV[3]) - 1) do out[#out + 1] = items[i] end
 return out
-"""
+""".replace("{BLOCK}", str(FENSTER_BLOCK))
 
 _FALTEN = """
 local cur = redis.call('HGET', KEYS[1], 'marke') or ''
@@ -137,7 +175,8 @@ async def get_summary(r: Redis, user_id: str, character_id: str) -> str | None:
 
 async def ausstehend(r: Redis, user_id: str, character_id: str, *, window: int, marke: str,
                      limit: int) -> Ausstehend:
-    """The entries older than the newest `window` that follow the entry marked `marke` (all of
+    """The entries before the window (`fenster_start`: the newest `window` and the rest of their
+    block) that follow the entry marked `marke` (all of
     them for an empty mark), read in one atomic step; an entry folded in already never returns,
     even when a wider window takes it back in."""
     out = await r.eval(_AUSSTEHEND, 1, session_key(user_id, character_id), window, marke, limit)

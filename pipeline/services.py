@@ -38,9 +38,15 @@ class ChatResult:
 
 
 class LLMClient:
+    MODEL_NAME_TTL_S = 30.0
+    """How long a client trusts the model name it asked for: every LLM node asks for it before it
+    renders its prompt (the prompt variant follows the model), and a call per node doubled the
+    handle calls of a turn; a redeployed model is seen within this time."""
+
     def __init__(self, handle, settings: Settings):
         self.handle = handle
         self.settings = settings
+        self._model: tuple[float, str] | None = None
 
     async def chat(self, trace: TurnTrace, node: str, messages: list[dict[str, str]], *,
                    think: bool = False, stream_tokens: bool = False, response_schema: dict | None = None,
@@ -93,7 +99,10 @@ class LLMClient:
         return result
 
     async def model_name(self) -> str:
-        return await self.handle.model_name.remote()
+        now = time.monotonic()
+        if self._model is None or now - self._model[0] > self.MODEL_NAME_TTL_S:
+            self._model = (now, await self.handle.model_name.remote())
+        return self._model[1]
 
 
 class EmbedderClient:

@@ -2,6 +2,7 @@
 batched across all pairs with `@serve.batch`."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -60,7 +61,9 @@ class EmbedderDeployment:
         self.texts += len(texts)
         t0 = time.perf_counter()
         try:
-            return encode(self.model, texts)
+            # on a thread: the replica's event loop (which runs this code, cluster/runtime.WORKER_ENV)
+            # keeps answering while the model computes
+            return await asyncio.to_thread(encode, self.model, texts)
         finally:
             self.busy_s += time.perf_counter() - t0
 

@@ -60,7 +60,7 @@ class LLMDeployment:
                 self._count(request, c["usage"], t0)
             yield c
 
-    def model_name(self) -> str:
+    async def model_name(self) -> str:  # async: answered on the replica's loop, no thread hop
         return self.backend.model
 
     def load(self) -> dict[str, Any]:

@@ -3,6 +3,7 @@ and page text (trafilatura, BeautifulSoup as fallback). Every fetch passes the W
 parsing stays here, out of the pair actors."""
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -57,7 +58,8 @@ class WebLayer:
             return {"url": url, "ok": False, "fehler": f"{type(e).__name__}: {e}"}
         if res.status >= 400:
             return {"url": res.url, "ok": False, "fehler": f"HTTP {res.status}"}
-        text, extractor = page_text(res.body, res.content_type)
+        # parsing a page takes a while: on a thread, so the replica's loop keeps answering
+        text, extractor = await asyncio.to_thread(page_text, res.body, res.content_type)
         return {"url": res.url, "ok": True, "text": text, "extraktor": extractor, "gekuerzt": res.truncated,
                 "weiterleitungen": res.redirects}
 

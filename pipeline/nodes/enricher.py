@@ -53,7 +53,8 @@ async def _session(deps: Deps, user_id: str, character_id: str) -> list[SessionT
 
 
 async def _read_session(deps: Deps, user_id: str, character_id: str) -> list[SessionTurn]:
-    raw = await session.load_turns(deps.redis, user_id, character_id, deps.settings.session_max_turns)
+    # the window moves in blocks (memory/session.fenster_start): the prompts that show it keep their prefix
+    raw = await session.load_window(deps.redis, user_id, character_id, deps.settings.session_max_turns)
     if not raw:
         stored = await session.count_turns(deps.redis, user_id, character_id)
         if stored:
@@ -108,7 +109,7 @@ async def rewrite(deps: Deps, turns: list[SessionTurn], raw: str) -> tuple[str, 
     elif len(turns) < REWRITE_MIN_TURNS:
         exit_ = "zu_wenig_verlauf"
     else:
-        verlauf = "\n".join(f"{t.sprecher}: {t.inhalt}" for t in turns[-REWRITE_VERLAUF_TURNS:])
+        verlauf = "\n".join(f"{t.sprecher}: {t.inhalt}" for t in session.fenster(turns, REWRITE_VERLAUF_TURNS))
         text, outcome = await ask(deps, NAME, {"verlauf": verlauf, "aeusserung": raw}, prompt="query_rewrite",
                                   timeout_s=deps.settings.query_rewrite_deadline_s)
         if outcome == "aufruf_gescheitert":

@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline import vocab
 from pipeline.llm_json import ask_json, wort
-from pipeline.nodes.perzeption import kurzverlauf
+from memory.session import fenster
+from pipeline.nodes.perzeption import VERLAUF_TURNS, kurzverlauf
 from pipeline.services import Deps
 from pipeline.state import LandschaftRecord, TurnState
 
@@ -38,7 +39,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     p, e, r = state.perzeption, state.emotion, state.route
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
         "character_name": state.pair.character_name,
-        "verlauf": kurzverlauf([t.model_dump() for t in state.memory.session_turns[-6:]]), "nachricht": s.text,
+        "verlauf": kurzverlauf([t.model_dump() for t in fenster(state.memory.session_turns, VERLAUF_TURNS)]), "nachricht": s.text,
         "cluster": ", ".join(vocab.CLUSTER), "werkzeuge": ", ".join(vocab.WERKZEUGE),
         "emotion": p.emotion if p else "neutral", "vektor": e.emotions_vektor if e else "plateau",
         "dynamik": p.beziehungs_dynamik if p else "neutral", "momentum": r.momentum if r else "mid"})

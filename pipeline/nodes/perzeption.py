@@ -65,7 +65,7 @@ def normalise(a: _Antwort) -> tuple[PerzeptionRecord, list[str]]:
 
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
-    turns = await session.load_turns(deps.redis, s.user_id, s.character_id, VERLAUF_TURNS) if deps.redis else []
+    turns = await session.load_window(deps.redis, s.user_id, s.character_id, VERLAUF_TURNS) if deps.redis else []
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
         "verlauf": kurzverlauf(turns), "nachricht": s.text, "emotionen": ", ".join(vocab.EMOTIONEN),
         "modi": ", ".join(vocab.GESPRAECHSMODI), "dynamiken": ", ".join(vocab.BEZIEHUNGSDYNAMIK),

@@ -46,11 +46,14 @@ log = logging.getLogger("novaberg.node.responder")
 def _verlauf(turns: list[SessionTurn]) -> str:
     if not turns:
         return "(Das Gespraech beginnt gerade.)"
-    n = len(turns)
     lines = []
     for i, t in enumerate(turns, 1):
         info = f" ({t.emotion}, a={t.arousal:.1f})" if t.emotion and t.arousal is not None else ""
-        lines.append(f"----- Turn {i} von {n}{info} -----\n{t.sprecher}: {TAG.sub('', t.inhalt)}")
+        lines.append(f"----- Turn {i}{info} -----\n{t.sprecher}: {TAG.sub('', t.inhalt)}")
+    # the count closes the history: in every header ("Turn 3 von 4", seed 004 §4) it changed the
+    # first header each turn, and the engine could reuse none of the history (prompts/README.md)
+    n = len(turns)
+    lines.append(f"----- {n} Turn{'s' if n != 1 else ''}, Turn {n} ist der neueste -----")
     return "\n".join(lines)
 
 

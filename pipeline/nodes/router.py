@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline import regeln, vocab
 from pipeline.llm_json import ask_json, wort
-from pipeline.nodes.perzeption import kurzverlauf
+from memory.session import fenster
+from pipeline.nodes.perzeption import VERLAUF_TURNS, kurzverlauf
 from pipeline.services import Deps
 from pipeline.state import RouteRecord, TurnState
 from pipeline.timefmt import local_now
@@ -78,7 +79,7 @@ def management_mit_regel(deps: Deps, text: str, management: str, genannt: bool) 
 
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
-    turns = [t.model_dump() for t in state.memory.session_turns[-6:]] if state.memory else []
+    turns = [t.model_dump() for t in fenster(state.memory.session_turns, VERLAUF_TURNS)] if state.memory else []
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
         "verlauf": kurzverlauf(turns), "nachricht": s.text, "heute": local_now(deps.settings.timezone).date().isoformat(),
         "management": ", ".join(vocab.MANAGEMENT), "momentum": ", ".join(vocab.MOMENTUM)})

@@ -142,7 +142,8 @@ def test_responder_blocks_in_order():
               "[REGIE FUER DIESE REPLIK]"]
     assert [user.index(b) for b in uorder] == sorted(user.index(b) for b in uorder)
     assert user.rindex("\n[") == user.index("[REGIE FUER DIESE REPLIK]") - 1
-    assert "----- Turn 1 von 1 (freude, a=0.6) -----\nPerson B: Hi" in user and "Duze mich." in system
+    assert "----- Turn 1 (freude, a=0.6) -----\nPerson B: Hi\n----- 1 Turn, Turn 1 ist der neueste -----" in user
+    assert "Duze mich." in system
     assert "[emotionaler_ausdruck]" not in user  # salience tags are stripped from the history (§4)
     assert "[EIGENER GEDANKE]" not in system and info["form"] == "verlauf_mit_reiz"
     assert "eingebrochen" in user  # the EI micro direction of the vector

@@ -22,11 +22,17 @@ async def _scenario(url):
         assert await session.count_turns(r, user, "nova") == 2
         assert await r.xlen(OUTBOX_STREAM) == before + 1
         assert (await session.stored_result(r, user, "nova", turn)) == {"reply": "a"}
-        # the list keeps the newest keep_turns entries
-        for i in range(3):
-            await session.commit_turn(r, **{**kw, "turn_id": f"t{i}"})
-        turns = await session.load_turns(r, user, "nova", 10)
-        assert len(turns) == 4
+        # the list keeps the newest keep_turns entries, trimmed a block at a time (so a position in the
+        # list stays on its block: the history windows move in blocks, memory/session.FENSTER_BLOCK)
+        b, lengths = session.FENSTER_BLOCK, []
+        for i in range(2 * b):
+            await session.commit_turn(r, **{**kw, "turn_id": f"t{i}", "nova_turn": {"rolle": "assistant", "inhalt": f"a{i}"}})
+            lengths.append(await session.count_turns(r, user, "nova"))
+        assert all(4 <= n < 4 + b for n in lengths), lengths
+        assert any(n < m for m, n in zip(lengths, lengths[1:]))  # it was trimmed, by whole blocks (below)
+        assert all((2 + 2 * (i + 1) - n) % b == 0 for i, n in enumerate(lengths)), lengths
+        turns = await session.load_turns(r, user, "nova", 100)
+        assert turns[-1]["inhalt"] == f"a{2 * b - 1}"
         assert await r.ttl(session.result_key(user, "nova", turn)) > 0
         assert await session.get_summary(r, user, "nova") is None
         await session.set_summary(r, user, "nova", "Sie sprachen ueber Hunde.")

@@ -118,17 +118,23 @@ def test_turns_that_left_the_window_reach_the_next_reply_as_a_summary(stores, po
 
     llm, outcomes, stored, memory, prompt = asyncio.run(go())
     folds = _prompts(llm, "zusammenfassung")
-    left = [i for i in range(1, 26) if 2 * i > window]  # after turn i, its 2i entries exceed the window
-    # nothing is summarised while the window still shows everything; then every job folds what left it
-    assert outcomes[:len(outcomes) - len(left)] == ["nichts_neu"] * (25 - len(left))
-    assert outcomes[-len(left):] == ["modell"] * len(left) and len(folds) == len(left)
-    gone = 25 - window // 2  # turns 1..gone are no longer in the window
+    # after turn i its 2i entries stand in the session; the window (the newest `window` and the rest of
+    # their block) starts at `outside[i - 1]`: it moves a block of entries at a time
+    outside = [session.fenster_start(2 * i, window) for i in range(1, 26)]
+    moved = [o > (outside[k - 1] if k else 0) for k, o in enumerate(outside)]
+    # nothing is summarised while the window still shows it; a job folds what the window just left
+    assert outcomes == ["modell" if m else "nichts_neu" for m in moved] and sum(moved) == len(folds) >= 2
+    assert outside[0] == 0 and all(o % session.FENSTER_BLOCK == 0 for o in outside)
+    starts = [0] + [o for o, m in zip(outside, moved) if m]
     for k, fold in enumerate(folds, 1):
-        # each fold takes the exchange that just left the window, and the summary before it
-        assert _nachricht(k) in fold and _antwort(k) in fold and _nachricht(k + 1) not in fold
+        # each fold takes the turns that just left the window, and the summary before it
+        first, last = starts[k - 1] // 2 + 1, starts[k] // 2
+        assert _nachricht(first) in fold and _antwort(last) in fold and _nachricht(last + 1) not in fold
+        assert _nachricht(first - 1) not in fold or first == 1
         assert (f"Fassung {k - 1}:" in fold) == (k > 1)
+    gone = outside[-1] // 2  # turns 1..gone are no longer in the window
     assert stored.gefaltet == 2 * gone and stored.bis_turn_id == f"t{gone:02d}"
-    assert stored.text == f"Fassung {gone}: Person B erzaehlte von Bello."
+    assert stored.text == f"Fassung {len(folds)}: Person B erzaehlte von Bello."
     assert memory.zusammenfassung == stored.text
     # the reply's prompt: the summary in its block before the verbatim history, which starts after it
     assert "[FRUEHER IM GESPRAECH]" in prompt and stored.text in prompt
@@ -143,7 +149,7 @@ def test_a_redelivered_job_folds_no_turn_twice(stores):
         r = _redis(stores)
         try:
             user = new_pair("sum2")[0]
-            for i in range(1, 13):  # 24 entries: 4 have left the window
+            for i in range(1, 15):  # 28 entries: a block of 8 has left the window
                 tid = await _commit(r, user, i, settings)
             llm = ScriptedLLM({"zusammenfassung": _answers(5)})
             first = await _background(llm, r, user, tid, settings)
@@ -157,7 +163,7 @@ def test_a_redelivered_job_folds_no_turn_twice(stores):
             await r.aclose()
 
     llm, first, after_first, again, after_again, wider, end = asyncio.run(go())
-    assert _falten(first)[0][0] == "modell" and after_first.gefaltet == 4 and after_first.bis_turn_id == "t02"
+    assert _falten(first)[0][0] == "modell" and after_first.gefaltet == 8 and after_first.bis_turn_id == "t04"
     assert _falten(again)[0][0] == "nichts_neu" and after_again == after_first
     assert _falten(wider)[0][0] == "nichts_neu" and end == after_first
     assert len(_prompts(llm, "zusammenfassung")) == 1
@@ -188,7 +194,7 @@ def test_two_deliveries_at_once_store_one_fold(stores):
         r = _redis(stores)
         try:
             user = new_pair("sum3")[0]
-            for i in range(1, 12):  # 22 entries: 2 have left the window
+            for i in range(1, 15):  # 28 entries: a block of 8 has left the window
                 tid = await _commit(r, user, i, settings)
             llm = _Together(ScriptedLLM({"zusammenfassung": _answers(2)}), 2)
             runs = await asyncio.gather(_background(llm, r, user, tid, settings),
@@ -199,7 +205,7 @@ def test_two_deliveries_at_once_store_one_fold(stores):
 
     runs, stored = asyncio.run(go())
     assert sorted(_falten(d)[0][0] for d in runs) == ["modell", "schon_gefaltet"]
-    assert stored.gefaltet == 2 and stored.bis_turn_id == "t01"
+    assert stored.gefaltet == 8 and stored.bis_turn_id == "t04"
 
 
 def test_an_unusable_answer_folds_the_turns_in_as_excerpts(stores, caplog):
@@ -210,15 +216,17 @@ def test_an_unusable_answer_folds_the_turns_in_as_excerpts(stores, caplog):
         r = _redis(stores)
         try:
             user = new_pair("sum4")[0]
-            for i in range(1, 12):  # 2 entries have left the window
+            for i in range(1, 15):  # a block of 8 entries (turns 1-4) has left the window
                 tid = await _commit(r, user, i, settings)
             await _background(ScriptedLLM({"zusammenfassung": _answers(1)}), r, user, tid, settings)
             before = await session.load_summary(r, user, C)
-            tid = await _commit(r, user, 12, settings)
+            for i in range(15, 19):  # the next block (turns 5-8)
+                tid = await _commit(r, user, i, settings)
             bad = await _background(ScriptedLLM({"zusammenfassung": ["Gern fasse ich das zusammen: Bello."]}),
                                     r, user, tid, settings)
             after_bad = await session.load_summary(r, user, C)
-            tid = await _commit(r, user, 13, settings)
+            for i in range(19, 23):  # and the next (turns 9-12)
+                tid = await _commit(r, user, i, settings)
             down = ScriptedLLM()
             down.fail.add("zusammenfassung")
             failed = await _background(down, r, user, tid, settings)
@@ -230,14 +238,16 @@ def test_an_unusable_answer_folds_the_turns_in_as_excerpts(stores, caplog):
     outcome, inputs = _falten(bad)[0]
     assert outcome == "auszug" and inputs["antwort"] == "kein_json"
     assert "fallback auszug" in caplog.text and "kein_json" in caplog.text
-    # the previous summary stays, and each new entry is there with its speaker, first sentence only
-    assert after_bad.text.startswith(before.text)
-    assert "Person B: Nachricht 2: Mein Hund Bello2 war heute im Park." in after_bad.text
-    assert "Nova: Antwort 2:" in after_bad.text and "Stock" not in after_bad.text
-    assert after_bad.gefaltet == before.gefaltet + 2 and after_bad.bis_turn_id == "t02"
+    # each new entry is there with its speaker, first sentence only; over the bound the oldest part
+    # (here the previous summary and the block's first turns) gives way, the newest stays
+    assert len(after_bad.text) <= zusammenfassung.MAX_ZEICHEN and before.text not in after_bad.text
+    assert after_bad.text.endswith("Nova: Antwort 8: Bello8 klingt nach einem gluecklichen Hund.")
+    assert "Person B: Nachricht 8: Mein Hund Bello8 war heute im Park." in after_bad.text
+    assert "Nova: Antwort 8:" in after_bad.text and "Stock" not in after_bad.text
+    assert after_bad.gefaltet == before.gefaltet + 8 and after_bad.bis_turn_id == "t08"
     # an engine that is down takes the same fallback; the summary stays bounded, the newest kept
     assert _falten(failed)[0][0] == "auszug" and _falten(failed)[0][1]["antwort"] == "aufruf_gescheitert"
-    assert "Nachricht 3:" in end.text and end.gefaltet == after_bad.gefaltet + 2
+    assert "Nachricht 12:" in end.text and end.gefaltet == after_bad.gefaltet + 8
     # grown past its bound, the excerpt summary loses its oldest sentences first, never the newest
     neu = SessionTurn(rolle="user", sprecher="Person B", inhalt=_nachricht(99), turn_id="t99",
                       time=datetime.now(timezone.utc))
@@ -254,7 +264,7 @@ def test_turns_trimmed_before_they_were_summarised_are_reported(stores, caplog):
         r = _redis(stores)
         try:
             user = new_pair("sum5")[0]
-            for i in range(1, 12):
+            for i in range(1, 15):
                 tid = await _commit(r, user, i, settings)
             # the cursor points at an entry the list no longer holds (trimmed while the background lagged)
             await session.fold_summary(r, user, C, nach_marke="", text="Fassung 0.", marke="weg", bis_turn_id="t00",
@@ -268,4 +278,4 @@ def test_turns_trimmed_before_they_were_summarised_are_reported(stores, caplog):
     outcome, inputs = _falten(deps)[0]
     assert outcome == "modell" and inputs["stand"] == "luecke"
     assert "trimmed before they were summarised" in caplog.text
-    assert stored.bis_turn_id == "t01" and stored.gefaltet == 8
+    assert stored.bis_turn_id == "t04" and stored.gefaltet == 6 + 8  # the block that left the window
