@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster.settings import Settings
+from cluster.settings import WORKER_ENV, Settings
 from memory.embedded import EmbeddedStores, resolve_store_urls
 from pipeline.services import APP_NAME, STORE_DEPLOYMENT
 
@@ -31,23 +31,12 @@ def attached(settings: Settings) -> bool:
     return settings.ray_address != "local"
 
 
-WORKER_ENV = {
-    # Ray Serve's per-request path, cut where it costs CPU and buys nothing here (its own
-    # "throughput optimised" settings, bench/harness.py --standin-ms measures them): a replica's
-    # code runs on the replica's event loop instead of a second thread, a handle routes on the
-    # caller's loop instead of a router thread (every caller here is async: pair actors,
-    # replicas, workers), and request logs are written in batches.
-    "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
-    "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
-    "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000",
-}
-"""Environment of every process of the job but the driver (which calls handles synchronously)."""
 
 
 def _ray_init(settings: Settings, ray_tmp: Path) -> None:
     import ray
 
-    runtime_env = {"env_vars": dict(WORKER_ENV)}
+    runtime_env = {"env_vars": dict(WORKER_ENV)}  # every process of the job but this driver
     if attached(settings):
         # the cluster is the operator's: its object store and session folders are theirs
         ray.init(address=settings.ray_address, namespace=settings.namespace, log_to_driver=False,

@@ -23,6 +23,19 @@ def _default_home() -> Path:
     return Path(platformdirs.user_data_dir("novaberg"))
 
 
+WORKER_ENV = {
+    # Ray Serve's per-request path, cut where it costs CPU and buys nothing here (its own
+    # "throughput optimised" settings, bench/harness.py --standin-ms measures them): a replica's
+    # code runs on the replica's event loop instead of a second thread, a handle routes on the
+    # caller's loop instead of a router thread (every caller here is async: pair actors,
+    # replicas, workers), and request logs are written in batches.
+    "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
+    "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
+    "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000",
+}
+"""Environment of every process of the job but the driver (which calls handles synchronously):
+`novaberg up` passes it in the job's runtime_env, the Serve config in the application's."""
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="NOVABERG_", extra="forbid", frozen=True, populate_by_name=True
