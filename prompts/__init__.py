@@ -28,8 +28,20 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def fields_of(text: str) -> set[str]:
-    return {f for _, f, _, _ in string.Formatter().parse(text) if f}
+@lru_cache(maxsize=512)
+def fields_of(text: str) -> frozenset[str]:
+    return frozenset(f for _, f, _, _ in string.Formatter().parse(text) if f)
+
+
+@lru_cache(maxsize=2048)
+def _resolve(root: Path, name: str, folder: str | None) -> tuple[Path, str] | None:
+    """Where a prompt file lies (read once per process: the prompts ship with the code)."""
+    if folder:
+        p = root / folder / name
+        if p.is_file():
+            return p, folder
+    p = root / DEFAULT / name
+    return (p, DEFAULT) if p.is_file() else None
 
 
 class PromptLibrary:
@@ -39,15 +51,10 @@ class PromptLibrary:
     def path(self, node: str, part: str, model: str | None = None) -> tuple[Path, str]:
         """The file for (node, part) and the folder it came from."""
         name = f"{node}.{part}.txt"
-        if model:
-            folder = model_slug(model)
-            p = self.root / folder / name
-            if p.is_file():
-                return p, folder
-        p = self.root / DEFAULT / name
-        if not p.is_file():
+        found = _resolve(self.root, name, model_slug(model) if model else None)
+        if found is None:
             raise PromptError(f"no prompt file {DEFAULT}/{name}")
-        return p, DEFAULT
+        return found
 
     def render(self, node: str, part: str, model: str | None = None, **variables: object) -> str:
         path, _ = self.path(node, part, model)

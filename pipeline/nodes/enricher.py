@@ -170,8 +170,9 @@ async def _nichts(value):
     return value
 
 
-async def _plugins(deps: Deps, s, such_vektor) -> dict[str, list[dict]]:
-    """Every plugin's context, read side by side; a failing source leaves its channel empty, loudly."""
+async def _plugins(deps: Deps, s, such_vektor, *, suchschluessel: bool = True) -> dict[str, list[dict]]:
+    """The context of every plugin that reads the search key (`suchschluessel`) or of every one that
+    does not, read side by side; a failing source leaves its channel empty, loudly."""
     partial = TurnState.model_construct(stimulus=s)
 
     async def one(plugin) -> list[dict]:
@@ -182,7 +183,7 @@ async def _plugins(deps: Deps, s, such_vektor) -> dict[str, list[dict]]:
                         type(e).__name__, e)
             return []
 
-    found = plugins.discover()
+    found = [p for p in plugins.discover() if plugins.braucht_suchschluessel(p) == suchschluessel]
     return dict(zip((p.NAME for p in found), await asyncio.gather(*(one(p) for p in found))))
 
 
@@ -204,11 +205,12 @@ async def run(state: TurnState, deps: Deps) -> dict:
         return {"memory": MemoryRecord(**base)}
     # pre-check: rewrite, shift and search only when KZG, LZG, the library, the character's knowledge or the
     # file index hold something (the reads are independent: one round trip's time)
-    base["zusammenfassung"], n_kzg, has_lzg, bib, n_dateien = await asyncio.gather(
+    base["zusammenfassung"], n_kzg, has_lzg, bib, n_dateien, cluster = await asyncio.gather(
         _zusammenfassung(deps, s.user_id, s.character_id), kzg.count(deps.redis, s.user_id, s.character_id),
         deps.store.call("lzg.has_nodes", s.user_id, s.character_id),
         deps.store.call("library.bestand", s.user_id, s.character_id),
-        deps.store.call("aufzeichnungen.bestand", s.user_id, s.character_id))
+        deps.store.call("aufzeichnungen.bestand", s.user_id, s.character_id),
+        _cluster(deps, s.user_id, s.character_id))
     has_kzg = n_kzg > 0
     if not (has_kzg or has_lzg or bib["aktiv"] or bib["charakter"] or n_dateien):
         _, exit_, _ = wahrnehmung_verschieben(raw_vec, a, None, cfg, gedaechtnis_suche=False)
@@ -218,6 +220,9 @@ async def run(state: TurnState, deps: Deps) -> dict:
                  "herkunft=%s", exit_)
         return {"memory": MemoryRecord(**base)}
 
+    # the plugins that read no search key run beside the rewrite's model call
+    ohne_schluessel = asyncio.ensure_future(_plugins(deps, s, None, suchschluessel=False))
+    ohne_schluessel.add_done_callback(lambda t: t.cancelled() or t.exception())  # read only: nothing to undo
     anweisung = "anweisung" in intentionen
     if anweisung:
         suchtext, herkunft = s.text, "anweisung"  # imperative override: search the raw utterance
@@ -226,7 +231,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
         suchtext, herkunft = await rewrite(deps, turns, s.text)
         such_basis = raw_vec if herkunft != "rewrite" else await deps.embedder.embed(deps.trace, suchtext)
     deps.trace.decision(NAME, "enricher.rewrite", herkunft, {"verlauf": len(turns), "suchtext": suchtext})
-    cluster = await _cluster(deps, s.user_id, s.character_id)
     such_vektor, verschiebung, info = wahrnehmung_verschieben(such_basis, a, cluster, cfg,
                                                                intention_anweisung=anweisung)
     deps.trace.decision(NAME, "enricher.verschiebung", verschiebung, {"cluster": cluster, **info})
@@ -235,12 +239,14 @@ async def run(state: TurnState, deps: Deps) -> dict:
         "kzg_index", KZGIndex(s.user_id, s.character_id))
     nova_sektor = state.emotion.nova_sektor if state.emotion else None
     # the sources read side by side: KZG, the read path, the plugins, the file index
-    kzg_hits, resonanz, plugin_out, aufzeichnungen = await asyncio.gather(
+    kzg_hits, resonanz, plugin_out, aufzeichnungen, plugin_frueh = await asyncio.gather(
         index.search(deps.redis, such_vektor, threshold=cfg.kzg_threshold, top_k=cfg.kzg_top_k),
         lzg_lesen(deps.store, s.user_id, s.character_id, suchtext, such_vektor, cfg, cluster=cluster,
                   nova_sektor=nova_sektor) if has_lzg else _nichts(None),
         _plugins(deps, s, such_vektor),
-        _aufzeichnungen(deps, state, suchtext, such_vektor) if n_dateien else _nichts([]))
+        _aufzeichnungen(deps, state, suchtext, such_vektor) if n_dateien else _nichts([]),
+        ohne_schluessel)
+    plugin_out = {**plugin_frueh, **plugin_out}
     punkte = [{"quelle": "kzg", "inhalt": h["inhalt"], "emotion": h["emotion"], "arousal": h.get("arousal")}
               for h in kzg_hits if h.get("emotion") and h["emotion"] != "neutral"]
     if resonanz:

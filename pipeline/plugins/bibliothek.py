@@ -1,5 +1,7 @@
 """Nova's library: the pair's `wissen` entries near the search key, and the character's own
 background knowledge (a Character Card's lorebook) — by its keys in the message or near the key."""
+import asyncio
+
 NAME = "bibliothek"
 
 
@@ -8,6 +10,7 @@ async def enrich(state, deps, such) -> list[dict]:
         return []
     s = state.stimulus
     cfg = deps.services.memory_cfg
-    eigene = await deps.store.call("library.suchen", s.user_id, s.character_id, such, cfg)
-    charakter = await deps.store.call("charaktere.wissen_suchen", s.character_id, such, s.text, cfg)
+    eigene, charakter = await asyncio.gather(  # independent reads: side by side
+        deps.store.call("library.suchen", s.user_id, s.character_id, such, cfg),
+        deps.store.call("charaktere.wissen_suchen", s.character_id, such, s.text, cfg))
     return sorted(eigene + charakter, key=lambda h: -h["gewicht"])

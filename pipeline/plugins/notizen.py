@@ -15,6 +15,8 @@ import logging
 from pipeline import regeln
 
 NAME = "notizen"
+SUCHSCHLUESSEL = False
+"""Reads the message, not the search key: the enricher starts it beside the query rewrite."""
 GEZIELT_KAPPUNG = 3
 INHALT_ZEICHEN = 300
 

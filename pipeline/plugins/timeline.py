@@ -1,5 +1,7 @@
 """The timeline's proactive window: appointments 3 days back to 14 ahead, with weekday and relation."""
 NAME = "timeline"
+SUCHSCHLUESSEL = False
+"""Reads the time, not the search key: the enricher starts it beside the query rewrite."""
 
 
 async def enrich(state, deps, such) -> list[dict]:
