@@ -131,17 +131,55 @@ class EmbedderClient:
 
 
 class StoreClient:
-    """Postgres work, run in the store deployment where the connections are pooled."""
+    """Postgres work, run in the store deployment where the connections are pooled. Operations
+    asked for in the same moment — the reads nodes and the enricher make side by side — travel as
+    one request (`StoreDeployment.batch`) and run side by side there: one round trip instead of one
+    each, and the handle's cost once."""
 
     def __init__(self, handle):
         self.handle = handle
+        self._wartend: list[tuple[str, tuple, dict, asyncio.Future]] = []
 
     async def load_pair(self, user_id: str, character_id: str) -> dict[str, Any]:
         return await self.handle.load_pair.remote(user_id, character_id)
 
     async def call(self, op: str, *args, **kwargs) -> Any:
         """A memory operation of memory/ops.py, run where the connections are pooled."""
-        return await self.handle.call.remote(op, *args, **kwargs)
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        if not self._wartend:
+            loop.call_soon(self._senden)  # after every call made in this moment
+        self._wartend.append((op, args, kwargs, fut))
+        return await fut
+
+    def _senden(self) -> None:
+        calls, self._wartend = self._wartend, []
+        asyncio.ensure_future(self._einzeln(*calls[0]) if len(calls) == 1 else self._gebuendelt(calls))
+
+    async def _einzeln(self, op: str, args: tuple, kwargs: dict, fut: asyncio.Future) -> None:
+        try:
+            _setzen(fut, None, await self.handle.call.remote(op, *args, **kwargs))
+        except Exception as e:
+            _setzen(fut, e, None)
+
+    async def _gebuendelt(self, calls: list[tuple[str, tuple, dict, asyncio.Future]]) -> None:
+        try:
+            out = await self.handle.batch.remote([(op, args, kwargs) for op, args, kwargs, _ in calls])
+        except Exception as e:  # the request failed as a whole (a replica died): every call fails
+            for *_, fut in calls:
+                _setzen(fut, e, None)
+            return
+        for (*_, fut), (fehler, wert) in zip(calls, out):
+            _setzen(fut, fehler, wert)
+
+
+def _setzen(fut: asyncio.Future, fehler: BaseException | None, wert: Any) -> None:
+    if fut.done():  # its caller was cancelled meanwhile
+        return
+    if fehler is not None:
+        fut.set_exception(fehler)
+    else:
+        fut.set_result(wert)
 
 
 class WebClient:

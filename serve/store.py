@@ -19,6 +19,17 @@ from memory.migrate import apply_migrations
 log = logging.getLogger("novaberg.store")
 
 
+def _versendbar(e: BaseException) -> BaseException:
+    """The error as it can travel back to the caller (as itself when it pickles)."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(e))
+        return e
+    except Exception:
+        return RuntimeError(f"{type(e).__name__}: {e}")
+
+
 @serve.deployment(name="Store", max_ongoing_requests=512)
 class StoreDeployment:
     def __init__(self, settings: dict, embedder):
@@ -77,6 +88,18 @@ class StoreDeployment:
 
         await self.ready()
         return await lookup(op)(self.pool, *args, **kwargs)
+
+    async def batch(self, calls: list[tuple[str, tuple, dict]]) -> list[tuple[BaseException | None, Any]]:
+        """Several memory operations asked for at once (`StoreClient`), side by side on the pool:
+        each one's (error, result), so one failing operation fails only its own caller."""
+        from memory.ops import lookup
+
+        async def one(op: str, a: tuple, k: dict) -> Any:
+            return await lookup(op)(self.pool, *a, **k)
+
+        await self.ready()
+        out = await asyncio.gather(*(one(op, a, k) for op, a, k in calls), return_exceptions=True)
+        return [(_versendbar(r), None) if isinstance(r, BaseException) else (None, r) for r in out]
 
     async def pipeline_rows(self, user_id: str, character_id: str, turn_id: str | None = None) -> list[dict]:
         await self.ready()

@@ -106,3 +106,33 @@ async def _annotate_scenario(url):
 
 def test_salience_annotates_the_stored_turn_of_the_human(stores):
     asyncio.run(_annotate_scenario(stores.redis_url))
+
+
+def test_the_window_read_starts_on_a_block(stores):
+    """`load_window` returns the newest n entries and the rest of their block, in one read; as the
+    session grows the first entry it returns stays the same for a block (the prompts' prefix)."""
+    from redis.asyncio import Redis
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            user, firsts = f"w-{uuid.uuid4().hex[:8]}", []
+            for i in range(20):
+                await session.commit_turn(r, user_id=user, character_id="nova", turn_id=f"t{i}", result={},
+                                          user_turn={"rolle": "user", "inhalt": f"u{i}"},
+                                          nova_turn={"rolle": "assistant", "inhalt": f"a{i}"},
+                                          job=[], keep_turns=500, ttl_s=60)
+                window = await session.load_window(r, user, "nova", 6)
+                firsts.append((len(window), window[0]["inhalt"], window[-1]["inhalt"]))
+            return firsts
+        finally:
+            await r.aclose()
+
+    firsts = asyncio.run(go())
+    b = session.FENSTER_BLOCK
+    for i, (n, first, last) in enumerate(firsts):
+        total = 2 * (i + 1)
+        start = session.fenster_start(total, 6)
+        assert last == f"a{i}" and n == total - start and min(total, 6) <= n < 6 + b
+        assert first == (f"u{start // 2}" if start % 2 == 0 else f"a{start // 2}")
+    assert len({f for _, f, _ in firsts}) == session.fenster_start(40, 6) // b + 1

@@ -1,0 +1,120 @@
+"""Prompts an engine can cache (issue #16): the history windows move in blocks, the responder's
+history grows only at its end, and store calls made in the same moment travel as one request."""
+import asyncio
+from datetime import datetime, timezone
+
+import pytest
+
+from memory import session
+from pipeline.nodes import responder
+from pipeline.services import StoreClient
+from pipeline.state import MemoryRecord, PairRecord, SessionTurn, Stimulus, TurnState
+from tests.scripted_llm import ScriptedLLM, deps_for
+
+B = session.FENSTER_BLOCK
+
+
+def test_a_window_starts_on_a_block_and_shows_at_least_the_newest_n():
+    for n in (6, 20):
+        starts = [session.fenster_start(g, n) for g in range(0, 80)]
+        assert all(s % B == 0 and g - s >= min(g, n) and g - s < n + B for g, s in zip(range(80), starts))
+        assert starts == sorted(starts)  # it never moves back
+        # it moves by a whole block at once: as the conversation grows by two entries a turn, the
+        # start stays put for B // 2 turns at a time
+        assert all(b - a in (0, B) for a, b in zip(starts, starts[1:]))
+        assert len(set(starts)) == (80 - 1 - n) // B + 1
+    turns = list(range(30))
+    assert session.fenster(turns, 6) == turns[24:] and session.fenster(turns[:13], 6) == turns[:13]
+    assert session.fenster(turns[:14], 6) == turns[8:14] and session.fenster([], 6) == []
+
+
+def _turn(i: int) -> SessionTurn:
+    rolle, sprecher = ("user", "Person B") if i % 2 == 0 else ("assistant", "Nova")
+    return SessionTurn(rolle=rolle, sprecher=sprecher, inhalt=f"Beitrag {i}", turn_id=f"t{i // 2}",
+                       time=datetime(2026, 12, 1, tzinfo=timezone.utc), emotion="freude", arousal=0.5)
+
+
+def _prompt(n_entries: int, text: str) -> str:
+    state = TurnState(stimulus=Stimulus(user_id="u", character_id="nova", turn_id="t", user_prompt=text,
+                                        received_at=datetime(2026, 12, 1, 12, tzinfo=timezone.utc)),
+                      pair=PairRecord(character_name="Nova"),
+                      memory=MemoryRecord(session_turns=[_turn(i) for i in range(n_entries)]))
+    messages, _ = responder.build_messages(state, deps_for(ScriptedLLM()), "m")
+    return "".join(f"<{m['role']}>{m['content']}" for m in messages)
+
+
+def test_the_responders_prompt_of_the_next_turn_begins_with_this_ones_history():
+    now, nxt = _prompt(6, "Wie war dein Tag?"), _prompt(8, "Und morgen?")
+    end_of_history = now.index("----- 6 Turns, Turn 6 ist der neueste -----")
+    # the system message and every header of the history are the same bytes a turn later
+    assert nxt[:end_of_history] == now[:end_of_history]
+    assert "----- Turn 3 (freude, a=0.5) -----\nPerson B: Beitrag 2" in nxt
+    assert "----- 8 Turns, Turn 8 ist der neueste -----" in nxt and " von " not in nxt.split("[GESPRAECHSVERLAUF]")[1].split("[SZENE]")[0]
+
+
+class _Methode:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def remote(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
+class _Handle:
+    """A store deployment's handle: records the requests, answers like `StoreDeployment`."""
+
+    def __init__(self, fail_batch: bool = False):
+        self.requests: list[tuple] = []
+        self.fail_batch = fail_batch
+        self.call = _Methode(self._call)
+        self.batch = _Methode(self._batch)
+
+    @staticmethod
+    async def _op(op, *args):
+        if op == "kaputt":
+            raise KeyError(op)
+        await asyncio.sleep(0)
+        return (op, args)
+
+    async def _call(self, op, *args):
+        self.requests.append(("call", op))
+        return await self._op(op, *args)
+
+    async def _batch(self, calls):
+        self.requests.append(("batch", [c[0] for c in calls]))
+        if self.fail_batch:
+            raise ConnectionError("replica gone")
+        out = []
+        for op, a, k in calls:
+            try:
+                out.append((None, await self._op(op, *a)))
+            except Exception as e:
+                out.append((e, None))
+        return out
+
+
+def test_store_calls_made_in_the_same_moment_travel_as_one_request():
+    async def go():
+        h = _Handle()
+        c = StoreClient(h)
+        together = await asyncio.gather(c.call("a", 1), c.call("b", 2), c.call("c", 3))
+        alone = await c.call("d", 4)
+        with pytest.raises(KeyError):  # a failing operation fails its own caller only
+            await asyncio.gather(c.call("e"), c.call("kaputt"))
+        mixed = await asyncio.gather(c.call("f"), c.call("kaputt"), return_exceptions=True)
+        return h.requests, together, alone, mixed
+
+    requests, together, alone, mixed = asyncio.run(go())
+    assert together == [("a", (1,)), ("b", (2,)), ("c", (3,))] and alone == ("d", (4,))
+    assert requests[:2] == [("batch", ["a", "b", "c"]), ("call", "d")]
+    assert requests[2:] == [("batch", ["e", "kaputt"]), ("batch", ["f", "kaputt"])]
+    assert mixed[0] == ("f", ()) and isinstance(mixed[1], KeyError)
+
+
+def test_a_failed_request_fails_every_call_it_carried():
+    async def go():
+        c = StoreClient(_Handle(fail_batch=True))
+        return await asyncio.gather(c.call("a"), c.call("b"), return_exceptions=True)
+
+    out = asyncio.run(go())
+    assert all(isinstance(e, ConnectionError) for e in out)
