@@ -17,20 +17,24 @@ def build_app(settings: Settings, engine=None, *, hintergrund: bool = False):
     ingress makes (or finds) the outbox workers and the pixie itself — for a deployment by Serve
     config, where no `novaberg up` does it."""
     s = settings.model_dump(mode="json")
+    # the deployments the pair actors call dozens of times a turn write no access log line per
+    # request (the ingress keeps its own): at 40 requests a turn it cost CPU and told nothing the
+    # pipeline log does not
+    quiet = {"logging_config": {"enable_access_log": False}}
     embedder = EmbedderDeployment.options(
-        ray_actor_options={"num_cpus": settings.embedder_num_cpus}, num_replicas=1).bind(s)
+        ray_actor_options={"num_cpus": settings.embedder_num_cpus}, num_replicas=1, **quiet).bind(s)
     vllm = vllm_server_app(settings) if settings.llm_backend == "vllm" and engine is None else None
     # llama.cpp serialises its calls on one thread per replica; requests wait in that replica's queue
     llm = LLMDeployment.options(
-        num_replicas=settings.llm_replicas, max_ongoing_requests=64,
+        num_replicas=settings.llm_replicas, max_ongoing_requests=64, **quiet,
         ray_actor_options={"num_cpus": settings.llm_num_cpus if settings.llm_num_cpus is not None
                            else 0.5 if settings.llm_backend == "llamacpp" else 0},
     ).bind(s, vllm, engine)
-    store = StoreDeployment.options(ray_actor_options={"num_cpus": settings.store_num_cpus}).bind(s, embedder)
-    web = WebDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s)
+    store = StoreDeployment.options(ray_actor_options={"num_cpus": settings.store_num_cpus}, **quiet).bind(s, embedder)
+    web = WebDeployment.options(ray_actor_options={"num_cpus": 0}, **quiet).bind(s)
     ingress_kw = dict(num_replicas=settings.ingress_replicas, max_ongoing_requests=settings.ingress_max_ongoing,
                       ray_actor_options={"num_cpus": 0})
-    nodes = NodeDeployment.options(ray_actor_options={"num_cpus": 0}).bind(s) if settings.remote_nodes else None
+    nodes = NodeDeployment.options(ray_actor_options={"num_cpus": 0}, **quiet).bind(s) if settings.remote_nodes else None
     return Ingress.options(**ingress_kw).bind(s, store, llm, embedder, web, nodes, hintergrund=hintergrund)
 
 
