@@ -41,6 +41,11 @@ def test_graph_figures_and_where_the_prefix_broke():
     assert g["cpu_s_per_turn"] == 0.5 and g["reply_start_ms_p50"] in (700.0, 900.0)
     assert g["critical_path_ms"] == 400.0 and g["turn_over_critical_path"] == round(1200.0 / 400.0, 3)
     assert g["own_share"] == round(800.0 / 1200.0, 4)
+    # against the engine as it was met (each call's recorded time), not the nominal latency
+    slow = [dict(r, ms=250.0) for r in recs]
+    m = harness.graph_figures(rows, slow, 200.0, cpu_s=1.0)
+    assert m["engine_call_ms_p50"] == 250.0 and m["critical_path_met_ms"] == 500.0
+    assert m["own_share_met"] == round(700.0 / 1200.0, 4) and m["own_share"] == g["own_share"]
     reuse = harness.prefix_reuse([_rec("responder", 1, 1, "a", "[ROLLE]\nNova\n[SZENE]\nMontag"),
                                   _rec("responder", 2, 1, "a", "[ROLLE]\nNova\n[SZENE]\nDienstag")])
     assert reuse["responder"]["bricht_bei"] == "[SZENE]"
