@@ -32,6 +32,9 @@ WORKER_ENV = {
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
     "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
     "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000",
+    # every handle and replica exports its request counts this often (Serve's default: every 100 ms,
+    # a wake-up of each of a pair actor's five handles ten times a second, speaking or not)
+    "RAY_SERVE_METRICS_EXPORT_INTERVAL_MS": "1000",
 }
 """Environment of every process of the job but the driver (which calls handles synchronously):
 `novaberg up` passes it in the job's runtime_env, the Serve config in the application's."""
