@@ -84,11 +84,17 @@ def auftrag(management_: str, text: str) -> dict | None:
     return None
 
 
+DIKTAT_ARTEN = ("notizen", "timeline")
+
+
 def diktat(management_: str, text: str) -> dict | None:
     """The order of a dictated request — "Notiz NAME: INHALT", "Trag einen Termin ein: TITEL, WANN" —
-    whose parameters the person spelled out word for word; None for any other phrasing."""
-    order = auftrag(management_, text) if management_ in ("notizen", "timeline") else None
-    if order and order["aktion"] == "anlegen" and (order["parameter"].keys() >= {"name", "inhalt"}
-                                                   or order["parameter"].keys() >= {"titel", "wann"}):
-        return order
+    whose parameters the person spelled out word for word; None for any other phrasing. The form is
+    read whatever management the router named (the router's model may name the wrong one; the
+    form's markers are explicit): the router's first, then the other kinds."""
+    for art in sorted(DIKTAT_ARTEN, key=lambda a: a != management_):
+        order = auftrag(art, text)
+        if order and order["aktion"] == "anlegen" and (order["parameter"].keys() >= {"name", "inhalt"}
+                                                       or order["parameter"].keys() >= {"titel", "wann"}):
+            return order
     return None

@@ -130,6 +130,27 @@ def ohne_wiederholung(rest: list[Auftrag], plan: PlanRecord) -> tuple[list[Auftr
     return keep, [a for a in rest if a not in keep]
 
 
+AENDERND = ("aendern", "verschieben", "loeschen")
+"""Actions that change what an earlier order of the same agent wrote."""
+
+
+def diktat_bleibt(deps: Deps, state: TurnState, plan: PlanRecord, rest: list[Auftrag]) -> list[Auftrag]:
+    """Once the dictated order of this turn is done, the planner's later orders do not change what
+    was dictated: an order of the same agent that changes, moves or deletes (`AENDERND`) is dropped
+    (named fallback `diktat_bleibt`) — the model re-planning after the result had the note written
+    again in its own words."""
+    d = regeln.diktat(state.route.management, state.stimulus.text) if state.route else None
+    if d is None or not any(r.auftrag and (r.auftrag.agent, r.auftrag.aktion) == (d["agent"], d["aktion"])
+                            and r.status == "abgeschlossen" for r in plan.agent_results):
+        return rest
+    weg = [a for a in rest if a.agent == d["agent"] and a.aktion in AENDERND]
+    if weg:
+        log.warning("planner: fallback diktat_bleibt: %s dropped, the dictated %s/%s is written",
+                    ", ".join(f"{a.agent}/{a.aktion}" for a in weg), d["agent"], d["aktion"])
+        deps.trace.decision(NAME, "planner.quelle", "diktat_bleibt", {"verworfen": [f"{a.agent}/{a.aktion}" for a in weg]})
+    return [a for a in rest if a not in weg]
+
+
 async def _neu_entscheiden(deps: Deps, state: TurnState, plan: PlanRecord) -> list[Auftrag]:
     """After each agent result the planner decides again what is still needed (seed 003, E9:
     a loop, not a queue); without a usable answer the rest of its plan stands (named fallback)."""
@@ -139,6 +160,7 @@ async def _neu_entscheiden(deps: Deps, state: TurnState, plan: PlanRecord) -> li
         deps.trace.decision(NAME, "planner.neu", "plan_beibehalten", {"antwort": outcome, "offen": len(plan.offen)})
         return list(plan.offen)
     rest, wiederholt = ohne_wiederholung(rest, plan)
+    rest = diktat_bleibt(deps, state, plan, rest)
     if wiederholt:
         log.warning("planner: fallback wiederholung_verworfen: %s already done in this turn",
                     ", ".join(f"{a.agent}/{a.aktion}" for a in wiederholt))

@@ -272,3 +272,30 @@ def test_a_dictated_note_is_written_as_dictated():
                           '"parameter": {"name": "Milch", "inhalt": "Milch kaufen"}}]}')
     assert plan.auftrag.parameter == {"name": "Milch", "inhalt": "Milch kaufen"}
     assert not any(k == "planner.quelle" for k, _ in _decisions(deps))
+
+
+def test_a_dictation_is_read_whatever_management_the_router_named_and_stays_as_dictated():
+    from pipeline import regeln
+    from pipeline.nodes import planner
+    from pipeline.state import AgentResult, Auftrag, PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
+
+    # the router's model named the wrong agent: the explicit form still gives the dictated order
+    assert regeln.diktat("timeline", "Notiz Einkauf: Milch, Brot und Kaese")["parameter"] == {
+        "name": "Einkauf", "inhalt": "Milch, Brot und Kaese"}
+    assert regeln.diktat("notizen", "Trag einen Termin ein: Zahnarzt, morgen um 14 Uhr")["agent"] == "timeline"
+    assert regeln.diktat("notizen", "Ich war beim Zahnarzt, morgen wieder.") is None
+
+    # after the dictated note was written, the model's re-plan in its own words does not overwrite it
+    text = "Notiz Einkauf: Milch, Brot und Kaese"
+    done = AgentResult(agent_name="notizen", status="abgeschlossen", ergebnis={"id": 1},
+                       auftrag=Auftrag(agent="notizen", aktion="anlegen",
+                                       parameter={"name": "Einkauf", "inhalt": "Milch, Brot und Kaese"}))
+    state = TurnState(stimulus=Stimulus(user_id="u", character_id="nova", turn_id="t", user_prompt=text),
+                      pair=PairRecord(character_name="Nova"), route=RouteRecord(management="notizen"),
+                      plan=PlanRecord(schleifen=2, agent_results=[done]))
+    deps = deps_for(ScriptedLLM({"planner": [
+        '{"auftraege": [{"agent": "notizen", "aktion": "aendern", "parameter": {"name": "Einkauf", '
+        '"inhalt": "Milch und Brot"}}, {"agent": "timeline", "aktion": "finden", "parameter": {"titel": "x"}}]}']}))
+    plan = asyncio.run(run_node(planner, state, deps))["plan"]
+    assert (plan.auftrag.agent, plan.auftrag.aktion) == ("timeline", "finden") and plan.offen == []
+    assert ("planner.quelle", "diktat_bleibt") in _decisions(deps)
