@@ -31,8 +31,6 @@ def attached(settings: Settings) -> bool:
     return settings.ray_address != "local"
 
 
-
-
 def _ray_init(settings: Settings, ray_tmp: Path) -> None:
     import ray
 

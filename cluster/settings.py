@@ -39,6 +39,7 @@ WORKER_ENV = {
 """Environment of every process of the job but the driver (which calls handles synchronously):
 `novaberg up` passes it in the job's runtime_env, the Serve config in the application's."""
 
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="NOVABERG_", extra="forbid", frozen=True, populate_by_name=True

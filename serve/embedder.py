@@ -68,7 +68,7 @@ class EmbedderDeployment:
         self.texts += len(texts)
         t0 = time.perf_counter()
         try:
-            # on a thread: the replica's event loop (which runs this code, cluster/runtime.WORKER_ENV)
+            # on a thread: the replica's event loop (which runs this code, cluster/settings.WORKER_ENV)
             # keeps answering while the model computes
             return await asyncio.to_thread(encode, self.model, texts)
         finally:

@@ -92,13 +92,7 @@ class StoreDeployment:
     async def batch(self, calls: list[tuple[str, tuple, dict]]) -> list[tuple[BaseException | None, Any]]:
         """Several memory operations asked for at once (`StoreClient`), side by side on the pool:
         each one's (error, result), so one failing operation fails only its own caller."""
-        from memory.ops import lookup
-
-        async def one(op: str, a: tuple, k: dict) -> Any:
-            return await lookup(op)(self.pool, *a, **k)
-
-        await self.ready()
-        out = await asyncio.gather(*(one(op, a, k) for op, a, k in calls), return_exceptions=True)
+        out = await asyncio.gather(*(self.call(op, *a, **k) for op, a, k in calls), return_exceptions=True)
         return [(_versendbar(r), None) if isinstance(r, BaseException) else (None, r) for r in out]
 
     async def pipeline_rows(self, user_id: str, character_id: str, turn_id: str | None = None) -> list[dict]:
