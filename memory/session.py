@@ -36,6 +36,9 @@ def push_key(user_id: str, character_id: str) -> str:
     return f"push:{user_id}:{character_id}"
 
 
+PERSON_B = "Person B"
+"""The speaker label of the human's entries in the history (the prompts name the human Person B)."""
+
 FENSTER_BLOCK = 8
 """Entries a history window's start moves by at once (four turns of both speakers). A window that
 moved by one entry a turn would change the start of every prompt that shows it, and the engine
@@ -299,7 +302,7 @@ def eintraege_aus_records(records: list[dict]) -> list[dict]:
         name, herkunft = res.get("character_name") or "Nova", res.get("herkunft", "user")
         base = {"turn_id": rec["turn_id"], "herkunft": herkunft, "time": rec["created_at"], "quelle": "postgres"}
         if not res.get("ursprung_turn_id") and rec.get("user_text"):
-            sprecher = f"{name} (eigener Gedanke)" if herkunft == "eigener_impuls" else "Person B"
+            sprecher = f"{name} (eigener Gedanke)" if herkunft == "eigener_impuls" else PERSON_B
             rolle = "assistant" if herkunft == "eigener_impuls" else "user"
             out.append({**base, "rolle": rolle, "sprecher": sprecher, "inhalt": rec["user_text"]})
         out.append({**base, "rolle": "assistant", "sprecher": name, "inhalt": rec["reply"]})

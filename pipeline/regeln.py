@@ -11,6 +11,8 @@ _DIREKTIVE = re.compile(r"\b(?:ab jetzt|von nun an|in zukunft)\b.*\b(?:immer|nie
 _CHARAKTER = re.compile(r"\b(?:sei|werde)\b.{0,40}\b(?:mehr|weniger|frecher|lockerer|ernster)\b", re.I)
 _LOESCH = re.compile(r"\bl(?:oe|ö)sch", re.I)
 _VERSCHIEB = re.compile(r"\bverschieb", re.I)
+_AENDERUNG = re.compile(r"\b(?:l(?:oe|ö)sch|entfern|streich|(?:ver)?(?:ae|ä)nder|verschieb|verleg|ersetz|korrigier"
+                        r"|berichtig|umbenenn|aktualisier|tausch|statt\b|nicht mehr\b)", re.I)
 _NOTIZ_INHALT = re.compile(r"notiz\w*\s+(?:mit dem namen\s+|namens\s+|zu\s+|über\s+|ueber\s+)?[\"„]?([^:\"“,.]+?)[\"“]?\s*:\s*(.+)$",
                            re.I | re.S)
 _NOTIZ_NAME = re.compile(r"notiz\w*\s+(?:mit dem namen\s+|namens\s+|zu\s+|über\s+|ueber\s+)?[\"„]?([^:\"“,.?!]+)", re.I)
@@ -26,6 +28,12 @@ _NOTIZ_ZIEL = (
 _ZIEL_VORNE = re.compile(r"^(?:(?:de[nmrs]|die|das|eine?[nmrs]?|meine?[nmrs]?|unsere?[nmrs]?|etwas|was)\s+)+", re.I)
 _ZIEL_HINTEN = re.compile(r"(?:\s+(?:an|anlegen|bitte|noch|mal|nochmal|steht|stand|drin|gemacht|geschrieben"
                           r"|notiert|aufgeschrieben))+$", re.I)
+
+
+def aenderung_verlangt(text: str) -> bool:
+    """Whether the message asks to change, move or delete something ("lösch", "änder", "verschieb",
+    "statt", …): the planner's model may answer a plain question with such an order."""
+    return bool(_AENDERUNG.search(text))
 
 
 def management(text: str) -> str:

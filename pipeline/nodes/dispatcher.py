@@ -68,7 +68,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     result = turn_result(state, deps)
     result["timings"] = deps.trace.timings()
     name = state.pair.character_name
-    user_turn = {"rolle": "user", "sprecher": "Person B", "inhalt": s.text, "turn_id": s.turn_id,
+    user_turn = {"rolle": "user", "sprecher": session.PERSON_B, "inhalt": s.text, "turn_id": s.turn_id,
                  "herkunft": s.herkunft, "time": s.received_at.isoformat(),
                  "emotion": p.emotion if p else None, "arousal": p.arousal if p else None,
                  "tone": p.tone if p else None, "dynamik": p.beziehungs_dynamik if p else None,

@@ -109,8 +109,11 @@ async def rewrite(deps: Deps, turns: list[SessionTurn], raw: str) -> tuple[str, 
     elif len(turns) < REWRITE_MIN_TURNS:
         exit_ = "zu_wenig_verlauf"
     else:
-        verlauf = "\n".join(f"{t.sprecher}: {t.inhalt}" for t in session.fenster(turns, REWRITE_VERLAUF_TURNS))
-        text, outcome = await ask(deps, NAME, {"verlauf": verlauf, "aeusserung": raw}, prompt="query_rewrite",
+        # the utterance is the history's last line, as the next turn's history will carry it: the
+        # next rewrite's prompt repeats this one up to the reply (prefix reuse)
+        verlauf = "\n".join([*(f"{t.sprecher}: {t.inhalt}" for t in session.fenster(turns, REWRITE_VERLAUF_TURNS)),
+                             f"{session.PERSON_B}: {raw}"])
+        text, outcome = await ask(deps, NAME, {"verlauf": verlauf}, prompt="query_rewrite",
                                   timeout_s=deps.settings.query_rewrite_deadline_s)
         if outcome == "aufruf_gescheitert":
             exit_ = "aufruf_gescheitert"

@@ -88,11 +88,14 @@ async def _auftraege(deps: Deps, state: TurnState, plan: PlanRecord) -> tuple[li
 
 
 async def _erste_auftraege(deps: Deps, state: TurnState, plan: PlanRecord) -> list[Auftrag]:
-    """Round 0: the model's orders, else one by rule (named fallback), else none."""
+    """Round 0: the model's orders, else one by rule (named fallback `planner_regeln`: a dictated
+    form of any kind first, then the router's management), else none."""
     rest, outcome = await _auftraege(deps, state, plan)
+    rest = nur_verlangte_aenderungen(deps, state, rest or [])
     if rest:
         return woertlich(deps, state, rest)
-    by_rule = regeln.auftrag(state.route.management, state.stimulus.text)
+    text = state.stimulus.text
+    by_rule = regeln.diktat(state.route.management, text) or regeln.auftrag(state.route.management, text)
     if by_rule is None:
         return []
     log.warning("planner: fallback planner_regeln (answer %s): %s/%s by rule", outcome, by_rule["agent"],
@@ -134,6 +137,21 @@ AENDERND = ("aendern", "verschieben", "loeschen")
 """Actions that change what an earlier order of the same agent wrote."""
 
 
+def nur_verlangte_aenderungen(deps: Deps, state: TurnState, rest: list[Auftrag]) -> list[Auftrag]:
+    """An order that changes, moves or deletes what is stored (`AENDERND`) runs only when the
+    message asks for a change (`regeln.aenderung_verlangt`): a question the model answered with
+    "notizen/loeschen" loses nothing (named fallback `aenderung_ungefragt`)."""
+    if regeln.aenderung_verlangt(state.stimulus.text):
+        return rest
+    weg = [a for a in rest if a.aktion in AENDERND]
+    if weg:
+        log.warning("planner: fallback aenderung_ungefragt: %s dropped, the message asks for no change",
+                    ", ".join(f"{a.agent}/{a.aktion}" for a in weg))
+        deps.trace.decision(NAME, "planner.quelle", "aenderung_ungefragt",
+                            {"verworfen": [f"{a.agent}/{a.aktion}" for a in weg]})
+    return [a for a in rest if a not in weg]
+
+
 def diktat_bleibt(deps: Deps, state: TurnState, plan: PlanRecord, rest: list[Auftrag]) -> list[Auftrag]:
     """Once the dictated order of this turn is done, the planner's later orders do not change what
     was dictated: an order of the same agent that changes, moves or deletes (`AENDERND`) is dropped
@@ -160,7 +178,7 @@ async def _neu_entscheiden(deps: Deps, state: TurnState, plan: PlanRecord) -> li
         deps.trace.decision(NAME, "planner.neu", "plan_beibehalten", {"antwort": outcome, "offen": len(plan.offen)})
         return list(plan.offen)
     rest, wiederholt = ohne_wiederholung(rest, plan)
-    rest = diktat_bleibt(deps, state, plan, rest)
+    rest = nur_verlangte_aenderungen(deps, state, diktat_bleibt(deps, state, plan, rest))
     if wiederholt:
         log.warning("planner: fallback wiederholung_verworfen: %s already done in this turn",
                     ", ".join(f"{a.agent}/{a.aktion}" for a in wiederholt))

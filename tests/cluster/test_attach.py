@@ -4,9 +4,9 @@ import httpx
 import pytest
 import ray
 from ray import cloudpickle
-from ray.cluster_utils import Cluster
 
 from tests import scripted_engine
+from tests.cluster.conftest import local_cluster
 from tests.conftest import auth
 
 pytestmark = pytest.mark.e2e
@@ -18,7 +18,7 @@ def test_attach_to_a_running_cluster_and_leave_it_running(settings, migrated):
     from cluster import runtime
 
     assert not ray.is_initialized()
-    cluster = Cluster(initialize_head=True, connect=False, head_node_args={"num_cpus": 2})
+    cluster = local_cluster(num_cpus=2)
     try:
         attached = settings.model_copy(update={"ray_address": cluster.address})
         with pytest.raises(ValueError, match="needs external stores"):

@@ -11,11 +11,11 @@ import httpx
 import pytest
 import ray
 from ray import cloudpickle
-from ray.cluster_utils import Cluster
 
 from actors.pair import pair_name
 from memory import pg
 from tests import scripted_engine
+from tests.cluster.conftest import local_cluster
 from tests.conftest import auth, pg_call
 
 pytestmark = pytest.mark.e2e
@@ -59,7 +59,7 @@ def test_a_lost_node_loses_no_acknowledged_turn(settings, migrated):
     from cluster import runtime
 
     assert not ray.is_initialized()
-    cluster = Cluster(initialize_head=True, connect=False, head_node_args={"num_cpus": 2})
+    cluster = local_cluster(num_cpus=2)
     first = cluster.add_node(num_cpus=1, resources={"pairs": 100})
     cluster.wait_for_nodes()
     s = settings.model_copy(update={"ray_address": cluster.address, "pair_resources": {"pairs": 1},

@@ -22,23 +22,30 @@ def _decisions(settings, user, character, turn_id):
     return [(x["entscheidung"], x["outcome"]) for x in rows if x["art"] == "switch"]
 
 
+def _agents(settings, user, character):
+    """What the planner and the agents did in each turn of the pair: read when a test fails."""
+    rows = pg_call(settings.database_url, pg.pipeline_rows, user, character)
+    return "\n".join(f'{x["turn_id"][-6:]} {x["entscheidung"]} {x["outcome"]} {x["inputs"]}' for x in rows
+                     if x["node"] in ("planner", "agent_dispatch", "router"))
+
+
 def test_note_and_appointment_through_the_agents_are_found_later(client, keys, settings, character):
     ch = character("agents")
     first = _post(client, keys["alice"], "alice", ch, "Notiz Einkauf: Milch, Brot und Kaese")
     second = _post(client, keys["alice"], "alice", ch, "Trag einen Termin ein: Zahnarzt, morgen um 14 Uhr")
     d1 = _decisions(settings, "alice", ch, first["turn_id"])
-    assert ("agent_dispatch.zustellung", "abgeschlossen") in d1
+    assert ("agent_dispatch.zustellung", "abgeschlossen") in d1, _agents(settings, "alice", ch)
     d2 = _decisions(settings, "alice", ch, second["turn_id"])
-    assert ("agent_dispatch.zustellung", "abgeschlossen") in d2
+    assert ("agent_dispatch.zustellung", "abgeschlossen") in d2, _agents(settings, "alice", ch)
     # a later turn finds both again: the note in the proactive listing, the appointment in the window
     third = _post(client, keys["alice"], "alice", ch, "Was steht eigentlich an?")
     from ray import serve
 
     store = serve.get_deployment_handle("Store", app_name="novaberg")
     notes = store.call.remote("notizen.find_by_keyword", "alice", "Einkauf").result()
-    assert any(n["inhalt"] == "Milch, Brot und Kaese" for n in notes), (notes, d1)
+    assert any(n["inhalt"] == "Milch, Brot und Kaese" for n in notes), (notes, _agents(settings, "alice", ch))
     window = store.call.remote("timeline.proaktives_fenster", "alice", ch, settings.timezone).result()
-    assert [(t["titel"], t["bezug"]) for t in window] == [("Zahnarzt", "morgen")]
+    assert [(t["titel"], t["bezug"]) for t in window] == [("Zahnarzt", "morgen")], _agents(settings, "alice", ch)
     assert window[0]["beginn_lokal"][11:16] == "14:00"
     d3 = _decisions(settings, "alice", ch, third["turn_id"])
     assert ("reducer.zusammenfuehrung", "eintraege") in d3  # both reached the memory context

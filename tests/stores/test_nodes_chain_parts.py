@@ -272,6 +272,40 @@ def test_a_dictated_note_is_written_as_dictated():
                           '"parameter": {"name": "Milch", "inhalt": "Milch kaufen"}}]}')
     assert plan.auftrag.parameter == {"name": "Milch", "inhalt": "Milch kaufen"}
     assert not any(k == "planner.quelle" for k, _ in _decisions(deps))
+    # the model gave no usable order and the router named the wrong agent: the rules read the
+    # dictated appointment, not the router's management
+    plan, deps = plan_for("Trag einen Termin ein: Zahnarzt, morgen um 14 Uhr", "notizen", '{"auftraege": []}')
+    assert (plan.auftrag.agent, plan.auftrag.aktion, plan.auftrag.parameter) == (
+        "timeline", "anlegen", {"titel": "Zahnarzt", "wann": "morgen um 14 Uhr"})
+    assert ("planner.quelle", "planner_regeln") in _decisions(deps)
+
+
+def test_an_order_that_changes_or_deletes_runs_only_when_the_message_asks_for_it():
+    from pipeline.nodes import planner
+    from pipeline.state import PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
+
+    def plan_for(text, answer):
+        state = TurnState(stimulus=Stimulus(user_id="u", character_id="nova", turn_id="t", user_prompt=text),
+                          pair=PairRecord(character_name="Nova"), route=RouteRecord(management="notizen"),
+                          plan=PlanRecord())
+        deps = deps_for(ScriptedLLM({"planner": [answer]}))
+        return asyncio.run(run_node(planner, state, deps))["plan"], deps
+
+    loeschen = ('{"auftraege": [{"agent": "notizen", "aktion": "loeschen", "parameter": {"name": "Einkauf"}}, '
+                '{"agent": "notizen", "aktion": "finden", "parameter": {"name": "Einkauf"}}]}')
+    # a question: the model's deletion is dropped, its search stays
+    plan, deps = plan_for("Was steht eigentlich an?", loeschen)
+    assert (plan.auftrag.agent, plan.auftrag.aktion) == ("notizen", "finden") and plan.offen == []
+    assert ("planner.quelle", "aenderung_ungefragt") in _decisions(deps)
+    # only a deletion, for a question: nothing is deleted, she asks back
+    plan, deps = plan_for("Was steht eigentlich an?", '{"auftraege": [{"agent": "timeline", "aktion": "verschieben", '
+                          '"parameter": {"titel": "Zahnarzt", "wann": "morgen"}}]}')
+    assert plan.auftrag is None and plan.task_block.startswith("Rueckfrage:")
+    assert ("planner.entscheidung", "rueckfrage_ohne_auftrag") in _decisions(deps)
+    # asked for: the deletion runs first, as planned
+    plan, deps = plan_for("Lösch bitte die Notiz Einkauf", loeschen)
+    assert (plan.auftrag.agent, plan.auftrag.aktion) == ("notizen", "loeschen")
+    assert not any(k == "planner.quelle" for k, _ in _decisions(deps))
 
 
 def test_a_dictation_is_read_whatever_management_the_router_named_and_stays_as_dictated():

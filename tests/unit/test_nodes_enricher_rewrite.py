@@ -43,3 +43,18 @@ def test_every_other_exit_returns_the_raw_utterance(caplog):
     for ((text, origin), _), expected in cases:
         assert (text, origin) == (RAW, expected)
     assert "query rewrite exit zu_lang" in caplog.text and RAW in caplog.text
+
+
+def test_the_utterance_is_the_history_s_last_line_and_the_next_prompt_extends_this_one():
+    from memory.session import PERSON_B
+
+    (_, _), llm = _rw("Wie weist man das nach?")
+    first = llm.calls[0]["messages"][1]["content"]
+    assert first.split("\n\n")[0].splitlines()[-1] == f"{PERSON_B}: {RAW}"
+    # the next turn: this utterance and the reply joined the history
+    turns = _turns(4) + [SessionTurn(rolle="user", sprecher=PERSON_B, inhalt=RAW, turn_id="t4", time=datetime.now(timezone.utc)),
+                         SessionTurn(rolle="assistant", sprecher="Nova", inhalt="So.", turn_id="t5", time=datetime.now(timezone.utc))]
+    llm2 = ScriptedLLM({"enricher": ["x"]})
+    asyncio.run(rewrite(deps_for(llm2), turns, "Und dann?"))
+    second = llm2.calls[0]["messages"][1]["content"]
+    assert second.startswith(first.split("\n\nSuchanfrage:")[0] + "\nNova: So.\n")
