@@ -39,6 +39,22 @@ def push_key(user_id: str, character_id: str) -> str:
 PERSON_B = "Person B"
 """The speaker label of the human's entries in the history (the prompts name the human Person B)."""
 
+
+GEDANKE = " (eigener Gedanke)"
+
+
+def sprecher(name: str, eigener_gedanke: bool) -> str:
+    """The speaker label of a turn's utterance in the history: Person B's message, or her own
+    thought, marked by its speaker (seed 001 §3.1)."""
+    return f"{name}{GEDANKE}" if eigener_gedanke else PERSON_B
+
+
+def figur_im_verlauf(turns) -> str | None:
+    """The character's name as her replies in the history carry it (None without a reply)."""
+    return next((t.sprecher for t in reversed(turns) if t.rolle == "assistant" and not t.sprecher.endswith(GEDANKE)),
+                None)
+
+
 FENSTER_BLOCK = 8
 """Entries a history window's start moves by at once (four turns of both speakers). A window that
 moved by one entry a turn would change the start of every prompt that shows it, and the engine
@@ -302,9 +318,9 @@ def eintraege_aus_records(records: list[dict]) -> list[dict]:
         name, herkunft = res.get("character_name") or "Nova", res.get("herkunft", "user")
         base = {"turn_id": rec["turn_id"], "herkunft": herkunft, "time": rec["created_at"], "quelle": "postgres"}
         if not res.get("ursprung_turn_id") and rec.get("user_text"):
-            sprecher = f"{name} (eigener Gedanke)" if herkunft == "eigener_impuls" else PERSON_B
+            label = sprecher(name, herkunft == "eigener_impuls")
             rolle = "assistant" if herkunft == "eigener_impuls" else "user"
-            out.append({**base, "rolle": rolle, "sprecher": sprecher, "inhalt": rec["user_text"]})
+            out.append({**base, "rolle": rolle, "sprecher": label, "inhalt": rec["user_text"]})
         out.append({**base, "rolle": "assistant", "sprecher": name, "inhalt": rec["reply"]})
     return out
 

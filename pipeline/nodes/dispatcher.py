@@ -81,7 +81,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         user_turn = None
     elif s.eigener_gedanke is not None:
         # an impulse turn is marked by its speaker, not filtered out (seed 001 §3.1)
-        user_turn.update(rolle="assistant", sprecher=f"{name} (eigener Gedanke)")
+        user_turn.update(rolle="assistant", sprecher=session.sprecher(name, True))
     nova_turn = {"rolle": "assistant", "sprecher": name, "inhalt": result["reply"], "turn_id": s.turn_id,
                  "herkunft": s.herkunft, "time": result["created_at"],
                  "emotion": np_.emotion if np_ else None, "arousal": np_.arousal if np_ else None,

@@ -100,8 +100,9 @@ def gravitationsterm(a: Aktivierung) -> float:
     return round(total / (1.0 + total), 6)
 
 
-async def rewrite(deps: Deps, turns: list[SessionTurn], raw: str) -> tuple[str, str]:
-    """The search text and its origin: `rewrite`, or a named exit with the raw utterance."""
+async def rewrite(deps: Deps, turns: list[SessionTurn], raw: str, sprecher: str = session.PERSON_B) -> tuple[str, str]:
+    """The search text and its origin: `rewrite`, or a named exit with the raw utterance.
+    `sprecher`: the utterance's label, as the history will carry it (`session.sprecher`)."""
     if not deps.settings.query_rewrite:
         exit_ = "abgeschaltet"
     elif not turns:
@@ -112,7 +113,7 @@ async def rewrite(deps: Deps, turns: list[SessionTurn], raw: str) -> tuple[str, 
         # the utterance is the history's last line, as the next turn's history will carry it: the
         # next rewrite's prompt repeats this one up to the reply (prefix reuse)
         verlauf = "\n".join([*(f"{t.sprecher}: {t.inhalt}" for t in session.fenster(turns, REWRITE_VERLAUF_TURNS)),
-                             f"{session.PERSON_B}: {raw}"])
+                             f"{sprecher}: {raw}"])
         text, outcome = await ask(deps, NAME, {"verlauf": verlauf}, prompt="query_rewrite",
                                   timeout_s=deps.settings.query_rewrite_deadline_s)
         if outcome == "aufruf_gescheitert":
@@ -231,7 +232,10 @@ async def run(state: TurnState, deps: Deps) -> dict:
         suchtext, herkunft = s.text, "anweisung"  # imperative override: search the raw utterance
         such_basis = raw_vec
     else:
-        suchtext, herkunft = await rewrite(deps, turns, s.text)
+        # her own thought is labelled as the dispatcher will store it, with her name from her replies
+        label = session.PERSON_B if s.eigener_gedanke is None else session.sprecher(
+            session.figur_im_verlauf(turns) or "", True).strip()
+        suchtext, herkunft = await rewrite(deps, turns, s.text, label)
         such_basis = raw_vec if herkunft != "rewrite" else await deps.embedder.embed(deps.trace, suchtext)
     deps.trace.decision(NAME, "enricher.rewrite", herkunft, {"verlauf": len(turns), "suchtext": suchtext})
     such_vektor, verschiebung, info = wahrnehmung_verschieben(such_basis, a, cluster, cfg,

@@ -58,3 +58,16 @@ def test_the_utterance_is_the_history_s_last_line_and_the_next_prompt_extends_th
     asyncio.run(rewrite(deps_for(llm2), turns, "Und dann?"))
     second = llm2.calls[0]["messages"][1]["content"]
     assert second.startswith(first.split("\n\nSuchanfrage:")[0] + "\nNova: So.\n")
+
+
+def test_her_own_thought_is_the_last_line_under_the_label_the_history_gives_it():
+    from memory import session
+
+    gedanke = SessionTurn(rolle="assistant", sprecher=session.sprecher("Nova", True), inhalt="Ob es regnet?",
+                          turn_id="t4", time=datetime.now(timezone.utc), herkunft="eigener_impuls")
+    turns = _turns(4) + [gedanke]
+    assert session.figur_im_verlauf(turns) == "Nova"  # from her replies, not from the thought's label
+    llm = ScriptedLLM({"enricher": ["x"]})
+    asyncio.run(rewrite(deps_for(llm), turns, "Ob die Sonne wiederkommt?", session.sprecher("Nova", True)))
+    last = llm.calls[0]["messages"][1]["content"].split("\n\n")[0].splitlines()[-1]
+    assert last == "Nova (eigener Gedanke): Ob die Sonne wiederkommt?"
