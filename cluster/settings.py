@@ -93,6 +93,10 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(default=512, ge=1, le=8192)
     """The most tokens one call may ask of the LLM deployment. A node whose budget is larger is a
     configuration error at startup, never a quiet truncation."""
+    llm_seed: int | None = None
+    """The sampling seed of every LLM call (llama.cpp, the OpenAI-compatible body, vLLM). Unset: each
+    engine draws its own, and the same prompt can get another answer. Set it to replay a run of the
+    model tier (`NOVABERG_LLM_SEED=7 ./test.sh tests/model`); prompts that carry the clock still differ."""
     node_max_tokens: dict[str, int] = Field(default_factory=dict)
     """Token budgets per node over those of `pipeline/node_config.py`; `*` sets every node without
     an entry of its own here (e.g. `{"*": 24}` for short test answers)."""

@@ -204,6 +204,8 @@ class LlamaCppBackend:
     def _kwargs(self, req: dict[str, Any]) -> dict[str, Any]:
         kw = {"messages": req["messages"], "temperature": req.get("temperature", 0.7),
               "max_tokens": req.get("max_tokens", self.settings.llm_max_tokens)}
+        if self.settings.llm_seed is not None:
+            kw["seed"] = self.settings.llm_seed
         if req.get("response_schema"):
             kw["grammar"] = self._grammar("schema", json.dumps(req["response_schema"], sort_keys=True))
         elif (req.get("protocol") or {}).get("gbnf"):
@@ -313,6 +315,8 @@ class OpenAICompatBackend:
                 "max_tokens": req.get("max_tokens", self.settings.llm_max_tokens), "stream": stream,
                 # the `think` switch for templates that know it (Qwen3, vLLM's chat_template_kwargs)
                 "chat_template_kwargs": {"enable_thinking": bool(req.get("think", False))}}
+        if self.settings.llm_seed is not None:
+            body["seed"] = self.settings.llm_seed
         if req.get("response_schema") and not self._ohne_schema:
             body["response_format"] = json_schema_format(req)
         if stream:
@@ -449,6 +453,8 @@ class VLLMBackend:
         kw = dict(model=self.model, messages=req["messages"], temperature=req.get("temperature", 0.7),
                   max_tokens=req.get("max_tokens", self.settings.llm_max_tokens), stream=stream,
                   chat_template_kwargs={"enable_thinking": bool(req.get("think", False))})
+        if self.settings.llm_seed is not None:
+            kw["seed"] = self.settings.llm_seed
         if req.get("response_schema"):
             kw["response_format"] = json_schema_format(req)
         elif (req.get("protocol") or {}).get("regex"):

@@ -107,3 +107,16 @@ def test_a_server_that_refuses_response_format_is_asked_again_without_it(caplog)
     assert first["choices"][0]["message"]["content"] == '{"urteil": "ok"}' == second["choices"][0]["message"]["content"]
     assert ["response_format" in b_ for b_ in seen] == [True, False, False]  # refused once, never sent again
     assert "fallback response_format_abgelehnt" in caplog.text
+
+
+def test_the_seed_goes_into_the_body_only_when_it_is_set():
+    seen = []
+
+    async def go(settings):
+        b = OpenAICompatBackend(settings, transport=_server(seen))
+        await b.start()
+        await b.chat({"messages": [{"role": "user", "content": "hi"}]})
+
+    asyncio.run(go(Settings(llm_backend="openai")))
+    asyncio.run(go(Settings(llm_backend="openai", llm_seed=7)))
+    assert "seed" not in seen[0] and seen[1]["seed"] == 7
