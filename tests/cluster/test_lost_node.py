@@ -16,7 +16,7 @@ from actors.pair import pair_name
 from memory import pg
 from tests import scripted_engine
 from tests.cluster.conftest import local_cluster
-from tests.conftest import auth, pg_call
+from tests.conftest import auth, pg_call, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -53,6 +53,12 @@ def _node_of(name: str, namespace: str) -> str:
     info = state.actors(ray.get_actor(name, namespace=namespace)._actor_id.hex())
     assert info["State"] == "ALIVE", info["State"]
     return info["Address"]["NodeID"]
+
+
+def _stored(s, user: str, expected: int) -> int:
+    """The pair's stored turn rows once they reach `expected` (0 before: wait on)."""
+    n = pg_call(s.database_url, pg.count_turn_records, user, "nova")
+    return n if n >= expected else 0
 
 
 def test_a_lost_node_loses_no_acknowledged_turn(settings, migrated):
@@ -97,8 +103,11 @@ def test_a_lost_node_loses_no_acknowledged_turn(settings, migrated):
         for u in users:
             acked[u].append(f"{u}-after")
             assert _node_of(pair_name(u, "nova"), s.namespace) != first.node_id
-            # every acknowledged turn stored, each once (the turn id is the row's key), nothing else
-            assert pg_call(s.database_url, pg.count_turn_records, u, "nova") == len(acked[u]) == TURNS + 2
+            # every acknowledged turn stored, each once (the turn id is the row's key), nothing else;
+            # the rows come through the outbox: a worker that ran on the lost node is restarted, and
+            # what it held is claimed again after `outbox_claim_idle_ms`
+            stored = wait_for(lambda: _stored(s, u, TURNS + 2), timeout=s.outbox_claim_idle_ms / 1000 + 90)
+            assert stored == len(acked[u]) == TURNS + 2
             for turn_id in acked[u]:
                 assert pg_call(s.database_url, pg.turn_record, u, "nova", turn_id) is not None, turn_id
     finally:
