@@ -135,6 +135,15 @@ async def rewrite(deps: Deps, turns: list[SessionTurn], raw: str, sprecher: str 
     return raw, exit_
 
 
+def _sprecher(s, turns: list[SessionTurn]) -> str:
+    """The utterance's label as the dispatcher will store it: Person B, or her own thought under
+    her name, taken from her replies in the history (without one, the thought's mark alone)."""
+    if s.eigener_gedanke is None:
+        return session.PERSON_B
+    name = session.figur_im_verlauf(turns)
+    return session.sprecher(name, True) if name else session.GEDANKE.strip()
+
+
 async def _cluster(deps: Deps, user_id: str, character_id: str) -> str:
     """The landscape cluster of the previous turn (gv_node writes it), `paradox` as fallback."""
     raw = await deps.redis.hget(f"gv:detail:{user_id}:{character_id}", "cluster")
@@ -232,10 +241,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         suchtext, herkunft = s.text, "anweisung"  # imperative override: search the raw utterance
         such_basis = raw_vec
     else:
-        # her own thought is labelled as the dispatcher will store it, with her name from her replies
-        label = session.PERSON_B if s.eigener_gedanke is None else session.sprecher(
-            session.figur_im_verlauf(turns) or "", True).strip()
-        suchtext, herkunft = await rewrite(deps, turns, s.text, label)
+        suchtext, herkunft = await rewrite(deps, turns, s.text, _sprecher(s, turns))
         such_basis = raw_vec if herkunft != "rewrite" else await deps.embedder.embed(deps.trace, suchtext)
     deps.trace.decision(NAME, "enricher.rewrite", herkunft, {"verlauf": len(turns), "suchtext": suchtext})
     such_vektor, verschiebung, info = wahrnehmung_verschieben(such_basis, a, cluster, cfg,
