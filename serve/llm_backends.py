@@ -288,27 +288,39 @@ class LlamaCppBackend:
 
 # ---------------------------------------------------------------------------- OpenAI-compatible
 class OpenAICompatBackend:
-    """Any OpenAI-compatible server (vLLM server, llama.cpp server, Ollama) over httpx."""
+    """Any OpenAI-compatible server (vLLM server, llama.cpp server, Ollama) over aiohttp.
 
-    def __init__(self, settings: Settings, transport=None):
+    aiohttp and not httpx: against the stand-in engine (`bench/http_client.py`) a request costs
+    httpx about three times the CPU (its pool checks every idle connection's socket before each
+    request), and this client makes every LLM call of every pair."""
+
+    CONNECTIONS = 256
+    """Connections held open to the server at most (requests beyond wait for one)."""
+
+    def __init__(self, settings: Settings):
         self.settings = settings
         self.model = settings.llm_model
-        self._client = None
-        self._transport = transport
+        self._session = None
+        self._url = settings.openai_base_url.rstrip("/") + "/chat/completions"
         self._ohne_schema = False
         """Set when the server refused `response_format` once: it is not sent again."""
         self.busy_s = 0.0
         self.queued = 0
 
     async def start(self) -> None:
-        import httpx
+        import aiohttp
 
-        self._client = httpx.AsyncClient(
-            transport=self._transport,
-            base_url=self.settings.openai_base_url.rstrip("/"),
+        self._session = aiohttp.ClientSession(
             headers={"Authorization": f"Bearer {self.settings.openai_api_key}"},
-            timeout=httpx.Timeout(self.settings.openai_timeout_s, connect=10.0),
+            # the time limit is per read (a long stream is not cut), as the server's own answers go
+            timeout=aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=self.settings.openai_timeout_s),
+            connector=aiohttp.TCPConnector(limit=self.CONNECTIONS),
         )
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     def _body(self, req: dict[str, Any], stream: bool) -> dict[str, Any]:
         body = {"model": self.model, "messages": req["messages"], "temperature": req.get("temperature", 0.7),
@@ -323,21 +335,33 @@ class OpenAICompatBackend:
             body["stream_options"] = {"include_usage": True}
         return body
 
+    def _unreachable(self, e: BaseException) -> LLMBackendError:
+        return LLMBackendError(f"openai backend: {self._url} did not answer: {type(e).__name__}: {e}")
+
+    async def _post(self, req: dict[str, Any]) -> tuple[int, str]:
+        import aiohttp
+
+        try:
+            async with self._session.post(self._url, json=self._body(req, False)) as r:
+                return r.status, await r.text()
+        except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+            raise self._unreachable(e) from None
+
     async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
         t = time.perf_counter()
         self.queued += 1
         try:
-            r = await self._client.post("/chat/completions", json=self._body(req, False))
-            if r.status_code == 400 and req.get("response_schema") and not self._ohne_schema:
+            status, text = await self._post(req)
+            if status == 400 and req.get("response_schema") and not self._ohne_schema:
                 # a server that does not know structured outputs: ask again without, and from now on
                 log.warning("llm: fallback response_format_abgelehnt: %s refused response_format (%s); "
                             "structured answers are only validated from now on", self.settings.openai_base_url,
-                            r.text[:200])
+                            text[:200])
                 self._ohne_schema = True
-                r = await self._client.post("/chat/completions", json=self._body(req, False))
-            if r.status_code >= 400:
-                raise LLMBackendError(f"openai backend: HTTP {r.status_code}: {r.text[:300]}")
-            out = r.json()
+                status, text = await self._post(req)
+            if status >= 400:
+                raise LLMBackendError(f"openai backend: HTTP {status}: {text[:300]}")
+            out = json.loads(text)
         finally:
             self.queued -= 1
             self.busy_s += time.perf_counter() - t
@@ -350,43 +374,52 @@ class OpenAICompatBackend:
                           u.get("completion_tokens", 0), choice.get("finish_reason"))
 
     async def chat_stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        import aiohttp
+
         t = time.perf_counter()
         self.queued += 1
-        splitter = _ThinkSplitter()
         try:
-            async with self._client.stream("POST", "/chat/completions", json=self._body(req, True)) as r:
-                if r.status_code >= 400:
-                    body = (await r.aread()).decode(errors="replace")
-                    raise LLMBackendError(f"openai backend: HTTP {r.status_code}: {body[:300]}")
-                usage = None
-                finish = None
-                cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-                async for line in r.aiter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        break
-                    c = json.loads(data)
-                    usage = c.get("usage") or usage
-                    for ch in c.get("choices") or []:
-                        d = ch.get("delta") or {}
-                        finish = ch.get("finish_reason") or finish
-                        rs = d.get("reasoning_content") or d.get("reasoning")
-                        if rs:
-                            yield chunk(self.model, cid, {"reasoning_content": rs})
-                        for kind, text in splitter.feed(d.get("content") or ""):
-                            yield chunk(self.model, cid, {kind: text})
-                for kind, text in splitter.flush():
-                    yield chunk(self.model, cid, {kind: text})
-                u = usage or {}
-                yield chunk(self.model, cid, {}, finish or "stop",
-                            {"prompt_tokens": u.get("prompt_tokens", 0),
-                             "completion_tokens": u.get("completion_tokens", 0),
-                             "total_tokens": u.get("total_tokens", 0)})
+            async with self._session.post(self._url, json=self._body(req, True)) as r:
+                if r.status >= 400:
+                    raise LLMBackendError(f"openai backend: HTTP {r.status}: {(await r.text())[:300]}")
+                async for c in self._chunks(r.content):
+                    yield c
+        except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+            raise self._unreachable(e) from None
         finally:
             self.queued -= 1
             self.busy_s += time.perf_counter() - t
+
+    async def _chunks(self, lines) -> AsyncIterator[dict[str, Any]]:
+        """The server-sent events of a streamed completion as this project's chunks."""
+        usage = None
+        finish = None
+        splitter = _ThinkSplitter()
+        cid = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        async for raw in lines:
+            line = raw.decode("utf-8", errors="replace").strip()
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                break
+            c = json.loads(data)
+            usage = c.get("usage") or usage
+            for ch in c.get("choices") or []:
+                d = ch.get("delta") or {}
+                finish = ch.get("finish_reason") or finish
+                rs = d.get("reasoning_content") or d.get("reasoning")
+                if rs:
+                    yield chunk(self.model, cid, {"reasoning_content": rs})
+                for kind, text in splitter.feed(d.get("content") or ""):
+                    yield chunk(self.model, cid, {kind: text})
+        for kind, text in splitter.flush():
+            yield chunk(self.model, cid, {kind: text})
+        u = usage or {}
+        yield chunk(self.model, cid, {}, finish or "stop",
+                    {"prompt_tokens": u.get("prompt_tokens", 0),
+                     "completion_tokens": u.get("completion_tokens", 0),
+                     "total_tokens": u.get("total_tokens", 0)})
 
     def load(self) -> dict[str, Any]:
         return {"queued": self.queued, "busy_s": round(self.busy_s, 3)}

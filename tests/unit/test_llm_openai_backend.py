@@ -1,23 +1,28 @@
-"""The OpenAI-compatible backend against a scripted server (httpx MockTransport): request shape,
-the think switch, the reasoning channel, token counts, streaming, and a clear error."""
+"""The OpenAI-compatible backend against a scripted server (a real aiohttp server on a local
+port): request shape, the think switch, the reasoning channel, token counts, streaming, and a
+clear error."""
 import asyncio
 import json
+from contextlib import asynccontextmanager
 
-import httpx
 import pytest
+from aiohttp import web
 
 from cluster.settings import Settings
 from serve.llm_backends import LLMBackendError, OpenAICompatBackend
 
 
 def _server(seen):
-    def handler(request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
+    """A scripted engine: "fail" as the first message's text answers 500, a stream two deltas of
+    content after one of reasoning, anything else one completion with reasoning."""
+
+    async def handler(request: web.Request) -> web.Response:
+        body = await request.json()
         seen.append(body)
         if body["messages"][0]["content"] == "fail":
-            return httpx.Response(500, text="engine exploded")
+            return web.Response(status=500, text="engine exploded")
         if not body["stream"]:
-            return httpx.Response(200, json={
+            return web.json_response({
                 "model": "m", "choices": [{"finish_reason": "stop", "message": {
                     "role": "assistant", "content": "Hallo!", "reasoning_content": "kurz nachdenken"}}],
                 "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}})
@@ -28,23 +33,41 @@ def _server(seen):
             {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}},
         ]
         text = "".join(f"data: {json.dumps(x)}\n\n" for x in lines) + "data: [DONE]\n\n"
-        return httpx.Response(200, text=text, headers={"content-type": "text/event-stream"})
+        return web.Response(text=text, content_type="text/event-stream")
 
-    return httpx.MockTransport(handler)
+    return handler
 
 
-def _backend(seen):
-    return OpenAICompatBackend(Settings(llm_backend="openai", llm_model="qwen3.8-test"), transport=_server(seen))
+@asynccontextmanager
+async def served(handler, settings: Settings):
+    """The backend, started, against `handler` served on a free local port."""
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    backend = OpenAICompatBackend(settings.model_copy(update={"openai_base_url": f"http://127.0.0.1:{port}/v1/"}))
+    await backend.start()
+    try:
+        yield backend
+    finally:
+        await backend.close()
+        await runner.cleanup()
+
+
+def _settings(**kw) -> Settings:
+    return Settings(llm_backend="openai", llm_model="qwen3.8-test", **kw)
 
 
 def test_plain_completion_with_reasoning_and_usage():
     seen = []
 
     async def go():
-        b = _backend(seen)
-        await b.start()
-        return await b.chat({"messages": [{"role": "user", "content": "hi"}], "temperature": 0.15,
-                             "max_tokens": 7, "think": True})
+        async with served(_server(seen), _settings()) as b:
+            return await b.chat({"messages": [{"role": "user", "content": "hi"}], "temperature": 0.15,
+                                 "max_tokens": 7, "think": True})
 
     out = asyncio.run(go())
     msg = out["choices"][0]["message"]
@@ -59,9 +82,8 @@ def test_streamed_completion():
     seen = []
 
     async def go():
-        b = _backend(seen)
-        await b.start()
-        return [c async for c in b.chat_stream({"messages": [{"role": "user", "content": "hi"}], "think": False})]
+        async with served(_server(seen), _settings()) as b:
+            return [c async for c in b.chat_stream({"messages": [{"role": "user", "content": "hi"}], "think": False})]
 
     chunks = asyncio.run(go())
     content = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
@@ -74,33 +96,51 @@ def test_streamed_completion():
 
 def test_server_error_is_named():
     async def go():
-        b = _backend([])
-        await b.start()
-        await b.chat({"messages": [{"role": "user", "content": "fail"}]})
+        async with served(_server([]), _settings()) as b:
+            await b.chat({"messages": [{"role": "user", "content": "fail"}]})
 
     with pytest.raises(LLMBackendError, match="HTTP 500.*engine exploded"):
         asyncio.run(go())
 
 
+def test_a_server_that_does_not_answer_is_named_with_its_address():
+    async def go(stream: bool):
+        async with served(_server([]), _settings()) as b:
+            port_free = b._url  # the server's address; then nothing listens there any more
+        b = OpenAICompatBackend(_settings(openai_base_url=port_free.rsplit("/chat/completions", 1)[0]))
+        await b.start()
+        try:
+            req = {"messages": [{"role": "user", "content": "hi"}]}
+            if stream:
+                return [c async for c in b.chat_stream(req)]
+            return await b.chat(req)
+        finally:
+            await b.close()
+
+    for stream in (False, True):
+        with pytest.raises(LLMBackendError, match=r"openai backend: http://127\.0\.0\.1:\d+/v1/chat/completions "
+                                                  r"did not answer: ClientConnectorError"):
+            asyncio.run(go(stream))
+
+
 def test_a_server_that_refuses_response_format_is_asked_again_without_it(caplog):
     seen = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
+    async def handler(request: web.Request) -> web.Response:
+        body = await request.json()
         seen.append(body)
         if "response_format" in body:
-            return httpx.Response(400, json={"error": "unknown field response_format"})
-        return httpx.Response(200, json={"model": "m", "choices": [{"finish_reason": "stop", "message": {
+            return web.json_response({"error": "unknown field response_format"}, status=400)
+        return web.json_response({"model": "m", "choices": [{"finish_reason": "stop", "message": {
             "role": "assistant", "content": '{"urteil": "ok"}'}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
 
-    b = OpenAICompatBackend(Settings(llm_backend="openai"), transport=httpx.MockTransport(handler))
     req = {"messages": [{"role": "user", "content": "x"}], "caller": "tribunal", "response_schema": {"type": "object"}}
 
     async def go():
-        await b.start()
-        first = await b.chat(req)
-        second = await b.chat(req)
-        return first, second
+        async with served(handler, Settings(llm_backend="openai")) as b:
+            first = await b.chat(req)
+            second = await b.chat(req)
+            return first, second
 
     with caplog.at_level("WARNING", logger="novaberg.llm"):
         first, second = asyncio.run(go())
@@ -113,9 +153,8 @@ def test_the_seed_goes_into_the_body_only_when_it_is_set():
     seen = []
 
     async def go(settings):
-        b = OpenAICompatBackend(settings, transport=_server(seen))
-        await b.start()
-        await b.chat({"messages": [{"role": "user", "content": "hi"}]})
+        async with served(_server(seen), settings) as b:
+            await b.chat({"messages": [{"role": "user", "content": "hi"}]})
 
     asyncio.run(go(Settings(llm_backend="openai")))
     asyncio.run(go(Settings(llm_backend="openai", llm_seed=7)))

@@ -9,20 +9,18 @@ from cluster.settings import Settings
 from pipeline.node_config import budget, budgets
 from pipeline.services import LLMClient
 from pipeline.trace import TurnTrace
-from serve.llm_backends import OpenAICompatBackend
-from tests.unit.test_llm_openai_backend import _server
+from tests.unit.test_llm_openai_backend import _server, served
 
 
 def _ask(settings: Settings, node: str) -> dict:
     """One call of `node` through the pipeline's LLM client into the OpenAI-compatible backend."""
     seen: list[dict] = []
-    backend = OpenAICompatBackend(settings, transport=_server(seen))
-    handle = types.SimpleNamespace(chat=types.SimpleNamespace(remote=backend.chat))
 
     async def go():
-        await backend.start()
-        await LLMClient(handle, settings).chat(TurnTrace("u", "nova", "t1"), node,
-                                               [{"role": "user", "content": "hi"}], think=True)
+        async with served(_server(seen), settings) as backend:
+            handle = types.SimpleNamespace(chat=types.SimpleNamespace(remote=backend.chat))
+            await LLMClient(handle, settings).chat(TurnTrace("u", "nova", "t1"), node,
+                                                   [{"role": "user", "content": "hi"}], think=True)
 
     asyncio.run(go())
     return seen[0]
