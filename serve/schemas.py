@@ -41,7 +41,9 @@ class TurnTimings(BaseModel):
 
 class Pruefung(BaseModel):
     status: str
-    """The Thinker's outcome (e.g. ok, korrigiert, uebersprungen, unsicher)."""
+    """The Thinker's outcome: `durchlauf` (no reasoning needed), else its decision entry
+    `thinker.ergebnis` (ok, korrektur, korrektur_ohne_text, max_iterationen, self_trigger,
+    nachfass_erschoepft_im_retry, aufruf_gescheitert)."""
     iterationen: int
     werkzeuge: list[str]
 
