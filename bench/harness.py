@@ -230,7 +230,7 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
         await wait_llm_idle(llm)
     before = await llm.load.remote()
     await llm.record.remote(True)
-    cpu0, parts0 = turn_graph.cpu_seconds(sc.cpu_exclude), turn_graph.cpu_by_part()
+    cpu0, parts0 = turn_graph.cpu_seconds(sc.cpu_exclude), turn_graph.cpu_by_part(sc.cpu_exclude)
     t0 = time.perf_counter()
     try:
         await asyncio.gather(*(one_pair(i) for i in range(sc.pairs)))
@@ -238,7 +238,7 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
         wall = time.perf_counter() - t0
         await wait_llm_idle(llm)  # the background chain of the last turns belongs to them
         cpu = turn_graph.cpu_seconds(sc.cpu_exclude) - cpu0
-        parts = turn_graph.cpu_profile(parts0, turn_graph.cpu_by_part(), len(rows))
+        parts = turn_graph.cpu_profile(parts0, turn_graph.cpu_by_part(sc.cpu_exclude), len(rows))
         records = await llm.record.remote(False)
     after = await llm.load.remote()
     figures = summarise(rows, wall, records, before, after)

@@ -81,15 +81,23 @@ def _label(p) -> str:
         return title.split(" ")[0].split(".")[0]
     if "postgres" in title:
         return "postgres"
-    return os.path.basename(title.split(" ")[0]) or p.name()
+    program = os.path.basename(title.split(" ")[0]) or p.name()
+    if program.startswith("python") and len(cmd) > 1:  # Ray's helpers are Python scripts: by script
+        script = cmd[2] if cmd[1] == "-m" and len(cmd) > 2 else cmd[1]
+        return f"python {os.path.basename(script)}"
+    return program
 
 
-def cpu_by_part() -> dict[str, float]:
-    """CPU seconds so far per part of the system (processes that ended are not counted)."""
+def cpu_by_part(exclude: tuple[int, ...] = ()) -> dict[str, float]:
+    """CPU seconds so far per part of the system (processes that ended are not counted), less
+    the given processes (as `cpu_seconds`: the harness and the stand-in engine)."""
     import psutil
 
     out: dict[str, float] = {}
+    skip = {os.getpid(), *exclude}
     for p in psutil.process_iter():
+        if p.pid in skip:
+            continue
         try:
             c = p.cpu_times()
             out[_label(p)] = out.get(_label(p), 0.0) + c.user + c.system

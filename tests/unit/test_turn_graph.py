@@ -82,3 +82,22 @@ def test_the_standin_answers_after_its_latency_with_what_the_schema_allows(stand
                for o in outs)
     assert plain["choices"][0]["message"]["content"] == "ERGEBNIS: OK"
     assert 0.3 <= wall < 3.0  # eight at once take one latency, not eight; the plain call another
+
+
+def test_cpu_by_part_names_python_helpers_by_script_and_leaves_out_the_given_processes():
+    import os
+    import subprocess
+    import sys
+
+    import psutil
+
+    helper = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "0"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        assert "python http.server" in turn_graph.cpu_by_part()  # a Python helper by its script, not as "python"
+        assert "python http.server" not in turn_graph.cpu_by_part((helper.pid,))  # as the stand-in is left out
+        me = turn_graph._label(psutil.Process(os.getpid()))
+        assert me.startswith("python ") and me not in turn_graph.cpu_by_part()  # the measuring process never counts
+    finally:
+        helper.terminate()
