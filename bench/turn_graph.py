@@ -82,9 +82,13 @@ def _label(p) -> str:
     if "postgres" in title:
         return "postgres"
     program = os.path.basename(title.split(" ")[0]) or p.name()
-    if program.startswith("python") and len(cmd) > 1:  # Ray's helpers are Python scripts: by script
-        script = cmd[2] if cmd[1] == "-m" and len(cmd) > 2 else cmd[1]
-        return f"python {os.path.basename(script)}"
+    if program.startswith("python"):  # Ray's helpers are Python scripts: by script (or module)
+        args = iter(cmd[1:])
+        for a in args:
+            if a == "-m":
+                return f"python {next(args, '')}".rstrip()
+            if not a.startswith("-"):
+                return f"python {os.path.basename(a)}"
     return program
 
 

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster.settings import WORKER_ENV, Settings
+from cluster.settings import CONTROLLER_ENV, WORKER_ENV, Settings
 from memory.embedded import EmbeddedStores, resolve_store_urls
 from pipeline.services import APP_NAME, STORE_DEPLOYMENT
 
@@ -76,7 +76,8 @@ def start(settings: Settings, *, engine=None) -> Runtime:
     if not ray.is_initialized():
         _ray_init(settings, ray_tmp)
     serve.start(http_options={"host": settings.http_host, "port": settings.http_port},
-                proxy_location=settings.proxy_location)
+                proxy_location=settings.proxy_location,
+                controller_options={"runtime_env": {"env_vars": dict(CONTROLLER_ENV)}})
     serve.run(build_app(settings, engine), name=APP_NAME, route_prefix="/", blocking=False)
     serve.get_deployment_handle(STORE_DEPLOYMENT, app_name=APP_NAME).ready.remote().result(timeout_s=120)
     start_workers(settings)

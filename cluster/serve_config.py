@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from cluster.settings import WORKER_ENV, Settings
+from cluster.settings import CONTROLLER_ENV, WORKER_ENV, Settings
 
 PATH = Path(__file__).with_name("serve_config.yaml")
 IMPORT_PATH = "serve.app:app_builder"
@@ -36,7 +36,7 @@ def config(settings: Settings | None = None) -> dict:
         name="novaberg", route_prefix="/", import_path=IMPORT_PATH, runtime_env={"env_vars": dict(WORKER_ENV)}, args={},
         deployments=[deployment_to_schema(d) for d in built.deployments]).model_dump(exclude_unset=True)
     deploy = {"proxy_location": "EveryNode", "http_options": {"host": "0.0.0.0", "port": settings.http_port},
-              "applications": [app]}
+              "controller_options": {"runtime_env": {"env_vars": dict(CONTROLLER_ENV)}}, "applications": [app]}
     ServeDeploySchema.model_validate(deploy)
     return deploy
 

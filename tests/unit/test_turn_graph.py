@@ -91,7 +91,7 @@ def test_cpu_by_part_names_python_helpers_by_script_and_leaves_out_the_given_pro
 
     import psutil
 
-    helper = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "0"],
+    helper = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "--bind", "127.0.0.1", "0"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
