@@ -291,11 +291,14 @@ class OpenAICompatBackend:
     """Any OpenAI-compatible server (vLLM server, llama.cpp server, Ollama) over aiohttp.
 
     aiohttp and not httpx: against the stand-in engine (`bench/http_client.py`) a request costs
-    httpx about three times the CPU (its pool checks every idle connection's socket before each
+    httpx three to four times the CPU (its pool checks every idle connection's socket before each
     request), and this client makes every LLM call of every pair."""
 
     CONNECTIONS = 256
     """Connections held open to the server at most (requests beyond wait for one)."""
+    LINE_MAX = 1 << 20
+    """The longest line of a stream read whole (aiohttp's default, 64 KiB, would refuse a server
+    that sends a long answer as one event)."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -315,6 +318,7 @@ class OpenAICompatBackend:
             # the time limit is per read (a long stream is not cut), as the server's own answers go
             timeout=aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=self.settings.openai_timeout_s),
             connector=aiohttp.TCPConnector(limit=self.CONNECTIONS),
+            read_bufsize=self.LINE_MAX,
         )
 
     async def close(self) -> None:

@@ -159,3 +159,22 @@ def test_the_seed_goes_into_the_body_only_when_it_is_set():
     asyncio.run(go(Settings(llm_backend="openai")))
     asyncio.run(go(Settings(llm_backend="openai", llm_seed=7)))
     assert "seed" not in seen[0] and seen[1]["seed"] == 7
+
+
+def test_a_stream_event_longer_than_aiohttp_s_default_line_is_read_whole():
+    long = "Wort " * 30_000  # 150,000 characters in one event
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.json()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        event = {"choices": [{"delta": {"content": long}, "finish_reason": "stop"}]}
+        await resp.write(f"data: {json.dumps(event)}\n\ndata: [DONE]\n\n".encode())
+        return resp
+
+    async def go():
+        async with served(handler, _settings()) as b:
+            return [c async for c in b.chat_stream({"messages": [{"role": "user", "content": "hi"}]})]
+
+    chunks = asyncio.run(go())
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == long
