@@ -22,7 +22,7 @@ from cluster.settings import Settings
 from memory import session
 from pipeline import metrics
 from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, NodeFailed
-from pipeline.services import NODES_DEPLOYMENT, APP_NAME, Deps, Services
+from pipeline.services import NODES_DEPLOYMENT, APP_NAME, Deps, Services, transport
 from pipeline.reiz import stimulus_from_event
 from pipeline.state import Stimulus, TurnState
 from pipeline.trace import TurnTrace
@@ -68,7 +68,8 @@ class PairActor:
             if self.settings.remote_nodes:
                 from ray import serve
 
-                nodes_handle = serve.get_deployment_handle(NODES_DEPLOYMENT, app_name=APP_NAME)
+                nodes_handle = transport(serve.get_deployment_handle(NODES_DEPLOYMENT, app_name=APP_NAME),
+                                         self.settings)
             remote = self.settings.remote_nodes
             plan = self.settings.schedule
             self._human = ChainRunner(HUMAN_CHAIN, remote=remote, nodes_handle=nodes_handle, name="human", schedule=plan)

@@ -15,7 +15,8 @@ whether the pipeline keeps the engine busy.
     python -m bench.harness --pairs 1 --turns 6 --think-s 0 --sweep 8,32 --standin-ms 200 --no-engine-baseline
         # the pipeline's own cost: every LLM call answered after 200 ms by a stand-in (bench/standin.py);
         # adds the turn against its critical path, LLM calls in flight, when the reply starts, CPU per turn
-        # (by part of the system; measure on an otherwise idle machine); --schedule reihe for the written order
+        # (by part of the system; measure on an otherwise idle machine); --schedule reihe for the written order,
+        # --transport ray for the internal deployments called as Ray actor calls instead of over gRPC
 
 Every pair has one unmeasured turn first (its actor is made then); `--cold` measures it too.
 
@@ -491,6 +492,8 @@ def main() -> None:
                     help="answer every LLM call from a stand-in engine after this fixed latency, with no compute "
                          "(the openai backend against bench/standin.py): what is left is the pipeline's own cost")
     ap.add_argument("--schedule", choices=("daten", "reihe"), default="daten", help="the runner's schedule")
+    ap.add_argument("--transport", choices=("grpc", "ray"), default="grpc",
+                    help="how the internal deployments are called (Settings.handle_transport)")
     ap.add_argument("--dump-prompts", action="store_true",
                     help="write every LLM request of the main level to prompts.jsonl (to read where prefix reuse broke)")
     ap.add_argument("--cold", action="store_true",
@@ -522,7 +525,8 @@ def main() -> None:
 
     home = Path(tempfile.mkdtemp(prefix="nbbench-", dir="/tmp"))
     settings = load_settings(home=home, http_port=int(os.environ.get("NOVABERG_HTTP_PORT", "8765")),
-                             node_max_tokens=capped(args.max_tokens), schedule=args.schedule, **engine)
+                             node_max_tokens=capped(args.max_tokens), schedule=args.schedule,
+                             handle_transport=args.transport, **engine)
     rt = runtime.start(settings)
     try:
         key = runtime.create_key(None, operator=True)
@@ -544,7 +548,7 @@ def main() -> None:
             proc.terminate()
     report.update(system={"llm_backend": load["backend"], "llm_model": load["model"], "driver": args.driver,
                           "max_tokens": args.max_tokens, "cpus": os.cpu_count(),
-                          "llm_replicas": settings.llm_replicas, "schedule": args.schedule,
+                          "llm_replicas": settings.llm_replicas, "schedule": args.schedule, "transport": args.transport,
                           "standin_ms": args.standin_ms},
                   gpu=gpu_info(), measured_at=datetime.now(timezone.utc).isoformat())
     report["files"] = ["report.json"] + plots(report, rows, out)

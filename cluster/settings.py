@@ -213,6 +213,13 @@ class Settings(BaseSettings):
     """How the runner orders a turn's nodes: `daten` runs a node as soon as the nodes it depends on
     by data are done (side by side where nothing conflicts); `reihe` one after another, as written."""
 
+    handle_transport: Literal["grpc", "ray"] = "grpc"
+    """How the pair actors, the background workers, the pixie, the node deployment and the ingress
+    reach the internal deployments (LLM, Embedder, Store, Web, Nodes): `grpc` sends each call
+    straight to the replica's own gRPC server (Serve's `_by_reference=False`), `ray` as a Ray actor
+    call with its result in the object store. Same answers and errors; `grpc` costs the caller and
+    the replica a fraction of the CPU per call (bench/harness.py --transport measures both)."""
+
     # --- Postgres pool (lives only in the store deployment and the workers)
     pg_pool_min: int = Field(default=1, ge=0)
     pg_pool_max: int = Field(default=8, ge=1)

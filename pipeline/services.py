@@ -27,6 +27,12 @@ NODES_DEPLOYMENT = "Nodes"
 WEB_DEPLOYMENT = "Web"
 
 
+def transport(handle, settings: Settings):
+    """The handle as `Settings.handle_transport` says: over the replica's gRPC server (`grpc`:
+    no object store, no Ray task per call) or as a Ray actor call (`ray`)."""
+    return handle.options(_by_reference=settings.handle_transport == "ray")
+
+
 @dataclass
 class ChatResult:
     content: str
@@ -245,7 +251,7 @@ class Services:
         from redis.asyncio import Redis
 
         def h(name):
-            return serve.get_deployment_handle(name, app_name=APP_NAME)
+            return transport(serve.get_deployment_handle(name, app_name=APP_NAME), settings)
 
         return cls(
             settings=settings,

@@ -25,6 +25,7 @@ from cluster.settings import Settings
 from memory import session
 from pipeline.figur import einsetzen
 from pipeline.node_config import budget
+from pipeline.services import transport
 from prompts import PromptLibrary
 from serve import charakterkarte, dateien, erschliessung
 from serve.body_limit import BodyLimit
@@ -96,9 +97,7 @@ class Ingress:
 
             start_workers(self.settings)
             start_pixie(self.settings)
-        self.store = store
-        self.llm = llm
-        self.embedder = embedder
+        self.store, self.llm, self.embedder = (transport(h, self.settings) for h in (store, llm, embedder))
         self._pairs: dict[str, Any] = {}
         self._keys: OrderedDict[str, tuple[float, dict | None]] = OrderedDict()
         self._characters: dict[str, float] = {}

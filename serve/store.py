@@ -15,6 +15,7 @@ from ray import serve
 from cluster.settings import Settings
 from memory import pg
 from memory.migrate import apply_migrations
+from pipeline.services import transport
 
 log = logging.getLogger("novaberg.store")
 
@@ -34,7 +35,7 @@ def _versendbar(e: BaseException) -> BaseException:
 class StoreDeployment:
     def __init__(self, settings: dict, embedder):
         self.settings = Settings(**settings)
-        self.embedder = embedder
+        self.embedder = transport(embedder, self.settings)
         self.pool = pg.open_pool(self.settings.database_url, self.settings.pg_pool_min, self.settings.pg_pool_max)
         self._ready = False
         self._lock = asyncio.Lock()
