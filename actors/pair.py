@@ -297,7 +297,9 @@ def get_or_create_pair(user_id: str, character_id: str, settings: Settings):
     placement = {"resources": settings.pair_resources} if settings.pair_resources else {}
     if settings.pair_spread:
         placement["scheduling_strategy"] = "SPREAD"
+    # no task events: Ray would record every call of every pair (a turn, a status) and send them to
+    # the GCS for its state API, which nothing here reads — as Serve does for its replicas
     return PairActorRemote.options(
         name=pair_name(user_id, character_id), namespace=settings.namespace, get_if_exists=True,
-        lifetime="detached", **placement,
+        lifetime="detached", enable_task_events=False, **placement,
     ).remote(user_id, character_id, settings.model_dump(mode="json", by_alias=False))
