@@ -35,6 +35,10 @@ WORKER_ENV = {
     # every handle and replica exports its request counts this often (Serve's default: every 100 ms,
     # a wake-up of each of a pair actor's five handles ten times a second, speaking or not)
     "RAY_SERVE_METRICS_EXPORT_INTERVAL_MS": "1000",
+    # the largest call over a replica's gRPC server (Settings.handle_transport), both ways: Serve
+    # keeps gRPC's 4 MiB, but a Character Card's lorebook alone may carry 500 entries of 8,000
+    # characters on its way to the store, and its export back
+    "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(64 * 1024 * 1024),
 }
 """Environment of every process of the job but the driver (which calls handles synchronously):
 `novaberg up` passes it in the job's runtime_env, the Serve config in the application's."""
