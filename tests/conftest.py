@@ -7,6 +7,7 @@ import asyncio
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from pathlib import Path
 
@@ -59,12 +60,29 @@ def settings(home, stores):
                     thinker_max_iterations=2)
 
 
+RAY_STARTS = 2
+"""Attempts at a tier's Ray. On two shared cores a new Ray in the same test process has now and
+then not come up after the tier before it had shut its own down: its GCS ran, its raylet never
+started, and Ray gave up after 30 s ("The current node timed out during startup"). Only that
+failure is tried once more, said on stderr; any other fails the tier at once."""
+
+
 def start_system(settings, engine=None):
     """Ray + Serve + outbox workers on the session's stores, with an injected engine or the real
     model; a generator for a tier's `system` fixture (taken down when the tier is done)."""
+    import ray
+
     from cluster import runtime
 
-    rt = runtime.start(settings, engine=engine)
+    for attempt in range(1, RAY_STARTS + 1):
+        try:
+            rt = runtime.start(settings, engine=engine)
+            break
+        except Exception as e:
+            if attempt == RAY_STARTS or "timed out during startup" not in str(e):
+                raise
+            print(f"the tier's Ray did not start (attempt {attempt} of {RAY_STARTS}): {e}", file=sys.stderr)
+            ray.shutdown()
     try:
         yield rt
     finally:
