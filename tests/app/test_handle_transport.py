@@ -86,4 +86,3 @@ def test_grpc_calls_bypass_the_object_store(answers):
 def test_the_system_under_test_runs_on_grpc(system):
     """Every other test of this tier then goes through the gRPC transport."""
     assert system.settings.handle_transport == "grpc"
-
