@@ -65,10 +65,16 @@ def block(kept: list[dict], resonanz: dict | None) -> str:
     return "\n".join(lines)
 
 
+BESTAND = ("timeline", "notizen")  # what a pair's next turn finds again, not what this turn's search found
+
+
 def block_tribunal(kept: list[dict], resonanz: dict | None) -> str:
     """The memory part of the tribunal's and the corrector's [FAKTEN]: the anchors of the LZG
-    read, no memory that came by spreading, no path."""
-    lines = [f"- ({e['quelle']}) {e['inhalt']}" for e in kept]
+    read, no memory that came by spreading, no path. The pair's standing entries (the window's
+    appointments, the notes) come before what this turn's search found, so the next turn's prompt
+    repeats them byte for byte and an engine reuses them (a fact check reads a list, no ranking)."""
+    ordered = [e for e in kept if e["quelle"] in BESTAND] + [e for e in kept if e["quelle"] not in BESTAND]
+    lines = [f"- ({e['quelle']}) {e['inhalt']}" for e in ordered]
     lines += [f"- (erinnerung) {m['inhalt']}" for m in (resonanz or {}).get("erinnerungen", []) if m["tiefe"] == 0]
     return "\n".join(lines)
 

@@ -1,7 +1,9 @@
 """tribunal: judge the reply against the situation — what was asked, the directives, the facts,
 the Thinker's annotations as qualified hints (seed 000 §6). It sees the situation apart from the
 object it judges (seed 004 §6: [LAGE] and [FAKTEN], then [ANTWORT]), and writes a verdict with
-reasons.
+reasons. What stays the same for a pair comes first (the figure and the directives in [LAGE], the
+standing part of [FAKTEN]); what this turn brings — [NACHRICHT VON PERSON B], [HINWEISE VORHERIGER
+PRUEFUNGEN], the reply — comes last, so an engine reuses the first part from the turn before.
 
 [FAKTEN] (pipeline/fakten.py) carries today in the pair's time zone, the appointments the turn
 asked for, what agents completed in this turn and the memory the reducer shaped for the judging

@@ -122,3 +122,37 @@ def test_every_block_of_the_prompts_is_in_the_table():
 def test_the_golden_prompts_are_stable():
     # the same state renders the same prompts: today is the turn's time, not the clock's
     assert render() == PROMPTS
+
+
+def _tribunal_prompt(state: TurnState) -> str:
+    llm = ScriptedLLM({"tribunal": ['{"urteil": "ok", "gruende": []}']})
+    deps = deps_for(llm)
+
+    async def go():
+        for node in (reducer, tribunal):
+            await run_node(node, state, deps)
+    asyncio.run(go())
+    return "".join(f"<{m['role']}>{m['content']}" for m in llm.calls[0]["messages"])
+
+
+def test_the_next_turns_tribunal_prompt_repeats_everything_that_stayed_the_same():
+    """Prefix reuse (issue #16): a pair's next turn — seven minutes later, another message, another
+    search hit, no appointment asked, another reply — sends the same bytes up to the end of what
+    stayed: the rules, the figure, the directives, the window's appointments. What changed comes
+    after it: this turn's search hit, the clock, the message, the hints, the reply."""
+    now = golden_state()
+    later = golden_state().model_copy(update={
+        "stimulus": now.stimulus.model_copy(update={"received_at": MONTAG.replace(minute=37), "turn_id": "spaeter",
+                                                    "user_prompt": "Und was mache ich am Mittwoch?"}),
+        "memory": now.memory.model_copy(update={"kzg": [{"inhalt": "Yoga tut ihm gut", "similarity": 0.7}]}),
+        "route": RouteRecord(), "plan": PlanRecord(),
+        "pruefung": PruefungRecord(status="ok", reply="Am Mittwoch hast du Yoga.")})
+    a, b = _tribunal_prompt(now), _tribunal_prompt(later)
+    same = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+    stayed = a.index("- (timeline) Mittwoch, 09.12.2026, 18:30 Uhr (uebermorgen): Yoga\n") + len(
+        "- (timeline) Mittwoch, 09.12.2026, 18:30 Uhr (uebermorgen): Yoga\n")
+    assert same >= stayed and a[stayed:].startswith("- (kzg) Bello ist ein Beagle")
+    for changed in ("Bello ist ein Beagle", "09:30 Uhr", "Wann ist mein Zahnarzttermin?", "Thinker-Korrektur",
+                    "Dein Termin ist am Dienstag"):
+        assert a.index(changed) >= same, changed
+    assert same / len(b) > 0.75, same / len(b)
