@@ -235,6 +235,11 @@ class ChainRunner:
         deps.trace.add_rows(out["rows"])
         deps.trace.llm_ms += out["llm_ms"]
         deps.trace.embed_ms += out["embed_ms"]
+        calls, prompt_tokens, completion_tokens = out["usage"]
+        deps.trace.llm_calls += calls
+        deps.trace.prompt_tokens += prompt_tokens
+        deps.trace.completion_tokens += completion_tokens
+        deps.trace.system_prompts.update(out["system_prompts"])
         fields = TurnState.model_fields
         return {k: fields[k].annotation.__args__[0].model_validate(v) if v is not None else None
                 for k, v in out["update"].items()}

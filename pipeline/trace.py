@@ -31,7 +31,7 @@ class TurnTrace:
         self.cache: dict[str, Any] = {}
         self.system_prompts: dict[str, str] = {}
         """The system message each node last sent to the LLM in this turn, by node (the leak guard
-        compares the reply with what the model was told; a remote node's stays in its deployment)."""
+        compares the reply with what the model was told; a remote node's comes back with its result)."""
         self.chain = "character"
         """Which chain is running: "human" or "character" (set by the runner)."""
         """Per-turn cache: lives exactly as long as this turn, inside the pair actor."""

@@ -1,5 +1,8 @@
 """The stateless node deployment: runs any node of the chain for any pair, when the
-configuration places that node here (`Settings.remote_nodes`) instead of in the pair actor."""
+configuration places that node here (`Settings.remote_nodes`) instead of in the pair actor. What
+the node recorded comes back with its result: its rows, its time at the LLM and the embedder, its
+LLM calls and tokens (the turn's usage in `pipeline_log`) and the system messages it sent (the leak
+guard compares the reply with them)."""
 from __future__ import annotations
 
 from typing import Any
@@ -32,4 +35,6 @@ class NodeDeployment:
         # the same view the pair actor's runner gives: declared records only, an undeclared read fails
         update = await node.run(view_for(state, node.READS, name), Deps(self._services, trace))
         return {"update": {k: (v.model_dump(mode="json") if v is not None else None) for k, v in update.items()},
-                "rows": trace.rows, "llm_ms": trace.llm_ms, "embed_ms": trace.embed_ms}
+                "rows": trace.rows, "llm_ms": trace.llm_ms, "embed_ms": trace.embed_ms,
+                "usage": [trace.llm_calls, trace.prompt_tokens, trace.completion_tokens],
+                "system_prompts": trace.system_prompts}

@@ -17,8 +17,9 @@ it is clean; `bereinigt` — the reply without the leaked sentences and markers,
 it is left and clean; `ersatzantwort` — ERSATZ_ANTWORT. The replacement goes to `urteil.reply`,
 which `current_reply` — and so the dispatcher's commit — takes first.
 
-A node that runs remote (`Settings.remote_nodes`) sends its system message from the node
-deployment: then its templates and the pair's record stand in (`fallback vorlagen` in the log,
+A node that runs remote (`Settings.remote_nodes`) returns the system messages it sent with its
+result, so they are compared as well. Where the responder's is missing all the same (it sent none
+in this turn), its templates and the pair's record stand in (`fallback vorlagen` in the log,
 `systemprompts` in the decision entry). Not covered, on purpose: the history and the per-turn
 material (memory, notes, the Verfasser's content) — the reply may and should repeat what they say.
 """
@@ -173,7 +174,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     frags, marker, gesehen = muster(deps, model, state.pair)
     if "responder" not in gesehen:
         log.info("leckschutz: fallback vorlagen: the responder's rendered system prompt was not seen in this turn "
-                 "(a remote node); its templates and the pair's record stand in")
+                 "(it sent none); its templates and the pair's record stand in")
     funde = pruefen(reply, frags, marker, state.stimulus.text)
     deps.trace.decision(NAME, "leckschutz.pruefung", "leck" if funde else "sauber",
                         {"funde": funde[:5], "zahl": len(funde), "zeichen": len(reply), "muster": len(frags),

@@ -1,4 +1,5 @@
-"""A node placed in the node deployment gets the records it reads and its result merges typed."""
+"""A node placed in the node deployment gets the records it reads and its result merges typed (the
+real deployment: tests/app/test_remote_nodes.py)."""
 import asyncio
 import types
 
@@ -27,7 +28,7 @@ def test_remote_node_roundtrip():
         return {"update": {"pair": {"character_name": records["stimulus"]["character_id"].title()}},
                 "rows": [{"seq": 0, "node": name, "art": "switch", "entscheidung": "x.y", "outcome": "z",
                           "inputs": {}, "at": "2026-11-30T00:00:00+00:00"}],
-                "llm_ms": 5.0, "embed_ms": 1.0}
+                "llm_ms": 5.0, "embed_ms": 1.0, "usage": [1, 30, 4], "system_prompts": {name: "[ROLLE]"}}
 
     handle = _Remote(fake)
     node = types.SimpleNamespace(NAME="db_zugriff", READS=("stimulus",), WRITES=("pair",), run=None)
@@ -39,4 +40,6 @@ def test_remote_node_roundtrip():
     assert isinstance(state.pair, PairRecord) and state.pair.character_name == "Nova"
     assert [r["art"] for r in trace.rows] == ["switch", "node"]
     assert trace.llm_ms == 5.0 and trace.embed_ms == 1.0
+    assert (trace.llm_calls, trace.prompt_tokens, trace.completion_tokens) == (1, 30, 4)
+    assert trace.system_prompts == {"db_zugriff": "[ROLLE]"}
     assert handle.calls[0][2] == "character"
