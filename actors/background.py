@@ -44,14 +44,37 @@ async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
             await kzg.add_entry(services.redis, s.user_id, s.character_id, w.inhalt, vec, emotion=w.emotion,
                                 arousal=w.arousal, quelle=s.turn_id, entry_id=f"turn-{s.turn_id}")
         elif isinstance(w, DelegationSchreiben):
-            await services.redis.rpush(f"{DELEGATIONS}:{s.user_id}:{s.character_id}",
-                                       json.dumps({"aufgabe": w.aufgabe, "turn_id": s.turn_id}))
+            await delegieren(services.redis, s.user_id, s.character_id, s.turn_id, w.aufgabe)
     rows = [dict(r, seq=r["seq"] + LOG_SEQ_OFFSET) for r in trace.rows]
     async with pool.connection() as conn:
         await pg._insert_log_rows(conn, s.user_id, s.character_id, s.turn_id, rows)
     await services.redis.set(done_key, str(time.time()), ex=DONE_TTL_S)
     log.info("background: turn %s of %s:%s done (%d writes)", s.turn_id, s.user_id, s.character_id,
              len(state.hintergrund.pending_writes) if state.hintergrund else 0)
+
+
+_DELEGIEREN = """
+if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[2]) then
+  redis.call('RPUSH', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+"""
+
+
+async def delegieren(redis, user_id: str, character_id: str, turn_id: str, aufgabe: str) -> bool:
+    """Queue a delegated task for the pixie once per turn and wording: a job delivered again (its
+    worker died after queueing, before the job was marked done) finds the task's key and queues
+    nothing, so the pixie does not research the same task twice. False when it was queued already."""
+    from actors.pixie import Delegation  # late: the pixie module reads this one's names late as well
+
+    task = Delegation(aufgabe=aufgabe, turn_id=turn_id)
+    queued = await redis.eval(_DELEGIEREN, 2, f"{DELEGATIONS}:{user_id}:{character_id}",
+                              f"bg:{task.schluessel()}:{user_id}:{character_id}", task.model_dump_json(), DONE_TTL_S)
+    if not queued:
+        log.info("background: delegation %r of turn %s is queued already (a job delivered again); not again",
+                 aufgabe, turn_id)
+    return bool(queued)
 
 
 IMPULS_CLAIM_S = 120

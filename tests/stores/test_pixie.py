@@ -198,3 +198,26 @@ def test_unusable_answers_return_the_task_then_give_it_up(stores, migrated):
         assert await _lists(r, user, ch) == ([], [])
 
     _run(stores, migrated, go)
+
+
+def test_a_delegation_is_queued_once_however_often_its_job_is_delivered(stores, migrated):
+    """The background job queues its turn's delegations; a worker that dies after queueing and
+    before the job is marked done leaves the job to be delivered again. The second delivery queues
+    nothing, so the pixie researches the task once; another task of the turn, and the same task in
+    another turn, are queued."""
+    from actors.background import delegieren
+
+    async def go(p, r):
+        ch, user = f"deleg-{uuid.uuid4().hex[:8]}", "pixie-user"
+        first = await delegieren(r, user, ch, "t-1", "Was sind Magnetare?")
+        again = await delegieren(r, user, ch, "t-1", "Was sind Magnetare?")
+        other = await delegieren(r, user, ch, "t-1", "Wie heiss ist die Sonne?")
+        later = await delegieren(r, user, ch, "t-2", "Was sind Magnetare?")
+        queue, _ = await _lists(r, user, ch)
+        assert (first, again, other, later) == (True, False, True, True)
+        assert [(t["aufgabe"], t["turn_id"]) for t in queue] == [
+            ("Was sind Magnetare?", "t-1"), ("Wie heiss ist die Sonne?", "t-1"), ("Was sind Magnetare?", "t-2")]
+        # the queued task is what the pixie reads
+        assert pixie.Delegation.model_validate(queue[0]).schluessel().startswith("delegation:t-1:")
+
+    _run(stores, migrated, go)
