@@ -1,8 +1,10 @@
 """[FAKTEN]: what the judging nodes — the tribunal and the corrector — judge a reply against.
 
-Today in the pair's time zone (weekday, date, time), the appointments the turn asked for (the
-router's read), what agents completed in this turn (an appointment entered now is the result, not
-an invention — seed 000 §3.2), and the memory as the reducer shaped it for them. Seed 004 puts the
+The memory as the reducer shaped it for them (the pair's standing entries first), then today in
+the pair's time zone (weekday, date, time), the appointments the turn asked for (the router's
+read) and what agents completed in this turn (an appointment entered now is the result, not an
+invention — seed 000 §3.2): what changes every turn comes last, so an engine reuses what stood
+before it. Seed 004 puts the
 remedy for an invented weekday here: the responder's input was right, the check must see the date.
 
 Today is the turn's own time (`stimulus.received_at`), so a turn is judged against the day it

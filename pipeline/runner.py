@@ -235,11 +235,12 @@ class ChainRunner:
         deps.trace.add_rows(out["rows"])
         deps.trace.llm_ms += out["llm_ms"]
         deps.trace.embed_ms += out["embed_ms"]
-        calls, prompt_tokens, completion_tokens = out["usage"]
+        # a replica of a release before these keys (a rolling update) reports none
+        calls, prompt_tokens, completion_tokens = out.get("usage", (0, 0, 0))
         deps.trace.llm_calls += calls
         deps.trace.prompt_tokens += prompt_tokens
         deps.trace.completion_tokens += completion_tokens
-        deps.trace.system_prompts.update(out["system_prompts"])
+        deps.trace.system_prompts.update(out.get("system_prompts", {}))
         fields = TurnState.model_fields
         return {k: fields[k].annotation.__args__[0].model_validate(v) if v is not None else None
                 for k, v in out["update"].items()}
