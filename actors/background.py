@@ -19,12 +19,17 @@ LOG_SEQ_OFFSET = 10_000  # background rows follow the turn's own rows in pipelin
 DELEGATIONS = "delegationen"
 
 
+def erledigt_key(user_id: str, character_id: str, turn_id: str) -> str:
+    """The marker of a turn's finished background job (its time): a job delivered again skips."""
+    return f"bg:done:{user_id}:{character_id}:{turn_id}"
+
+
 async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
     from memory import pg
 
     state = TurnState.model_validate(job["state"])
     s = state.stimulus
-    done_key = f"bg:done:{s.user_id}:{s.character_id}:{s.turn_id}"
+    done_key = erledigt_key(s.user_id, s.character_id, s.turn_id)
     if await services.redis.exists(done_key):
         log.info("background: turn %s done already (a re-claimed job); skipped", s.turn_id)
         return

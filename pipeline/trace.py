@@ -29,12 +29,12 @@ class TurnTrace:
         """When each node first started, since the turn began (the reply starts with the responder)."""
         self.started = time.perf_counter()
         self.cache: dict[str, Any] = {}
+        """Per-turn cache: lives exactly as long as this turn, inside the pair actor."""
         self.system_prompts: dict[str, str] = {}
         """The system message each node last sent to the LLM in this turn, by node (the leak guard
         compares the reply with what the model was told; a remote node's comes back with its result)."""
         self.chain = "character"
         """Which chain is running: "human" or "character" (set by the runner)."""
-        """Per-turn cache: lives exactly as long as this turn, inside the pair actor."""
 
     def _now(self) -> str:
         return datetime.now(timezone.utc).isoformat()

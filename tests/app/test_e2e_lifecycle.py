@@ -7,7 +7,7 @@ import pytest
 import ray
 from redis import Redis
 
-from actors.background import LOG_SEQ_OFFSET
+from actors.background import LOG_SEQ_OFFSET, erledigt_key
 from actors.pair import pair_name
 from actors.worker import worker_name
 from memory import outbox, pg
@@ -53,7 +53,7 @@ def _holder(r, turn_id: str) -> str | None:
     return None
 
 
-def test_a_job_whose_worker_is_killed_while_it_runs_is_finished_once_by_a_re_claim(client, keys, settings,
+def test_a_job_whose_worker_is_killed_while_it_runs_is_finished_by_a_re_claim(client, keys, settings,
                                                                                     character):
     """The worker is killed while it runs the turn's background job: Ray brings it back, the job
     stays pending until its claim runs out and is then finished by a delivery of its own — the
@@ -68,7 +68,7 @@ def test_a_job_whose_worker_is_killed_while_it_runs_is_finished_once_by_a_re_cla
         holder = wait_for(lambda: _holder(r, turn_id), timeout=30, interval=0.02)
         killed_at = time.time()
         ray.kill(ray.get_actor(holder, namespace=settings.namespace), no_restart=False)
-        done = wait_for(lambda: r.get(f"bg:done:alice:{character}:{turn_id}"),
+        done = wait_for(lambda: r.get(erledigt_key("alice", character, turn_id)),
                         timeout=settings.outbox_claim_idle_ms / 1000 + 60)
         # finished after the killed worker's claim ran out: by the job delivered again, not by the dead one
         assert float(done) - killed_at >= settings.outbox_claim_idle_ms / 1000 - 1
