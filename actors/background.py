@@ -10,7 +10,7 @@ from typing import Any
 from memory import kzg, session
 from pipeline.runner import BACKGROUND_CHAIN, ChainRunner
 from pipeline.services import Deps, Services
-from pipeline.state import DelegationSchreiben, KzgSchreiben, TurnState
+from pipeline.state import DelegationSchreiben, KzgSchreiben, Schreibauftrag, Stimulus, TurnState
 from pipeline.trace import TurnTrace
 
 log = logging.getLogger("novaberg.background")
@@ -22,6 +22,11 @@ DELEGATIONS = "delegationen"
 def erledigt_key(user_id: str, character_id: str, turn_id: str) -> str:
     """The marker of a turn's finished background job (its time): a job delivered again skips."""
     return f"bg:done:{user_id}:{character_id}:{turn_id}"
+
+
+def delegation_key(user_id: str, character_id: str, turn_id: str, nummer: int) -> str:
+    """The marker of a turn's `nummer`-th queued delegation."""
+    return f"bg:delegation:{turn_id}:{nummer}:{user_id}:{character_id}"
 
 
 async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
@@ -43,19 +48,27 @@ async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
         if not await session.annotate_turn(services.redis, s.user_id, s.character_id, s.turn_id, felder):
             log.warning("background: turn %s of %s:%s no longer in the session; its kern is not stored", s.turn_id,
                         s.user_id, s.character_id)
-    for w in state.hintergrund.pending_writes if state.hintergrund else []:
-        if isinstance(w, KzgSchreiben):
-            vec = await services.embedder.embed(trace, w.inhalt)
-            await kzg.add_entry(services.redis, s.user_id, s.character_id, w.inhalt, vec, emotion=w.emotion,
-                                arousal=w.arousal, quelle=s.turn_id, entry_id=f"turn-{s.turn_id}")
-        elif isinstance(w, DelegationSchreiben):
-            await delegieren(services.redis, s.user_id, s.character_id, s.turn_id, w.aufgabe)
+    await schreiben(services, trace, s, state.hintergrund.pending_writes if state.hintergrund else [])
     rows = [dict(r, seq=r["seq"] + LOG_SEQ_OFFSET) for r in trace.rows]
     async with pool.connection() as conn:
         await pg._insert_log_rows(conn, s.user_id, s.character_id, s.turn_id, rows)
     await services.redis.set(done_key, str(time.time()), ex=DONE_TTL_S)
     log.info("background: turn %s of %s:%s done (%d writes)", s.turn_id, s.user_id, s.character_id,
              len(state.hintergrund.pending_writes) if state.hintergrund else 0)
+
+
+async def schreiben(services: Services, trace: TurnTrace, s: Stimulus, writes: list[Schreibauftrag]) -> None:
+    """The turn's pending writes, each once however often the job is delivered: the KZG entry
+    keyed by the turn, each delegation by the turn and its place among the turn's delegations."""
+    delegationen = 0
+    for w in writes:
+        if isinstance(w, KzgSchreiben):
+            vec = await services.embedder.embed(trace, w.inhalt)
+            await kzg.add_entry(services.redis, s.user_id, s.character_id, w.inhalt, vec, emotion=w.emotion,
+                                arousal=w.arousal, quelle=s.turn_id, entry_id=f"turn-{s.turn_id}")
+        elif isinstance(w, DelegationSchreiben):
+            await delegieren(services.redis, s.user_id, s.character_id, s.turn_id, w.aufgabe, delegationen)
+            delegationen += 1
 
 
 _DELEGIEREN = """
@@ -67,18 +80,20 @@ return 0
 """
 
 
-async def delegieren(redis, user_id: str, character_id: str, turn_id: str, aufgabe: str) -> bool:
-    """Queue a delegated task for the pixie once per turn and wording: a job delivered again (its
-    worker died after queueing, before the job was marked done) finds the task's key and queues
-    nothing, so the pixie does not research the same task twice. False when it was queued already."""
+async def delegieren(redis, user_id: str, character_id: str, turn_id: str, aufgabe: str, nummer: int = 0) -> bool:
+    """Queue the turn's `nummer`-th delegated task for the pixie once: a job delivered again (its
+    worker died after queueing, before the job was marked done) runs salience again, and a model
+    that words the task differently the second time must not queue a second research. The marker
+    is the turn and the task's place among the turn's delegations, not its wording. False when it
+    was queued already."""
     from actors.pixie import Delegation  # late: the pixie module reads this one's names late as well
 
     task = Delegation(aufgabe=aufgabe, turn_id=turn_id)
     queued = await redis.eval(_DELEGIEREN, 2, f"{DELEGATIONS}:{user_id}:{character_id}",
-                              f"bg:{task.schluessel()}:{user_id}:{character_id}", task.model_dump_json(), DONE_TTL_S)
+                              delegation_key(user_id, character_id, turn_id, nummer), task.model_dump_json(), DONE_TTL_S)
     if not queued:
-        log.info("background: delegation %r of turn %s is queued already (a job delivered again); not again",
-                 aufgabe, turn_id)
+        log.info("background: delegation %d of turn %s is queued already (a job delivered again); %r not queued",
+                 nummer, turn_id, aufgabe)
     return bool(queued)
 
 

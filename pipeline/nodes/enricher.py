@@ -200,6 +200,28 @@ async def _plugins(deps: Deps, s, such_vektor, *, suchschluessel: bool = True) -
     return dict(zip((p.NAME for p in found), await asyncio.gather(*(one(p) for p in found))))
 
 
+VORPRUEFUNG = "enricher.vorpruefung"
+
+
+def vorpruefung_starten(deps: Deps, user_id: str, character_id: str) -> None:
+    """Start the character chain's pre-check now, once per turn. The pair actor starts it before
+    the first node: nothing the turn writes before the enricher is among what it reads (the
+    summary, the KZG count, whether LZG, the library, the character's knowledge and the file index
+    hold anything, the previous turn's cluster), so its round trip runs beside perzeption's model
+    call instead of on the reply's path. The reads are independent: one round trip's time."""
+    if VORPRUEFUNG in deps.trace.cache:
+        return
+    task = asyncio.ensure_future(asyncio.gather(
+        _zusammenfassung(deps, user_id, character_id), kzg.count(deps.redis, user_id, character_id),
+        deps.store.call("lzg.has_nodes", user_id, character_id),
+        deps.store.call("library.bestand", user_id, character_id),
+        deps.store.call("aufzeichnungen.bestand", user_id, character_id),
+        _cluster(deps, user_id, character_id)))
+    # a turn that ends before its enricher leaves the result unread; the enricher re-raises a failure
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    deps.trace.cache[VORPRUEFUNG] = task
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     cfg = deps.services.memory_cfg
@@ -217,13 +239,9 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if deps.trace.chain == "human":
         return {"memory": MemoryRecord(**base)}
     # pre-check: rewrite, shift and search only when KZG, LZG, the library, the character's knowledge or the
-    # file index hold something (the reads are independent: one round trip's time)
-    base["zusammenfassung"], n_kzg, has_lzg, bib, n_dateien, cluster = await asyncio.gather(
-        _zusammenfassung(deps, s.user_id, s.character_id), kzg.count(deps.redis, s.user_id, s.character_id),
-        deps.store.call("lzg.has_nodes", s.user_id, s.character_id),
-        deps.store.call("library.bestand", s.user_id, s.character_id),
-        deps.store.call("aufzeichnungen.bestand", s.user_id, s.character_id),
-        _cluster(deps, s.user_id, s.character_id))
+    # file index hold something (started at the turn's start, see vorpruefung_starten)
+    vorpruefung_starten(deps, s.user_id, s.character_id)
+    base["zusammenfassung"], n_kzg, has_lzg, bib, n_dateien, cluster = await deps.trace.cache[VORPRUEFUNG]
     has_kzg = n_kzg > 0
     if not (has_kzg or has_lzg or bib["aktiv"] or bib["charakter"] or n_dateien):
         _, exit_, _ = wahrnehmung_verschieben(raw_vec, a, None, cfg, gedaechtnis_suche=False)

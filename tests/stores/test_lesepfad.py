@@ -104,6 +104,39 @@ def test_the_enricher_reads_through_the_path_with_the_pairs_configuration(stores
     assert out.lzg_resonanz["erinnerungen"][0]["inhalt"] == "Anna hat einen Hund namens Bello."
 
 
+def test_the_pre_check_started_at_the_turns_start_is_the_one_the_enricher_reads(stores, migrated):
+    """The pair actor starts the enricher's pre-check before the first node (beside perzeption's
+    model call): its reads run once, before the enricher, and the enricher searches the memory they
+    found instead of asking again."""
+    user, ch = new_pair("lp-vor")
+
+    async def go(p):
+        r = Redis.from_url(stores.redis_url)
+        try:
+            await lzg.add_nodes(p, user, ch, [{"inhalt": "Anna hat einen Hund namens Bello.", "embedding": unit(0)}])
+            store = PoolStore(p)
+            services = Services(settings=Settings(), llm=ScriptedLLM({"query_rewrite": ["Annas Hund"]}),
+                                embedder=_Embedder(), store=store, redis=r, prompts=PromptLibrary())
+            state = TurnState(stimulus=Stimulus(user_id=user, character_id=ch, turn_id="t1",
+                                                user_prompt="Wie heisst Annas Hund?"))
+            trace = TurnTrace(user, ch, "t1")
+            deps = Deps(services, trace)
+            enricher.vorpruefung_starten(deps, user, ch)
+            enricher.vorpruefung_starten(deps, user, ch)  # once per turn
+            await trace.cache[enricher.VORPRUEFUNG]
+            before = [c[0] for c in store.calls]
+            trace.chain = "character"
+            out = (await run_node(enricher, state, deps))["memory"]
+            return before, [c[0] for c in store.calls], out
+        finally:
+            await r.aclose()
+
+    before, calls, out = asyncio.run(with_pool(migrated.database_url, go))
+    assert before == ["lzg.has_nodes", "library.bestand", "aufzeichnungen.bestand"]
+    assert calls.count("lzg.has_nodes") == 1 and calls.index("lesepfad.erinnern") > len(before)
+    assert out.lzg_resonanz["erinnerungen"][0]["inhalt"] == "Anna hat einen Hund namens Bello."
+
+
 def test_keyword_channel_reads_surroundings_stems_and_follows_new_neighbours(pool):
     """Vectors orthogonal to the question leave the keyword channel alone to rank: a turn is found by
     a word only its neighbour holds once the two are linked as `nachbar`, English and German words

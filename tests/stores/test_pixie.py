@@ -202,19 +202,28 @@ def test_unusable_answers_return_the_task_then_give_it_up(stores, migrated):
 
 def test_a_delegation_is_queued_once_however_often_its_job_is_delivered(stores, migrated):
     """The background job queues its turn's delegations; a worker that dies after queueing and
-    before the job is marked done leaves the job to be delivered again. The second delivery queues
-    nothing, so the pixie researches the task once; another task of the turn, and the same task in
-    another turn, are queued."""
-    from actors.background import delegieren
+    before the job is marked done leaves the job to be delivered again, and salience runs again: a
+    model may word the task differently the second time. The second delivery queues nothing, so
+    the pixie researches the turn's task once; a second task of the turn, and a task of another
+    turn, are queued."""
+    from actors.background import schreiben
+    from pipeline.state import DelegationSchreiben, Stimulus
+    from pipeline.trace import TurnTrace
 
     async def go(p, r):
         ch, user = f"deleg-{uuid.uuid4().hex[:8]}", "pixie-user"
-        first = await delegieren(r, user, ch, "t-1", "Was sind Magnetare?")
-        again = await delegieren(r, user, ch, "t-1", "Was sind Magnetare?")
-        other = await delegieren(r, user, ch, "t-1", "Wie heiss ist die Sonne?")
-        later = await delegieren(r, user, ch, "t-2", "Was sind Magnetare?")
+        services = Services(settings=Settings(), llm=None, embedder=None, store=None, redis=r,
+                            prompts=PromptLibrary())
+
+        async def job(turn_id, *aufgaben):
+            s = Stimulus(user_id=user, character_id=ch, turn_id=turn_id, user_prompt="Finde etwas heraus.")
+            await schreiben(services, TurnTrace(user, ch, turn_id), s, [DelegationSchreiben(aufgabe=a) for a in aufgaben])
+
+        await job("t-1", "Was sind Magnetare?")
+        await job("t-1", "Recherchiere: Magnetare")  # delivered again, the model worded it anew
+        await job("t-1", "Magnetare?", "Wie heiss ist die Sonne?")  # again, now with a second task
+        await job("t-2", "Was sind Magnetare?")
         queue, _ = await _lists(r, user, ch)
-        assert (first, again, other, later) == (True, False, True, True)
         assert [(t["aufgabe"], t["turn_id"]) for t in queue] == [
             ("Was sind Magnetare?", "t-1"), ("Wie heiss ist die Sonne?", "t-1"), ("Was sind Magnetare?", "t-2")]
         # the queued task is what the pixie reads
