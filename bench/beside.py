@@ -2,8 +2,9 @@
 ratios between them: this machine's figures move by a quarter or more between sessions, so a
 before and an after are only compared when they were measured side by side.
 
-    python -m bench.beside --base e72dc07 --base-args="--schedule reihe"
-        # the commit the scheduling issue's figures come from, in its written order, against today
+    python -m bench.beside --base e72dc07 --base-patch 412f5a3 --base-args="--schedule reihe"
+        # the scheduling issue's code in its written order, with the harness's warm pairs (412f5a3: the
+        # base's harness measured every pair's first turn, its actor's creation included), against today
     python -m bench.beside --base HEAD~3 --rounds 2 -- --pairs 1 --turns 5 --sweep 8
 
 The base commit runs from a git worktree (removed afterwards) with this checkout's environment;
@@ -135,11 +136,25 @@ def run_harness(code: Path, args: list[str], out: Path, log: Path) -> dict[str, 
     return json.loads((out / "report.json").read_text())
 
 
+def patch_bench(root: Path, tree: Path, rev: str) -> None:
+    """Apply what `rev` changed under bench/ onto the base's worktree (three-way, so the base's own
+    later lines around it do not stop it); a change that does not apply stops the run."""
+    diff = subprocess.run(["git", "diff", f"{rev}^", rev, "--", "bench/"], cwd=root, check=True, capture_output=True)
+    if not diff.stdout.strip():
+        raise SystemExit(f"{rev} changed nothing under bench/")
+    done = subprocess.run(["git", "apply", "--3way"], cwd=tree, input=diff.stdout, capture_output=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{rev}'s benchmark change does not apply onto the base: {done.stderr.decode().strip()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", required=True, help="the earlier commit (any git revision)")
     ap.add_argument("--base-args", default="", help="harness arguments for the base only, e.g. '--schedule reihe'")
     ap.add_argument("--head-args", default="", help="harness arguments for this checkout only")
+    ap.add_argument("--base-patch", action="append", default=[], metavar="REV",
+                    help="apply the change REV made under bench/ onto the base: a later fix of the benchmark itself "
+                         "(412f5a3: warm pairs), so both sides measure the same way; the product code stays the base's")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--out", type=Path)
     ap.add_argument("harness", nargs="*", help=f"harness arguments for both (after --); default: {' '.join(HARNESS_ARGS)}")
@@ -155,6 +170,8 @@ def main() -> None:
         subprocess.run(["git", "worktree", "add", "--detach", str(tree), base_rev], cwd=root, check=True,
                        capture_output=True)
         try:
+            for rev in args.base_patch:
+                patch_bench(root, tree, rev)
             for r in range(args.rounds):
                 order = ("base", "head") if r % 2 == 0 else ("head", "base")
                 for side in order:
@@ -169,7 +186,8 @@ def main() -> None:
     checks = goals(table)
     print(render(table, checks, base_rev, head_rev))
     (out / "beside.json").write_text(json.dumps({
-        "base": base_rev, "head": head_rev, "harness": common, "base_args": args.base_args, "head_args": args.head_args,
+        "base": base_rev, "base_patches": args.base_patch, "head": head_rev, "harness": common,
+        "base_args": args.base_args, "head_args": args.head_args,
         "rounds": args.rounds, "measured_at": datetime.now(timezone.utc).isoformat(), "table": table, "goals": checks,
         "reports": reports}, indent=1))
     print(f"\nreports and beside.json in {out}")
