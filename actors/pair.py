@@ -21,9 +21,8 @@ from actors.arrival import ArrivalOrder
 from cluster.settings import Settings
 from memory import session
 from pipeline import metrics
-from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, NodeFailed
+from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, NodeFailed, vorab_starten
 from pipeline.services import NODES_DEPLOYMENT, APP_NAME, Deps, Services, transport
-from pipeline.nodes.enricher import vorpruefung_starten
 from pipeline.reiz import stimulus_from_event
 from pipeline.state import Stimulus, TurnState
 from pipeline.trace import TurnTrace
@@ -178,12 +177,8 @@ class PairActor:
         trace = TurnTrace(self.user_id, self.character_id, turn_id, events)
         try:
             deps = Deps(services, trace)
-            if "enricher" not in self.settings.remote_nodes:
-                # the enricher embeds the stimulus in both chains and the character chain's reads a
-                # pre-check: start both beside perzeption's model call
-                if stimulus.text:
-                    services.embedder.prefetch(trace, stimulus.text)
-                vorpruefung_starten(deps, self.user_id, self.character_id)
+            # the nodes' reads that need nothing of this turn start now, beside perzeption's model call
+            vorab_starten(deps, stimulus, self.settings.remote_nodes)
             if stimulus.herkunft == "user":
                 # a message of the human: perceive and remember it, then Nova answers
                 await self._human.run(state, deps)

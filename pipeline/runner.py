@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 from pipeline import schedule
 from pipeline.schedule import SCHEDULES
 from pipeline.services import Deps
-from pipeline.state import RECORDS, TurnState
+from pipeline.state import RECORDS, Stimulus, TurnState
 
 log = logging.getLogger("novaberg.runner")
 
@@ -102,6 +102,25 @@ class NodeView:
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise NodeContractError(f"node {self._node} assigned {name!r}: a node returns the records it writes")
+
+
+def _names(step) -> tuple[str, ...]:
+    return step.names() if isinstance(step, Loop) else (step,)
+
+
+def vorab_starten(deps: Deps, stimulus: Stimulus, remote: Sequence[str] = ()) -> list[str]:
+    """At a turn's start, every node of the two chains that defines `vorab(deps, stimulus)` starts
+    the reads it needs nothing of this turn for (declared as `VORAB_READS`; nothing the turn runs
+    before the node writes them), so they run beside perzeption's model call instead of on the
+    reply's path. A node in the node deployment (`remote`) starts nothing: its reads happen there.
+    Returns the nodes that started reads."""
+    started = []
+    for name in dict.fromkeys(n for chain in (HUMAN_CHAIN, CHARACTER_CHAIN) for step in chain for n in _names(step)):
+        mod = load_node(name)
+        if name not in remote and hasattr(mod, "vorab"):
+            mod.vorab(deps, stimulus)
+            started.append(name)
+    return started
 
 
 def view_for(state: TurnState, reads: Sequence[str], node: str = "?") -> NodeView:

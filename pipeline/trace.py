@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 log = logging.getLogger("novaberg.pipeline")
 
@@ -35,6 +35,18 @@ class TurnTrace:
         compares the reply with what the model was told; a remote node's comes back with its result)."""
         self.chain = "character"
         """Which chain is running: "human" or "character" (set by the runner)."""
+
+    def start_once(self, key: str, make: Callable[[], Awaitable[Any]]) -> asyncio.Future:
+        """Start `make()` under `key` once in this turn and return its future: a read a node starts
+        at the turn's start (`vorab`), or the first of the two chains, is awaited by whoever asks
+        later. A failure is raised to whoever awaits it; one that nobody awaits (the turn ended
+        before the node) is not reported as an exception never retrieved."""
+        fut = self.cache.get(key)
+        if fut is None:
+            fut = asyncio.ensure_future(make())
+            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+            self.cache[key] = fut
+        return fut
 
     def _now(self) -> str:
         return datetime.now(timezone.utc).isoformat()

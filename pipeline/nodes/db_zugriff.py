@@ -2,22 +2,30 @@
 deployment, where connections are pooled)."""
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from pipeline.services import Deps
-from pipeline.state import PairRecord, TurnState
+from pipeline.state import PairRecord, Stimulus, TurnState
 
 NAME = "db_zugriff"
 READS = ("stimulus",)
 WRITES = ("pair",)
 STORE_READS = ("charakter",)
+VORAB_READS = ("charakter",)
+"""What `vorab` reads at the turn's start: only the character chain writes it, after this node."""
 
 log = logging.getLogger("novaberg.node.db_zugriff")
 
 
+def vorab(deps: Deps, s: Stimulus) -> asyncio.Future:
+    """The pair's data, read from the turn's start on (beside perzeption's model call) and once."""
+    return deps.trace.start_once("db_zugriff.pair", lambda: deps.store.load_pair(s.user_id, s.character_id))
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
-    row = await deps.store.load_pair(s.user_id, s.character_id)
+    row = await vorab(deps, s)
     if row["character_found"]:
         name = row["character_name"]
         outcome = "charakter_geladen"

@@ -20,7 +20,7 @@ from memory.ziele import Aktivierung, aktivieren, wahrnehmung_verschieben, ziel_
 from pipeline import plugins
 from pipeline.llm_json import ask
 from pipeline.services import Deps
-from pipeline.state import MemoryRecord, SessionTurn, TurnState
+from pipeline.state import MemoryRecord, SessionTurn, Stimulus, TurnState
 
 NAME = "enricher"
 READS = ("stimulus", "perzeption", "emotion")
@@ -43,13 +43,8 @@ class SessionDefect(RuntimeError):
 
 
 async def _session(deps: Deps, user_id: str, character_id: str) -> list[SessionTurn]:
-    # both chains of one turn run the enricher: the session is read once per turn
-    cached = deps.trace.cache.get("enricher.session")
-    if cached is not None:
-        return cached
-    turns = await _read_session(deps, user_id, character_id)
-    deps.trace.cache["enricher.session"] = turns
-    return turns
+    # both chains of one turn run the enricher: the session is read once per turn (`vorab` starts it)
+    return await deps.trace.start_once("enricher.session", lambda: _read_session(deps, user_id, character_id))
 
 
 async def _read_session(deps: Deps, user_id: str, character_id: str) -> list[SessionTurn]:
@@ -84,7 +79,7 @@ async def _activate_goals(deps: Deps, state: TurnState, raw_vec) -> Aktivierung:
     s = state.stimulus
     turn_pair = (s.user_id, s.character_id) if deps.trace.chain == "human" else (s.character_id, s.user_id)
     character_id, user_id = ziel_paar_bestimmen(turn_pair, deps.trace.chain)
-    goals = await deps.store.call("ziele.load_goals", character_id, user_id)
+    goals = await _load_goals(deps, character_id, user_id)
     a = aktivieren(goals, raw_vec, deps.services.memory_cfg.goal_threshold)
     if a.ohne_embedding:
         log.error("enricher: goals without embedding %s cannot activate", a.ohne_embedding)
@@ -92,6 +87,12 @@ async def _activate_goals(deps: Deps, state: TurnState, raw_vec) -> Aktivierung:
     if verstaerkt:
         deps.trace.decision(NAME, "enricher.ziele_verstaerkung", "verstaerkt", {"ziele": verstaerkt})
     return a
+
+
+def _load_goals(deps: Deps, character_id: str, user_id: str) -> asyncio.Future:
+    """The goal pair's goals, read once per turn (`vorab` starts the read)."""
+    return deps.trace.start_once(f"enricher.ziele_geladen:{character_id}:{user_id}",
+                                 lambda: deps.store.call("ziele.load_goals", character_id, user_id))
 
 
 def gravitationsterm(a: Aktivierung) -> float:
@@ -201,25 +202,32 @@ async def _plugins(deps: Deps, s, such_vektor, *, suchschluessel: bool = True) -
 
 
 VORPRUEFUNG = "enricher.vorpruefung"
+VORAB_READS = ("session", "ziele", "kzg", "lzg", "library", "charaktere", "aufzeichnungen", "gv")
+"""The stores `vorab` reads at the turn's start: nothing the turn runs before the enricher writes
+them (tests/unit/test_schedule.py)."""
 
 
-def vorpruefung_starten(deps: Deps, user_id: str, character_id: str) -> None:
-    """Start the character chain's pre-check now, once per turn. The pair actor starts it before
-    the first node: nothing the turn writes before the enricher is among what it reads (the
-    summary, the KZG count, whether LZG, the library, the character's knowledge and the file index
-    hold anything, the previous turn's cluster), so its round trip runs beside perzeption's model
-    call instead of on the reply's path. The reads are independent: one round trip's time."""
-    if VORPRUEFUNG in deps.trace.cache:
-        return
-    task = asyncio.ensure_future(asyncio.gather(
+def vorab(deps: Deps, s: Stimulus) -> None:
+    """The enricher's reads that need nothing of this turn, started at its start beside
+    perzeption's model call (the pair actor calls it): the stimulus's vector, the session, the goal
+    pair's goals and the character chain's pre-check."""
+    if s.text:
+        deps.embedder.prefetch(deps.trace, s.text)
+    deps.trace.start_once("enricher.session", lambda: _read_session(deps, s.user_id, s.character_id))
+    _load_goals(deps, *ziel_paar_bestimmen((s.user_id, s.character_id), "human"))
+    vorpruefung_starten(deps, s.user_id, s.character_id)
+
+
+def vorpruefung_starten(deps: Deps, user_id: str, character_id: str) -> asyncio.Future:
+    """The character chain's pre-check, once per turn: the summary, the KZG count, whether LZG,
+    the library, the character's knowledge and the file index hold anything, the previous turn's
+    cluster. The reads are independent: one round trip's time."""
+    return deps.trace.start_once(VORPRUEFUNG, lambda: asyncio.gather(
         _zusammenfassung(deps, user_id, character_id), kzg.count(deps.redis, user_id, character_id),
         deps.store.call("lzg.has_nodes", user_id, character_id),
         deps.store.call("library.bestand", user_id, character_id),
         deps.store.call("aufzeichnungen.bestand", user_id, character_id),
         _cluster(deps, user_id, character_id)))
-    # a turn that ends before its enricher leaves the result unread; the enricher re-raises a failure
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())
-    deps.trace.cache[VORPRUEFUNG] = task
 
 
 async def run(state: TurnState, deps: Deps) -> dict:
@@ -239,9 +247,9 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if deps.trace.chain == "human":
         return {"memory": MemoryRecord(**base)}
     # pre-check: rewrite, shift and search only when KZG, LZG, the library, the character's knowledge or the
-    # file index hold something (started at the turn's start, see vorpruefung_starten)
-    vorpruefung_starten(deps, s.user_id, s.character_id)
-    base["zusammenfassung"], n_kzg, has_lzg, bib, n_dateien, cluster = await deps.trace.cache[VORPRUEFUNG]
+    # file index hold something (`vorab` started it at the turn's start)
+    base["zusammenfassung"], n_kzg, has_lzg, bib, n_dateien, cluster = await vorpruefung_starten(
+        deps, s.user_id, s.character_id)
     has_kzg = n_kzg > 0
     if not (has_kzg or has_lzg or bib["aktiv"] or bib["charakter"] or n_dateien):
         _, exit_, _ = wahrnehmung_verschieben(raw_vec, a, None, cfg, gedaechtnis_suche=False)

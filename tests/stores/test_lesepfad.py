@@ -14,7 +14,7 @@ from memory.config import MemoryConfig, for_model
 from memory.lesepfad import erinnern
 from memory.ops import OPS, PoolStore
 from pipeline.nodes import enricher
-from pipeline.runner import run_node
+from pipeline.runner import run_node, vorab_starten
 from pipeline.services import Deps, Services
 from pipeline.state import Stimulus, TurnState
 from pipeline.trace import TurnTrace
@@ -66,8 +66,14 @@ def test_long_term_memory_is_read_one_way_only():
 
 
 class _Embedder:
+    def __init__(self):
+        self.prefetched: list[str] = []
+
     async def embed(self, trace, text):
         return unit(0).tolist()
+
+    def prefetch(self, trace, text):
+        self.prefetched.append(text)
 
 
 def test_the_enricher_reads_through_the_path_with_the_pairs_configuration(stores, migrated):
@@ -104,36 +110,39 @@ def test_the_enricher_reads_through_the_path_with_the_pairs_configuration(stores
     assert out.lzg_resonanz["erinnerungen"][0]["inhalt"] == "Anna hat einen Hund namens Bello."
 
 
-def test_the_pre_check_started_at_the_turns_start_is_the_one_the_enricher_reads(stores, migrated):
-    """The pair actor starts the enricher's pre-check before the first node (beside perzeption's
-    model call): its reads run once, before the enricher, and the enricher searches the memory they
-    found instead of asking again."""
+def test_what_the_enricher_reads_at_the_turns_start_is_what_it_reads_with(stores, migrated):
+    """The pair actor starts the enricher's `vorab` reads before the first node (beside
+    perzeption's model call): the stimulus's vector, the session, the goals and the pre-check run
+    once, before the enricher, and the enricher searches the memory they found instead of asking
+    again."""
     user, ch = new_pair("lp-vor")
 
     async def go(p):
         r = Redis.from_url(stores.redis_url)
         try:
             await lzg.add_nodes(p, user, ch, [{"inhalt": "Anna hat einen Hund namens Bello.", "embedding": unit(0)}])
-            store = PoolStore(p)
+            store, embedder = PoolStore(p), _Embedder()
             services = Services(settings=Settings(), llm=ScriptedLLM({"query_rewrite": ["Annas Hund"]}),
-                                embedder=_Embedder(), store=store, redis=r, prompts=PromptLibrary())
+                                embedder=embedder, store=store, redis=r, prompts=PromptLibrary())
             state = TurnState(stimulus=Stimulus(user_id=user, character_id=ch, turn_id="t1",
                                                 user_prompt="Wie heisst Annas Hund?"))
             trace = TurnTrace(user, ch, "t1")
             deps = Deps(services, trace)
-            enricher.vorpruefung_starten(deps, user, ch)
-            enricher.vorpruefung_starten(deps, user, ch)  # once per turn
-            await trace.cache[enricher.VORPRUEFUNG]
+            assert vorab_starten(deps, state.stimulus) == ["enricher", "db_zugriff"]
+            enricher.vorab(deps, state.stimulus)  # once per turn, however often asked
+            await enricher.vorpruefung_starten(deps, user, ch)
+            await trace.cache["enricher.session"]
             before = [c[0] for c in store.calls]
             trace.chain = "character"
             out = (await run_node(enricher, state, deps))["memory"]
-            return before, [c[0] for c in store.calls], out
+            return before, [c[0] for c in store.calls], embedder.prefetched, out
         finally:
             await r.aclose()
 
-    before, calls, out = asyncio.run(with_pool(migrated.database_url, go))
-    assert before == ["lzg.has_nodes", "library.bestand", "aufzeichnungen.bestand"]
-    assert calls.count("lzg.has_nodes") == 1 and calls.index("lesepfad.erinnern") > len(before)
+    before, calls, prefetched, out = asyncio.run(with_pool(migrated.database_url, go))
+    assert sorted(before) == ["aufzeichnungen.bestand", "library.bestand", "lzg.has_nodes", "ziele.load_goals"]
+    assert set(prefetched) == {"Wie heisst Annas Hund?"}  # the stimulus's vector, started early
+    assert all(calls.count(op) == 1 for op in before) and calls.index("lesepfad.erinnern") >= len(before)
     assert out.lzg_resonanz["erinnerungen"][0]["inhalt"] == "Anna hat einen Hund namens Bello."
 
 

@@ -61,3 +61,36 @@ def test_every_store_a_node_calls_is_declared(name):
     assert used <= declared, f"{name} calls stores it does not declare: {sorted(used - declared)}"
     if re.search(r"session\.\w+\(deps\.redis|deps\.redis\.", inspect.getsource(mod)):
         assert declared, f"{name} touches Redis without declaring it"
+
+
+def _turn_order():
+    """Every node of a turn in the written order: the human chain, then the character chain."""
+    return list(dict.fromkeys(n for c in (HUMAN_CHAIN, CHARACTER_CHAIN) for s in c
+                              for n in (s.names() if isinstance(s, Loop) else (s,))))
+
+
+def _vorab_conflicts(order, modules):
+    """Per node with `vorab`: the stores it reads at the turn's start that a node before it writes."""
+    out = {}
+    for i, name in enumerate(order):
+        mod = modules[name]
+        if not hasattr(mod, "vorab"):
+            continue
+        early = set(mod.VORAB_READS)
+        assert early <= set(mod.STORE_READS), f"{name} reads early what it does not declare"
+        writers = {w: set(getattr(modules[w], "STORE_WRITES", ())) & early for w in order[:i] if w != name}
+        out[name] = {w: sorted(s) for w, s in writers.items() if s}
+    return out
+
+
+def test_what_a_node_reads_at_the_turns_start_no_node_before_it_writes():
+    """`vorab` reads run before any node of the turn: a node before the reader that writes one of
+    those stores would go unseen. None does in the product's chains; moved before them, a writer is
+    found."""
+    order = _turn_order()
+    modules = {n: load_node(n) for n in order}
+    early = _vorab_conflicts(order, modules)
+    assert set(early) == {"enricher", "db_zugriff"} and not any(early.values())
+    # ei_calc_persist writes the pair's character data db_zugriff reads early: placed before it, it is caught
+    moved = ["ei_calc_persist"] + [n for n in order if n != "ei_calc_persist"]
+    assert _vorab_conflicts(moved, modules)["db_zugriff"] == {"ei_calc_persist": ["charakter"]}
