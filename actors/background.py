@@ -26,7 +26,7 @@ def erledigt_key(user_id: str, character_id: str, turn_id: str) -> str:
 
 def delegation_key(user_id: str, character_id: str, turn_id: str, nummer: int) -> str:
     """The marker of a turn's `nummer`-th queued delegation."""
-    return f"bg:delegation:{turn_id}:{nummer}:{user_id}:{character_id}"
+    return f"bg:delegation:{user_id}:{character_id}:{turn_id}:{nummer}"
 
 
 async def run_background(services: Services, pool, job: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+from functools import lru_cache
 import logging
 import time
 from dataclasses import dataclass
@@ -108,19 +109,23 @@ def _names(step) -> tuple[str, ...]:
     return step.names() if isinstance(step, Loop) else (step,)
 
 
+@lru_cache(maxsize=None)
+def _vorab_nodes(remote: tuple[str, ...]) -> tuple[ModuleType, ...]:
+    """The in-process nodes of the two chains that define `vorab`, found once per process."""
+    names = dict.fromkeys(n for chain in (HUMAN_CHAIN, CHARACTER_CHAIN) for step in chain for n in _names(step))
+    return tuple(mod for name, mod in ((n, load_node(n)) for n in names) if name not in remote and hasattr(mod, "vorab"))
+
+
 def vorab_starten(deps: Deps, stimulus: Stimulus, remote: Sequence[str] = ()) -> list[str]:
     """At a turn's start, every node of the two chains that defines `vorab(deps, stimulus)` starts
     the reads it needs nothing of this turn for (declared as `VORAB_READS`; nothing the turn runs
     before the node writes them), so they run beside perzeption's model call instead of on the
     reply's path. A node in the node deployment (`remote`) starts nothing: its reads happen there.
     Returns the nodes that started reads."""
-    started = []
-    for name in dict.fromkeys(n for chain in (HUMAN_CHAIN, CHARACTER_CHAIN) for step in chain for n in _names(step)):
-        mod = load_node(name)
-        if name not in remote and hasattr(mod, "vorab"):
-            mod.vorab(deps, stimulus)
-            started.append(name)
-    return started
+    mods = _vorab_nodes(tuple(remote))
+    for mod in mods:
+        mod.vorab(deps, stimulus)
+    return [mod.NAME for mod in mods]
 
 
 def view_for(state: TurnState, reads: Sequence[str], node: str = "?") -> NodeView:
@@ -159,7 +164,7 @@ class ChainRunner:
         self._modules = {n: load_node(n) for s in chain if isinstance(s, Loop) for n in s.names()}
         self._waits: tuple[tuple, list[frozenset[int]]] = ((), [])
         self.remote = set(remote)
-        names = {n for s in chain for n in (s.names() if isinstance(s, Loop) else (s,))}
+        names = {n for s in chain for n in _names(s)}
         unknown = self.remote - names
         if unknown:
             log.warning("runner: remote_nodes names nodes outside the chain: %s", sorted(unknown))
@@ -267,7 +272,7 @@ class ChainRunner:
 
 def schedule_deps(chain: Sequence, modules: dict[str, ModuleType]) -> list[frozenset[int]]:
     """The steps each step of `chain` waits for, from the nodes' declared reads and writes."""
-    names = [s.names() if isinstance(s, Loop) else (s,) for s in chain]
+    names = [_names(s) for s in chain]
     return schedule.dependencies([schedule.step_access(n, modules) for n in names])
 
 
@@ -283,7 +288,7 @@ def _check_chains() -> None:
     from pipeline.nodes.dispatcher import BACKGROUND_RECORDS
 
     names = {n for c in (HUMAN_CHAIN, CHARACTER_CHAIN, BACKGROUND_CHAIN) for s in c
-             for n in (s.names() if isinstance(s, Loop) else (s,))}
+             for n in _names(s)}
     key = (tuple(BACKGROUND_RECORDS),) + tuple(sorted((n, tuple(m.READS), tuple(m.WRITES))
                                                       for n in names for m in (load_node(n),)))
     if key in _CHECKED:
