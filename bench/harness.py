@@ -491,6 +491,9 @@ def main() -> None:
     ap.add_argument("--standin-ms", type=float, default=None,
                     help="answer every LLM call from a stand-in engine after this fixed latency, with no compute "
                          "(the openai backend against bench/standin.py): what is left is the pipeline's own cost")
+    ap.add_argument("--standin-worte", choices=standin.WORTE, default="fest",
+                    help="the stand-in's free text: always `x` (fest), or worded anew for every request (neu), so "
+                         "profiles and memories grow turn by turn as with a real engine (prefix reuse as in use)")
     ap.add_argument("--schedule", choices=("daten", "reihe"), default="daten", help="the runner's schedule")
     ap.add_argument("--transport", choices=("grpc", "ray"), default="grpc",
                     help="how the internal deployments are called (Settings.handle_transport)")
@@ -508,7 +511,7 @@ def main() -> None:
     proc = None
     if args.standin_ms is not None:
         port = _free_port()
-        proc = standin.start(port, args.standin_ms)
+        proc = standin.start(port, args.standin_ms, args.standin_worte)
         engine = {"llm_backend": "openai", "openai_base_url": f"http://127.0.0.1:{port}/v1", "llm_model": "standin"}
     scenario = Scenario(pairs=args.pairs, turns=args.turns, think_s=args.think_s, mix=mix, seed=args.seed,
                         latency_ms=args.standin_ms, cpu_exclude=(proc.pid,) if proc else (), warm=not args.cold)
@@ -549,7 +552,8 @@ def main() -> None:
     report.update(system={"llm_backend": load["backend"], "llm_model": load["model"], "driver": args.driver,
                           "max_tokens": args.max_tokens, "cpus": os.cpu_count(),
                           "llm_replicas": settings.llm_replicas, "schedule": args.schedule, "transport": args.transport,
-                          "standin_ms": args.standin_ms},
+                          "standin_ms": args.standin_ms,
+                          "standin_worte": args.standin_worte if args.standin_ms is not None else None},
                   gpu=gpu_info(), measured_at=datetime.now(timezone.utc).isoformat())
     report["files"] = ["report.json"] + plots(report, rows, out)
     (out / "report.json").write_text(json.dumps(report, indent=2))

@@ -1,10 +1,14 @@
 """A stand-in engine for measuring the pipeline without model compute: an OpenAI-compatible server
 that answers every chat completion after a fixed latency and spends no CPU on it. A structured
 call (`response_format` with a JSON schema) gets the smallest answer its schema allows; any other
-call a short sentence (the Thinker's protocol line where the prompt asks for one). Point the
+call a short sentence (the Thinker's protocol line where the prompt asks for one). With `--worte
+neu` every free text of an answer carries a word drawn from the request (`x` and six hex digits of
+its hash), as a model words each turn anew: profiles, notes and memories then grow turn by turn as
+they do with a real engine, and what a node's prompt shows of them changes; with `fest` (the
+default) every free text is `x`, and the background writes a profile sentence once. Point the
 `openai` backend at it:
 
-    python -m bench.standin --port 8099 --latency-ms 200 &
+    python -m bench.standin --port 8099 --latency-ms 200 [--worte neu] &
     NOVABERG_LLM_BACKEND=openai NOVABERG_OPENAI_BASE_URL=http://127.0.0.1:8099/v1 ./run.sh
 
 Only for benchmarks: never a product engine.
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import subprocess
@@ -25,8 +30,19 @@ from typing import Any
 SATZ = "Schoen, dass du da bist. Erzaehl mir mehr davon."
 
 
-def instance(schema: dict[str, Any]) -> Any:
-    """The smallest value a JSON schema allows (local $defs resolved)."""
+WORTE = ("fest", "neu")
+"""How the stand-in words its free text: always `x`, or anew for every request (`wort`)."""
+
+
+def wort(body: dict[str, Any]) -> str:
+    """The request's own word: the same request gets the same word (a retried call answers alike),
+    another request another."""
+    digest = hashlib.sha1(json.dumps(body.get("messages", []), sort_keys=True).encode()).hexdigest()
+    return "x" + digest[:6]
+
+
+def instance(schema: dict[str, Any], text: str = "x") -> Any:
+    """The smallest value a JSON schema allows (local $defs resolved); every free string is `text`."""
     defs = schema.get("$defs", {})
 
     def make(s):
@@ -42,7 +58,7 @@ def instance(schema: dict[str, Any]) -> Any:
         if t == "array":
             return []
         if t == "string":
-            return "x" if "pattern" not in s else "2026-01-01"
+            return text if "pattern" not in s else "2026-01-01"
         if t in ("number", "integer"):
             return 0
         if t == "boolean":
@@ -52,21 +68,24 @@ def instance(schema: dict[str, Any]) -> Any:
     return make(schema)
 
 
-def answer(body: dict[str, Any]) -> str:
+def answer(body: dict[str, Any], worte: str = "fest") -> str:
+    text = wort(body) if worte == "neu" else "x"
     fmt = body.get("response_format") or {}
     if fmt.get("type") == "json_schema":
-        return json.dumps(instance(fmt["json_schema"]["schema"]))
+        return json.dumps(instance(fmt["json_schema"]["schema"], text))
     prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
-    return "ERGEBNIS: OK" if "ERGEBNIS:" in prompt else SATZ
+    if "ERGEBNIS:" in prompt:
+        return "ERGEBNIS: OK"
+    return SATZ if worte == "fest" else f"{SATZ[:-1]} und von {text}."
 
 
-def app(latency_s: float):
+def app(latency_s: float, worte: str = "fest"):
     from aiohttp import web
 
     async def completions(request):
         body = await request.json()
         await asyncio.sleep(latency_s)
-        text, n = answer(body), 0
+        text, n = answer(body, worte), 0
         n = len(text.split())
         usage = {"prompt_tokens": sum(len(str(m.get("content", ""))) // 4 for m in body.get("messages", [])),
                  "completion_tokens": n}
@@ -93,10 +112,11 @@ def app(latency_s: float):
     return a
 
 
-def start(port: int, latency_ms: float) -> subprocess.Popen:
+def start(port: int, latency_ms: float, worte: str = "fest") -> subprocess.Popen:
     """The stand-in in its own process (it must not share the measured process's CPU); returns
     when it answers."""
-    proc = subprocess.Popen([sys.executable, "-m", "bench.standin", "--port", str(port), "--latency-ms", str(latency_ms)],
+    proc = subprocess.Popen([sys.executable, "-m", "bench.standin", "--port", str(port), "--latency-ms", str(latency_ms),
+                             "--worte", worte],
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -117,8 +137,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--port", type=int, default=8099)
     ap.add_argument("--latency-ms", type=float, default=200.0)
+    ap.add_argument("--worte", choices=WORTE, default="fest",
+                    help="free text always `x` (fest) or worded anew for every request (neu)")
     args = ap.parse_args()
-    web.run_app(app(args.latency_ms / 1000), host="127.0.0.1", port=args.port, print=None, access_log=None)
+    web.run_app(app(args.latency_ms / 1000, args.worte), host="127.0.0.1", port=args.port, print=None, access_log=None)
 
 
 if __name__ == "__main__":

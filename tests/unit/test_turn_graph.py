@@ -101,3 +101,19 @@ def test_cpu_by_part_names_python_helpers_by_script_and_leaves_out_the_given_pro
         assert me.startswith("python ") and me not in turn_graph.cpu_by_part()  # the measuring process never counts
     finally:
         helper.terminate()
+
+
+def test_the_standin_words_free_text_anew_for_every_request_and_alike_for_the_same_one():
+    schema = {"type": "object", "properties": {"selbst": {"type": "string"}, "datum": {"type": "string", "pattern": "x"},
+                                               "art": {"type": "string", "enum": ["keins", "notizen"]}}}
+    fmt = {"type": "json_schema", "json_schema": {"schema": schema}}
+    a = {"messages": [{"role": "user", "content": "Turn 1"}], "response_format": fmt}
+    b = {"messages": [{"role": "user", "content": "Turn 2"}], "response_format": fmt}
+    fest = [json.loads(standin.answer(x)) for x in (a, b)]
+    assert fest[0] == fest[1] == {"selbst": "x", "datum": "2026-01-01", "art": "keins"}
+    neu_a, neu_a2, neu_b = (json.loads(standin.answer(x, "neu")) for x in (a, a, b))
+    assert neu_a == neu_a2  # a retried call answers alike
+    assert neu_a["selbst"] != neu_b["selbst"] and neu_a["selbst"].startswith("x")
+    assert (neu_a["datum"], neu_a["art"]) == ("2026-01-01", "keins")  # patterns and enums as before
+    plain = [standin.answer({"messages": [{"role": "user", "content": t}]}, "neu") for t in ("Hallo", "Tschuess")]
+    assert plain[0] != plain[1] and all(p.startswith("Schoen, dass du da bist.") for p in plain)
