@@ -1,15 +1,16 @@
 """responder (seed 004): write Nova's reply from a script, not a report.
 
-System message, stable across turns so the engine reuses the prefix: [ROLLE], [PERSON A — WER SIE
-IST], [PERSON B — WER ER IST], [ZWISCHEN BEIDEN], on an impulse turn [EIGENER GEDANKE], then
-[REGELN] and the binding blocks last: [DIREKTIVEN], [PERSON A — IHR WESEN]. User message:
-[FRUEHER IM GESPRAECH] (the session summary, once turns have left the window), [GESPRAECHSVERLAUF],
-then the blocks that change every turn in the order of seed 004 §3.1 ([SZENE], [PERSON A — IHRE
-EMOTION], [AUFGABE], [PERSON B — WIE ER GERADE DA IST], [INHALT]), then [AKTUELLER PROMPT] (or, on
-an impulse turn, the opening in its place, §4), [DEIN SPRACHSTIL] and the binding [REGIE FUER DIESE
-REPLIK] last. The per-turn blocks stand after the history, not in the system message: placed early
-they would force the engine to re-read the whole history every turn (RAY-NOTES: memories placed last
-halved LLM time). Where each block and rule of seed 004 §3/§4 lives: prompts/README.md.
+System message, what is stable for the pair, byte-identical across turns so the engine reuses the
+prefix: [ROLLE], on an impulse turn [EIGENER GEDANKE], then [REGELN] and the binding blocks last:
+[DIREKTIVEN], [PERSON A — IHR WESEN]. User message: [FRUEHER IM GESPRAECH] (the session summary,
+once turns have left the window), [GESPRAECHSVERLAUF], then the blocks that change from turn to turn
+in the order of seed 004 §3.1 ([SZENE], [PERSON A — WER SIE IST], [PERSON A — IHRE EMOTION],
+[PERSON B — WER ER IST], [ZWISCHEN BEIDEN], [AUFGABE], [PERSON B — WIE ER GERADE DA IST],
+[INHALT]), then [AKTUELLER PROMPT] (or, on an impulse turn, the opening in its place, §4),
+[DEIN SPRACHSTIL] and the binding [REGIE FUER DIESE REPLIK] last. The profiles stand after the
+history with the per-turn blocks: the background (praegung, selbstbild) grows them after every turn,
+and before the history each growth would make the engine re-read the whole history (prompts/README.md).
+Where each block and rule of seed 004 §3/§4 lives: prompts/README.md.
 """
 from __future__ import annotations
 
@@ -137,14 +138,13 @@ def _person_a(p) -> str:
 
 
 def system_message(state: TurnState, pr, model: str) -> str:
-    """The stable blocks; on an impulse turn [EIGENER GEDANKE] before the rules, so the binding
-    blocks stay last (seed 004 §3.1)."""
+    """The blocks stable for the pair; on an impulse turn [EIGENER GEDANKE] before the rules, so the
+    binding blocks stay last (seed 004 §3.1)."""
     s, p = state.stimulus, state.pair
     name = p.character_name
-    parts = [pr.render(NAME, "identity", model, character_name=name, person_a=_person_a(p),
+    parts = [pr.render(NAME, "identity", model, character_name=name,
                        szenario=f"\nDie Szene, in der die beiden sich begegnen: {einsetzen(p.szenario, name)}"
-                       if p.szenario.strip() else "",
-                       person_b=_or(p.mensch_kern, "Noch unbekannt."), zwischen=zwischen_beiden(p))]
+                       if p.szenario.strip() else "")]
     if s.eigener_gedanke is not None:
         parts.append(pr.render(NAME, "gedanke", model, character_name=name, gedanke=s.eigener_gedanke))
     parts.append(pr.render(NAME, "rules", model, character_name=name,
@@ -220,13 +220,19 @@ def person_b_jetzt(state: TurnState, pr, model: str) -> str:
 
 
 def lage_blocks(state: TurnState, pr, model: str, now) -> tuple[list[str], list[str], str]:
-    """The per-turn blocks between the history and the prompt, their names, the colour tone's outcome."""
-    s, name = state.stimulus, state.pair.character_name
+    """The blocks between the history and the prompt, in the order of seed 004 §3.1: what changes
+    from turn to turn and the profiles the background grows; their names, the colour tone's outcome."""
+    s, p = state.stimulus, state.pair
+    name = p.character_name
     ton, status = farbton(state)
-    lage, blocks = [szene(state, pr, model, now, ton)], ["SZENE"]
+    lage = [szene(state, pr, model, now, ton), pr.render(NAME, "wer_sie_ist", model, person_a=_person_a(p))]
+    blocks = ["SZENE", "PERSON A — WER SIE IST"]
     if state.emotion:
         lage.append(ihre_emotion(state, pr, model))
         blocks.append("PERSON A — IHRE EMOTION")
+    lage.append(pr.render(NAME, "wer_er_ist", model, person_b=_or(p.mensch_kern, "Noch unbekannt."),
+                          zwischen=zwischen_beiden(p)))
+    blocks += ["PERSON B — WER ER IST", "ZWISCHEN BEIDEN"]
     cut = bool(state.plan and state.plan.task_context_cut)
     if state.plan and state.plan.task_block:
         lage.append(pr.render(NAME, "aufgabe", model, task_block=state.plan.task_block))

@@ -133,11 +133,12 @@ def test_responder_blocks_in_order():
         responder.build_messages(_full_state(), deps, "m")[1]
     # seed 004 §3.1: coarse to fine, the binding blocks last — [DIREKTIVEN] and [PERSON A — IHR WESEN]
     # close the system message, [REGIE FUER DIESE REPLIK] the user message
-    order = ["[ROLLE]", "[PERSON A — WER SIE IST]", "[PERSON B — WER ER IST]", "[ZWISCHEN BEIDEN]", "[REGELN]",
-             "[DIREKTIVEN]", "[PERSON A — IHR WESEN]"]
+    order = ["[ROLLE]", "[REGELN]", "[DIREKTIVEN]", "[PERSON A — IHR WESEN]"]
     assert [system.index(b) for b in order] == sorted(system.index(b) for b in order)
     assert system.rindex("\n[") == system.index("[PERSON A — IHR WESEN]") - 1
-    uorder = ["[GESPRAECHSVERLAUF]", "[SZENE]", "[PERSON A — IHRE EMOTION]", "[AUFGABE]",
+    # what changes from turn to turn, the grown profiles with it, after the history (prompts/README.md)
+    uorder = ["[GESPRAECHSVERLAUF]", "[SZENE]", "[PERSON A — WER SIE IST]", "[PERSON A — IHRE EMOTION]",
+              "[PERSON B — WER ER IST]", "[ZWISCHEN BEIDEN]", "[AUFGABE]",
               "[PERSON B — WIE ER GERADE DA IST]", "[INHALT]", "[AKTUELLER PROMPT]", "[DEIN SPRACHSTIL]",
               "[REGIE FUER DIESE REPLIK]"]
     assert [user.index(b) for b in uorder] == sorted(user.index(b) for b in uorder)
@@ -149,7 +150,7 @@ def test_responder_blocks_in_order():
     assert "eingebrochen" in user  # the EI micro direction of the vector
     # on an impulse turn the own thought joins the system message before the rules, not after them
     (isystem, _), _ = responder.build_messages(_full_state(impulse=True), deps, "m")
-    iorder = ["[ZWISCHEN BEIDEN]", "[EIGENER GEDANKE]", "[REGELN]", "[DIREKTIVEN]", "[PERSON A — IHR WESEN]"]
+    iorder = ["[ROLLE]", "[EIGENER GEDANKE]", "[REGELN]", "[DIREKTIVEN]", "[PERSON A — IHR WESEN]"]
     assert [isystem["content"].index(b) for b in iorder] == sorted(isystem["content"].index(b) for b in iorder)
 
 

@@ -69,15 +69,18 @@ async def _background(p, user, turn_id, text, answers, *, reply="Erzaehl mir meh
     return deps, llm
 
 
-async def _next_system_prompt(p, user, turn_id, text="Hallo Nova"):
-    """The next turn's responder system message, as the engine receives it."""
+async def _next_prompt(p, user, turn_id, text="Hallo Nova"):
+    """The next turn's responder prompt, as the engine receives it: the profiles stand after the
+    history, the system message keeps what is stable for the pair."""
     chat = ScriptedLLM({"responder": ["Schoen, dass du wieder da bist."]})
     deps = _deps(p, user, turn_id, chat, "character")
     state = TurnState(stimulus=_stimulus(user, turn_id, text), memory=MemoryRecord())
     await run_node(db_zugriff, state, deps)
     await run_node(responder, state, deps)
     [call] = [c for c in chat.calls if c["node"] == "responder"]
-    return call["messages"][0]["content"]
+    system, user = (m["content"] for m in call["messages"])
+    assert "[PERSON A — WER SIE IST]" not in system and "[ZWISCHEN BEIDEN]" not in system
+    return user
 
 
 async def _praegung(p, user, turn_id, answer):
@@ -122,9 +125,9 @@ def test_after_some_turns_nova_and_the_relationship_have_grown_and_the_next_prom
 
     async def go(p):
         user = new_pair("selbst-a")[0]
-        before = await _next_system_prompt(p, user, "t0")
+        before = await _next_prompt(p, user, "t0")
         runs = [await _background(p, user, tid, text, [answer]) for tid, text, answer in turns]
-        return before, runs, await charakter.profile(p, user, C), await _next_system_prompt(p, user, "t4")
+        return before, runs, await charakter.profile(p, user, C), await _next_prompt(p, user, "t4")
 
     before, runs, prof, after = _on_pool(pool, go)
     assert _block(before, "[ZWISCHEN BEIDEN]") == NEU
@@ -202,7 +205,7 @@ def test_an_unusable_answer_takes_the_named_fallback(pool, caplog):
         dyn, _ = await _background(p, user, "t1", "Du hilfst mir wirklich.", ["keine Ahnung"], dynamik="vertrauen")
         after_dyn = await charakter.profile(p, user, C)
         none, _ = await _background(p, user, "t2", "Na gut.", ['{"selbst": '], dynamik="neutral")
-        return dyn, after_dyn, none, await charakter.profile(p, user, C), await _next_system_prompt(p, user, "t3")
+        return dyn, after_dyn, none, await charakter.profile(p, user, C), await _next_prompt(p, user, "t3")
 
     dyn, after_dyn, none, prof, prompt = _on_pool(pool, go)
     assert _outcomes(dyn) == ["dynamik_kein_json"]
@@ -233,7 +236,7 @@ def test_her_base_mood_and_way_of_speaking_grow_from_how_her_replies_were_percei
 
     async def go(p):
         user = new_pair("selbst-e")[0]
-        before = await _next_system_prompt(p, user, "t0")
+        before = await _next_prompt(p, user, "t0")
         runs = [(await _background(p, user, f"t{i}", f"Nachricht {i}", [_antwort()],
                                    nova=NovaPerzeptionRecord(emotion=e, arousal=0.6, stil=st)))[0]
                 for i, (e, st) in enumerate(gesehen, start=1)]
@@ -244,7 +247,7 @@ def test_her_base_mood_and_way_of_speaking_grow_from_how_her_replies_were_percei
         # a job from before the perception travelled with it counts nothing
         ohne, _ = await _background(p, user, "t9", "Nachricht 9", [_antwort()])
         return before, runs, after_runs, fallback, ohne, await _zaehlung(p, user), \
-            await _next_system_prompt(p, user, "t10")
+            await _next_prompt(p, user, "t10")
 
     before, runs, (prof, tally), fallback, ohne, tally_end, after = _on_pool(pool, go)
     wer_vorher = _block(before, "[PERSON A — WER SIE IST]")

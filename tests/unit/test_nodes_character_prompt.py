@@ -1,6 +1,7 @@
-"""The character reaches the prompts: identity, scene, way of speaking and example dialogue in the
-responder's stable system blocks where seed 004 puts identity ([PERSON A — WER SIE IST]) and the
-binding nature last ([PERSON A — IHR WESEN]); the Verfasser and the tribunal see the short form."""
+"""The character reaches the prompts: scene, way of speaking and example dialogue in the responder's
+stable system blocks, the binding nature last ([PERSON A — IHR WESEN]); identity in [PERSON A — WER
+SIE IST] with the profiles the background grows, after the history; the Verfasser and the tribunal
+see the short form."""
 import asyncio
 
 from pipeline.nodes import responder, tribunal, verfasser
@@ -37,7 +38,9 @@ def test_the_character_stands_in_the_stable_blocks_where_seed_004_puts_them():
     system, user = _messages()
     rolle = _block(system, "[ROLLE]")
     assert "Die Szene, in der die beiden sich begegnen: Person B strandet bei Sturm an ihrer Tuer." in rolle
-    wer = _block(system, "[PERSON A — WER SIE IST]")
+    assert "[PERSON A — WER SIE IST]" not in system
+    wer = _block(user, "[PERSON A — WER SIE IST]")
+    assert user.index("[GESPRAECHSVERLAUF]") < user.index("[SZENE]") < user.index("[PERSON A — WER SIE IST]")
     assert "Wie sie angelegt ist: Mira ist Leuchtturmwaerterin auf Hallig Nordlicht." in wer
     assert "Persoenlichkeit: ruhig, trocken" in wer
     wesen = _block(system, "[PERSON A — IHR WESEN]")
@@ -46,17 +49,37 @@ def test_the_character_stands_in_the_stable_blocks_where_seed_004_puts_them():
     assert "So klingt Mira" in wesen and "Person B: Wie alt ist der Turm?\nMira: Aelter als meine Geduld." in wesen
     # placeholders are filled; nothing of the character leaks into the per-turn message
     assert "{{" not in system and "<START>" in wesen
-    assert "Leuchtturmwaerterin" not in user and "norddeutsch" not in user
+    assert "Leuchtturmwaerterin" not in system and "norddeutsch" not in user
 
 
 def test_the_system_message_is_byte_identical_across_turns():
     assert _messages("Hallo")[0] == _messages("Wie geht es dir heute?")[0]
 
 
+def test_grown_profiles_leave_the_system_message_and_the_history_as_they_were():
+    """The background grows her and his profiles after a turn; the engine can still reuse the
+    system message and the whole history, and the next prompt shows the growth after it."""
+    def prompt(pair):
+        state = _full_state()
+        state.pair = pair
+        (system, user), _ = responder.build_messages(state, deps_for(ScriptedLLM()), "m")
+        return system["content"], user["content"]
+
+    grown = MIRA.model_copy(update={"nova_kern": "Mira ist geduldiger geworden.", "mensch_kern": "Er segelt.",
+                                    "nova_beziehung": "Sie vertraut ihm.", "nova_adaptiv": "Der Sturm."})
+    (sys_a, user_a), (sys_b, user_b) = prompt(MIRA), prompt(grown)
+    assert sys_a == sys_b
+    history_end = user_a.index("[SZENE]")
+    assert user_a[:history_end] == user_b[:history_end] and "Turn 1" in user_a[:history_end]
+    for text in ("Gewachsene Persoenlichkeit: Mira ist geduldiger geworden.", "Er segelt.",
+                 "Wie Mira Person B sieht: Sie vertraut ihm.", "Was sie gerade beschaeftigt: Der Sturm."):
+        assert text in user_b[history_end:] and text not in user_a, text
+
+
 def test_a_character_without_fields_keeps_the_defaults():
     state = _full_state()
-    (system, _), _ = responder.build_messages(state, deps_for(ScriptedLLM()), "m")
-    assert "Die Szene" not in system["content"] and "Wie sie angelegt ist" not in system["content"]
+    (system, user), _ = responder.build_messages(state, deps_for(ScriptedLLM()), "m")
+    assert "Die Szene" not in system["content"] and "Wie sie angelegt ist" not in system["content"] + user["content"]
     assert "Nova ist warm, neugierig und aufmerksam." in _block(system["content"], "[PERSON A — IHR WESEN]")
 
 
