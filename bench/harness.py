@@ -73,6 +73,14 @@ class Scenario:
     """Processes whose CPU is not the system's (the stand-in engine)."""
     warm: bool = True
     """Each pair has had one turn (its actor exists) before the measured turns start."""
+    history: int = 0
+    """Further unmeasured turns per pair before the clock: a conversation already underway (its
+    history, the profiles the background grew, the window that moves), as a companion's pairs mostly are."""
+
+    def earlier(self, pair: int) -> list[str]:
+        """The texts of a pair's unmeasured turns: the greeting, then `history` drawn from the mix."""
+        back = Scenario(turns=self.history, mix=self.mix, seed=self.seed + 1)
+        return [WARM_UP] + [text for _, text in back.messages(pair)] if self.warm else []
 
     def messages(self, pair: int) -> list[tuple[str, str]]:
         """The (category, text) sequence of one pair: drawn from the mix, reproducible."""
@@ -226,8 +234,12 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
             if progress is not None:
                 progress.update(1)
 
-    if sc.warm:  # each pair's actor made and its first turn done before the clock starts
-        await asyncio.gather(*(driver.turn(f"bench{i}-{tag}", "nova", WARM_UP) for i in range(sc.pairs)))
+    async def earlier(i: int) -> None:
+        for text in sc.earlier(i):
+            await driver.turn(f"bench{i}-{tag}", "nova", text)
+
+    if sc.warm:  # each pair's actor made and its earlier turns done before the clock starts
+        await asyncio.gather(*(earlier(i) for i in range(sc.pairs)))
         await wait_llm_idle(llm)
     before = await llm.load.remote()
     await llm.record.remote(True)
@@ -499,10 +511,14 @@ def main() -> None:
                     help="how the internal deployments are called (Settings.handle_transport)")
     ap.add_argument("--dump-prompts", action="store_true",
                     help="write every LLM request of the main level to prompts.jsonl (to read where prefix reuse broke)")
+    ap.add_argument("--history", type=int, default=0,
+                    help="further unmeasured turns per pair first: measure a conversation already underway")
     ap.add_argument("--cold", action="store_true",
                     help="measure each pair's first turn too (its actor is made then); default: one unmeasured turn first")
     args = ap.parse_args()
 
+    if args.cold and args.history:
+        ap.error("--history needs the unmeasured turns that --cold leaves out")
     mix = {k: float(v) for k, v in (x.split("=") for x in args.mix.split(",") if x)}
     unknown = set(mix) - set(MESSAGES)
     if unknown:
@@ -514,7 +530,8 @@ def main() -> None:
         proc = standin.start(port, args.standin_ms, args.standin_worte)
         engine = {"llm_backend": "openai", "openai_base_url": f"http://127.0.0.1:{port}/v1", "llm_model": "standin"}
     scenario = Scenario(pairs=args.pairs, turns=args.turns, think_s=args.think_s, mix=mix, seed=args.seed,
-                        latency_ms=args.standin_ms, cpu_exclude=(proc.pid,) if proc else (), warm=not args.cold)
+                        latency_ms=args.standin_ms, cpu_exclude=(proc.pid,) if proc else (), warm=not args.cold,
+                        history=args.history)
     sweep = [int(x) for x in args.sweep.split(",") if x.strip()]
     out = args.out or Path("bench/results") / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
@@ -553,7 +570,8 @@ def main() -> None:
                           "max_tokens": args.max_tokens, "cpus": os.cpu_count(),
                           "llm_replicas": settings.llm_replicas, "schedule": args.schedule, "transport": args.transport,
                           "standin_ms": args.standin_ms,
-                          "standin_worte": args.standin_worte if args.standin_ms is not None else None},
+                          "standin_worte": args.standin_worte if args.standin_ms is not None else None,
+                          "history": args.history},
                   gpu=gpu_info(), measured_at=datetime.now(timezone.utc).isoformat())
     report["files"] = ["report.json"] + plots(report, rows, out)
     (out / "report.json").write_text(json.dumps(report, indent=2))

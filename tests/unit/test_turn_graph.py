@@ -117,3 +117,13 @@ def test_the_standin_words_free_text_anew_for_every_request_and_alike_for_the_sa
     assert (neu_a["datum"], neu_a["art"]) == ("2026-01-01", "keins")  # patterns and enums as before
     plain = [standin.answer({"messages": [{"role": "user", "content": t}]}, "neu") for t in ("Hallo", "Tschuess")]
     assert plain[0] != plain[1] and all(p.startswith("Schoen, dass du da bist.") for p in plain)
+
+
+def test_a_conversation_underway_has_its_earlier_turns_before_the_measured_ones():
+    sc = harness.Scenario(pairs=2, turns=3, history=4)
+    earlier = sc.earlier(0)
+    assert earlier[0] == harness.WARM_UP and len(earlier) == 5
+    assert all(any(t in texts for texts in harness.MESSAGES.values()) for t in earlier[1:])
+    assert earlier == sc.earlier(0) and earlier != sc.earlier(1)  # reproducible, each pair its own
+    assert len(harness.Scenario(history=0).earlier(0)) == 1
+    assert harness.Scenario(warm=False, history=4).earlier(0) == []
