@@ -41,7 +41,9 @@ WORKER_ENV = {
     "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(64 * 1024 * 1024),
 }
 """Environment of every process of the job but the driver (which calls handles synchronously):
-`novaberg up` passes it in the job's runtime_env, the Serve config in the application's."""
+`novaberg up` passes it in the local raylet's environment (its workers inherit it, and Ray can start
+them without a runtime_env) or, on an attached cluster, in the job's runtime_env; the Serve config
+in the application's."""
 
 CONTROLLER_ENV = {
     # the Serve controller's reconcile loop every 0.5 s instead of Serve's 0.1 s: on an idle system
