@@ -133,7 +133,12 @@ def stop(rt: Runtime, *, stop_stores: bool = True) -> None:
             except Exception:
                 log.warning("removing the Serve app %s failed", APP_NAME, exc_info=True)
             _kill_pairs(rt.settings)
-        ray.shutdown()  # on our own local Ray this stops Serve and every actor
+            ray.shutdown()
+        else:
+            # our own local Ray: this stops Serve and every actor; return when its raylet and GCS
+            # have exited, so that a Ray started next (the next test tier, a restarted daemon)
+            # does not come up beside a cluster still going down
+            ray.shutdown(wait_for_processes=True)
     if stop_stores:
         rt.stores.stop()
 

@@ -62,9 +62,28 @@ def settings(home, stores):
 
 RAY_STARTS = 2
 """Attempts at a tier's Ray. On two shared cores a new Ray in the same test process has now and
-then not come up after the tier before it had shut its own down: its GCS ran, its raylet never
-started, and Ray gave up after 30 s ("The current node timed out during startup"). Only that
-failure is tried once more, said on stderr; any other fails the tier at once."""
+then not come up after the tier before it had shut its own down: its GCS ran and its raylet never
+started ("The current node timed out during startup"), or its GCS did not write its port within
+Ray's 30 s ("Timed out waiting for file …/gcs_server_port_…"). Only those failures are tried once
+more, said on stderr with the tail of the failed start's own logs; any other fails the tier at once."""
+
+STARTUP_TIMEOUTS = ("timed out during startup", "Timed out waiting for file")
+
+
+def _startup_logs(error: Exception, lines: int = 20) -> str:
+    """The end of the GCS's and the raylet's logs of the session that did not come up."""
+    import re
+
+    m = re.search(r"(/\S+/session_[^/\s]+)", str(error))
+    if not m:
+        return ""
+    out = []
+    for name in ("gcs_server.out", "gcs_server.err", "raylet.out", "raylet.err"):
+        path = Path(m.group(1)) / "logs" / name
+        if path.is_file():
+            tail = path.read_text(errors="replace").splitlines()[-lines:]
+            out.append(f"--- {path}\n" + "\n".join(tail))
+    return "\n".join(out)
 
 
 def start_system(settings, engine=None):
@@ -79,10 +98,11 @@ def start_system(settings, engine=None):
             rt = runtime.start(settings, engine=engine)
             break
         except Exception as e:
-            if attempt == RAY_STARTS or "timed out during startup" not in str(e):
+            if attempt == RAY_STARTS or not any(t in str(e) for t in STARTUP_TIMEOUTS):
                 raise
-            print(f"the tier's Ray did not start (attempt {attempt} of {RAY_STARTS}): {e}", file=sys.stderr)
-            ray.shutdown()
+            print(f"the tier's Ray did not start (attempt {attempt} of {RAY_STARTS}): {e}\n"
+                  f"{_startup_logs(e)}", file=sys.stderr)
+            ray.shutdown(wait_for_processes=True)
     try:
         yield rt
     finally:
