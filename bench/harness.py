@@ -487,7 +487,8 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The harness's options, checked: a combination that would be silently ignored is an error."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=8)
     ap.add_argument("--turns", type=int, default=5)
@@ -503,9 +504,10 @@ def main() -> None:
     ap.add_argument("--standin-ms", type=float, default=None,
                     help="answer every LLM call from a stand-in engine after this fixed latency, with no compute "
                          "(the openai backend against bench/standin.py): what is left is the pipeline's own cost")
-    ap.add_argument("--standin-worte", choices=standin.WORTE, default="fest",
-                    help="the stand-in's free text: always `x` (fest), or worded anew for every request (neu), so "
-                         "profiles and memories grow turn by turn as with a real engine (prefix reuse as in use)")
+    ap.add_argument("--standin-worte", choices=standin.WORTE, default=None,
+                    help="the stand-in's free text (with --standin-ms): always `x` (fest, the default), or worded "
+                         "anew for every request (neu), so profiles and memories grow turn by turn as with a real "
+                         "engine (prefix reuse as in use)")
     ap.add_argument("--schedule", choices=("daten", "reihe"), default="daten", help="the runner's schedule")
     ap.add_argument("--transport", choices=("grpc", "ray"), default="grpc",
                     help="how the internal deployments are called (Settings.handle_transport)")
@@ -515,14 +517,27 @@ def main() -> None:
                     help="further unmeasured turns per pair first: measure a conversation already underway")
     ap.add_argument("--cold", action="store_true",
                     help="measure each pair's first turn too (its actor is made then); default: one unmeasured turn first")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     if args.cold and args.history:
         ap.error("--history needs the unmeasured turns that --cold leaves out")
-    mix = {k: float(v) for k, v in (x.split("=") for x in args.mix.split(",") if x)}
-    unknown = set(mix) - set(MESSAGES)
+    if args.standin_worte is not None and args.standin_ms is None:
+        ap.error("--standin-worte words the stand-in engine's answers: it needs --standin-ms")
+    if args.standin_ms is not None and args.standin_worte is None:
+        args.standin_worte = "fest"
+    try:
+        args.mix = {k: float(v) for k, v in (x.split("=") for x in args.mix.split(",") if x)}
+    except ValueError:
+        ap.error(f"--mix {args.mix!r}: category=weight,... with numbers as weights")
+    unknown = set(args.mix) - set(MESSAGES)
     if unknown:
         ap.error(f"unknown message categories {sorted(unknown)}; known: {sorted(MESSAGES)}")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    mix = args.mix
     engine: dict = {}
     proc = None
     if args.standin_ms is not None:
@@ -570,7 +585,7 @@ def main() -> None:
                           "max_tokens": args.max_tokens, "cpus": os.cpu_count(),
                           "llm_replicas": settings.llm_replicas, "schedule": args.schedule, "transport": args.transport,
                           "standin_ms": args.standin_ms,
-                          "standin_worte": args.standin_worte if args.standin_ms is not None else None,
+                          "standin_worte": args.standin_worte,
                           "history": args.history},
                   gpu=gpu_info(), measured_at=datetime.now(timezone.utc).isoformat())
     report["files"] = ["report.json"] + plots(report, rows, out)

@@ -127,3 +127,22 @@ def test_a_conversation_underway_has_its_earlier_turns_before_the_measured_ones(
     assert earlier == sc.earlier(0) and earlier != sc.earlier(1)  # reproducible, each pair its own
     assert len(harness.Scenario(history=0).earlier(0)) == 1
     assert harness.Scenario(warm=False, history=4).earlier(0) == []
+
+
+@pytest.mark.parametrize("argv, complaint", [
+    (["--standin-worte", "neu"], "--standin-worte words the stand-in engine's answers: it needs --standin-ms"),
+    (["--cold", "--history", "3"], "--history needs the unmeasured turns that --cold leaves out"),
+    (["--mix", "smalltalk"], "category=weight"),
+    (["--mix", "plaudern=1"], "unknown message categories ['plaudern']"),
+])
+def test_options_the_harness_would_ignore_or_misread_are_refused_by_name(argv, complaint, capsys):
+    with pytest.raises(SystemExit) as e:
+        harness.parse_args(argv)
+    assert e.value.code == 2 and complaint in capsys.readouterr().err
+
+
+def test_the_standin_words_its_answers_as_before_unless_told_and_only_a_standin_has_words():
+    assert harness.parse_args(["--standin-ms", "200"]).standin_worte == "fest"
+    assert harness.parse_args(["--standin-ms", "200", "--standin-worte", "neu"]).standin_worte == "neu"
+    plain = harness.parse_args([])
+    assert plain.standin_worte is None and plain.mix == {"smalltalk": 0.4, "memory": 0.25, "agent": 0.2, "web": 0.15}
