@@ -228,6 +228,7 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
             rows.append({"pair": i, "category": cat, "client_ms": ms, "error": out.get("error"),
                          "actor_ms": tm.get("total_ms", 0.0), "llm_ms": tm.get("llm_ms", 0.0),
                          "embed_ms": tm.get("embed_ms", 0.0), "nodes_ms": tm.get("nodes_ms", {}),
+                         "nodes_start_ms": tm.get("nodes_start_ms") or {},
                          "reply_start_ms": (tm.get("nodes_start_ms") or {}).get("responder"),
                          "llm_calls": us.get("llm_calls", 0), "prompt_tokens": us.get("prompt_tokens", 0),
                          "completion_tokens": us.get("completion_tokens", 0)})
@@ -588,7 +589,8 @@ def main() -> None:
                           "standin_worte": args.standin_worte,
                           "history": args.history},
                   gpu=gpu_info(), measured_at=datetime.now(timezone.utc).isoformat())
-    report["files"] = ["report.json"] + plots(report, rows, out)
+    (out / "turns.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    report["files"] = ["report.json", "turns.jsonl"] + plots(report, rows, out)
     (out / "report.json").write_text(json.dumps(report, indent=2))
     print_summary(report)
     print(f"\nreport and plots in {out}")
