@@ -573,7 +573,7 @@ def main() -> None:
                   "record(), so the engine replay covers only its requests")
 
         def factory(concurrency):
-            return HttpDriver(rt.url, key, concurrency) if args.driver == "http" else ActorDriver(settings)
+            return HttpDriver(rt.url, key, concurrency) if args.driver == "http" else ActorDriver(rt.settings)
 
         report, rows = asyncio.run(run_all(factory, llm, scenario, sweep, not args.no_engine_baseline,
                                            dump=out / "prompts.jsonl" if args.dump_prompts else None))
