@@ -583,6 +583,7 @@ def main() -> None:
         if proc is not None:
             proc.terminate()
     report.update(system={"llm_backend": load["backend"], "llm_model": load["model"], "driver": args.driver,
+                          "http_front": rt.front,
                           "max_tokens": args.max_tokens, "cpus": os.cpu_count(),
                           "llm_replicas": settings.llm_replicas, "schedule": args.schedule, "transport": args.transport,
                           "standin_ms": args.standin_ms,

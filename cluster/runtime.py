@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster.settings import CONTROLLER_ENV, WORKER_ENV, Settings
+from cluster.settings import CONTROLLER_ENV, WORKER_ENV, Settings, direct_front_env
 from memory.embedded import EmbeddedStores, resolve_store_urls
 from pipeline.services import APP_NAME, STORE_DEPLOYMENT
 
@@ -21,6 +21,8 @@ log = logging.getLogger("novaberg.runtime")
 class Runtime:
     settings: Settings
     stores: EmbeddedStores
+    front: str = "proxy"
+    """Who answers the HTTP port: `direct` (the ingress replica) or `proxy` (Serve's proxy)."""
 
     @property
     def url(self) -> str:
@@ -47,7 +49,31 @@ def _environment(extra: dict[str, str]):
                 os.environ[k] = v
 
 
-def _ray_init(settings: Settings, ray_tmp: Path) -> None:
+def http_front(settings: Settings, ray_started: bool) -> str:
+    """The HTTP front this start gets (Settings.http_front); a `direct` front it cannot have falls
+    back to Serve's proxy, by name, with the reason."""
+    if settings.http_front == "proxy":
+        return "proxy"
+    why = ("the cluster is attached: its Serve controller and proxies are the operator's" if attached(settings)
+           else f"{settings.ingress_replicas} ingress replicas: one port is answered by one replica"
+           if settings.ingress_replicas != 1
+           else "Ray was started before: its Serve controller does not know the front" if ray_started else None)
+    if why is None:
+        return "direct"
+    log.warning("fallback http_front_proxy: Serve's proxy answers port %d (%s)", settings.http_port, why)
+    return "proxy"
+
+
+def _free_port(host: str, port: int = 0) -> int:
+    """`port` on `host` if it is free (0: any free port); OSError when it is taken."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind((host, port))
+        return s.getsockname()[1]
+
+
+def _ray_init(settings: Settings, ray_tmp: Path, env: dict[str, str]) -> None:
     import ray
 
     if attached(settings):
@@ -62,7 +88,7 @@ def _ray_init(settings: Settings, ray_tmp: Path) -> None:
     # through its runtime-env agent and prestarts none for it — a pair actor's process took 0.62 s
     # to come up instead of 0.35 s (README, "A new pair's first turn"). This driver keeps its own
     # environment: Serve read its constants when `start` imported it.
-    with _environment(WORKER_ENV):
+    with _environment(env):
         ray.init(address="local", namespace=settings.namespace, include_dashboard=False,
                  object_store_memory=settings.object_store_mb * 1024 * 1024, _temp_dir=str(ray_tmp),
                  log_to_driver=False)
@@ -85,6 +111,12 @@ def start(settings: Settings, *, engine=None) -> Runtime:
     if attached(settings) and not (settings.database_url and settings.redis_url):
         raise ValueError(f"deploying onto the cluster at {settings.ray_address!r} needs external stores: set "
                          "DATABASE_URL and REDIS_URL (embedded ones would live on this machine only)")
+    front = http_front(settings, ray.is_initialized())
+    if front == "direct":
+        try:  # Serve would hand a taken port's replica the next one of its range: say it here instead
+            _free_port(settings.http_host, settings.http_port)
+        except OSError as e:
+            raise RuntimeError(f"the HTTP port {settings.http_host}:{settings.http_port} is taken ({e})") from e
     stores = resolve_store_urls(settings.home, settings.database_url, settings.redis_url)
     if settings.redis_url:
         from memory.embedded import redis_durability
@@ -97,8 +129,10 @@ def start(settings: Settings, *, engine=None) -> Runtime:
     # Ray's session folders are never deleted; keep them in one place per home and short enough
     # for unix socket paths
     if not ray.is_initialized():
-        _ray_init(settings, ray_tmp)
-    serve.start(http_options={"host": settings.http_host, "port": settings.http_port},
+        _ray_init(settings, ray_tmp, {**WORKER_ENV, **(direct_front_env(settings.http_port) if front == "direct" else {})})
+    # a direct front: the ingress replica answers http_port, Serve's proxy a free port beside it
+    proxy_port = _free_port(settings.http_host) if front == "direct" else settings.http_port
+    serve.start(http_options={"host": settings.http_host, "port": proxy_port},
                 proxy_location=settings.proxy_location,
                 controller_options={"runtime_env": {"env_vars": dict(CONTROLLER_ENV)}})
     serve.run(build_app(settings, engine), name=APP_NAME, route_prefix="/", blocking=False)
@@ -107,8 +141,8 @@ def start(settings: Settings, *, engine=None) -> Runtime:
     from actors.pixie import start_pixie
 
     start_pixie(settings)
-    log.info("novaberg up in %.1fs at %s", time.monotonic() - t0, settings.url)
-    return Runtime(settings=settings, stores=stores)
+    log.info("novaberg up in %.1fs at %s (HTTP front: %s)", time.monotonic() - t0, settings.url, front)
+    return Runtime(settings=settings, stores=stores, front=front)
 
 
 def stop(rt: Runtime, *, stop_stores: bool = True) -> None:

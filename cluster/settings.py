@@ -45,6 +45,26 @@ WORKER_ENV = {
 them without a runtime_env) or, on an attached cluster, in the job's runtime_env; the Serve config
 in the application's."""
 
+DIRECT_FRONT_PORTS = 8
+"""Ports Serve may hand to ingress replicas in a direct front, from `http_port` on: the first goes to
+the application deployed first (ours, at start); an application deployed beside it later (a
+probe, an operator's) gets the next free one instead of failing to start."""
+
+
+def direct_front_env(port: int) -> dict[str, str]:
+    """Environment of the Serve controller and the ingress replica for `http_front="direct"`: our
+    ingress replica listens on `port` (Serve allocates the lowest free port of the range), and with
+    no load balancer in front to deregister it, a stopping replica neither drains for 30 s nor holds
+    its port out of the pool for 150 s (Serve's defaults for its HAProxy)."""
+    return {
+        "RAY_SERVE_ENABLE_DIRECT_INGRESS": "1",
+        "RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT": str(port),
+        "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT": str(port + DIRECT_FRONT_PORTS),
+        "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "0",
+        "RAY_SERVE_PORT_QUARANTINE_S": "0",
+    }
+
+
 CONTROLLER_ENV = {
     # the Serve controller's reconcile loop every 0.5 s instead of Serve's 0.1 s: on an idle system
     # the controller and the GCS it asks each round took 150 of its 510 millicores (95 + 53; 49 + 34
@@ -87,6 +107,14 @@ class Settings(BaseSettings):
     and set `{"pairs": 1}`: pairs land only there, spread over those nodes."""
     proxy_location: Literal["EveryNode", "HeadOnly"] = "EveryNode"
     """Where Serve runs its HTTP proxies: on every node (a load balancer in front), or the head only."""
+    http_front: Literal["direct", "proxy"] = "direct"
+    """Who answers `http_port`. `direct`: the ingress replica itself (Serve's direct ingress): a
+    request reaches FastAPI in one hop, without the proxy's call to the replica and the replica's
+    call back for the body; Serve's proxy listens on a free port beside it. Only for a Ray this
+    process starts with one ingress replica; otherwise (an attached cluster, several ingress
+    replicas, a Ray started before) the runtime falls back to `proxy` and logs
+    `fallback http_front_proxy` with the reason. `proxy`: Serve's HTTP proxy on `http_port`,
+    forwarding every request to an ingress replica."""
     pair_spread: bool = True
     """Place new pair actors by Ray's SPREAD strategy (over the nodes that have their resources)."""
     embedder_num_cpus: float = Field(default=0.5, ge=0)

@@ -26,3 +26,24 @@ def test_the_controller_and_the_workers_run_with_their_environment(system, clien
     for title in ("ray::ServeReplica:novaberg:LLM", "ray::ServeReplica:novaberg:Store", "ray::PairActor"):
         envs = _environ(title)
         assert envs and all({k: e.get(k) for k in WORKER_ENV} == WORKER_ENV for e in envs), title
+
+
+def _listener(port: int) -> str:
+    """The process title of whoever listens on `port` here."""
+    (pid,) = {c.pid for c in psutil.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+    return psutil.Process(pid).cmdline()[0]
+
+
+def test_the_ingress_replica_answers_the_http_port_itself(system, client, keys, character):
+    """The direct front (Settings.http_front): the port is the ingress replica's, and every route
+    answers there — a turn, a streamed turn and the health check; Serve's proxy listens elsewhere."""
+    assert system.front == "direct"
+    assert _listener(system.settings.http_port).startswith("ray::ServeReplica:novaberg:Ingress")
+    assert client.get("/healthz").json() == {"status": "ok"}
+    cid = character("vorne")
+    r = client.post(f"/v1/pairs/alice/{cid}/turns", json={"text": "Hallo!"}, headers=auth(keys["alice"]))
+    assert r.status_code == 200 and r.json()["reply"], r.text
+    with client.stream("POST", f"/v1/pairs/alice/{cid}/turns?stream=true", json={"text": "Und jetzt?"},
+                       headers=auth(keys["alice"])) as s:
+        events = [line.split(":", 1)[1].strip() for line in s.iter_lines() if line.startswith("event:")]
+    assert s.status_code == 200 and events[-1] == "final" and "node_started" in events
