@@ -166,6 +166,11 @@ class Settings(BaseSettings):
     query_rewrite_deadline_s: float = Field(default=20.0, gt=0)
     embed_threads: int = Field(default=1, ge=1)
     embed_batch: int = Field(default=32, ge=1)
+    embed_batch_wait_ms: float = Field(default=0.0, ge=0)
+    """How long the embedder waits for more texts after a batch's first before it computes. 0: it
+    takes what is queued at once; texts that arrive while a batch computes are queued and go
+    together into the next. Serve's 5 ms had a lone text on a turn's path (the enricher's rewritten
+    search key) wait 5 ms for texts that did not come."""
 
     # --- Pair actors and turns
     pair_idle_timeout_s: float = Field(default=300.0, gt=0)

@@ -53,6 +53,7 @@ class EmbedderDeployment:
         self.model = load_model(self.settings.embed_threads)
         self.dim = model_dimension(self.model)
         self._embed_batch.set_max_batch_size(self.settings.embed_batch)
+        self._embed_batch.set_batch_wait_timeout_s(self.settings.embed_batch_wait_ms / 1000)
         self.batches = 0
         self.texts = 0
         self.busy_s = 0.0
@@ -62,7 +63,7 @@ class EmbedderDeployment:
         self.hits = 0
         log.info("embedder ready, dimension %d", self.dim)
 
-    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.005)
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.0)  # both set from the settings at start
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         self.batches += 1
         self.texts += len(texts)
