@@ -144,11 +144,9 @@ class PairActor:
             self._order.prime(int(raw) if raw is not None else 0)
         await self._order.acquire(request.get("seq"))
         try:
-            if request.get("seq") is not None:
-                await services.redis.set(self._seq_key(), int(self._order.last))
+            stored = await self._beginnen(services, turn_id, request.get("seq"))
             if not self._verlauf_geprueft:
                 await self._verlauf_pruefen(services)
-            stored = await session.stored_result(services.redis, self.user_id, self.character_id, turn_id)
             if stored is not None:
                 log.info("pair %s:%s: turn %s answered from its stored result", self.user_id,
                          self.character_id, turn_id)
@@ -156,6 +154,16 @@ class PairActor:
             return await self._run_chain(services, turn_id, request, events, stimulus)
         finally:
             self._order.release()
+
+    async def _beginnen(self, services: Services, turn_id: str, seq: int | None) -> dict | None:
+        """A turn's start in one round trip: the arrival number it starts under (a new actor of the
+        pair continues after it) and the stored result of a turn_id that ran before."""
+        async with services.redis.pipeline(transaction=False) as p:
+            if seq is not None:
+                p.set(self._seq_key(), int(self._order.last))
+            p.get(session.result_key(self.user_id, self.character_id, turn_id))
+            raw = (await p.execute())[-1]
+        return session.result_from(raw)
 
     async def _verlauf_pruefen(self, services: Services) -> None:
         """Once per actor: a session history Redis lost is rebuilt from the turns in Postgres."""
@@ -175,6 +183,9 @@ class PairActor:
                                         user_prompt=request.get("text"), herkunft="user")
         state = TurnState(stimulus=stimulus)
         trace = TurnTrace(self.user_id, self.character_id, turn_id, events)
+        # Redis writes beside the turn instead of on its path: the dashboard's registry of live pairs
+        # and, once the human's message is perceived, the self-trigger count starting again
+        nebenher = [asyncio.ensure_future(self._lebend(services))]
         try:
             deps = Deps(services, trace)
             # the nodes' reads that need nothing of this turn start now, beside perzeption's model call
@@ -182,26 +193,38 @@ class PairActor:
             if stimulus.herkunft == "user":
                 # a message of the human: perceive and remember it, then Nova answers
                 await self._human.run(state, deps)
-                await services.redis.delete(self._self_trigger_key())
+                nebenher.append(asyncio.ensure_future(self._zuruecksetzen(services)))
             await self._character.run(state, deps)
         except NodeFailed as e:
             metrics.turn_finished("error")
             metrics.node_error(e.node)
             await self._record_error(services, e.node, turn_id)
             return {"turn_id": turn_id, "error": {"node": e.node, "message": str(e)}}
+        finally:
+            await asyncio.gather(*nebenher)  # each logs its own failure
         self._turns += 1
         ms = (time.perf_counter() - t0) * 1000
         metrics.turn_latency(self.character_id, ms)
         metrics.turn_finished("ok")
-        try:
-            await services.redis.hset(LIVE_PAIRS, pair_name(self.user_id, self.character_id), time.time())
-        except Exception:
-            log.warning("pair registry update failed", exc_info=True)
         self._consume_self_trigger(state)
         result = dict(state.dispatch.result)
         result["timings"] = {**result.get("timings", {}), **trace.timings()}
         result["replayed"] = not state.dispatch.committed
         return result
+
+    async def _lebend(self, services: Services) -> None:
+        try:
+            await services.redis.hset(LIVE_PAIRS, pair_name(self.user_id, self.character_id), time.time())
+        except Exception:
+            log.warning("pair registry update failed", exc_info=True)
+
+    async def _zuruecksetzen(self, services: Services) -> None:
+        """The human spoke: Nova's self-triggers count from zero again (MAX_SELF_TRIGGERS)."""
+        try:
+            await services.redis.delete(self._self_trigger_key())
+        except Exception:
+            log.warning("pair %s:%s: the self-trigger count was not reset: the next self-triggers may reach "
+                        "their limit early", self.user_id, self.character_id, exc_info=True)
 
     async def _record_error(self, services: Services, node: str, turn_id: str) -> None:
         """A failed turn commits nothing, so its node is counted here for the dashboard."""

@@ -66,9 +66,11 @@ class KZGIndex:
         self._matrix = np.stack([unpack(vecs[i]) for i in ids]) if ids else None
         self._version = v
 
-    async def search(self, r: Redis, query, *, threshold: float, top_k: int) -> list[dict[str, Any]]:
-        """Entries with cosine ≥ threshold, best first, at most top_k. Ties break by id."""
-        await self.refresh(r)
+    async def search(self, r: Redis, query, *, threshold: float, top_k: int, refreshed: bool = False) -> list[dict[str, Any]]:
+        """Entries with cosine ≥ threshold, best first, at most top_k. Ties break by id.
+        `refreshed`: the caller has just awaited `refresh` (it ran beside other work)."""
+        if not refreshed:
+            await self.refresh(r)
         if self._matrix is None:
             return []
         sims = self._matrix @ normalise(query)

@@ -239,7 +239,11 @@ async def annotate_turn(r: Redis, user_id: str, character_id: str, turn_id: str,
 
 
 async def stored_result(r: Redis, user_id: str, character_id: str, turn_id: str) -> dict | None:
-    raw = await r.get(result_key(user_id, character_id, turn_id))
+    return result_from(await r.get(result_key(user_id, character_id, turn_id)))
+
+
+def result_from(raw: bytes | str | None) -> dict | None:
+    """A stored turn result as read from `result_key` (None: the turn_id has not run)."""
     return None if raw is None else json.loads(raw)
 
 

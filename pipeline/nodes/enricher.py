@@ -259,9 +259,13 @@ async def run(state: TurnState, deps: Deps) -> dict:
                  "herkunft=%s", exit_)
         return {"memory": MemoryRecord(**base)}
 
-    # the plugins that read no search key run beside the rewrite's model call
+    # the plugins that read no search key, and the pair's KZG vectors, read beside the rewrite's model call
     ohne_schluessel = asyncio.ensure_future(_plugins(deps, s, None, suchschluessel=False))
     ohne_schluessel.add_done_callback(lambda t: t.cancelled() or t.exception())  # read only: nothing to undo
+    index = deps.services.pair_cache(s.user_id, s.character_id).setdefault(
+        "kzg_index", KZGIndex(s.user_id, s.character_id))
+    kzg_gelesen = asyncio.ensure_future(index.refresh(deps.redis) if has_kzg else _nichts(None))
+    kzg_gelesen.add_done_callback(lambda t: t.cancelled() or t.exception())
     anweisung = "anweisung" in intentionen
     if anweisung:
         suchtext, herkunft = s.text, "anweisung"  # imperative override: search the raw utterance
@@ -274,12 +278,11 @@ async def run(state: TurnState, deps: Deps) -> dict:
                                                                intention_anweisung=anweisung)
     deps.trace.decision(NAME, "enricher.verschiebung", verschiebung, {"cluster": cluster, **info})
 
-    index = deps.services.pair_cache(s.user_id, s.character_id).setdefault(
-        "kzg_index", KZGIndex(s.user_id, s.character_id))
     nova_sektor = state.emotion.nova_sektor if state.emotion else None
+    await kzg_gelesen
     # the sources read side by side: KZG, the read path, the plugins, the file index
     kzg_hits, resonanz, plugin_out, aufzeichnungen, plugin_frueh = await asyncio.gather(
-        index.search(deps.redis, such_vektor, threshold=cfg.kzg_threshold, top_k=cfg.kzg_top_k),
+        index.search(deps.redis, such_vektor, threshold=cfg.kzg_threshold, top_k=cfg.kzg_top_k, refreshed=has_kzg),
         lzg_lesen(deps.store, s.user_id, s.character_id, suchtext, such_vektor, cfg, cluster=cluster,
                   nova_sektor=nova_sektor) if has_lzg else _nichts(None),
         _plugins(deps, s, such_vektor),
