@@ -74,7 +74,7 @@ async def load_pair(pool: AsyncConnectionPool, user_id: str, character_id: str) 
         cur = await conn.execute("SELECT text FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s AND aktiv"
                                  " ORDER BY id", (user_id, character_id))
         anweisungen = [r[0] for r in await cur.fetchall()]
-        cur = await conn.execute("SELECT emotion, arousal FROM nova_emotion WHERE user_id=%s AND character_id=%s",
+        cur = await conn.execute("SELECT emotion, arousal, updated_at FROM nova_emotion WHERE user_id=%s AND character_id=%s",
                                  (user_id, character_id))
         emo = await cur.fetchone()
     out: dict[str, Any] = {
@@ -91,6 +91,7 @@ async def load_pair(pool: AsyncConnectionPool, user_id: str, character_id: str) 
         "nova_emotion": emo[0] if emo else "neutral",
         "nova_arousal": float(emo[1]) if emo else 0.3,
         "emotion_found": emo is not None,
+        "emotion_stand": emo[2].isoformat() if emo else None,
     }
     keys = ("nova_kern", "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung", "mensch_kern",
             "mensch_beziehung")
@@ -120,6 +121,20 @@ async def write_turn_job(pool: AsyncConnectionPool, job: dict[str, Any]) -> None
                 ),
             )
             await _insert_log_rows(conn, t["user_id"], t["character_id"], t["turn_id"], job.get("log", []))
+            if t.get("nova_zustand"):
+                await _save_zustand(conn, t["user_id"], t["character_id"], t["nova_zustand"])
+
+
+async def _save_zustand(conn, user_id: str, character_id: str, z: dict[str, Any]) -> None:
+    """Nova's emotion state after a turn, unless a later turn's is stored already: jobs may be
+    applied twice or out of order (a re-claimed job), the later turn's state holds."""
+    await conn.execute(
+        "INSERT INTO nova_emotion (user_id, character_id, emotion, arousal, vektor, verlauf, updated_at)"
+        " VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (user_id, character_id) DO UPDATE SET emotion=EXCLUDED.emotion,"
+        " arousal=EXCLUDED.arousal, vektor=EXCLUDED.vektor, verlauf=EXCLUDED.verlauf, updated_at=EXCLUDED.updated_at"
+        " WHERE nova_emotion.updated_at <= EXCLUDED.updated_at",
+        (user_id, character_id, z["emotion"], z["arousal"], z.get("vektor"), Jsonb(z.get("verlauf") or []),
+         datetime.fromisoformat(z["stand"])))
 
 
 async def _insert_log_rows(conn, user_id: str, character_id: str, turn_id: str, rows: list[dict]) -> None:

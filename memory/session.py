@@ -89,13 +89,17 @@ if weg >= {BLOCK} then redis.call('LTRIM', KEYS[2], weg - weg % {BLOCK}, -1) end
 if ARGV[6] ~= '' then
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', tonumber(ARGV[7]), '*', 'nachricht', ARGV[6])
 end
-for i = 8, #ARGV do
+if ARGV[8] ~= '' then
+  redis.call('SET', KEYS[5], ARGV[8])
+end
+for i = 9, #ARGV do
   redis.call('XADD', KEYS[3], '*', 'job', ARGV[i])
 end
 return 1
 """.replace("{BLOCK}", str(FENSTER_BLOCK))
 """Commit a turn once: its result, the history (trimmed to `keep_turns` in blocks: between
-`keep_turns` and `keep_turns + FENSTER_BLOCK - 1` entries stay), the push stream, the jobs."""
+`keep_turns` and `keep_turns + FENSTER_BLOCK - 1` entries stay), the push stream, Nova's state
+after the turn, the jobs."""
 
 _FENSTER = """
 local n = redis.call('LLEN', KEYS[1])
@@ -249,19 +253,31 @@ def result_from(raw: bytes | str | None) -> dict | None:
 
 async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str, result: dict,
                       user_turn: dict | None, nova_turn: dict, job: dict | list[dict], keep_turns: int, ttl_s: int,
-                      push: dict | None = None, push_keep: int = 1000) -> bool:
-    """Store result, both session turns, the pushed message and the outbox jobs atomically.
-    False: already committed. `user_turn` None: the turn has no new message of the human (a
-    self-triggered retry). `push`: a message nobody asked for, for the events route."""
+                      push: dict | None = None, push_keep: int = 1000, zustand: dict | None = None) -> bool:
+    """Store result, both session turns, the pushed message, Nova's state and the outbox jobs
+    atomically. False: already committed. `user_turn` None: the turn has no new message of the
+    human (a self-triggered retry). `push`: a message nobody asked for, for the events route.
+    `zustand`: Nova's emotion state after the turn (ei_calc_persist), for the next turn."""
     jobs = job if isinstance(job, list) else [job]
     done = await r.eval(
-        _COMMIT, 4,
+        _COMMIT, 5,
         result_key(user_id, character_id, turn_id), session_key(user_id, character_id), OUTBOX_STREAM,
-        push_key(user_id, character_id),
+        push_key(user_id, character_id), zustand_key(user_id, character_id),
         json.dumps(result), ttl_s, json.dumps(user_turn) if user_turn is not None else "", json.dumps(nova_turn), keep_turns,
-        json.dumps(push) if push is not None else "", push_keep, *[json.dumps(j) for j in jobs],
+        json.dumps(push) if push is not None else "", push_keep, json.dumps(zustand) if zustand is not None else "",
+        *[json.dumps(j) for j in jobs],
     )
     return bool(done)
+
+
+def zustand_key(user_id: str, character_id: str) -> str:
+    return f"nova:zustand:{user_id}:{character_id}"
+
+
+async def load_zustand(r: Redis, user_id: str, character_id: str) -> dict | None:
+    """Nova's emotion state as the pair's last committed turn left it (None: none committed here)."""
+    raw = await r.get(zustand_key(user_id, character_id))
+    return None if raw is None else json.loads(raw)
 
 
 PUSH_WAIT_MS = 3000

@@ -332,6 +332,19 @@ class NovaPerzeptionRecord(_Record):
     emotion and the style is the default, not perceived (selbstbild does not count it)."""
 
 
+class NovaZustandRecord(_Record):
+    """Written by ei_calc_persist: Nova's emotion state after the turn (her computed state, her
+    perceived reply, the pull of her emotional memories). The dispatcher commits it with the turn;
+    the next turn's db_zugriff starts from it."""
+
+    emotion: str = "neutral"
+    arousal: float = 0.3
+    vektor: str | None = None
+    verlauf: list[dict] = Field(default_factory=list)
+    stand: datetime
+    """The turn's time (its stimulus arrived): of two states of a pair, the later turn's holds."""
+
+
 class KzgSchreiben(_Record):
     """A short-term memory entry the background worker embeds and stores."""
 
@@ -389,6 +402,7 @@ class TurnState(_Record):
     pruefung: PruefungRecord | None = None
     urteil: UrteilRecord | None = None
     nova_perzeption: NovaPerzeptionRecord | None = None
+    nova_zustand: NovaZustandRecord | None = None
     hintergrund: HintergrundRecord | None = None
     dispatch: DispatchRecord | None = None
 

@@ -1,18 +1,21 @@
 """db_zugriff: load the pair's character data and profiles from Postgres (through the store
-deployment, where connections are pooled)."""
+deployment, where connections are pooled), and Nova's emotion state as the pair's last turn left
+it: from its commit in Redis, else from Postgres (where the turn's outbox job puts it)."""
 from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import datetime
 
+from memory import session
 from pipeline.services import Deps
 from pipeline.state import PairRecord, Stimulus, TurnState
 
 NAME = "db_zugriff"
 READS = ("stimulus",)
 WRITES = ("pair",)
-STORE_READS = ("charakter",)
-VORAB_READS = ("charakter",)
+STORE_READS = ("charakter", "zustand")
+VORAB_READS = ("charakter", "zustand")
 """What `vorab` reads at the turn's start: only the character chain writes it, after this node."""
 
 log = logging.getLogger("novaberg.node.db_zugriff")
@@ -20,7 +23,25 @@ log = logging.getLogger("novaberg.node.db_zugriff")
 
 def vorab(deps: Deps, s: Stimulus) -> asyncio.Future:
     """The pair's data, read from the turn's start on (beside perzeption's model call) and once."""
-    return deps.trace.start_once("db_zugriff.pair", lambda: deps.store.load_pair(s.user_id, s.character_id))
+    return deps.trace.start_once("db_zugriff.pair", lambda: _lesen(deps, s))
+
+
+async def _lesen(deps: Deps, s: Stimulus) -> dict:
+    row, zustand = await asyncio.gather(deps.store.load_pair(s.user_id, s.character_id),
+                                        session.load_zustand(deps.redis, s.user_id, s.character_id))
+    return mit_zustand(row, zustand)
+
+
+def mit_zustand(row: dict, zustand: dict | None) -> dict:
+    """The pair's row with Nova's emotion state from the last turn's commit, unless Postgres holds a
+    later one (a Redis that lost or never had it: the outbox job has put it in Postgres)."""
+    if zustand is None:
+        return row
+    stand = row.get("emotion_stand")
+    if stand is not None and datetime.fromisoformat(stand) > datetime.fromisoformat(zustand["stand"]):
+        return row
+    return {**row, "nova_emotion": zustand["emotion"], "nova_arousal": float(zustand["arousal"]),
+            "emotion_found": True, "emotion_stand": zustand["stand"]}
 
 
 async def run(state: TurnState, deps: Deps) -> dict:

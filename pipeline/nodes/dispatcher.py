@@ -1,5 +1,5 @@
 """dispatcher: commit the turn. Both session turns (each with its speaker and perception), the
-stored result (what a repeated turn_id returns) and two outbox jobs — the durable Postgres record
+stored result (what a repeated turn_id returns), Nova's state after the turn and two outbox jobs — the durable Postgres record
 with the pipeline_log rows, and the background work (salience, praegung, aufgriff and their
 pending writes) — go to Redis in one atomic step. Nothing here waits for the background."""
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pipeline.state import DispatchRecord, TurnState, current_reply
 
 NAME = "dispatcher"
 READS = ("stimulus", "pair", "memory", "draft", "pruefung", "urteil", "perzeption", "emotion", "route", "nova_perzeption",
-         "plan")
+         "plan", "nova_zustand")
 WRITES = ("dispatch",)
 STORE_READS = ("session",)
-STORE_WRITES = ("session",)
+STORE_WRITES = ("session", "zustand")
 WAITS_FOR_ALL = True  # the commit: it runs after every node of the chain, so a failed node commits nothing
 SELF_LOGGED = True  # its pipeline_log row must be in the job it commits
 # records the background chain needs, copied into its job
@@ -87,11 +87,15 @@ async def run(state: TurnState, deps: Deps) -> dict:
                  "emotion": np_.emotion if np_ else None, "arousal": np_.arousal if np_ else None,
                  "stil": np_.stil if np_ else None}
     deps.trace.node_row(NAME, (time.perf_counter() - t0) * 1000, start_ms=(t0 - deps.trace.started) * 1000)
+    # Nova's state after the turn: in the commit for the next turn's db_zugriff, in the job for Postgres
+    z = state.nova_zustand
+    zustand = ({"emotion": z.emotion, "arousal": z.arousal, "vektor": z.vektor, "verlauf": z.verlauf,
+                "stand": z.stand.isoformat()} if z else None)
     jobs = [
         {"kind": "turn", "turn": {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id,
                                   "user_text": s.text, "reply": result["reply"],
                                   "user_embedding": state.memory.query_embedding if state.memory else None,
-                                  "result": result, "created_at": result["created_at"]},
+                                  "result": result, "created_at": result["created_at"], "nova_zustand": zustand},
          "log": deps.trace.rows},
         {"kind": "hintergrund", "turn_id": s.turn_id,
          "state": {r: getattr(state, r).model_dump(mode="json") for r in BACKGROUND_RECORDS
@@ -101,7 +105,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         deps.redis, user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id, result=result,
         user_turn=user_turn, nova_turn=nova_turn, job=jobs, keep_turns=deps.settings.session_keep_turns,
         ttl_s=deps.settings.turn_result_ttl_s, push=pushed_message(result),
-        push_keep=deps.settings.push_keep_messages,
+        push_keep=deps.settings.push_keep_messages, zustand=zustand,
     )
     if not committed:
         log.warning("dispatcher: turn %s of %s:%s was committed already; nothing written twice",

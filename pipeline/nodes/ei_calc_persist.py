@@ -1,16 +1,20 @@
 """ei_calc_persist: consolidate Nova's emotion state (computed state and perceived reply), let
 the pull of her emotional memories act on it (emotionale_gravitation), and persist it for the
-next turn's db_zugriff."""
+next turn's db_zugriff.
+
+Only the next turn reads it, so it leaves the reply's path: the node writes the state as a
+record, and the dispatcher persists it in the turn's atomic commit (Redis, where the next turn's
+db_zugriff reads it first) and in the turn's outbox job (Postgres, for a pair whose Redis state
+is gone). The turn's path no longer waits for a Postgres write of its own."""
 from __future__ import annotations
 
 from pipeline import vocab
 from pipeline.services import Deps
-from pipeline.state import GravitationRecord, TurnState
+from pipeline.state import GravitationRecord, NovaZustandRecord, TurnState
 
 NAME = "ei_calc_persist"
 READS = ("stimulus", "emotion", "nova_perzeption", "gravitation")
-WRITES = ()
-STORE_WRITES = ("charakter",)
+WRITES = ("nova_zustand",)
 ZUG_AROUSAL = 0.3
 """Share of the pull's term by which remembered emotion raises her arousal toward 1."""
 ZUG_RICHTUNG = 0.5
@@ -37,8 +41,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
     deps.trace.decision(NAME, "ei_calc_persist.gravitation", zug,
                         {"term": g.term if g else 0.0, "richtung": g.richtung if g else None,
                          "punkte": g.punkte if g else 0}, threshold=ZUG_RICHTUNG)
-    verlauf = (e.emotions_verlauf[:5] if e else [])
-    await deps.store.call("charakter.save_emotion", s.user_id, s.character_id, vocab.pick(emotion, vocab.EMOTIONEN, "neutral"),
-                          arousal, e.emotions_vektor if e else None, verlauf)
-    deps.trace.decision(NAME, "ei_calc_persist.gespeichert", emotion, {"arousal": arousal})
-    return {}
+    zustand = NovaZustandRecord(emotion=vocab.pick(emotion, vocab.EMOTIONEN, "neutral"), arousal=arousal,
+                                vektor=e.emotions_vektor if e else None, verlauf=e.emotions_verlauf[:5] if e else [],
+                                stand=s.received_at)
+    deps.trace.decision(NAME, "ei_calc_persist.gespeichert", emotion, {"arousal": arousal, "mit": "commit"})
+    return {"nova_zustand": zustand}

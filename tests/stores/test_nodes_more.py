@@ -111,18 +111,20 @@ def test_verfasser_skips_on_a_context_cut_and_without_material():
     assert ("verfasser.lauf", "ohne_material") in _d(deps)
 
 
-def test_perzeption_assistant_falls_back_to_the_computed_state_and_persist_saves_it():
+def test_perzeption_assistant_falls_back_to_the_computed_state_and_persist_consolidates_it():
     deps = deps_for(ScriptedLLM({"perzeption_assistant": ["?"]}))
     st = _state(draft=DraftRecord(reply="Oh nein.", model="m"), emotion=EmotionRecord(nova_emotion="traurigkeit", nova_arousal=0.6))
     out = asyncio.run(run_node(perzeption_assistant, st, deps))["nova_perzeption"]
     assert (out.emotion, out.arousal) == ("traurigkeit", 0.6)
     store = RecordingStore()
     deps = deps_for(ScriptedLLM(), store=store)
-    st = _state(emotion=EmotionRecord(nova_arousal=0.4, emotions_vektor="einbruch"),
+    st = _state(emotion=EmotionRecord(nova_arousal=0.4, emotions_vektor="einbruch",
+                                      emotions_verlauf=[{"emotion": "angst"}]),
                 nova_perzeption=NovaPerzeptionRecord(emotion="traurigkeit", arousal=0.8))
-    asyncio.run(run_node(ei_calc_persist, st, deps))
-    op, args, _ = store.calls[0]
-    assert op == "charakter.save_emotion" and args[2:5] == ("traurigkeit", 0.6, "einbruch")
+    z = asyncio.run(run_node(ei_calc_persist, st, deps))["nova_zustand"]
+    # the state goes with the turn's commit (the dispatcher), not in a store write of its own
+    assert (z.emotion, z.arousal, z.vektor, z.verlauf) == ("traurigkeit", 0.6, "einbruch", [{"emotion": "angst"}])
+    assert z.stand == st.stimulus.received_at and store.calls == []
 
 
 def test_salience_scores_and_decides_the_writes():
@@ -203,8 +205,8 @@ def test_the_pull_of_emotional_memories_moves_novas_persisted_state():
         deps = deps_for(ScriptedLLM(), store=store)
         st = _state(emotion=EmotionRecord(nova_arousal=0.4), gravitation=gravitation,
                     nova_perzeption=NovaPerzeptionRecord(emotion="freude", arousal=0.4))
-        asyncio.run(run_node(ei_calc_persist, st, deps))
-        return store.calls[0][1][2:4], _d(deps)
+        z = asyncio.run(run_node(ei_calc_persist, st, deps))["nova_zustand"]
+        return (z.emotion, z.arousal), _d(deps)
 
     (emotion, arousal), d = saved(None)
     assert (emotion, arousal) == ("freude", 0.4) and ("ei_calc_persist.gravitation", "kein_zug") in d

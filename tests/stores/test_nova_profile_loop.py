@@ -5,6 +5,8 @@ import asyncio
 import json
 import logging
 
+import pytest
+
 from cluster.settings import Settings
 from memory import charakter, pg
 from pipeline import vocab
@@ -35,9 +37,20 @@ class _Embedder:
         return unit(0).tolist()
 
 
+REDIS_URL: list[str] = []
+"""The session's Redis (db_zugriff reads Nova's committed state there)."""
+
+
+@pytest.fixture(autouse=True)
+def _redis_url(stores):
+    REDIS_URL[:] = [stores.redis_url]
+
+
 def _deps(p, user, turn_id, llm, chain):
-    services = Services(settings=Settings(), llm=llm, embedder=_Embedder(), store=_Store(p), redis=None,
-                        prompts=PromptLibrary())
+    from redis.asyncio import Redis
+
+    services = Services(settings=Settings(), llm=llm, embedder=_Embedder(), store=_Store(p),
+                        redis=Redis.from_url(REDIS_URL[0]), prompts=PromptLibrary())
     trace = TurnTrace(user, C, turn_id)
     trace.chain = chain
     return Deps(services, trace)

@@ -26,7 +26,7 @@ SCRIPT = {
     "thinker": ["ERGEBNIS: OK"],
     "tribunal": ['{"urteil": "ok", "gruende": []}'],
 }
-VOLATILE = {"at", "time", "created_at", "updated_at", "received_at", "duration_ms", "start_ms", "end_ms", "timings", "seq",
+VOLATILE = {"at", "time", "created_at", "updated_at", "received_at", "stand", "duration_ms", "start_ms", "end_ms", "timings", "seq",
             "ms", "llm_ms", "embed_ms"}
 
 

@@ -91,6 +91,6 @@ def test_what_a_node_reads_at_the_turns_start_no_node_before_it_writes():
     modules = {n: load_node(n) for n in order}
     early = _vorab_conflicts(order, modules)
     assert set(early) == {"enricher", "db_zugriff"} and not any(early.values())
-    # ei_calc_persist writes the pair's character data db_zugriff reads early: placed before it, it is caught
-    moved = ["ei_calc_persist"] + [n for n in order if n != "ei_calc_persist"]
-    assert _vorab_conflicts(moved, modules)["db_zugriff"] == {"ei_calc_persist": ["charakter"]}
+    # the dispatcher commits Nova's state db_zugriff reads early: placed before it, it is caught
+    moved = ["dispatcher"] + [n for n in order if n != "dispatcher"]
+    assert _vorab_conflicts(moved, modules)["db_zugriff"] == {"dispatcher": ["zustand"]}
