@@ -29,6 +29,7 @@ from pipeline.services import transport
 from prompts import PromptLibrary
 from serve import charakterkarte, dateien, erschliessung
 from serve.body_limit import BodyLimit
+from serve.direct_front import reuse_the_port
 from serve.schemas import (ID_PATTERN, TURN_ID_PATTERN, Character, CharacterCreate, CharacterImportResponse,
                            CharacterPatch, ChatCompletionRequest, DateiListe, DateiUploadResponse, EventRequest,
                            HistoryResponse, KeyCreateRequest, KeyCreateResponse, KeyRevokeRequest, TurnRequest,
@@ -53,6 +54,7 @@ def _limit(path: str) -> int:
 
 
 app.add_middleware(BodyLimit, limits=_limit)
+reuse_the_port()  # in the ingress replica's process, before Serve starts its server (Settings.http_front)
 
 _ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError)
 _KEY_CACHE_S = 30.0

@@ -47,3 +47,35 @@ def test_the_ingress_replica_answers_the_http_port_itself(system, client, keys, 
                        headers=auth(keys["alice"])) as s:
         events = [line.split(":", 1)[1].strip() for line in s.iter_lines() if line.startswith("event:")]
     assert s.status_code == 200 and events[-1] == "final" and "node_started" in events
+
+
+def test_the_http_port_survives_its_ingress_replica(system, keys, character):
+    """An ingress replica that dies leaves its connections in TIME_WAIT on the port; its replacement
+    binds the port again (serve/direct_front.py) and answers there, not on another one."""
+    import time
+
+    import httpx
+    import ray
+
+    port = system.settings.http_port
+    with httpx.Client(base_url=system.url, timeout=60) as c:  # connections the dying replica holds
+        for _ in range(3):
+            assert c.get("/healthz").status_code == 200
+        (old,) = [a for a in ray.util.list_named_actors(all_namespaces=True)
+                  if a["name"].startswith("SERVE_REPLICA::") and "#Ingress#" in a["name"]]
+        ray.kill(ray.get_actor(old["name"], namespace=old["namespace"]), no_restart=True)
+
+    def answers():
+        try:
+            return httpx.get(f"{system.url}/healthz", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    deadline = time.monotonic() + 90
+    while not answers():
+        assert time.monotonic() < deadline, "the API did not come back on its port"
+        time.sleep(0.5)
+    assert _listener(port).startswith("ray::ServeReplica:novaberg:Ingress")
+    r = httpx.post(f"{system.url}/v1/pairs/alice/{character('zurueck')}/turns", json={"text": "Bist du wieder da?"},
+                   headers=auth(keys["alice"]), timeout=120)
+    assert r.status_code == 200, r.text

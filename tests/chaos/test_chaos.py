@@ -304,7 +304,8 @@ def test_chaos_no_acknowledged_turn_lost_or_duplicated(system, keys, character, 
     serve_kills = Counter(what.split("#")[1] for _, kind, what in kill_log if kind == "serve_replica")
     figures = {
         "serve_replica_kills": dict(serve_kills), "workers": workers,
-        "turns_acknowledged": len(rec.acked), "attempts": rec.attempts, "retried": dict(rec.retried),
+        "turns_acknowledged": len(rec.acked), "attempts": rec.attempts,
+        "retried": {str(k): n for k, n in rec.retried.items()},  # status codes and error names
         "kills": {k: kills[k] for k in KINDS}, "lost": len(lost), "duplicated": len(duplicated),
         "side_effects_missing": len(missing), "stored_not_acknowledged": len(unasked),
         "dead_lettered": len(dead), "run_s": round(run_s, 1), "drain_s": round(drain_s, 1),
