@@ -36,6 +36,10 @@ def push_key(user_id: str, character_id: str) -> str:
     return f"push:{user_id}:{character_id}"
 
 
+def zustand_key(user_id: str, character_id: str) -> str:
+    return f"nova:zustand:{user_id}:{character_id}"
+
+
 PERSON_B = "Person B"
 """The speaker label of the human's entries in the history (the prompts name the human Person B)."""
 
@@ -268,10 +272,6 @@ async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str
         *[json.dumps(j) for j in jobs],
     )
     return bool(done)
-
-
-def zustand_key(user_id: str, character_id: str) -> str:
-    return f"nova:zustand:{user_id}:{character_id}"
 
 
 async def load_zustand(r: Redis, user_id: str, character_id: str) -> dict | None:

@@ -1,7 +1,8 @@
 """dispatcher: commit the turn. Both session turns (each with its speaker and perception), the
-stored result (what a repeated turn_id returns), Nova's state after the turn and two outbox jobs — the durable Postgres record
-with the pipeline_log rows, and the background work (salience, praegung, aufgriff and their
-pending writes) — go to Redis in one atomic step. Nothing here waits for the background."""
+stored result (what a repeated turn_id returns), Nova's state after the turn and two outbox jobs
+— the durable Postgres record with the pipeline_log rows, and the background work (salience,
+praegung, aufgriff and their pending writes) — go to Redis in one atomic step. Nothing here waits
+for the background."""
 from __future__ import annotations
 
 import logging
