@@ -57,7 +57,8 @@ def figures(report: dict[str, Any]) -> dict[str, float]:
             out[f"cpu_s_per_turn@{n}"] = p["turn_graph"]["cpu_s_per_turn"]
     if levels:
         g = levels[0]["pipeline"].get("turn_graph", {})
-        for k in ("own_share", "own_share_met", "turn_over_critical_path", "reply_start_ms_p50"):
+        for k in ("own_share", "own_share_met", "own_ms_p50", "own_met_ms_p50", "turn_over_critical_path",
+                  "reply_start_ms_p50"):
             if g.get(k) is not None:
                 out[f"{k}@{levels[0]['pairs']}"] = g[k]
     for node, r in (report["main"]["pipeline"].get("prefix_reuse") or {}).items():

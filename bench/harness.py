@@ -221,11 +221,12 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
         for t, (cat, text) in enumerate(sc.messages(i)):
             if t and sc.think_s:
                 await asyncio.sleep(sc.think_s)
-            t0 = time.perf_counter()
+            began, t0 = time.time(), time.perf_counter()
             out = await driver.turn(user, "nova", text)
             ms = (time.perf_counter() - t0) * 1000
             tm, us = out.get("timings", {}), out.get("usage", {})
             rows.append({"pair": i, "category": cat, "client_ms": ms, "error": out.get("error"),
+                         "llm_pair": f"{user}:nova", "began": began,
                          "actor_ms": tm.get("total_ms", 0.0), "llm_ms": tm.get("llm_ms", 0.0),
                          "embed_ms": tm.get("embed_ms", 0.0), "nodes_ms": tm.get("nodes_ms", {}),
                          "nodes_start_ms": tm.get("nodes_start_ms") or {},
@@ -272,17 +273,15 @@ def graph_figures(rows: list[dict], records: list[dict], latency_ms: float | Non
                                                           sorted(turn_graph.calls_per_turn(records, n).items())}}
     if latency_ms and lat:
         calls = turn_graph.calls_per_turn(records, n)
-        cp = turn_graph.critical_path_ms(calls, latency_ms)
-        p50 = statistics.median(lat)
-        out.update(cp, turn_over_critical_path=round(p50 / cp["critical_path_ms"], 3) if cp["critical_path_ms"] else None,
-                   own_share=round(max(0.0, p50 - cp["critical_path_ms"]) / p50, 4))
-        # the same against the engine as the LLM deployment met it (each call's time from its backend:
-        # the engine's latency, its HTTP server and the client's round trip), not the nominal latency
+        out.update(turn_graph.critical_path_ms(calls, latency_ms))
         engine = statistics.median(r["ms"] for r in records) if records else None
+        per_turn = turn_graph.turn_paths(rows, records, latency_ms, engine)
+        out.update(per_turn)
         if engine:
-            met = turn_graph.critical_path_ms(calls, engine)["critical_path_ms"]
-            out.update(engine_call_ms_p50=round(engine, 2), critical_path_met_ms=met,
-                       own_share_met=round(max(0.0, p50 - met) / p50, 4))
+            # the same against the engine as the LLM deployment met it (each call's time from its backend:
+            # the engine's latency, its HTTP server and the client's round trip), not the nominal latency
+            out.update(engine_call_ms_p50=round(engine, 2),
+                       critical_path_met_ms=turn_graph.critical_path_ms(calls, engine)["critical_path_ms"])
     return out
 
 
@@ -467,9 +466,11 @@ def print_summary(report: dict) -> None:
     g = p.get("turn_graph", {})
     print(f"turn graph: LLM calls in flight max {g['llm_in_flight']['max']} mean {g['llm_in_flight']['mean_while_busy']}, "
           f"reply starts p50 {g['reply_start_ms_p50']} ms, CPU per turn {g['cpu_s_per_turn']} s"
-          + (f", critical path {g['critical_path_ms']} ms (serial {g['serial_ms']} ms), turn p50 / critical path "
-             f"{g['turn_over_critical_path']}, own share {g['own_share']}" if "critical_path_ms" in g else "")
-          + (f" (engine call as met p50 {g['engine_call_ms_p50']} ms: critical path {g['critical_path_met_ms']} ms, "
+          + (f", critical path of the mean turn {g['critical_path_ms']} ms (serial {g['serial_ms']} ms)"
+             if "critical_path_ms" in g else "")
+          + (f"; each turn against its own critical path (p50): turn / critical path {g['turn_over_critical_path']}, "
+             f"own time {g['own_ms_p50']} ms, own share {g['own_share']}" if "own_share" in g else "")
+          + (f" (engine call as met p50 {g['engine_call_ms_p50']} ms: own time {g['own_met_ms_p50']} ms, "
              f"own share {g['own_share_met']})" if "own_share_met" in g else ""))
     print("CPU per turn by part: " + ", ".join(f"{k} {v}" for k, v in g.get("cpu_s_per_turn_by_part", {}).items()))
     for pt in report["sweep"]:

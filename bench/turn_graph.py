@@ -38,6 +38,46 @@ def critical_path_ms(per_node: dict[str, float], latency_ms: float) -> dict[str,
     return {"critical_path_ms": round(path, 1), "serial_ms": round(serial, 1)}
 
 
+def calls_of_turn(records: list[dict], pair: str, began: float, ended: float) -> Counter:
+    """The LLM calls one turn made, by node: its pair's calls that started while the client waited
+    for it (with the pair's turns in order, a background call of the turn before that runs into
+    this one is counted under its own caller, which no chain node has)."""
+    return Counter(CALLER_NODE.get(r["request"].get("caller"), r["request"].get("caller")) for r in records
+                   if r["request"].get("pair") == pair and began <= r["started"] <= ended)
+
+
+def turn_paths(rows: list[dict], records: list[dict], latency_ms: float, engine_ms: float | None) -> dict[str, Any]:
+    """Each turn against its own critical path (the calls that turn made: a smalltalk turn is not
+    measured against the mean of a mix with agent turns, whose planner adds calls): the medians of
+    turn / critical path, of the own time (the turn less its critical path) and of its share of the
+    turn; with `engine_ms` (each call's time as the LLM deployment met it) the same against it."""
+    import statistics
+
+    ratio, own, share, share_met, own_met = [], [], [], [], []
+    for r in rows:
+        if "began" not in r or not r["client_ms"]:
+            continue
+        calls = calls_of_turn(records, r["llm_pair"], r["began"], r["began"] + r["client_ms"] / 1000)
+        cp = critical_path_ms(calls, latency_ms)["critical_path_ms"]
+        if not cp:
+            continue
+        ratio.append(r["client_ms"] / cp)
+        own.append(max(0.0, r["client_ms"] - cp))
+        share.append(own[-1] / r["client_ms"])
+        if engine_ms:
+            met = critical_path_ms(calls, engine_ms)["critical_path_ms"]
+            own_met.append(max(0.0, r["client_ms"] - met))
+            share_met.append(own_met[-1] / r["client_ms"])
+    if not ratio:
+        return {}
+    med = statistics.median
+    out = {"turn_over_critical_path": round(med(ratio), 3), "own_ms_p50": round(med(own), 1),
+           "own_share": round(med(share), 4)}
+    if share_met:
+        out.update(own_met_ms_p50=round(med(own_met), 1), own_share_met=round(med(share_met), 4))
+    return out
+
+
 def in_flight(records: list[dict]) -> dict[str, Any]:
     """LLM calls in flight at once over the recorded requests: the most, and the mean while any was."""
     events = sorted([(r["started"], 1) for r in records] + [(r["started"] + r["ms"] / 1000, -1) for r in records])

@@ -14,6 +14,24 @@ def _rec(caller, started, ms, pair="a", *contents):
             "usage": {}, "started": started, "ms": ms}
 
 
+def test_each_turn_is_measured_against_its_own_critical_path():
+    # a smalltalk turn (router → responder) and an agent turn whose planner adds two calls beside
+    # gv_node: the mean of both would put the smalltalk turn against a path longer than its own
+    rows = [{"client_ms": 450.0, "llm_pair": "a", "began": 10.0}, {"client_ms": 850.0, "llm_pair": "a", "began": 20.0}]
+    recs = [_rec("router", 10.0, 200), _rec("responder", 10.2, 200),
+            _rec("router", 20.0, 200), _rec("planner", 20.2, 200), _rec("planner", 20.4, 200),
+            _rec("responder", 20.6, 200),
+            _rec("praegung", 10.41, 200),  # the background's call: no chain node, no path
+            _rec("router", 10.1, 200, "b")]  # another pair's call in the same time
+    assert turn_graph.calls_of_turn(recs, "a", 10.0, 10.45) == {"router": 1, "responder": 1, "praegung": 1}
+    got = turn_graph.turn_paths(rows, recs, 200.0, None)
+    assert got["turn_over_critical_path"] == round((450 / 400 + 850 / 800) / 2, 3)
+    assert got["own_ms_p50"] == 50.0 and got["own_share"] == round((50 / 450 + 50 / 850) / 2, 4)
+    mean = turn_graph.critical_path_ms(turn_graph.calls_per_turn([r for r in recs if r["request"]["pair"] == "a"], 2),
+                                       200.0)["critical_path_ms"]
+    assert mean == 600.0  # against the mean path the smalltalk turn would have had no own time at all
+
+
 def test_calls_in_flight_over_recorded_intervals():
     # [0,1] [0.5,1.5] [0.6,0.8] [3,4]: at most three at once; busy 2.5 s carrying 3.2 call-seconds
     recs = [_rec("a", 0.0, 1000), _rec("b", 0.5, 1000), _rec("c", 0.6, 200), _rec("d", 3.0, 1000)]
@@ -34,18 +52,19 @@ def test_the_critical_path_follows_the_chains_dependencies():
 
 
 def test_graph_figures_and_where_the_prefix_broke():
-    rows = [{"client_ms": 1100.0, "actor_ms": 1000.0, "reply_start_ms": 600.0},
-            {"client_ms": 1300.0, "actor_ms": 1200.0, "reply_start_ms": 800.0}]
-    recs = [_rec("router", 0, 200), _rec("responder", 0.2, 200), _rec("router", 1, 200), _rec("responder", 1.2, 200)]
+    rows = [{"client_ms": 1100.0, "actor_ms": 1000.0, "reply_start_ms": 600.0, "llm_pair": "a", "began": 0.0},
+            {"client_ms": 1300.0, "actor_ms": 1200.0, "reply_start_ms": 800.0, "llm_pair": "a", "began": 2.0}]
+    recs = [_rec("router", 0, 200), _rec("responder", 0.2, 200), _rec("router", 2, 200), _rec("responder", 2.2, 200)]
     g = harness.graph_figures(rows, recs, 200.0, cpu_s=1.0)
     assert g["cpu_s_per_turn"] == 0.5 and g["reply_start_ms_p50"] in (700.0, 900.0)
     assert g["critical_path_ms"] == 400.0 and g["turn_over_critical_path"] == round(1200.0 / 400.0, 3)
-    assert g["own_share"] == round(800.0 / 1200.0, 4)
+    assert g["own_ms_p50"] == 800.0 and g["own_share"] == round((700 / 1100 + 900 / 1300) / 2, 4)
     # against the engine as it was met (each call's recorded time), not the nominal latency
     slow = [dict(r, ms=250.0) for r in recs]
     m = harness.graph_figures(rows, slow, 200.0, cpu_s=1.0)
     assert m["engine_call_ms_p50"] == 250.0 and m["critical_path_met_ms"] == 500.0
-    assert m["own_share_met"] == round(700.0 / 1200.0, 4) and m["own_share"] == g["own_share"]
+    assert m["own_met_ms_p50"] == 700.0 and m["own_share_met"] == round((600 / 1100 + 800 / 1300) / 2, 4)
+    assert m["own_share"] == g["own_share"]
     reuse = harness.prefix_reuse([_rec("responder", 1, 1, "a", "[ROLLE]\nNova\n[SZENE]\nMontag"),
                                   _rec("responder", 2, 1, "a", "[ROLLE]\nNova\n[SZENE]\nDienstag")])
     assert reuse["responder"]["bricht_bei"] == "[SZENE]"
