@@ -65,10 +65,13 @@ def http_front(settings: Settings, ray_started: bool) -> str:
 
 
 def _free_port(host: str, port: int = 0) -> int:
-    """`port` on `host` if it is free (0: any free port); OSError when it is taken."""
+    """`port` on `host` if it is free (0: any free port); OSError when it is taken. A port whose
+    last connections linger in TIME_WAIT (a system stopped a moment ago) is free: the ingress
+    replica binds it with SO_REUSEADDR too (serve/direct_front.py); a listening socket is not."""
     import socket
 
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((host, port))
         return s.getsockname()[1]
 

@@ -77,3 +77,25 @@ def test_a_taken_http_port_is_refused_by_name_before_anything_starts(tmp_path):
                             redis_url="redis://127.0.0.1:1")
         with pytest.raises(RuntimeError, match=f"the HTTP port 127.0.0.1:{port} is taken"):
             runtime.start(settings)
+
+
+def test_a_port_whose_connections_linger_after_a_stop_is_free():
+    # a system stopped a moment ago: its server closed a connection first, which lingers in
+    # TIME_WAIT on the port; the next start may bind it (the ingress replica binds with reuse too)
+    import socket
+
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the ingress replica binds
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    port = srv.getsockname()[1]
+    cli = socket.create_connection(("127.0.0.1", port))
+    conn, _ = srv.accept()
+    conn.close()  # the server's side closes first: its end goes to TIME_WAIT
+    cli.recv(1)
+    cli.close()
+    srv.close()
+    with socket.socket() as plain:  # what the check did before: refused while the connection lingers
+        with pytest.raises(OSError):
+            plain.bind(("127.0.0.1", port))
+    assert runtime._free_port("127.0.0.1", port) == port
