@@ -230,6 +230,7 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
                          "actor_ms": tm.get("total_ms", 0.0), "llm_ms": tm.get("llm_ms", 0.0),
                          "embed_ms": tm.get("embed_ms", 0.0), "nodes_ms": tm.get("nodes_ms", {}),
                          "nodes_start_ms": tm.get("nodes_start_ms") or {},
+                         "nodes_llm_ms": tm.get("nodes_llm_ms") or {},
                          "reply_start_ms": (tm.get("nodes_start_ms") or {}).get("responder"),
                          "llm_calls": us.get("llm_calls", 0), "prompt_tokens": us.get("prompt_tokens", 0),
                          "completion_tokens": us.get("completion_tokens", 0)})
@@ -277,6 +278,7 @@ def graph_figures(rows: list[dict], records: list[dict], latency_ms: float | Non
         engine = statistics.median(r["ms"] for r in records) if records else None
         per_turn = turn_graph.turn_paths(rows, records, latency_ms, engine)
         out.update(per_turn)
+        out.update(turn_graph.where_own_time_goes(rows))
         if engine:
             # the same against the engine as the LLM deployment met it (each call's time from its backend:
             # the engine's latency, its HTTP server and the client's round trip), not the nominal latency
@@ -472,6 +474,12 @@ def print_summary(report: dict) -> None:
              f"own time {g['own_ms_p50']} ms, own share {g['own_share']}" if "own_share" in g else "")
           + (f" (engine call as met p50 {g['engine_call_ms_p50']} ms: own time {g['own_met_ms_p50']} ms, "
              f"own share {g['own_share_met']})" if "own_share_met" in g else ""))
+    if "llm_call_at_pair_ms_p50" in g:
+        print(f"own time: a model call at the pair actor p50 {g['llm_call_at_pair_ms_p50']} ms (at the LLM deployment "
+              f"{g.get('engine_call_ms_p50')} ms), the client beyond the pair actor p50 "
+              f"{g.get('client_beyond_actor_ms_p50')} ms; nodes' own code p50 ms: " + ", ".join(
+                  f"{k} {v}" for k, v in sorted((g.get("node_own_ms_p50") or {}).items(), key=lambda kv: -kv[1])
+                  if v >= 0.5))
     print("CPU per turn by part: " + ", ".join(f"{k} {v}" for k, v in g.get("cpu_s_per_turn_by_part", {}).items()))
     for pt in report["sweep"]:
         ratio = pt.get("pipeline_over_engine", {}).get("completion_tokens_per_s")

@@ -78,6 +78,33 @@ def turn_paths(rows: list[dict], records: list[dict], latency_ms: float, engine_
     return out
 
 
+def where_own_time_goes(rows: list[dict]) -> dict[str, Any]:
+    """Where a turn's own time goes: each node's own code (its time less its model calls as the
+    pair actor waited for them), p50 over the turns it ran in; a model call as the pair actor
+    waited for it (p50 of each turn's mean; less the engine as met, that is the call's hop); the
+    client's time beyond the pair actor's turn (HTTP front, ingress, the call to the pair actor)."""
+    import statistics
+
+    own: dict[str, list[float]] = {}
+    call, beyond = [], []
+    for r in rows:
+        llm = r.get("nodes_llm_ms") or {}
+        for node, ms in (r.get("nodes_ms") or {}).items():
+            own.setdefault(node, []).append(max(0.0, ms - llm.get(node, 0.0)))
+        if r.get("llm_calls"):
+            call.append(r["llm_ms"] / r["llm_calls"])
+        if r.get("actor_ms"):
+            beyond.append(r["client_ms"] - r["actor_ms"])
+    out: dict[str, Any] = {}
+    if any(r.get("nodes_llm_ms") for r in rows):
+        out["node_own_ms_p50"] = {n: round(statistics.median(v), 2) for n, v in own.items()}
+    if call:
+        out["llm_call_at_pair_ms_p50"] = round(statistics.median(call), 2)
+    if beyond:
+        out["client_beyond_actor_ms_p50"] = round(statistics.median(beyond), 2)
+    return out
+
+
 def in_flight(records: list[dict]) -> dict[str, Any]:
     """LLM calls in flight at once over the recorded requests: the most, and the mean while any was."""
     events = sorted([(r["started"], 1) for r in records] + [(r["started"] + r["ms"] / 1000, -1) for r in records])

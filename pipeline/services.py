@@ -80,6 +80,7 @@ class LLMClient:
             reasoning: list[str] = []
             final: dict[str, Any] = {}
             gen = self.handle.options(stream=True).chat_stream.remote(request)
+            trace.aufruf_gesendet()
             async for chunk in gen:
                 delta = chunk["choices"][0].get("delta", {}) if chunk.get("choices") else {}
                 if delta.get("content"):
@@ -94,14 +95,16 @@ class LLMClient:
                                 usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
                                 (final.get("choices") or [{}])[0].get("finish_reason"))
         else:
-            resp = await self.handle.chat.remote(request)
+            call = self.handle.chat.remote(request)
+            trace.aufruf_gesendet()
+            resp = await call
             choice = resp["choices"][0]
             msg = choice["message"]
             usage = resp.get("usage", {})
             result = ChatResult(msg.get("content") or "", msg.get("reasoning_content"), resp.get("model", ""),
                                 usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
                                 choice.get("finish_reason"))
-        trace.llm_done((time.perf_counter() - t0) * 1000, result.prompt_tokens, result.completion_tokens)
+        trace.llm_done((time.perf_counter() - t0) * 1000, result.prompt_tokens, result.completion_tokens, node)
         return result
 
     async def model_name(self) -> str:

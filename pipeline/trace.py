@@ -27,12 +27,18 @@ class TurnTrace:
         self.node_ms: dict[str, float] = {}
         self.node_start_ms: dict[str, float] = {}
         """When each node first started, since the turn began (the reply starts with the responder)."""
+        self.node_llm_ms: dict[str, float] = {}
+        """Each node's time waiting for its model calls, as the pair actor saw them (the node's
+        time less this is its own code; this less the LLM deployment's time is the call's hop)."""
         self.started = time.perf_counter()
         self.cache: dict[str, Any] = {}
         """Per-turn cache: lives exactly as long as this turn, inside the pair actor."""
         self.system_prompts: dict[str, str] = {}
         """The system message each node last sent to the LLM in this turn, by node (the leak guard
         compares the reply with what the model was told; a remote node's comes back with its result)."""
+        self._nach_erstem_aufruf: Callable[[], Any] | None = None
+        """What starts once this turn's first model call is on its way (the pair actor's `vorab`
+        reads): the call goes out first, the reads beside it."""
         self.chain = "character"
         """Which chain is running: "human" or "character" (set by the runner)."""
 
@@ -83,8 +89,21 @@ class TurnTrace:
         if system:
             self.system_prompts[node] = system
 
-    def llm_done(self, ms: float, prompt_tokens: int, completion_tokens: int) -> None:
+    def nach_erstem_aufruf(self, start: Callable[[], Any]) -> None:
+        """Run `start` once this turn's first model call has been sent (or at `aufruf_gesendet`
+        from whoever needs it to have run by then)."""
+        self._nach_erstem_aufruf = start
+
+    def aufruf_gesendet(self) -> None:
+        """A model call has been sent (or the reads are needed now): what waited for it runs, once."""
+        start, self._nach_erstem_aufruf = self._nach_erstem_aufruf, None
+        if start is not None:
+            start()
+
+    def llm_done(self, ms: float, prompt_tokens: int, completion_tokens: int, node: str | None = None) -> None:
         self.llm_ms += ms
+        if node is not None:
+            self.node_llm_ms[node] = self.node_llm_ms.get(node, 0.0) + ms
         self.llm_calls += 1
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
@@ -95,4 +114,5 @@ class TurnTrace:
                 "llm_calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
                 "nodes_ms": {k: round(v, 2) for k, v in self.node_ms.items()},
-                "nodes_start_ms": {k: round(v, 2) for k, v in self.node_start_ms.items()}}
+                "nodes_start_ms": {k: round(v, 2) for k, v in self.node_start_ms.items()},
+                "nodes_llm_ms": {k: round(v, 2) for k, v in self.node_llm_ms.items()}}

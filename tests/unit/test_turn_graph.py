@@ -165,3 +165,28 @@ def test_the_standin_words_its_answers_as_before_unless_told_and_only_a_standin_
     assert harness.parse_args(["--standin-ms", "200", "--standin-worte", "neu"]).standin_worte == "neu"
     plain = harness.parse_args([])
     assert plain.standin_worte is None and plain.mix == {"smalltalk": 0.4, "memory": 0.25, "agent": 0.2, "web": 0.15}
+
+
+def test_where_a_turns_own_time_goes():
+    rows = [{"client_ms": 1010.0, "actor_ms": 1000.0, "llm_ms": 820.0, "llm_calls": 4,
+             "nodes_ms": {"router": 206.0, "enricher": 230.0, "reducer": 0.1},
+             "nodes_llm_ms": {"router": 205.0, "enricher": 205.0}},
+            {"client_ms": 1030.0, "actor_ms": 1000.0, "llm_ms": 840.0, "llm_calls": 4,
+             "nodes_ms": {"router": 208.0, "enricher": 220.0, "reducer": 0.3},
+             "nodes_llm_ms": {"router": 205.0, "enricher": 205.0}}]
+    got = turn_graph.where_own_time_goes(rows)
+    assert got["node_own_ms_p50"] == {"router": 2.0, "enricher": 20.0, "reducer": 0.2}
+    assert got["llm_call_at_pair_ms_p50"] == 207.5 and got["client_beyond_actor_ms_p50"] == 20.0
+    # a turn without the split (an older pair actor's result): no per-node figure, not zeros
+    assert "node_own_ms_p50" not in turn_graph.where_own_time_goes([{**r, "nodes_llm_ms": {}} for r in rows])
+
+
+def test_the_trace_splits_a_nodes_time_from_its_model_calls():
+    from pipeline.trace import TurnTrace
+
+    t = TurnTrace("u", "nova", "t1")
+    t.llm_done(205.0, 10, 2, "enricher")
+    t.llm_done(204.0, 10, 2, "enricher")  # a node with two calls: both count
+    t.llm_done(203.0, 10, 2)  # a caller outside the chain's nodes: in the total only
+    got = t.timings()
+    assert got["nodes_llm_ms"] == {"enricher": 409.0} and got["llm_ms"] == 612.0 and got["llm_calls"] == 3
