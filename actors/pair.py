@@ -188,12 +188,16 @@ class PairActor:
         nebenher = [asyncio.ensure_future(self._lebend(services))]
         try:
             deps = Deps(services, trace)
-            # the nodes' reads that need nothing of this turn start now, beside perzeption's model call
-            vorab_starten(deps, stimulus, self.settings.remote_nodes)
+            # the nodes' reads that need nothing of this turn start beside perzeption's model call,
+            # once that call is on its way (issued before it, they delayed it by several ms)
+            trace.nach_erstem_aufruf(lambda: vorab_starten(deps, stimulus, self.settings.remote_nodes))
+            if stimulus.herkunft != "user" or "perzeption" in self.settings.remote_nodes:
+                trace.aufruf_gesendet()  # no model call of this actor's comes first: the reads start now
             if stimulus.herkunft == "user":
                 # a message of the human: perceive and remember it, then Nova answers
                 await self._human.run(state, deps)
                 nebenher.append(asyncio.ensure_future(self._zuruecksetzen(services)))
+            trace.aufruf_gesendet()  # the first node made no model call (its fallback): the reads start now
             await self._character.run(state, deps)
         except NodeFailed as e:
             metrics.turn_finished("error")

@@ -37,3 +37,41 @@ def test_a_prefetched_text_is_embedded_once_and_waited_for():
     assert first == second == [10.0] and other == [13.0]
     assert handle.embed.calls == ["Hallo Nova", "etwas anderes"]
     assert trace.embed_ms >= 40  # the time of the calls, counted once each
+
+
+class _LLMHandle:
+    """Records when a call is sent; answers after a while."""
+
+    def __init__(self, log):
+        self.log = log
+        self.chat = self
+
+    def remote(self, request):
+        self.log.append(f"gesendet:{request['caller']}")
+
+        async def answer():
+            await asyncio.sleep(0.02)
+            self.log.append(f"beantwortet:{request['caller']}")
+            return {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}], "usage": {}, "model": "m"}
+
+        return answer()
+
+
+def test_the_turns_reads_start_once_its_first_model_call_is_on_its_way():
+    # the pair actor's `vorab` reads waited for nothing, but issued before perzeption's model call
+    # they delayed it: now the call goes out first and the reads start beside it, once
+    from cluster.settings import Settings
+    from pipeline.services import LLMClient
+
+    log: list[str] = []
+    trace = TurnTrace("u", "c", "t")
+    trace.nach_erstem_aufruf(lambda: log.append("vorab"))
+    client = LLMClient(_LLMHandle(log), Settings())
+
+    async def go():
+        await client.chat(trace, "perzeption", [{"role": "user", "content": "hallo"}])
+        await client.chat(trace, "enricher", [{"role": "user", "content": "hallo"}])
+        trace.aufruf_gesendet()  # the pair actor's later call: nothing left to start
+
+    asyncio.run(go())
+    assert log == ["gesendet:perzeption", "vorab", "beantwortet:perzeption", "gesendet:enricher", "beantwortet:enricher"]
