@@ -25,18 +25,21 @@ from memory import lzg
 from memory.config import MemoryConfig
 from memory.vectors import normalise
 
-# one round trip: BM25 of the surroundings, cosine of every active node, both z-scored over the pair
+# one round trip: the question's lexemes, BM25 of the surroundings, cosine of every active node, both
+# z-scored over the pair (a question without lexemes scores 0 on the keyword channel for every node,
+# whose z-score is then 0: the dense channel alone decides)
 _FUSION = """
 WITH alle AS MATERIALIZED (
     SELECT id, 1 - (embedding <=> %(q)s) AS cos, umfeld_laenge AS dl
     FROM lzg_knoten WHERE user_id = %(u)s AND character_id = %(c)s AND aktiv
 ), stat AS MATERIALIZED (
     SELECT count(*)::float8 AS n, greatest(avg(dl), 1)::float8 AS avgdl FROM alle
-), frage AS (
-    SELECT * FROM unnest(%(lex)s::text[], %(qtf)s::int[]) AS f(lexem, qtf)
+), frage AS MATERIALIZED (
+    -- the question's lexemes and how often each occurs in it (a repeated word weighs more)
+    SELECT lexeme AS lexem, cardinality(positions) AS qtf FROM unnest(nb_stichworte(%(text)s))
 ), post AS (
     SELECT knoten_id AS id, lexem, tf, dl FROM lzg_stichworte
-    WHERE user_id = %(u)s AND character_id = %(c)s AND lexem = ANY(%(lex)s)
+    WHERE user_id = %(u)s AND character_id = %(c)s AND lexem = ANY(ARRAY(SELECT lexem FROM frage))
 ), df AS (
     SELECT lexem, count(*)::float8 AS df FROM post GROUP BY lexem
 ), bm AS (
@@ -54,22 +57,13 @@ SELECT id, cos, bm, %(wd)s * zd + %(wb)s * zb AS score FROM z ORDER BY score DES
 """
 
 
-async def _lexeme(conn, text: str) -> tuple[list[str], list[int]]:
-    """The question's lexemes and how often each occurs in it (a repeated word weighs more)."""
-    cur = await conn.execute("SELECT lexeme, cardinality(positions) FROM unnest(nb_stichworte(%s)) ORDER BY lexeme",
-                             (text,))
-    rows = await cur.fetchall()
-    return [r[0] for r in rows], [r[1] for r in rows]
-
-
 async def anker(conn, user_id: str, character_id: str, text: str, vector, cfg: MemoryConfig,
                 n: int) -> list[dict[str, Any]]:
     """The n best nodes by the fused score, best first: {id, cosinus, stichwort, score}."""
-    lex, qtf = await _lexeme(conn, text)
     cur = await conn.execute(_FUSION, {
-        "u": user_id, "c": character_id, "q": normalise(vector), "lex": lex, "qtf": qtf,
+        "u": user_id, "c": character_id, "q": normalise(vector), "text": text,
         "k1": cfg.lesepfad_bm25_k1, "b": cfg.lesepfad_bm25_b, "wd": cfg.lesepfad_gewicht_dicht,
-        "wb": cfg.lesepfad_gewicht_stichwort if lex else 0.0, "n": n},
+        "wb": cfg.lesepfad_gewicht_stichwort, "n": n},
         prepare=False)  # a generic plan of this query runs ~15× slower than one planned for its parameters
     return [{"id": i, "cosinus": float(c), "stichwort": float(b), "score": float(s)}
             for i, c, b, s in await cur.fetchall()]

@@ -134,10 +134,25 @@ async def count_nodes(pool: AsyncConnectionPool, user_id: str, character_id: str
         return (await cur.fetchone())[0]
 
 
-async def _neighbours(conn, ids: list[int]) -> dict[int, list[tuple[int, float]]]:
-    cur = await conn.execute(
-        "SELECT s.von_id, s.nach_id, s.gewicht FROM lzg_synapsen s JOIN lzg_knoten k ON k.id = s.nach_id"
-        " WHERE s.von_id = ANY(%s) AND k.aktiv ORDER BY s.von_id, s.nach_id", (ids,))
+# the synapses to active nodes of every node within `tiefe - 1` synapses of the start: every
+# frontier the spreading can reach in `tiefe` steps, in one round trip instead of one per step
+_UMGEBUNG = """
+WITH RECURSIVE nah(id, tiefe) AS (
+    SELECT unnest(%(ids)s::bigint[]), 0
+    UNION
+    SELECT s.nach_id, nah.tiefe + 1 FROM nah
+    JOIN lzg_synapsen s ON s.von_id = nah.id JOIN lzg_knoten k ON k.id = s.nach_id
+    WHERE k.aktiv AND nah.tiefe + 1 < %(tiefe)s
+)
+SELECT s.von_id, s.nach_id, s.gewicht FROM lzg_synapsen s JOIN lzg_knoten k ON k.id = s.nach_id
+WHERE s.von_id = ANY(ARRAY(SELECT DISTINCT id FROM nah)) AND k.aktiv ORDER BY s.von_id, s.nach_id
+"""
+
+
+async def _neighbours(conn, ids: list[int], tiefe: int = 1) -> dict[int, list[tuple[int, float]]]:
+    """The synapses to active nodes from `ids` and from every node within `tiefe - 1` synapses of
+    them, by node, each node's in `nach_id` order."""
+    cur = await conn.execute(_UMGEBUNG, {"ids": ids, "tiefe": tiefe})
     out: dict[int, list[tuple[int, float]]] = {}
     for von, nach, w in await cur.fetchall():
         out.setdefault(von, []).append((nach, float(w)))
@@ -156,11 +171,11 @@ async def ausbreiten(conn, anchors: list[tuple[int, float]], cfg: MemoryConfig, 
     for i, act in anchors:
         reached[i] = {"id": i, "aktivierung": act, "tiefe": 0, "pfad": [i]}
     frontier = sorted(reached.values(), key=lambda x: (-x["aktivierung"], x["id"]))[: cfg.lzg_anchor_count]
-    max_depth = 0
-    for depth in range(1, (cfg.spreading_depth if tiefe is None else tiefe) + 1):
+    max_depth, tiefe = 0, cfg.spreading_depth if tiefe is None else tiefe
+    nbrs = await _neighbours(conn, [f["id"] for f in frontier], tiefe) if frontier and tiefe else {}
+    for depth in range(1, tiefe + 1):
         if not frontier:
             break
-        nbrs = await _neighbours(conn, [f["id"] for f in frontier])
         nxt: dict[int, dict[str, Any]] = {}
         for f in frontier:
             for nid, w in nbrs.get(f["id"], []):

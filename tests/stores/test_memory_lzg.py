@@ -67,6 +67,71 @@ def test_spreading_paths_depth_and_determinism(pool):
     asyncio.run(with_pool(pool, go))
 
 
+class _Zaehler:
+    """A connection that counts the statements sent through it."""
+
+    def __init__(self, conn):
+        self.conn, self.n = conn, 0
+
+    async def execute(self, *a, **kw):
+        self.n += 1
+        return await self.conn.execute(*a, **kw)
+
+
+def test_spreading_reads_its_surroundings_in_one_statement_at_any_depth(pool):
+    """Three steps deep, over a cycle, past an inactive node: the same memories and paths as step
+    by step, with one statement for the synapses and one for the nodes (the read path's
+    statements do not grow with the depth); the whole read path sends three."""
+    cfg = MemoryConfig(lzg_anchor_count=1, spreading_depth=3, spreading_decay=1.0,
+                       spreading_min_activation=0.05, lesepfad_k=10)
+
+    async def go(p):
+        user, ch = new_pair("umgebung")
+        a, b, c, d, aus, e = await lzg.add_nodes(p, user, ch, [
+            {"inhalt": "Anker", "embedding": unit(0)}, {"inhalt": "b", "embedding": unit(5)},
+            {"inhalt": "c", "embedding": unit(6)}, {"inhalt": "d", "embedding": unit(7)},
+            {"inhalt": "abgeschaltet", "embedding": unit(8)}, {"inhalt": "e", "embedding": unit(9)}])
+        # a → b → c → d, a cycle c → a, a stronger second way to c, an inactive node on the way to e
+        await lzg.add_synapses(p, [(a, b, 0.9), (b, c, 0.5), (c, d, 0.8), (a, e, 0.2), (aus, e, 1.0),
+                                   (a, aus, 1.0)])
+        async with p.connection() as conn:
+            await conn.execute("UPDATE lzg_knoten SET aktiv = false WHERE id = %s", (aus,))
+            z = _Zaehler(conn)
+            got = await lzg.ausbreiten(z, [(a, 1.0)], cfg, limit=10)
+            statements = z.n
+            z.n = 0
+            await erinnern(_Pool(z), user, ch, "Anker", unit(0), cfg)
+        return (a, b, c, d, aus, e), got, statements, z.n
+
+    (a, b, c, d, aus, e), got, statements, read_path = asyncio.run(with_pool(pool, go))
+    byid = {m["id"]: m for m in got["erinnerungen"]}
+    assert aus not in byid  # an inactive node is not reached, nor passed through
+    assert byid[b]["pfad"] == [a, b] and byid[c]["pfad"] == [a, b, c] and byid[d]["pfad"] == [a, b, c, d]
+    assert abs(byid[d]["aktivierung"] - 0.9 * 0.5 * 0.8) < 1e-6 and byid[d]["tiefe"] == 3
+    assert byid[e]["pfad"] == [a, e] and byid[a]["tiefe"] == 0  # the cycle back to a keeps a's own path
+    assert got["rahmen"]["sprung_tiefe"] == 3
+    assert statements == 2 and read_path == 3
+
+
+class _Pool:
+    """A pool handing out one given connection."""
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def connection(self):
+        conn = self._conn
+
+        class _Cm:
+            async def __aenter__(self):
+                return conn
+
+            async def __aexit__(self, *exc):
+                return False
+
+        return _Cm()
+
+
 def test_weight_decay():
     now = datetime(2026, 11, 30, tzinfo=timezone.utc)
     assert lzg.effective_weight(1.0, now, 0.01, now) == 1.0
