@@ -59,6 +59,29 @@ reuse_the_port()  # in the ingress replica's process, before Serve starts its se
 _ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError)
 _KEY_CACHE_S = 30.0
 _CHARACTER_CACHE_S = 10.0
+
+# admission and arrival in one round trip, atomically. KEYS: the user's leases, the pair's leases,
+# the pair's arrival counter; ARGV: lease, now, lease_s, keep (s), the user's bound, the pair's
+# bound, whether to draw an arrival number. Returns {admitted, user's count, pair's count, arrival}:
+# a turn beyond a bound takes its lease back at once and draws no number.
+_ZULASSEN = """
+local now, lease_s, keep = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local n = {}
+for i = 1, 2 do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - lease_s)
+  redis.call('ZADD', KEYS[i], now, ARGV[1])
+  n[i] = redis.call('ZCARD', KEYS[i])
+  redis.call('EXPIRE', KEYS[i], keep)
+end
+if n[1] > tonumber(ARGV[5]) or n[2] > tonumber(ARGV[6]) then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return {0, n[1], n[2], 0}
+end
+local seq = 0
+if ARGV[7] == '1' then seq = redis.call('INCR', KEYS[3]) end
+return {1, n[1], n[2], seq}
+"""
 """How long a replica trusts that a character exists; a removal reaches other replicas within it."""
 
 
@@ -108,6 +131,7 @@ class Ingress:
         _LIMITS.update(body=self.settings.max_body_bytes, card=self.settings.character_card_max_bytes,
                        file=self.settings.file_max_bytes)
         self._redis = None
+        self._zulassen = None
         self._dashboard = dashboard.DashboardLoop(
             store, self._redis_client, dashboard.LoadSampler(llm, embedder),
             interval_s=self.settings.dashboard_sample_s, window_s=self.settings.dashboard_window_s)
@@ -155,39 +179,36 @@ class Ingress:
             self._redis = Redis.from_url(self.settings.redis_url)
         return self._redis
 
-    async def _arrival(self, user_id: str, character_id: str) -> int:
-        """The turn's arrival number for its pair, the same sequence across ingress replicas."""
-        r = await self._redis_client()
-        return int(await r.incr(f"pair:seq:{user_id}:{character_id}"))
-
     @staticmethod
     def _inflight_keys(user_id: str, character_id: str) -> tuple[str, str]:
         # sorted sets of leases; not the counters (strings) the names `inflight:*` held before
         return f"inflight:leases:user:{user_id}", f"inflight:leases:pair:{user_id}:{character_id}"
 
-    async def _admit(self, user_id: str, character_id: str) -> str:
+    async def _admit(self, user_id: str, character_id: str, ankunft: bool = False) -> tuple[str, int | None]:
         """Count a turn against its user's and its pair's bounds (across ingress replicas, in
         Redis); beyond either: 429 with Retry-After. Returns the turn's lease, which `_release`
-        gives back. Each bound is a sorted set of leases scored by their start: a lease that was
-        never given back (its replica died, or Redis was down at the release) expires after
-        `admission_lease_s` on its own, however often the user calls again meanwhile."""
+        gives back, and with `ankunft` the turn's arrival number for its pair (the same sequence
+        across ingress replicas; drawn only when the turn is admitted). Each bound is a sorted set
+        of leases scored by their start: a lease that was never given back (its replica died, or
+        Redis was down at the release) expires after `admission_lease_s` on its own, however often
+        the user calls again meanwhile. One round trip: `_ZULASSEN` does all of it at once."""
         r = await self._redis_client()
+        if self._zulassen is None:
+            self._zulassen = r.register_script(_ZULASSEN)
         s = self.settings
-        lease, now, keep = uuid.uuid4().hex, time.time(), int(s.admission_lease_s) + 1
-        async with r.pipeline(transaction=True) as p:
-            for key in self._inflight_keys(user_id, character_id):
-                p.zremrangebyscore(key, "-inf", now - s.admission_lease_s).zadd(key, {lease: now}).zcard(key)
-                p.expire(key, keep)
-            res = await p.execute()
-        u, q = res[2], res[6]
-        if u > s.max_turns_in_flight_per_user or q > s.max_turns_queued_per_pair:
-            await self._release(user_id, character_id, lease)
+        lease = uuid.uuid4().hex
+        user_key, pair_key = self._inflight_keys(user_id, character_id)
+        ok, u, q, seq = await self._zulassen(
+            keys=[user_key, pair_key, f"pair:seq:{user_id}:{character_id}"],
+            args=[lease, repr(time.time()), repr(float(s.admission_lease_s)), int(s.admission_lease_s) + 1,
+                  s.max_turns_in_flight_per_user, s.max_turns_queued_per_pair, int(ankunft)])
+        if not ok:
             what = (f"user {user_id} has {s.max_turns_in_flight_per_user} turns in flight"
                     if u > s.max_turns_in_flight_per_user else
                     f"pair {user_id}/{character_id} has {s.max_turns_queued_per_pair} turns waiting")
             raise HTTPException(429, detail={"type": "limit", "message": f"{what}; try again shortly"},
                                 headers={"Retry-After": "2"})
-        return lease
+        return lease, (int(seq) if ankunft else None)
 
     async def _release(self, user_id: str, character_id: str, lease: str) -> None:
         r = await self._redis_client()
@@ -197,10 +218,10 @@ class Ingress:
             await p.execute()
 
     @asynccontextmanager
-    async def _admitted(self, user_id: str, character_id: str):
-        lease = await self._admit(user_id, character_id)
+    async def _admitted(self, user_id: str, character_id: str, ankunft: bool = False):
+        lease, seq = await self._admit(user_id, character_id, ankunft)
         try:
-            yield
+            yield seq
         finally:
             await self._release(user_id, character_id, lease)
 
@@ -301,13 +322,12 @@ class Ingress:
         request = {"text": self._validate_text(body.text), "turn_id": body.turn_id or uuid.uuid4().hex}
         await self._known_character(character_id)
         if not stream:
-            async with self._admitted(user_id, character_id):
-                request["seq"] = await self._arrival(user_id, character_id)
+            async with self._admitted(user_id, character_id, ankunft=True) as seq:
+                request["seq"] = seq
                 result = await self._call(user_id, character_id, "turn", request)
             self._turn_error(result)
             return result
-        lease = await self._admit(user_id, character_id)  # held until the stream ends
-        request["seq"] = await self._arrival(user_id, character_id)
+        lease, request["seq"] = await self._admit(user_id, character_id, ankunft=True)  # held until the stream ends
 
         async def events():
             try:
@@ -410,8 +430,8 @@ class Ingress:
         cid = f"chatcmpl-{request['turn_id']}"
         created = int(time.time())
         if not body.stream:
-            async with self._admitted(user_id, character_id):
-                request["seq"] = await self._arrival(user_id, character_id)
+            async with self._admitted(user_id, character_id, ankunft=True) as seq:
+                request["seq"] = seq
                 result = await self._call(user_id, character_id, "turn", request)
             self._turn_error(result)
             return {"id": cid, "object": "chat.completion", "created": created, "model": character_id,
@@ -423,8 +443,7 @@ class Ingress:
                     "novaberg": {"turn_id": result["turn_id"], "replayed": result.get("replayed", False)}}
 
         include_usage = bool((body.stream_options or {}).get("include_usage"))
-        lease = await self._admit(user_id, character_id)  # held until the stream ends
-        request["seq"] = await self._arrival(user_id, character_id)
+        lease, request["seq"] = await self._admit(user_id, character_id, ankunft=True)  # held until the stream ends
 
         def sse(obj: dict) -> str:
             return f"data: {json.dumps(obj)}\n\n"

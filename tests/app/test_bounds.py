@@ -112,6 +112,12 @@ def test_turns_in_flight_are_bounded_per_pair(system, keys, settings, character)
     # the bound is given back: the pair takes turns again
     assert httpx.post(f"{system.url}/v1/pairs/alice/{ch}/turns", json={"text": "Noch da?"}, headers=h,
                       timeout=120).status_code == 200
+    # admission and arrival are one step: a refused turn drew no arrival number and holds no lease
+    from redis import Redis
+
+    r = Redis.from_url(settings.redis_url)
+    assert int(r.get(f"pair:seq:alice:{ch}")) == codes.count(200) + 1
+    assert r.zcard(f"inflight:leases:pair:alice:{ch}") == 0
 
 
 def test_keys_can_be_revoked(client, keys, monkeypatch, capsys, system):
