@@ -97,8 +97,13 @@ class TurnTrace:
     def aufruf_gesendet(self) -> None:
         """A model call has been sent (or the reads are needed now): what waited for it runs, once."""
         start, self._nach_erstem_aufruf = self._nach_erstem_aufruf, None
-        if start is not None:
+        if start is None:
+            return
+        try:
             start()
+        except Exception:  # the call that triggered it is not at fault; each node starts its own reads then
+            log.exception("turn %s: fallback vorab_nicht_gestartet: the turn's early reads did not start; "
+                          "each node reads when it runs", self.turn_id)
 
     def llm_done(self, ms: float, prompt_tokens: int, completion_tokens: int, node: str | None = None) -> None:
         self.llm_ms += ms

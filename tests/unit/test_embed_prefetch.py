@@ -75,3 +75,20 @@ def test_the_turns_reads_start_once_its_first_model_call_is_on_its_way():
 
     asyncio.run(go())
     assert log == ["gesendet:perzeption", "vorab", "beantwortet:perzeption", "gesendet:enricher", "beantwortet:enricher"]
+
+
+def test_early_reads_that_fail_to_start_do_not_fail_the_model_call(caplog):
+    from cluster.settings import Settings
+    from pipeline.services import LLMClient
+
+    log: list[str] = []
+    trace = TurnTrace("u", "c", "t")
+
+    def kaputt():
+        raise RuntimeError("no embedder handle")
+
+    trace.nach_erstem_aufruf(kaputt)
+    client = LLMClient(_LLMHandle(log), Settings())
+    res = asyncio.run(client.chat(trace, "perzeption", [{"role": "user", "content": "hallo"}]))
+    assert res.content == "ok" and log == ["gesendet:perzeption", "beantwortet:perzeption"]
+    assert "fallback vorab_nicht_gestartet" in caplog.text
