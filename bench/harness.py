@@ -276,8 +276,7 @@ def graph_figures(rows: list[dict], records: list[dict], latency_ms: float | Non
         calls = turn_graph.calls_per_turn(records, n)
         out.update(turn_graph.critical_path_ms(calls, latency_ms))
         engine = statistics.median(r["ms"] for r in records) if records else None
-        per_turn = turn_graph.turn_paths(rows, records, latency_ms, engine)
-        out.update(per_turn)
+        out.update(turn_graph.turn_paths(rows, records, latency_ms, engine))
         out.update(turn_graph.where_own_time_goes(rows))
         if engine:
             # the same against the engine as the LLM deployment met it (each call's time from its backend:

@@ -63,7 +63,7 @@ def main() -> None:
                 "sleep_lateness_ms_p50": round(statistics.median(g[1] for g in got), 2)}
     for name, rows in report.items():
         base = rows["0 ms"]["call_beyond_wait_ms_p50"]
-        for wait, r in rows.items():
+        for r in rows.values():
             r["over_immediate"] = round(r["call_beyond_wait_ms_p50"] / base, 2) if base else None
     print(json.dumps(report, indent=1))
     ray.shutdown()

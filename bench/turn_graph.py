@@ -4,6 +4,7 @@ the CPU the system spent per turn."""
 from __future__ import annotations
 
 import os
+import statistics
 from collections import Counter
 from typing import Any
 
@@ -51,8 +52,6 @@ def turn_paths(rows: list[dict], records: list[dict], latency_ms: float, engine_
     measured against the mean of a mix with agent turns, whose planner adds calls): the medians of
     turn / critical path, of the own time (the turn less its critical path) and of its share of the
     turn; with `engine_ms` (each call's time as the LLM deployment met it) the same against it."""
-    import statistics
-
     ratio, own, share, share_met, own_met = [], [], [], [], []
     for r in rows:
         if "began" not in r or not r["client_ms"]:
@@ -83,8 +82,6 @@ def where_own_time_goes(rows: list[dict]) -> dict[str, Any]:
     pair actor waited for them), p50 over the turns it ran in; a model call as the pair actor
     waited for it (p50 of each turn's mean; less the engine as met, that is the call's hop); the
     client's time beyond the pair actor's turn (HTTP front, ingress, the call to the pair actor)."""
-    import statistics
-
     own: dict[str, list[float]] = {}
     call, beyond = [], []
     for r in rows:

@@ -149,7 +149,7 @@ WHERE s.von_id = ANY(ARRAY(SELECT DISTINCT id FROM nah)) AND k.aktiv ORDER BY s.
 """
 
 
-async def _neighbours(conn, ids: list[int], tiefe: int = 1) -> dict[int, list[tuple[int, float]]]:
+async def _neighbours(conn, ids: list[int], tiefe: int) -> dict[int, list[tuple[int, float]]]:
     """The synapses to active nodes from `ids` and from every node within `tiefe - 1` synapses of
     them, by node, each node's in `nach_id` order."""
     cur = await conn.execute(_UMGEBUNG, {"ids": ids, "tiefe": tiefe})

@@ -59,6 +59,7 @@ reuse_the_port()  # in the ingress replica's process, before Serve starts its se
 _ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError)
 _KEY_CACHE_S = 30.0
 _CHARACTER_CACHE_S = 10.0
+"""How long a replica trusts that a character exists; a removal reaches other replicas within it."""
 
 # admission and arrival in one round trip, atomically. KEYS: the user's leases, the pair's leases,
 # the pair's arrival counter; ARGV: lease, now, lease_s, keep (s), the user's bound, the pair's
@@ -82,7 +83,6 @@ local seq = 0
 if ARGV[7] == '1' then seq = redis.call('INCR', KEYS[3]) end
 return {1, n[1], n[2], seq}
 """
-"""How long a replica trusts that a character exists; a removal reaches other replicas within it."""
 
 
 @app.exception_handler(RequestValidationError)
