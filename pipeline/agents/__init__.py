@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import logging
 import pkgutil
+import threading
 from functools import lru_cache
 from typing import Awaitable, Callable
 
@@ -16,7 +17,13 @@ Dispatch = Callable[..., Awaitable]
 
 @lru_cache(maxsize=1)
 def registry() -> dict[str, Dispatch]:
-    found: dict[str, Dispatch] = {}
+    return {name: fn for name, (fn, _) in _agents().items()}
+
+
+@lru_cache(maxsize=1)
+def _agents() -> dict[str, tuple[Dispatch, Callable[[], None] | None]]:
+    """Every agent's dispatch and, where its dispatch.py defines one, its `vorwaermen()`."""
+    found: dict[str, tuple[Dispatch, Callable[[], None] | None]] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if not info.ispkg:
             continue
@@ -29,8 +36,37 @@ def registry() -> dict[str, Dispatch]:
         if fn is None:
             log.warning("agents: %s/dispatch.py defines no dispatch_%s; not registered", info.name, info.name)
             continue
-        found[info.name] = fn
+        found[info.name] = (fn, getattr(mod, "vorwaermen", None))
     return found
+
+
+_gewaermt: set[str] = set()
+_gewaermt_lock = threading.Lock()
+
+
+def vorwaermen_starten() -> list[threading.Thread]:
+    """Each agent's `vorwaermen()` (what its first order would load: a library, its language
+    data), once per process, in a thread of its own: the planner starts them beside its model
+    call on a turn that may delegate, so the first order of a pair's process does not pay them on
+    the turn's path. Returns the threads started now (none when all ran before)."""
+    threads = []
+    with _gewaermt_lock:
+        for name, (_, warm) in _agents().items():
+            if warm is None or name in _gewaermt:
+                continue
+            _gewaermt.add(name)
+            t = threading.Thread(target=_vorwaermen, args=(name, warm), name=f"vorwaermen-{name}", daemon=True)
+            t.start()
+            threads.append(t)
+    return threads
+
+
+def _vorwaermen(name: str, warm: Callable[[], None]) -> None:
+    try:
+        warm()
+    except Exception:
+        log.warning("agents: fallback kalt_beim_ersten_auftrag: %s could not warm up; its first order loads "
+                    "what it needs on the turn's path", name, exc_info=True)
 
 
 def get_dispatch(name: str) -> Dispatch | None:

@@ -11,7 +11,7 @@ import logging
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline import regeln
-from pipeline.agents import registry
+from pipeline.agents import registry, vorwaermen_starten
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
 from pipeline.state import Auftrag, PlanRecord, TurnState
@@ -196,6 +196,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         if route is None or route.management == "keins":
             deps.trace.decision(NAME, "planner.entscheidung", "kein_agent", {})
             return {"plan": plan.model_copy(update={"schleifen": 1})}
+        vorwaermen_starten()  # the agents' libraries load beside the model call that picks one
         rest = await _erste_auftraege(deps, state, plan)
         if not rest:
             log.warning("planner: fallback rueckfrage: management %r but no usable order", route.management)

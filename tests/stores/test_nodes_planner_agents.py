@@ -203,3 +203,13 @@ def test_planner_falls_back_to_the_rules():
     assert out["plan"].agent_name == "notizen"
     assert out["plan"].auftrag.parameter == {"name": "Einkauf", "inhalt": "Milch und Brot"}
     assert any(r.get("outcome") == "planner_regeln" for r in deps.trace.rows)
+
+
+def test_the_planner_warms_the_agents_only_on_a_turn_that_may_delegate(monkeypatch):
+    started = []
+    monkeypatch.setattr(planner, "vorwaermen_starten", lambda: started.append(True) or [])
+    asyncio.run(run_node(planner, _state("Wie geht's?"), deps_for(ScriptedLLM())))
+    assert started == []  # no management: no agent runs, nothing to load
+    llm = ScriptedLLM({"planner": ['{"auftraege": []}']})
+    asyncio.run(run_node(planner, _state("Trag mir morgen was ein", management="timeline"), deps_for(llm)))
+    assert started == [True] and len(llm.calls) == 1

@@ -28,6 +28,12 @@ def _normalise(text: str, year: int) -> str:
     return _TAG_MONAT.sub(lambda m: f"{m.group(1)}.{m.group(2)}.{year}", text)
 
 
+def vorwaermen() -> None:
+    """dateparser's import and its German data (about 150 ms on this machine, once per process):
+    loaded by a first parse, off the turn's path (`pipeline.agents.vorwaermen_starten`)."""
+    parse_when("morgen um 14 Uhr", "UTC")
+
+
 def parse_when(text: str, tz: str, now: datetime | None = None) -> datetime | None:
     """A local wall time (naive) from German text or ISO; None when it cannot be read."""
     import dateparser
