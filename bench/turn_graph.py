@@ -22,19 +22,22 @@ def critical_path_ms(per_node: dict[str, float], latency_ms: float) -> dict[str,
     """The human chain, then the character chain, each along its longest dependent path; a node's
     cost is its mean LLM calls per turn × the engine's latency (a node in both chains is counted
     in the character chain). `serial_ms` is the same calls one after another."""
-    from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, Loop, load_node, schedule_deps
+    from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, Loop, Voraus, load_node, mit_voraus, schedule_deps
     from pipeline import schedule
 
     def names(step):
-        return step.names() if isinstance(step, Loop) else (step,)
+        return step.names() if isinstance(step, (Loop, Voraus)) else (step,)
 
     in_character = {n for s in CHARACTER_CHAIN for n in names(s)}
     path, serial = 0.0, 0.0
     for chain in (HUMAN_CHAIN, CHARACTER_CHAIN):
         mods = {n: load_node(n) for s in chain for n in names(s)}
-        own = [[n for n in names(s) if chain is CHARACTER_CHAIN or n not in in_character] for s in chain]
+        steps = mit_voraus(chain, mods)  # a node that starts early makes its model calls in its early step
+        early = {s.name for s in steps if isinstance(s, Voraus)}
+        own = [[n for n in names(s) if (chain is CHARACTER_CHAIN or n not in in_character)
+                and (isinstance(s, Voraus) or n not in early)] for s in steps]
         cost = [sum(per_node.get(n, 0.0) for n in nn) * latency_ms for nn in own]
-        path += schedule.critical_path(schedule_deps(chain, mods), lambda j: cost[j])
+        path += schedule.critical_path(schedule_deps(steps, mods), lambda j: cost[j])
         serial += sum(cost)
     return {"critical_path_ms": round(path, 1), "serial_ms": round(serial, 1)}
 

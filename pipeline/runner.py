@@ -37,6 +37,18 @@ class Loop:
         return self.head + self.tail
 
 
+@dataclass(frozen=True)
+class Voraus:
+    """The early start of a node that declares `VORAUS_OHNE`: its `voraus(state, deps)` runs once
+    the steps it needs are done (not those writing the records it can do without), and the node
+    waits for it (`pipeline/schedule.py`, `mit_voraus`)."""
+
+    name: str
+
+    def names(self) -> tuple[str, ...]:
+        return (self.name,)
+
+
 def _agent_requested(state: TurnState) -> bool:
     return bool(state.plan and state.plan.agent_name)
 
@@ -106,7 +118,35 @@ class NodeView:
 
 
 def _names(step) -> tuple[str, ...]:
-    return step.names() if isinstance(step, Loop) else (step,)
+    if isinstance(step, (Loop, Voraus)):
+        return step.names()
+    return (step,) if isinstance(step, str) else (step.NAME,)
+
+
+def _access(step, modules) -> schedule.Access:
+    if isinstance(step, Voraus):
+        return schedule.voraus_access(modules[step.name])
+    if isinstance(step, (str, Loop)):
+        return schedule.step_access(_names(step), modules)
+    return schedule.node_access(step)
+
+
+def mit_voraus(chain: Sequence, modules, remote: Sequence[str] = ()) -> list:
+    """`chain` with an early start (`Voraus`) for each of its nodes that declares `VORAUS_OHNE`,
+    placed right after the last step it needs. A node run in the node deployment starts nothing
+    early (its model call happens there)."""
+    steps = list(chain)
+    for step in list(steps):
+        if isinstance(step, Loop):
+            continue
+        mod = modules[step] if isinstance(step, str) else step
+        if mod.NAME in remote or not getattr(mod, "VORAUS_OHNE", ()):
+            continue
+        at = steps.index(step)
+        early = schedule.voraus_access(mod)
+        last = max((i for i in range(at) if _access(steps[i], modules).conflicts(early)), default=-1)
+        steps.insert(last + 1, Voraus(mod.NAME))
+    return steps
 
 
 @lru_cache(maxsize=None)
@@ -161,9 +201,10 @@ class ChainRunner:
         self.name = name
         self.schedule = schedule
         self.nodes = [s if isinstance(s, Loop) else load_node(s) for s in chain]
-        self._modules = {n: load_node(n) for s in chain if isinstance(s, Loop) for n in s.names()}
+        self._modules = {n: load_node(n) for s in chain for n in _names(s)}
         self._waits: tuple[tuple, list[frozenset[int]]] = ((), [])
         self.remote = set(remote)
+        self._steps: tuple[tuple, list] = ((), [])
         names = {n for s in chain for n in _names(s)}
         unknown = self.remote - names
         if unknown:
@@ -181,7 +222,7 @@ class ChainRunner:
                 await self._step(step, state, deps)
             return state
         tasks: list[asyncio.Task] = []
-        for step, before in zip(self.nodes, self.waits_for):
+        for step, before in zip(self.steps, self.waits_for):
             tasks.append(asyncio.ensure_future(self._after([tasks[i] for i in before], step, state, deps)))
         try:
             await asyncio.gather(*tasks)
@@ -193,13 +234,22 @@ class ChainRunner:
         return state
 
     @property
+    def steps(self) -> list:
+        """The steps the data schedule runs: the chain's, and the early start of each node that can do
+        without some of its records at first (`Voraus`; none in the written order); derived again
+        when the steps change."""
+        key = tuple(map(id, self.nodes))
+        if self._steps[0] != key:
+            early = self.schedule == "daten"
+            self._steps = (key, mit_voraus(self.nodes, self._modules, self.remote) if early else list(self.nodes))
+        return self._steps[1]
+
+    @property
     def waits_for(self) -> list[frozenset[int]]:
         """For each step, the earlier steps it waits for (by data); derived again when the steps change."""
-        key = tuple(map(id, self.nodes))
+        key = tuple(map(id, self.steps))
         if self._waits[0] != key:
-            accesses = [schedule.step_access(s.names(), self._modules) if isinstance(s, Loop)
-                        else schedule.node_access(s) for s in self.nodes]
-            self._waits = (key, schedule.dependencies(accesses))
+            self._waits = (key, schedule.dependencies([_access(s, self._modules) for s in self.steps]))
         return self._waits[1]
 
     async def _after(self, before: list[asyncio.Task], step, state: TurnState, deps: Deps) -> None:
@@ -210,8 +260,20 @@ class ChainRunner:
     async def _step(self, step, state: TurnState, deps: Deps) -> None:
         if isinstance(step, Loop):
             await self._loop(step, state, deps)
+        elif isinstance(step, Voraus):
+            self._voraus(self._modules[step.name], state, deps)
         else:
             await self._node(step, state, deps)
+
+    @staticmethod
+    def _voraus(node: ModuleType, state: TurnState, deps: Deps) -> None:
+        """A node's early start: it sees what it may read without the records it waits not for."""
+        try:
+            node.voraus(view_for(state, schedule.voraus_reads(node), node.NAME), deps)
+        except Exception:
+            log.warning("runner: fallback voraus_nicht_gestartet: %s started nothing early on turn %s of %s:%s; it "
+                        "does all its work when it runs", node.NAME, deps.trace.turn_id, deps.trace.user_id,
+                        deps.trace.character_id, exc_info=True)
 
     async def _loop(self, loop: Loop, state: TurnState, deps: Deps) -> None:
         for n in loop.head:
@@ -271,9 +333,9 @@ class ChainRunner:
 
 
 def schedule_deps(chain: Sequence, modules: dict[str, ModuleType]) -> list[frozenset[int]]:
-    """The steps each step of `chain` waits for, from the nodes' declared reads and writes."""
-    names = [_names(s) for s in chain]
-    return schedule.dependencies([schedule.step_access(n, modules) for n in names])
+    """The steps each step of `chain` (early starts included) waits for, from the nodes' declared
+    reads and writes."""
+    return schedule.dependencies([_access(s, modules) for s in chain])
 
 
 _CHECKED: set[tuple] = set()

@@ -7,7 +7,10 @@ area, e.g. `session`). A step waits for every earlier step it conflicts with —
 the other reads or writes, on a record or on a store — and for nothing else, so steps without a
 conflict run side by side and the turn's result is the one the written order gives. A node that
 sets WAITS_FOR_ALL (the dispatcher, which commits the turn) waits for every step before it. A loop
-(planner ⇄ agent dispatch, tribunal ⇄ corrector) is one step: its nodes stay a loop.
+(planner ⇄ agent dispatch, tribunal ⇄ corrector) is one step: its nodes stay a loop. A node that
+declares `VORAUS_OHNE` (records it can do without at first) gets an early start as a step of its
+own, placed right after the last step it needs (`voraus_access`); the node itself waits for it and
+decides in `run` whether what started early holds.
 """
 from __future__ import annotations
 
@@ -40,8 +43,28 @@ class Access:
 
 def node_access(mod: ModuleType) -> Access:
     reads = frozenset(r for r in mod.READS if r != "stimulus")  # the stimulus is never written
+    if getattr(mod, "VORAUS_OHNE", ()):
+        reads |= {voraus_mark(mod.NAME)}  # the node waits for its early start, where the chain has one
     return Access(reads, frozenset(mod.WRITES), frozenset(getattr(mod, "STORE_READS", ())),
                   frozenset(getattr(mod, "STORE_WRITES", ())), bool(getattr(mod, "WAITS_FOR_ALL", False)))
+
+
+def voraus_mark(name: str) -> str:
+    """What a node's early start "writes" and the node reads: the node waits for it."""
+    return f"voraus:{name}"
+
+
+def voraus_reads(mod: ModuleType) -> tuple[str, ...]:
+    """What a node's early start may read: its reads but the records named in `VORAUS_OHNE`."""
+    return tuple(r for r in mod.READS if r not in mod.VORAUS_OHNE)
+
+
+def voraus_access(mod: ModuleType) -> Access:
+    """A node's early start (`VORAUS_OHNE`, its `voraus(state, deps)`): it waits for the writers of
+    what it reads but the records named there, writes nothing of the turn, and the node waits for it."""
+    reads = frozenset(r for r in voraus_reads(mod) if r != "stimulus")
+    return Access(reads, frozenset({voraus_mark(mod.NAME)}), frozenset(getattr(mod, "STORE_READS", ())),
+                  frozenset())
 
 
 def step_access(names: Sequence[str], modules: Mapping[str, ModuleType]) -> Access:

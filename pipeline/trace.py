@@ -54,6 +54,10 @@ class TurnTrace:
             self.cache[key] = fut
         return fut
 
+    def gestartet(self, key: str) -> asyncio.Future | None:
+        """The future `start_once` started under `key` in this turn, or None."""
+        return self.cache.get(key)
+
     def _now(self) -> str:
         return datetime.now(timezone.utc).isoformat()
 

@@ -1,6 +1,10 @@
 """perzeption_assistant: perceive Nova's own reply (emotion, arousal, style) for her turn record."""
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import logging
+
 from pydantic import BaseModel, ConfigDict
 
 from pipeline import vocab
@@ -11,6 +15,13 @@ from pipeline.state import NovaPerzeptionRecord, TurnState, current_reply
 NAME = "perzeption_assistant"
 READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "emotion")
 WRITES = ("nova_perzeption",)
+VORAUS_OHNE = ("urteil",)
+"""Its model call starts early (`voraus`), on the reply as it stands after the Thinker, beside the
+tribunal loop and the leak guard, which pass it unchanged in most turns; `run` keeps that answer
+when the reply it perceives is the same text, and asks anew when not."""
+VORAUS = f"{NAME}.voraus"
+
+log = logging.getLogger("novaberg.node.perzeption_assistant")
 
 
 class _Antwort(BaseModel):
@@ -20,10 +31,46 @@ class _Antwort(BaseModel):
     stil: str = wort(vocab.SPRACHSTILE, "locker")
 
 
+def _schluessel(antwort: str) -> str:
+    return f"{VORAUS}:{hashlib.sha1(antwort.encode()).hexdigest()[:16]}"
+
+
+def _fragen(deps: Deps, name: str, antwort: str):
+    return ask_json(deps, NAME, _Antwort, {"character_name": name, "antwort": antwort,
+                                           "emotionen": ", ".join(vocab.EMOTIONEN), "stile": ", ".join(vocab.SPRACHSTILE)})
+
+
+def voraus(state: TurnState, deps: Deps) -> None:
+    """The model call on the reply before the tribunal loop (the Thinker's, else the draft)."""
+    antwort = state.pruefung.reply if state.pruefung and state.pruefung.reply else state.draft.reply
+    deps.trace.start_once(_schluessel(antwort), lambda: _fragen(deps, state.pair.character_name, antwort))
+
+
+async def _wahrnehmung(state: TurnState, deps: Deps, antwort: str):
+    """The early answer when it was asked about this very text, else a call now (named fallback
+    `voraus_verworfen` when an early one was about another text: the tribunal loop or the leak
+    guard changed the reply)."""
+    frueh = deps.trace.gestartet(_schluessel(antwort))
+    if frueh is not None:
+        try:
+            return await frueh
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.warning("perzeption_assistant: fallback voraus_fehlgeschlagen: the early call failed; asked anew",
+                        exc_info=True)
+    else:
+        for key, fut in list(deps.trace.cache.items()):
+            if key.startswith(VORAUS) and not fut.done():
+                fut.cancel()
+        if any(k.startswith(VORAUS) for k in deps.trace.cache):
+            log.warning("perzeption_assistant: fallback voraus_verworfen: the reply changed after the early call "
+                        "(turn %s); her reply is perceived anew", deps.trace.turn_id)
+    return await _fragen(deps, state.pair.character_name, antwort)
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
-    answer, outcome = await ask_json(deps, NAME, _Antwort, {
-        "character_name": state.pair.character_name, "antwort": current_reply(state),
-        "emotionen": ", ".join(vocab.EMOTIONEN), "stile": ", ".join(vocab.SPRACHSTILE)})
+    answer, outcome = await _wahrnehmung(state, deps, current_reply(state))
     if answer is None:
         # her computed state stands in for the perceived one
         e = state.emotion

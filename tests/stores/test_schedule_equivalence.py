@@ -4,6 +4,7 @@ its own pair — and the turn state, the pipeline log and the stored rows are th
 data schedule, nodes the graph puts side by side did overlap."""
 import asyncio
 import json
+import time
 import uuid
 
 from redis.asyncio import Redis
@@ -38,17 +39,20 @@ class VerzoegertesLLM(ScriptedLLM):
         super().__init__({k: list(v) for k, v in SCRIPT.items()})
         self.in_flight = 0
         self.most_in_flight = 0
+        self.calls_at: list[tuple[str, float, float]] = []
 
     async def chat(self, trace, node, messages, *, response_schema=None, **kw):
         if node not in self.script and response_schema:
             self.script[node] = [json.dumps(instance(response_schema))]
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        t0 = time.perf_counter()
         try:
             await asyncio.sleep(0.002 * (sum(map(ord, node)) % 7))
             return await super().chat(trace, node, messages, response_schema=response_schema, **kw)
         finally:
             self.in_flight -= 1
+            self.calls_at.append((node, t0, time.perf_counter()))
 
 
 class _Embedder:
@@ -86,7 +90,7 @@ async def _turns(p, r, schedule: str):
         cur = await conn.execute("SELECT typ, titel, turn_id FROM timeline WHERE user_id=%s ORDER BY id", (user,))
         termine = [list(row) for row in await cur.fetchall()]
     stored = (_normal(await notizen.find_by_keyword(p, user, "Einkauf"), user), termine)
-    return states, logs, stored, spans, llm.most_in_flight
+    return states, logs, stored, spans, llm
 
 
 def test_the_data_schedule_gives_the_turn_the_written_order_gives(stores, pool):
@@ -97,8 +101,9 @@ def test_the_data_schedule_gives_the_turn_the_written_order_gives(stores, pool):
         finally:
             await r.aclose()
 
-    (s_states, s_logs, s_stored, s_spans, s_flight), (d_states, d_logs, d_stored, d_spans, d_flight) = \
+    (s_states, s_logs, s_stored, s_spans, s_llm), (d_states, d_logs, d_stored, d_spans, d_llm) = \
         asyncio.run(with_pool(pool, go))
+    s_flight, d_flight = s_llm.most_in_flight, d_llm.most_in_flight
     assert s_states[0]["plan"]["agent_results"][0]["status"] == "abgeschlossen"  # the turn did real work
     assert s_stored[0] and s_stored[1]  # the note and the anchor are stored
     assert d_states == s_states
@@ -111,3 +116,8 @@ def test_the_data_schedule_gives_the_turn_the_written_order_gives(stores, pool):
     assert span["gv_node"][0] < span["planner"][1] and span["haltungsraum"][0] < span["planner"][1]
     serial = sorted((a, b) for _, a, b in s_spans)
     assert all(end <= nxt + 0.01 for (_, end), (nxt, _) in zip(serial, serial[1:]))  # rounded to 0.01 ms
+    # her reply is perceived beside the tribunal's judgement (its early start), once a turn, by data only
+    for llm, beside in ((d_llm, True), (s_llm, False)):
+        calls = {n: [(a, b) for m, a, b in llm.calls_at if m == n] for n in ("tribunal", "perzeption_assistant")}
+        assert len(calls["perzeption_assistant"]) == len(TEXTE) == len(calls["tribunal"])
+        assert all((pa[0] < tr[1]) == beside for pa, tr in zip(calls["perzeption_assistant"], calls["tribunal"]))

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from pipeline import schedule
-from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, Loop, load_node
+from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, Loop, Voraus, load_node
 
 OP = re.compile(r"""store\.call\(\s*["']([a-z_]+)\.""")
 STORE_OF_OP = {"lesepfad": "lzg"}  # the read path reads the LZG
@@ -16,13 +16,16 @@ HELPERS = {"agent_dispatch": ("pipeline.agents.notizen.dispatch", "pipeline.agen
            "thinker": ("pipeline.thinker.tools",)}
 
 
-def _names(chain):
-    return [s.name if isinstance(s, Loop) else s for s in chain]
+def _name(step):
+    if isinstance(step, Loop):
+        return step.name
+    return f"voraus:{step.name}" if isinstance(step, Voraus) else step.NAME
 
 
-def _waves(chain):
-    names = _names(chain)
-    return [[names[j] for j in w] for w in schedule.waves(ChainRunner(chain, name="x").waits_for)]
+def _waves(chain, **kw):
+    runner = ChainRunner(chain, name="x", **kw)
+    names = [_name(s) for s in runner.steps]
+    return [[names[j] for j in w] for w in schedule.waves(runner.waits_for)]
 
 
 def test_the_character_chain_runs_independent_nodes_side_by_side():
@@ -34,6 +37,20 @@ def test_the_character_chain_runs_independent_nodes_side_by_side():
     assert where["enricher"] < where["erinnerungsanker"] < where["router"]
     assert where["responder"] < where["thinker"] < where["tribunal_schleife"] < where["leckschutz"]
     assert _waves(HUMAN_CHAIN) == [["perzeption"], ["enricher"], ["ei_calc"]]
+
+
+def test_perzeption_assistant_starts_beside_the_tribunal_loop_and_waits_for_its_early_start():
+    waves = _waves(CHARACTER_CHAIN)
+    where = {n: k for k, w in enumerate(waves) for n in w}
+    # her reply is perceived once the Thinker is done, beside the tribunal loop and the leak guard
+    assert where["voraus:perzeption_assistant"] == where["tribunal_schleife"] == where["thinker"] + 1
+    assert where["leckschutz"] < where["perzeption_assistant"] < where["ei_calc_persist"]
+    runner = ChainRunner(CHARACTER_CHAIN, name="x")
+    names = [_name(s) for s in runner.steps]
+    assert names.index("voraus:perzeption_assistant") in runner.waits_for[names.index("perzeption_assistant")]
+    # in the node deployment, or in the written order, nothing starts early
+    for kw in ({"remote": ["perzeption_assistant"], "nodes_handle": object()}, {"schedule": "reihe"}):
+        assert "voraus:perzeption_assistant" not in [_name(s) for s in ChainRunner(CHARACTER_CHAIN, **kw).steps]
 
 
 def test_a_step_waits_for_every_conflict_and_nothing_else():
