@@ -8,7 +8,7 @@ the other reads or writes, on a record or on a store — and for nothing else, s
 conflict run side by side and the turn's result is the one the written order gives. A node that
 sets WAITS_FOR_ALL (the dispatcher, which commits the turn) waits for every step before it. A loop
 (planner ⇄ agent dispatch, tribunal ⇄ corrector) is one step: its nodes stay a loop. A node that
-declares `VORAUS_OHNE` (records it can do without at first) gets an early start as a step of its
+declares `VORAUS_OHNE` (records or stores it can do without at first) gets an early start as a step of its
 own, placed right after the last step it needs (`voraus_access`); the node itself waits for it and
 decides in `run` whether what started early holds.
 """
@@ -61,10 +61,11 @@ def voraus_reads(mod: ModuleType) -> tuple[str, ...]:
 
 def voraus_access(mod: ModuleType) -> Access:
     """A node's early start (`VORAUS_OHNE`, its `voraus(state, deps)`): it waits for the writers of
-    what it reads but the records named there, writes nothing of the turn, and the node waits for it."""
+    what it reads but the records and stores named there, writes nothing of the turn, and the node
+    waits for it."""
     reads = frozenset(r for r in voraus_reads(mod) if r != "stimulus")
-    return Access(reads, frozenset({voraus_mark(mod.NAME)}), frozenset(getattr(mod, "STORE_READS", ())),
-                  frozenset())
+    stores = frozenset(s for s in getattr(mod, "STORE_READS", ()) if s not in mod.VORAUS_OHNE)
+    return Access(reads, frozenset({voraus_mark(mod.NAME)}), stores, frozenset())
 
 
 def step_access(names: Sequence[str], modules: Mapping[str, ModuleType]) -> Access:

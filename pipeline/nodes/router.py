@@ -19,6 +19,11 @@ NAME = "router"
 READS = ("stimulus", "memory", "perzeption")
 WRITES = ("route",)
 STORE_READS = ("timeline",)
+VORAUS_OHNE = ("timeline",)
+"""Its model call needs nothing of the timeline (only the appointments it asks for are read after
+it): it starts early (`voraus`), beside the erinnerungsanker that writes the timeline, and `run`
+reads the appointments once that is done."""
+VORAUS = f"{NAME}.voraus"
 
 log = logging.getLogger("novaberg.node.router")
 
@@ -77,12 +82,23 @@ def management_mit_regel(deps: Deps, text: str, management: str, genannt: bool) 
     return by_rule
 
 
+def _klassifizieren(state: TurnState, deps: Deps):
+    turns = [t.model_dump() for t in fenster(state.memory.session_turns, VERLAUF_TURNS)] if state.memory else []
+    return ask_json(deps, NAME, _Antwort, {
+        "verlauf": kurzverlauf(turns), "nachricht": state.stimulus.text,
+        "heute": local_now(deps.settings.timezone).date().isoformat(),
+        "management": ", ".join(vocab.MANAGEMENT), "momentum": ", ".join(vocab.MOMENTUM)})
+
+
+def voraus(state: TurnState, deps: Deps) -> None:
+    """The classification's model call, as soon as the session and the perception are there."""
+    deps.trace.start_once(VORAUS, lambda: _klassifizieren(state, deps))
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
-    turns = [t.model_dump() for t in fenster(state.memory.session_turns, VERLAUF_TURNS)] if state.memory else []
-    answer, outcome = await ask_json(deps, NAME, _Antwort, {
-        "verlauf": kurzverlauf(turns), "nachricht": s.text, "heute": local_now(deps.settings.timezone).date().isoformat(),
-        "management": ", ".join(vocab.MANAGEMENT), "momentum": ", ".join(vocab.MOMENTUM)})
+    frueh = deps.trace.gestartet(VORAUS)
+    answer, outcome = await (frueh if frueh is not None else _klassifizieren(state, deps))
     if answer is None:
         # without a usable classification: the rules read management requests, the rest is
         # plain conversation with memory

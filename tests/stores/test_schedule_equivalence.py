@@ -116,8 +116,10 @@ def test_the_data_schedule_gives_the_turn_the_written_order_gives(stores, pool):
     assert span["gv_node"][0] < span["planner"][1] and span["haltungsraum"][0] < span["planner"][1]
     serial = sorted((a, b) for _, a, b in s_spans)
     assert all(end <= nxt + 0.01 for (_, end), (nxt, _) in zip(serial, serial[1:]))  # rounded to 0.01 ms
-    # her reply is perceived beside the tribunal's judgement (its early start), once a turn, by data only
-    for llm, beside in ((d_llm, True), (s_llm, False)):
-        calls = {n: [(a, b) for m, a, b in llm.calls_at if m == n] for n in ("tribunal", "perzeption_assistant")}
-        assert len(calls["perzeption_assistant"]) == len(TEXTE) == len(calls["tribunal"])
-        assert all((pa[0] < tr[1]) == beside for pa, tr in zip(calls["perzeption_assistant"], calls["tribunal"]))
+    # early starts, by data only, once a turn: her reply is perceived beside the tribunal's judgement,
+    # the router classifies beside the erinnerungsanker (whose timeline it reads only afterwards)
+    for early, other in (("perzeption_assistant", "tribunal"), ("router", "erinnerungsanker")):
+        for llm, beside in ((d_llm, True), (s_llm, False)):
+            calls = {n: [(a, b) for m, a, b in llm.calls_at if m == n] for n in (early, other)}
+            assert len(calls[early]) == len(TEXTE) == len(calls[other]), (early, calls)
+            assert all((e[0] < o[1]) == beside for e, o in zip(calls[early], calls[other])), (early, beside)

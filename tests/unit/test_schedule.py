@@ -53,6 +53,25 @@ def test_perzeption_assistant_starts_beside_the_tribunal_loop_and_waits_for_its_
         assert "voraus:perzeption_assistant" not in [_name(s) for s in ChainRunner(CHARACTER_CHAIN, **kw).steps]
 
 
+def test_the_routers_model_call_starts_beside_the_erinnerungsanker_and_reads_the_timeline_after_it():
+    where = {n: k for k, w in enumerate(_waves(CHARACTER_CHAIN)) for n in w}
+    assert where["voraus:router"] == where["erinnerungsanker"] == where["enricher"] + 1
+    assert where["erinnerungsanker"] < where["router"]  # its timeline read waits for the anchor's write
+    runner = ChainRunner(CHARACTER_CHAIN, name="x")
+    names = [_name(s) for s in runner.steps]
+    assert {names.index("voraus:router"), names.index("erinnerungsanker")} <= runner.waits_for[names.index("router")]
+
+
+def test_the_critical_path_follows_the_early_starts():
+    from bench.turn_graph import critical_path_ms
+
+    # one call each for the nodes of a smalltalk turn: perzeption, the rewrite, then the anchor beside
+    # the router's call, verfasser beside gv_node, responder, then the tribunal beside perzeption_assistant
+    calls = dict.fromkeys(("perzeption", "enricher", "erinnerungsanker", "router", "verfasser", "gv_node",
+                           "responder", "tribunal", "perzeption_assistant", "sachlage"), 1.0)
+    assert critical_path_ms(calls, 200.0) == {"critical_path_ms": 1200.0, "serial_ms": 2000.0}
+
+
 def test_a_step_waits_for_every_conflict_and_nothing_else():
     a = schedule.Access(frozenset(), frozenset({"x"}), frozenset(), frozenset())
     reads_x = schedule.Access(frozenset({"x"}), frozenset(), frozenset(), frozenset())
