@@ -37,7 +37,15 @@ def critical_path_ms(per_node: dict[str, float], latency_ms: float) -> dict[str,
         own = [[n for n in names(s) if (chain is CHARACTER_CHAIN or n not in in_character)
                 and (isinstance(s, Voraus) or n not in early)] for s in steps]
         cost = [sum(per_node.get(n, 0.0) for n in nn) * latency_ms for nn in own]
-        path += schedule.critical_path(schedule_deps(steps, mods), lambda j: cost[j])
+        # a node whose model call starts at the turn's start (`MODELL_VORAB`, from its `vorab`) waits for
+        # that call, begun beside the human chain, and adds nothing after it
+        at_start = [max((c for n, c in zip(nn, (per_node.get(n, 0.0) * latency_ms for n in nn))
+                         if getattr(mods[n], "MODELL_VORAB", False)), default=None) for nn in own]
+        begin, finish = path, []
+        for j, before in enumerate(schedule_deps(steps, mods)):
+            done = max((finish[i] for i in before), default=begin)
+            finish.append(max(done, at_start[j]) if at_start[j] is not None else done + cost[j])
+        path = max(finish, default=path)
         serial += sum(cost)
     return {"critical_path_ms": round(path, 1), "serial_ms": round(serial, 1)}
 

@@ -207,15 +207,44 @@ VORAB_READS = ("session", "ziele", "kzg", "lzg", "library", "charaktere", "aufze
 them (tests/unit/test_schedule.py)."""
 
 
+MODELL_VORAB = True
+"""The character chain's model call (the query rewrite) starts at the turn's start (`vorab`), beside
+perzeption's: it reads the session and the utterance, nothing the turn writes before the enricher."""
+FRUEHER_REWRITE = "enricher.rewrite"
+
+
 def vorab(deps: Deps, s: Stimulus) -> None:
     """The enricher's reads that need nothing of this turn, started at its start beside
     perzeption's model call (the pair actor calls it): the stimulus's vector, the session, the goal
-    pair's goals and the character chain's pre-check."""
+    pair's goals, the character chain's pre-check, and — when that finds memory to search — the
+    query rewrite."""
     if s.text:
         deps.embedder.prefetch(deps.trace, s.text)
     deps.trace.start_once("enricher.session", lambda: _read_session(deps, s.user_id, s.character_id))
     _load_goals(deps, *ziel_paar_bestimmen((s.user_id, s.character_id), "human"))
     vorpruefung_starten(deps, s.user_id, s.character_id)
+    deps.trace.start_once(FRUEHER_REWRITE, lambda: _frueh_umschreiben(deps, s))
+
+
+def _etwas_zu_suchen(n_kzg: int, has_lzg: bool, bib: dict, n_dateien: int) -> bool:
+    return bool(n_kzg > 0 or has_lzg or bib["aktiv"] or bib["charakter"] or n_dateien)
+
+
+async def _frueh_umschreiben(deps: Deps, s: Stimulus) -> tuple[str, str] | None:
+    """The rewrite as the character chain would ask it, once the pre-check finds memory to search
+    (None: nothing to search, no call)."""
+    _, n_kzg, has_lzg, bib, n_dateien, _ = await vorpruefung_starten(deps, s.user_id, s.character_id)
+    if not _etwas_zu_suchen(n_kzg, has_lzg, bib, n_dateien):
+        return None
+    turns = await _session(deps, s.user_id, s.character_id)
+    return await rewrite(deps, turns, s.text, _sprecher(s, turns))
+
+
+async def _umschreiben(deps: Deps, s: Stimulus, turns: list[SessionTurn]) -> tuple[str, str]:
+    """The rewrite started at the turn's start, else asked now (the written order, a remote enricher)."""
+    frueh = deps.trace.gestartet(FRUEHER_REWRITE)
+    got = await frueh if frueh is not None else None
+    return got if got is not None else await rewrite(deps, turns, s.text, _sprecher(s, turns))
 
 
 def vorpruefung_starten(deps: Deps, user_id: str, character_id: str) -> asyncio.Future:
@@ -251,7 +280,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     base["zusammenfassung"], n_kzg, has_lzg, bib, n_dateien, cluster = await vorpruefung_starten(
         deps, s.user_id, s.character_id)
     has_kzg = n_kzg > 0
-    if not (has_kzg or has_lzg or bib["aktiv"] or bib["charakter"] or n_dateien):
+    if not _etwas_zu_suchen(n_kzg, has_lzg, bib, n_dateien):
         _, exit_, _ = wahrnehmung_verschieben(raw_vec, a, None, cfg, gedaechtnis_suche=False)
         deps.trace.decision(NAME, "enricher.verschiebung", exit_, {"kzg": False, "lzg": False, "bibliothek": 0,
                                                                    "dateien": 0})
@@ -270,8 +299,13 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if anweisung:
         suchtext, herkunft = s.text, "anweisung"  # imperative override: search the raw utterance
         such_basis = raw_vec
+        frueh = deps.trace.gestartet(FRUEHER_REWRITE)
+        if frueh is not None:
+            frueh.cancel()
+            log.info("enricher: rewrite_verworfen: the rewrite started at the turn's start is dropped, the "
+                     "message is an instruction")
     else:
-        suchtext, herkunft = await rewrite(deps, turns, s.text, _sprecher(s, turns))
+        suchtext, herkunft = await _umschreiben(deps, s, turns)
         such_basis = raw_vec if herkunft != "rewrite" else await deps.embedder.embed(deps.trace, suchtext)
     deps.trace.decision(NAME, "enricher.rewrite", herkunft, {"verlauf": len(turns), "suchtext": suchtext})
     such_vektor, verschiebung, info = wahrnehmung_verschieben(such_basis, a, cluster, cfg,

@@ -9,14 +9,14 @@ from pathlib import Path
 from redis.asyncio import Redis
 
 from cluster.settings import Settings
-from memory import lzg, pg
+from memory import lzg, pg, session
 from memory.config import MemoryConfig, for_model
 from memory.lesepfad import erinnern
 from memory.ops import OPS, PoolStore
 from pipeline.nodes import enricher
 from pipeline.runner import run_node, vorab_starten
 from pipeline.services import Deps, Services
-from pipeline.state import Stimulus, TurnState
+from pipeline.state import PerzeptionRecord, Stimulus, TurnState
 from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
 from tests.conftest import new_pair, unit, with_pool
@@ -209,3 +209,59 @@ def test_nothing_stored_reads_nothing(pool):
         return await erinnern(p, user, ch, "Hallo", unit(0), MemoryConfig())
 
     assert asyncio.run(with_pool(pool, go))["ids"] == []
+
+
+async def _gespraech(r, user, ch):
+    """One earlier turn in the pair's session: enough history for the query rewrite."""
+    now = "2026-12-01T10:00:00+00:00"
+    await session.commit_turn(
+        r, user_id=user, character_id=ch, turn_id="t0", result={"reply": "Wie schoen!"},
+        user_turn={"rolle": "user", "sprecher": session.PERSON_B, "inhalt": "Anna hat einen Hund.", "turn_id": "t0",
+                   "time": now},
+        nova_turn={"rolle": "assistant", "sprecher": "Nova", "inhalt": "Wie schoen!", "turn_id": "t0", "time": now},
+        job={"kind": "test"}, keep_turns=20, ttl_s=60)
+
+
+def _rewrite_turn(stores, migrated, prefix: str, intentionen: list[str]):
+    """A turn whose `vorab` ran at its start; returns the model calls made before the character
+    chain's enricher ran, all calls, and the search text the read path got."""
+    user, ch = new_pair(prefix)
+
+    async def go(p):
+        r = Redis.from_url(stores.redis_url)
+        try:
+            await lzg.add_nodes(p, user, ch, [{"inhalt": "Anna hat einen Hund namens Bello.", "embedding": unit(0)}])
+            await _gespraech(r, user, ch)
+            llm, store = ScriptedLLM({"enricher": ["Wie heisst Annas Hund?"]}), PoolStore(p)
+            services = Services(settings=Settings(), llm=llm, embedder=_Embedder(), store=store, redis=r,
+                                prompts=PromptLibrary())
+            state = TurnState(stimulus=Stimulus(user_id=user, character_id=ch, turn_id="t1", user_prompt="Und wie heisst er?"),
+                              perzeption=PerzeptionRecord(user_intentionen=intentionen))
+            trace = TurnTrace(user, ch, "t1")
+            deps = Deps(services, trace)
+            vorab_starten(deps, state.stimulus)  # the pair actor, once perzeption's call is out
+            for _ in range(50):  # the human chain's time: the pre-check, the session, the call
+                await asyncio.sleep(0.01)
+            early = [c["node"] for c in llm.calls]
+            trace.chain = "character"
+            await run_node(enricher, state, deps)
+            suche = [c[1][2] for c in store.calls if c[0] == "lesepfad.erinnern"]
+            return early, [c["node"] for c in llm.calls], suche
+        finally:
+            await r.aclose()
+
+    return asyncio.run(with_pool(migrated.database_url, go))
+
+
+def test_the_query_rewrite_starts_with_the_turn_and_is_what_the_enricher_searches_with(stores, migrated):
+    """With memory to search and history to read, the rewrite's model call goes out at the turn's
+    start (beside perzeption's), once; the character chain's enricher searches with its answer."""
+    early, calls, suche = _rewrite_turn(stores, migrated, "lp-rw", [])
+    assert early == ["enricher"] and calls == ["enricher"]
+    assert suche == ["Wie heisst Annas Hund?"]
+
+
+def test_an_instruction_drops_the_early_rewrite_and_searches_the_message_itself(stores, migrated):
+    early, calls, suche = _rewrite_turn(stores, migrated, "lp-rw-anw", ["anweisung"])
+    assert early == ["enricher"] and calls == ["enricher"]  # asked early, not again
+    assert suche == ["Und wie heisst er?"]  # seed 001: an instruction searches the raw utterance

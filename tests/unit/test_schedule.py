@@ -65,11 +65,14 @@ def test_the_routers_model_call_starts_beside_the_erinnerungsanker_and_reads_the
 def test_the_critical_path_follows_the_early_starts():
     from bench.turn_graph import critical_path_ms
 
-    # one call each for the nodes of a smalltalk turn: perzeption, the rewrite, then the anchor beside
-    # the router's call, verfasser beside gv_node, responder, then the tribunal beside perzeption_assistant
+    # one call each for the nodes of a smalltalk turn: perzeption beside the enricher's rewrite (started
+    # at the turn's start), the anchor beside the router's call, verfasser beside gv_node, responder,
+    # then the tribunal beside perzeption_assistant
     calls = dict.fromkeys(("perzeption", "enricher", "erinnerungsanker", "router", "verfasser", "gv_node",
                            "responder", "tribunal", "perzeption_assistant", "sachlage"), 1.0)
-    assert critical_path_ms(calls, 200.0) == {"critical_path_ms": 1200.0, "serial_ms": 2000.0}
+    assert critical_path_ms(calls, 200.0) == {"critical_path_ms": 1000.0, "serial_ms": 2000.0}
+    # a rewrite slower than perzeption holds the character chain back by the difference
+    assert critical_path_ms({**calls, "enricher": 2.0}, 200.0)["critical_path_ms"] == 1200.0
 
 
 def test_a_step_waits_for_every_conflict_and_nothing_else():
