@@ -47,6 +47,10 @@ async def _session(deps: Deps, user_id: str, character_id: str) -> list[SessionT
     return await deps.trace.start_once("enricher.session", lambda: _read_session(deps, user_id, character_id))
 
 
+sitzung = _session
+"""The turn's session as the enricher hands it on (read once per turn): the router's early call reads it."""
+
+
 async def _read_session(deps: Deps, user_id: str, character_id: str) -> list[SessionTurn]:
     # the window moves in blocks (memory/session.fenster_start): the prompts that show it keep their prefix
     raw = await session.load_window(deps.redis, user_id, character_id, deps.settings.session_max_turns)

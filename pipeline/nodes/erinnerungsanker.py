@@ -9,13 +9,19 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
-from pipeline.state import AnkerRecord, TurnState
+from pipeline.state import AnkerRecord, Stimulus, TurnState
 from pipeline.timefmt import local_now
 
 NAME = "erinnerungsanker"
 READS = ("stimulus",)
 WRITES = ("anker",)
 STORE_WRITES = ("timeline",)
+VORAB_READS: tuple = ()
+MODELL_VORAB = True
+"""Its model call reads the message alone: it starts at the turn's start (`vorab`), beside
+perzeption's; the node writes the anchor in its place in the chain (after the enricher's plugins
+read the timeline) with that answer."""
+FRAGE = f"{NAME}.frage"
 
 log = logging.getLogger("novaberg.node.erinnerungsanker")
 
@@ -27,13 +33,23 @@ class _Antwort(BaseModel):
     titel: str | None = None
 
 
+def _fragen(deps: Deps, s: Stimulus):
+    return ask_json(deps, NAME, _Antwort, {"nachricht": s.text, "heute": local_now(deps.settings.timezone).date().isoformat()})
+
+
+def vorab(deps: Deps, s: Stimulus) -> None:
+    """The model call on a message of the human, at the turn's start (the pair actor calls it)."""
+    if s.user_prompt is not None:
+        deps.trace.start_once(FRAGE, lambda: _fragen(deps, s))
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     if s.user_prompt is None:
         deps.trace.decision(NAME, "erinnerungsanker.lauf", "kein_nutzerreiz", {})
         return {"anker": AnkerRecord()}
-    now = local_now(deps.settings.timezone)
-    answer, outcome = await ask_json(deps, NAME, _Antwort, {"nachricht": s.text, "heute": now.date().isoformat()})
+    frueh = deps.trace.gestartet(FRAGE)
+    answer, outcome = await (frueh if frueh is not None else _fragen(deps, s))
     status, written = "nicht_datiert", []
     if answer is None:
         status = f"antwort_{outcome}"

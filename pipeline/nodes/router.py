@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import logging
 from datetime import date
+from typing import Awaitable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline import regeln, vocab
 from pipeline.llm_json import ask_json, wort
 from memory.session import fenster
+from pipeline.nodes.enricher import sitzung
 from pipeline.nodes.perzeption import VERLAUF_TURNS, kurzverlauf
 from pipeline.services import Deps
-from pipeline.state import RouteRecord, TurnState
+from pipeline.state import RouteRecord, Stimulus, TurnState
 from pipeline.timefmt import local_now
 
 NAME = "router"
 READS = ("stimulus", "memory", "perzeption")
 WRITES = ("route",)
-STORE_READS = ("timeline",)
+STORE_READS = ("timeline", "session")
 VORAUS_OHNE = ("timeline",)
 """Its model call needs nothing of the timeline (only the appointments it asks for are read after
-it): it starts early (`voraus`), beside the erinnerungsanker that writes the timeline, and `run`
-reads the appointments once that is done."""
+it): by data it starts early (`voraus`), beside the erinnerungsanker that writes the timeline, and
+`run` reads the appointments once that is done."""
+VORAB_READS = ("session",)
+MODELL_VORAB = True
+"""In the pair actor its model call starts at the turn's start (`vorab`), beside perzeption's: its
+prompt reads the session (the read the enricher's `vorab` starts, the turns the enricher hands on),
+the message and the date."""
 VORAUS = f"{NAME}.voraus"
 
 log = logging.getLogger("novaberg.node.router")
@@ -82,23 +89,32 @@ def management_mit_regel(deps: Deps, text: str, management: str, genannt: bool) 
     return by_rule
 
 
-def _klassifizieren(state: TurnState, deps: Deps):
-    turns = [t.model_dump() for t in fenster(state.memory.session_turns, VERLAUF_TURNS)] if state.memory else []
+def _klassifizieren(deps: Deps, text: str, session_turns) -> Awaitable:
+    turns = [t.model_dump() for t in fenster(session_turns, VERLAUF_TURNS)]
     return ask_json(deps, NAME, _Antwort, {
-        "verlauf": kurzverlauf(turns), "nachricht": state.stimulus.text,
-        "heute": local_now(deps.settings.timezone).date().isoformat(),
+        "verlauf": kurzverlauf(turns), "nachricht": text, "heute": local_now(deps.settings.timezone).date().isoformat(),
         "management": ", ".join(vocab.MANAGEMENT), "momentum": ", ".join(vocab.MOMENTUM)})
 
 
 def voraus(state: TurnState, deps: Deps) -> None:
     """The classification's model call, as soon as the session and the perception are there."""
-    deps.trace.start_once(VORAUS, lambda: _klassifizieren(state, deps))
+    turns = state.memory.session_turns if state.memory else []
+    deps.trace.start_once(VORAUS, lambda: _klassifizieren(deps, state.stimulus.text, turns))
+
+
+def vorab(deps: Deps, s: Stimulus) -> None:
+    """The classification's model call at the turn's start, on the session the enricher reads."""
+    async def frage():
+        return await _klassifizieren(deps, s.text, await sitzung(deps, s.user_id, s.character_id))
+
+    deps.trace.start_once(VORAUS, frage)
 
 
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     frueh = deps.trace.gestartet(VORAUS)
-    answer, outcome = await (frueh if frueh is not None else _klassifizieren(state, deps))
+    turns = state.memory.session_turns if state.memory else []
+    answer, outcome = await (frueh if frueh is not None else _klassifizieren(deps, s.text, turns))
     if answer is None:
         # without a usable classification: the rules read management requests, the rest is
         # plain conversation with memory

@@ -128,7 +128,7 @@ def test_what_the_enricher_reads_at_the_turns_start_is_what_it_reads_with(stores
                                                 user_prompt="Wie heisst Annas Hund?"))
             trace = TurnTrace(user, ch, "t1")
             deps = Deps(services, trace)
-            assert vorab_starten(deps, state.stimulus) == ["enricher", "db_zugriff"]
+            assert vorab_starten(deps, state.stimulus) == ["enricher", "db_zugriff", "erinnerungsanker", "router"]
             enricher.vorab(deps, state.stimulus)  # once per turn, however often asked
             await enricher.vorpruefung_starten(deps, user, ch)
             await trace.cache["enricher.session"]
@@ -242,11 +242,11 @@ def _rewrite_turn(stores, migrated, prefix: str, intentionen: list[str]):
             vorab_starten(deps, state.stimulus)  # the pair actor, once perzeption's call is out
             for _ in range(50):  # the human chain's time: the pre-check, the session, the call
                 await asyncio.sleep(0.01)
-            early = [c["node"] for c in llm.calls]
+            early = [c["node"] for c in llm.calls if c["node"] == "enricher"]
             trace.chain = "character"
             await run_node(enricher, state, deps)
             suche = [c[1][2] for c in store.calls if c[0] == "lesepfad.erinnern"]
-            return early, [c["node"] for c in llm.calls], suche
+            return early, [c["node"] for c in llm.calls if c["node"] == "enricher"], suche
         finally:
             await r.aclose()
 
