@@ -1,8 +1,6 @@
 """perzeption_assistant: perceive Nova's own reply (emotion, arousal, style) for her turn record."""
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import logging
 
 from pydantic import BaseModel, ConfigDict
@@ -31,8 +29,8 @@ class _Antwort(BaseModel):
     stil: str = wort(vocab.SPRACHSTILE, "locker")
 
 
-def _schluessel(antwort: str) -> str:
-    return f"{VORAUS}:{hashlib.sha1(antwort.encode()).hexdigest()[:16]}"
+FRAGE = f"{VORAUS}.frage"
+"""The early call's future in the turn's cache; under `VORAUS` the reply text it was asked about."""
 
 
 def _fragen(deps: Deps, name: str, antwort: str):
@@ -43,29 +41,25 @@ def _fragen(deps: Deps, name: str, antwort: str):
 def voraus(state: TurnState, deps: Deps) -> None:
     """The model call on the reply before the tribunal loop (the Thinker's, else the draft)."""
     antwort = state.pruefung.reply if state.pruefung and state.pruefung.reply else state.draft.reply
-    deps.trace.start_once(_schluessel(antwort), lambda: _fragen(deps, state.pair.character_name, antwort))
+    deps.trace.cache[VORAUS] = antwort
+    deps.trace.start_once(FRAGE, lambda: _fragen(deps, state.pair.character_name, antwort))
 
 
 async def _wahrnehmung(state: TurnState, deps: Deps, antwort: str):
     """The early answer when it was asked about this very text, else a call now (named fallback
     `voraus_verworfen` when an early one was about another text: the tribunal loop or the leak
     guard changed the reply)."""
-    frueh = deps.trace.gestartet(_schluessel(antwort))
-    if frueh is not None:
+    frueh = deps.trace.gestartet(FRAGE)
+    if frueh is not None and deps.trace.cache.get(VORAUS) == antwort:
         try:
             return await frueh
-        except asyncio.CancelledError:
-            raise
         except Exception:
             log.warning("perzeption_assistant: fallback voraus_fehlgeschlagen: the early call failed; asked anew",
                         exc_info=True)
-    else:
-        for key, fut in list(deps.trace.cache.items()):
-            if key.startswith(VORAUS) and not fut.done():
-                fut.cancel()
-        if any(k.startswith(VORAUS) for k in deps.trace.cache):
-            log.warning("perzeption_assistant: fallback voraus_verworfen: the reply changed after the early call "
-                        "(turn %s); her reply is perceived anew", deps.trace.turn_id)
+    elif frueh is not None:
+        frueh.cancel()
+        log.warning("perzeption_assistant: fallback voraus_verworfen: the reply changed after the early call "
+                    "(turn %s); her reply is perceived anew", deps.trace.turn_id)
     return await _fragen(deps, state.pair.character_name, antwort)
 
 

@@ -26,6 +26,9 @@ def _perceived(llm: ScriptedLLM) -> list[str]:
 
 async def _turn(final: str, llm: ScriptedLLM):
     deps = deps_for(llm)
+    # what else a turn's cache holds by then: the embedder's prefetch (tuple keys), plain values
+    deps.trace.cache[("embed", "Hallo")] = asyncio.get_running_loop().create_future()
+    deps.trace.cache["enricher.ziele"] = object()
     state = _state("Schoen, dass du da bist.")
     pa.voraus(view_for(state, schedule.voraus_reads(pa), pa.NAME), deps)  # what the runner does after the Thinker
     await asyncio.sleep(0)  # the early call is on its way while the tribunal judges
