@@ -29,18 +29,29 @@ def delegation_key(user_id: str, character_id: str, turn_id: str, nummer: int) -
     return f"bg:delegation:{user_id}:{character_id}:{turn_id}:{nummer}"
 
 
+MENSCH_CHAIN: tuple = ("salience",)
+"""The background of a human's turn kept on its own (Nova's chain failed; seed 001 §2: the human's
+path ends in `salience → dispatcher`): his words scored, a KZG entry when they matter. The turn's
+later success runs the whole chain and its KZG entry takes the same place (keyed by the turn)."""
+
+
 async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
     from memory import pg
 
     state = TurnState.model_validate(job["state"])
     s = state.stimulus
-    done_key = erledigt_key(s.user_id, s.character_id, s.turn_id)
+    teil = job.get("teil", "ganz")
+    done_key = erledigt_key(s.user_id, s.character_id, s.turn_id) + ("" if teil == "ganz" else f":{teil}")
     if await services.redis.exists(done_key):
-        log.info("background: turn %s done already (a re-claimed job); skipped", s.turn_id)
+        log.info("background: turn %s (%s) done already (a re-claimed job); skipped", s.turn_id, teil)
+        return
+    if teil == "mensch" and await services.redis.exists(erledigt_key(s.user_id, s.character_id, s.turn_id)):
+        log.info("background: turn %s: the whole turn's background ran already; its human part is skipped", s.turn_id)
         return
     trace = TurnTrace(s.user_id, s.character_id, s.turn_id)
     deps = Deps(services, trace)
-    await ChainRunner(BACKGROUND_CHAIN, name="background").run(state, deps)
+    chain = MENSCH_CHAIN if teil == "mensch" else BACKGROUND_CHAIN
+    await ChainRunner(chain, name="background" if teil == "ganz" else f"background_{teil}").run(state, deps)
     h = state.hintergrund
     if h is not None and s.user_prompt is not None and not s.thinker_unsicher_retry:
         # salience's reading of the human's turn joins that turn in the session (seed 001 §3.1)

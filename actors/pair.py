@@ -23,6 +23,7 @@ from memory import session
 from pipeline import metrics
 from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, NodeFailed, vorab_starten
 from pipeline.services import NODES_DEPLOYMENT, APP_NAME, Deps, Services, transport
+from pipeline.nodes import dispatcher
 from pipeline.reiz import stimulus_from_event
 from pipeline.state import Stimulus, TurnState
 from pipeline.trace import TurnTrace
@@ -40,6 +41,13 @@ NODE_ERRORS = "errors:nodes"
 
 def pair_name(user_id: str, character_id: str) -> str:
     return f"pair:{user_id}:{character_id}"
+
+
+def kept_reply(result: dict[str, Any], drafted: str) -> dict[str, Any]:
+    """The stream's `token` event: the committed reply, byte for byte, and whether the streamed
+    draft was kept as it was (a client that showed it need not redraw it)."""
+    reply = result.get("reply") or ""
+    return {"event": "token", "text": reply, "draft_kept": bool(drafted) and drafted.strip() == reply.strip()}
 
 
 class PairActor:
@@ -115,22 +123,39 @@ class PairActor:
             self._leave()
 
     async def turn_stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        """Events while the turn runs (node_started / node_finished / token), then `final`."""
+        """Events while the turn runs (node_started / node_finished / draft), then the kept reply
+        (`token`) and `final`, or `error`.
+
+        `draft` events carry the responder's text as it is written: provisional, because the
+        Thinker, the tribunal and corrector and the leak guard may still change it. Once the turn
+        is committed, one `token` event carries the reply exactly as stored (`draft_kept` says
+        whether it is the draft unchanged): what a client keeps showing is what Nova remembers."""
         self._enter()
         try:
             q: asyncio.Queue = asyncio.Queue()
             task = asyncio.get_running_loop().create_task(self._turn_locked(request, q))
+            drafted: list[str] = []
             while True:
                 getter = asyncio.ensure_future(q.get())
                 done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
                 if getter in done:
-                    yield getter.result()
+                    ev = getter.result()
+                    if ev.get("event") == "draft":
+                        drafted.append(ev.get("text", ""))
+                    yield ev
                     continue
                 getter.cancel()
                 while not q.empty():
-                    yield q.get_nowait()
+                    ev = q.get_nowait()
+                    if ev.get("event") == "draft":
+                        drafted.append(ev.get("text", ""))
+                    yield ev
                 result = task.result()
-                yield {"event": "error" if "error" in result else "final", "result": result}
+                if "error" in result:
+                    yield {"event": "error", "result": result}
+                    return
+                yield kept_reply(result, "".join(drafted))
+                yield {"event": "final", "result": result}
                 return
         finally:
             self._leave()
@@ -203,7 +228,8 @@ class PairActor:
             metrics.turn_finished("error")
             metrics.node_error(e.node)
             await self._record_error(services, e.node, turn_id)
-            return {"turn_id": turn_id, "error": {"node": e.node, "message": str(e)}}
+            kept = await self._keep_human(state, deps, e.node)
+            return {"turn_id": turn_id, "error": {"node": e.node, "message": str(e), "nachricht_gespeichert": kept}}
         finally:
             await asyncio.gather(*nebenher)  # each logs its own failure
         self._turns += 1
@@ -215,6 +241,16 @@ class PairActor:
         result["timings"] = {**result.get("timings", {}), **trace.timings()}
         result["replayed"] = not state.dispatch.committed
         return result
+
+    async def _keep_human(self, state: TurnState, deps: Deps, node: str) -> bool:
+        """Nova's chain failed: the human's message is kept all the same (the dispatcher's
+        `keep_human`); a failure to keep it is logged and reported to the client as not kept."""
+        try:
+            return await dispatcher.keep_human(state, deps, node)
+        except Exception:
+            log.exception("pair %s:%s: turn %s failed in %s and the human's message could not be kept",
+                          self.user_id, self.character_id, state.stimulus.turn_id, node)
+            return False
 
     async def _lebend(self, services: Services) -> None:
         try:

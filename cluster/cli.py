@@ -14,6 +14,7 @@ import uuid
 import httpx
 
 from cluster.daemon import keys_dir, state_file
+from cluster.reply_view import ReplyView
 from cluster.settings import Settings, load_settings
 
 
@@ -164,6 +165,10 @@ def cmd_key_revoke(settings: Settings, args) -> int:
     return 0
 
 
+_SCREEN = threading.Lock()
+"""Held while a reply is drawn: a pushed message waits, so the draft's rows can be erased."""
+
+
 def _print_pushed(base: str, headers: dict, character: str, stop: threading.Event, client: httpx.Client) -> None:
     """Messages Nova sends without being asked (the events route), printed as they arrive; on a
     broken connection it resumes from the last id it saw, until the chat ends (`stop`)."""
@@ -183,7 +188,8 @@ def _print_pushed(base: str, headers: dict, character: str, stop: threading.Even
                     elif line.startswith("data:") and event == "nachricht":
                         m = json.loads(line[5:])
                         art = "eigener Gedanke" if m["herkunft"] == "eigener_impuls" else "noch etwas"
-                        print(f"\n{character} ({art})> {m['reply']}", flush=True)
+                        with _SCREEN:  # never in the middle of a reply being drawn
+                            print(f"\n{character} ({art})> {m['reply']}", flush=True)
         except (httpx.HTTPError, RuntimeError):  # a broken stream, or the chat closed the client
             stop.wait(2)
 
@@ -208,6 +214,7 @@ def cmd_chat(settings: Settings, args) -> int:
         stop, pushed = threading.Event(), httpx.Client(timeout=httpx.Timeout(10, read=None))
         threading.Thread(target=_print_pushed, daemon=True, name="events",
                          args=(pair, headers, args.character, stop, pushed)).start()
+        failed: tuple[str, str] | None = None  # a turn that failed with the message kept: (text, turn_id)
         try:
             while True:
                 try:
@@ -217,39 +224,68 @@ def cmd_chat(settings: Settings, args) -> int:
                     return 0
                 if not text:
                     return 0
-                _stream_turn(client, f"{pair}/turns", headers, args.character, text)
+                if text == RETRY:
+                    if failed is None:
+                        print("(nothing to ask again)")
+                        continue
+                    text, turn_id = failed
+                else:
+                    turn_id = uuid.uuid4().hex
+                kept = _stream_turn(client, f"{pair}/turns", headers, args.character, text, turn_id)
+                failed = (text, turn_id) if kept is False else None
                 if args.once:
-                    return 0
+                    return 0 if kept is None else 1
         finally:
             stop.set()
             pushed.close()
 
 
-def _stream_turn(client: httpx.Client, url: str, headers: dict, character: str, text: str) -> None:
-    """One turn, its reply printed as the responder's tokens arrive."""
-    print(f"{character}> ", end="", flush=True)
-    got_tokens = False
+RETRY = "/nochmal"
+"""Typed in the chat after a failed turn whose message was kept: asks for the reply again."""
+
+
+def _stream_turn(client: httpx.Client, url: str, headers: dict, character: str, text: str,
+                 turn_id: str) -> bool | None:
+    """One turn: the draft shown while it is written (on a terminal), then replaced by the reply
+    as stored (cluster/reply_view.py). None: answered; False: failed, the message kept (the same
+    turn_id asks again); True: failed otherwise."""
+    with _SCREEN:
+        return _draw_turn(client, url, headers, character, text, turn_id)
+
+
+def _draw_turn(client: httpx.Client, url: str, headers: dict, character: str, text: str,
+               turn_id: str) -> bool | None:
+    view = ReplyView(sys.stdout)
+    view.begin(f"{character}> ")
     with client.stream("POST", url, params={"stream": "true"}, headers=headers,
-                       json={"text": text, "turn_id": uuid.uuid4().hex}) as r:
+                       json={"text": text, "turn_id": turn_id}) as r:
         if r.status_code != 200:
-            print(f"[error {r.status_code}: {r.read().decode()}]")
-            return
-        event = None
+            view.failed(f"error {r.status_code}: {r.read().decode()}")
+            return True
+        event, kept = None, None
         for line in r.iter_lines():
             if line.startswith("event:"):
                 event = line[6:].strip()
-            elif line.startswith("data:") and event == "token":
-                data = json.loads(line[5:])
-                if data.get("node") == "responder":
-                    got_tokens = True
-                    print(data["text"], end="", flush=True)
-            elif line.startswith("data:") and event in ("final", "error"):
-                data = json.loads(line[5:])
-                if event == "error":
-                    print(f"[turn failed: {data.get('error')}]", end="")
-                elif not got_tokens:
-                    print(data["reply"], end="")
-    print()
+                continue
+            if not line.startswith("data:"):
+                continue
+            data = json.loads(line[5:])
+            if event == "draft":
+                view.draft(data["text"])
+            elif event == "token":
+                kept = data["text"]
+                view.kept(kept)
+            elif event == "error":
+                err = data.get("error") or {}
+                if err.get("nachricht_gespeichert"):
+                    view.failed(f"no reply: node {err.get('node')} failed; your message is kept — type {RETRY} "
+                                "to ask for the reply again")
+                    return False
+                view.failed(f"turn failed: {err}")
+                return True
+            elif event == "final" and kept is None:
+                view.kept(data["reply"])
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -137,6 +137,11 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(default=512, ge=1, le=8192)
     """The most tokens one call may ask of the LLM deployment. A node whose budget is larger is a
     configuration error at startup, never a quiet truncation."""
+    llm_retries: int = Field(default=2, ge=0, le=5)
+    """How often a model call the engine failed transiently (a server error, a reset or refused
+    connection, a timeout) is asked again before its node fails (`fallback modell_wiederholt`)."""
+    llm_retry_backoff_s: float = Field(default=0.25, ge=0.0, le=10.0)
+    """The wait before the first repeat; it doubles with each further one (with jitter)."""
     llm_seed: int | None = None
     """The sampling seed of every LLM call (llama.cpp, the OpenAI-compatible body, vLLM). Unset: each
     engine draws its own, and the same prompt can get another answer. Set it to replay a run of the

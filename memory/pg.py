@@ -104,8 +104,9 @@ async def load_pair(pool: AsyncConnectionPool, user_id: str, character_id: str) 
 async def write_turn_job(pool: AsyncConnectionPool, job: dict[str, Any]) -> None:
     """Persist one finished turn: its record and its pipeline_log rows, in one transaction.
 
-    Idempotent (ON CONFLICT DO NOTHING), because a re-claimed job may have committed already
-    when its first worker died before acknowledging it.
+    Idempotent (a second delivery changes nothing), because a re-claimed job may have committed
+    already when its first worker died before acknowledging it. A record kept without a reply (the
+    human's message alone, Nova's chain failed) takes the reply of the turn's later success.
     """
     t = job["turn"]
     async with pool.connection() as conn:
@@ -113,7 +114,9 @@ async def write_turn_job(pool: AsyncConnectionPool, job: dict[str, Any]) -> None
             await conn.execute(
                 "INSERT INTO turns (user_id, character_id, turn_id, user_text, reply, user_embedding,"
                 " result, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (user_id, character_id, turn_id) DO NOTHING",
+                " ON CONFLICT (user_id, character_id, turn_id) DO UPDATE SET reply = EXCLUDED.reply,"
+                " result = EXCLUDED.result, user_embedding = COALESCE(EXCLUDED.user_embedding, turns.user_embedding)"
+                " WHERE turns.reply = '' AND EXCLUDED.reply <> ''",
                 (
                     t["user_id"], t["character_id"], t["turn_id"], t["user_text"], t["reply"],
                     _vec(t.get("user_embedding")), Jsonb(t["result"]),

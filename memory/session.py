@@ -32,6 +32,12 @@ def result_key(user_id: str, character_id: str, turn_id: str) -> str:
     return f"turnres:{user_id}:{character_id}:{turn_id}"
 
 
+def mensch_key(user_id: str, character_id: str, turn_id: str) -> str:
+    """The marker of a human's turn committed on its own (Nova's chain failed): what it holds is
+    what the client was told; a repeat of the turn then adds only Nova's reply."""
+    return f"turn:mensch:{user_id}:{character_id}:{turn_id}"
+
+
 def push_key(user_id: str, character_id: str) -> str:
     return f"push:{user_id}:{character_id}"
 
@@ -83,7 +89,7 @@ def fenster(turns: list, n: int, block: int = FENSTER_BLOCK) -> list:
 _COMMIT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
-if ARGV[3] == '' then
+if ARGV[3] == '' or redis.call('EXISTS', KEYS[6]) == 1 then
   redis.call('RPUSH', KEYS[2], ARGV[4])
 else
   redis.call('RPUSH', KEYS[2], ARGV[3], ARGV[4])
@@ -103,7 +109,22 @@ return 1
 """.replace("{BLOCK}", str(FENSTER_BLOCK))
 """Commit a turn once: its result, the history (trimmed to `keep_turns` in blocks: between
 `keep_turns` and `keep_turns + FENSTER_BLOCK - 1` entries stay), the push stream, Nova's state
-after the turn, the jobs."""
+after the turn, the jobs. The human's entry is left out when his turn was committed on its own
+before (`mensch_key`: an earlier attempt of this turn failed in Nova's chain)."""
+
+_MENSCH = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'EX', tonumber(ARGV[2])) then return 2 end
+redis.call('RPUSH', KEYS[3], ARGV[3])
+local weg = redis.call('LLEN', KEYS[3]) - tonumber(ARGV[4])
+if weg >= {BLOCK} then redis.call('LTRIM', KEYS[3], weg - weg % {BLOCK}, -1) end
+for i = 5, #ARGV do
+  redis.call('XADD', KEYS[4], '*', 'job', ARGV[i])
+end
+return 1
+""".replace("{BLOCK}", str(FENSTER_BLOCK))
+"""Commit the human's turn on its own, once: his session entry and its jobs, unless the whole
+turn is committed already or his part was before."""
 
 _FENSTER = """
 local n = redis.call('LLEN', KEYS[1])
@@ -264,14 +285,32 @@ async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str
     `zustand`: Nova's emotion state after the turn (ei_calc_persist), for the next turn."""
     jobs = job if isinstance(job, list) else [job]
     done = await r.eval(
-        _COMMIT, 5,
+        _COMMIT, 6,
         result_key(user_id, character_id, turn_id), session_key(user_id, character_id), OUTBOX_STREAM,
-        push_key(user_id, character_id), zustand_key(user_id, character_id),
+        push_key(user_id, character_id), zustand_key(user_id, character_id), mensch_key(user_id, character_id, turn_id),
         json.dumps(result), ttl_s, json.dumps(user_turn) if user_turn is not None else "", json.dumps(nova_turn), keep_turns,
         json.dumps(push) if push is not None else "", push_keep, json.dumps(zustand) if zustand is not None else "",
         *[json.dumps(j) for j in jobs],
     )
     return bool(done)
+
+
+async def commit_human(r: Redis, *, user_id: str, character_id: str, turn_id: str, marker: dict,
+                       user_turn: dict, jobs: list[dict], keep_turns: int, ttl_s: int) -> int:
+    """Keep the human's message when Nova's chain failed: his session entry and `jobs` (the turn's
+    record, salience of his words) atomically, once per turn. 1: kept now; 2: his part was kept
+    before; 0: the whole turn is committed. A later commit of the whole turn adds Nova's reply alone."""
+    return int(await r.eval(
+        _MENSCH, 4, result_key(user_id, character_id, turn_id), mensch_key(user_id, character_id, turn_id),
+        session_key(user_id, character_id), OUTBOX_STREAM,
+        json.dumps(marker), ttl_s, json.dumps(user_turn), keep_turns, *[json.dumps(j) for j in jobs],
+    ))
+
+
+async def human_committed(r: Redis, user_id: str, character_id: str, turn_id: str) -> dict | None:
+    """What `commit_human` kept of this turn (None: nothing on its own)."""
+    raw = await r.get(mensch_key(user_id, character_id, turn_id))
+    return None if raw is None else json.loads(raw)
 
 
 async def load_zustand(r: Redis, user_id: str, character_id: str) -> dict | None:
@@ -341,7 +380,8 @@ def eintraege_aus_records(records: list[dict]) -> list[dict]:
             label = sprecher(name, herkunft == "eigener_impuls")
             rolle = "assistant" if herkunft == "eigener_impuls" else "user"
             out.append({**base, "rolle": rolle, "sprecher": label, "inhalt": rec["user_text"]})
-        out.append({**base, "rolle": "assistant", "sprecher": name, "inhalt": rec["reply"]})
+        if rec.get("reply"):  # a turn whose reply failed keeps the human's message alone
+            out.append({**base, "rolle": "assistant", "sprecher": name, "inhalt": rec["reply"]})
     return out
 
 

@@ -7,7 +7,8 @@ in the deployments.
 from __future__ import annotations
 
 import asyncio
-
+import logging
+import random
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -17,6 +18,20 @@ from cluster.settings import Settings
 from pipeline.node_config import budget, node_config
 from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
+
+log = logging.getLogger("novaberg.llm")
+
+
+def transient(e: BaseException) -> bool:
+    """An engine error that may pass: the backend says so (`LLMBackendError.transient`, also
+    when Ray hands it on wrapped), or the call timed out or lost its connection."""
+    for err in (e, getattr(e, "cause", None), e.__cause__):
+        if err is None:
+            continue
+        if getattr(err, "transient", False) or isinstance(err, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
+            return True
+    return False
+
 
 # Deployment and application names, shared by the app builder and the clients.
 APP_NAME = "novaberg"
@@ -56,15 +71,17 @@ class LLMClient:
 
     async def chat(self, trace: TurnTrace, node: str, messages: list[dict[str, str]], *,
                    think: bool = False, stream_tokens: bool = False, response_schema: dict | None = None,
-                   protocol: dict[str, str] | None = None) -> ChatResult:
+                   protocol: dict[str, str] | None = None, max_tokens: int | None = None) -> ChatResult:
         """`response_schema`: the JSON schema the answer must follow; `protocol`: a text protocol
         as a GBNF grammar (`gbnf`) and a regular expression (`regex`). Each backend applies what
-        its engine supports; the caller validates the answer either way."""
+        its engine supports; the caller validates the answer either way. `max_tokens`: this call's
+        budget where the node computes one (the responder's follows the turn's span); unset, the
+        node's `budget`."""
         cfg = node_config(node)
         request = {
             "messages": messages,
             "temperature": cfg.temperature,
-            "max_tokens": budget(node, self.settings),
+            "max_tokens": budget(node, self.settings) if max_tokens is None else max_tokens,
             "think": think,
             "caller": node,
             "pair": f"{trace.user_id}:{trace.character_id}",
@@ -75,37 +92,57 @@ class LLMClient:
             request["protocol"] = protocol
         trace.prompt_sent(node, messages)
         t0 = time.perf_counter()
-        if stream_tokens and trace.events is not None:
-            parts: list[str] = []
-            reasoning: list[str] = []
-            final: dict[str, Any] = {}
-            gen = self.handle.options(stream=True).chat_stream.remote(request)
-            trace.aufruf_gesendet()
-            async for chunk in gen:
-                delta = chunk["choices"][0].get("delta", {}) if chunk.get("choices") else {}
-                if delta.get("content"):
-                    parts.append(delta["content"])
-                    trace.emit("token", node=node, text=delta["content"])
-                if delta.get("reasoning_content"):
-                    reasoning.append(delta["reasoning_content"])
-                if chunk.get("usage"):
-                    final = chunk
-            usage = final.get("usage", {})
-            result = ChatResult("".join(parts), "".join(reasoning) or None, final.get("model", ""),
-                                usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
-                                (final.get("choices") or [{}])[0].get("finish_reason"))
-        else:
-            call = self.handle.chat.remote(request)
-            trace.aufruf_gesendet()
-            resp = await call
-            choice = resp["choices"][0]
-            msg = choice["message"]
-            usage = resp.get("usage", {})
-            result = ChatResult(msg.get("content") or "", msg.get("reasoning_content"), resp.get("model", ""),
-                                usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
-                                choice.get("finish_reason"))
+        versuch = 0
+        while True:
+            drafted: list[str] = []
+            try:
+                if stream_tokens and trace.events is not None:
+                    result = await self._stream(trace, node, request, drafted)
+                else:
+                    result = await self._call(trace, request)
+                break
+            except Exception as e:  # noqa: BLE001 - sorted below: only a transient engine error is asked again
+                if drafted or versuch >= self.settings.llm_retries or not transient(e):
+                    raise
+                versuch += 1
+                wait = self.settings.llm_retry_backoff_s * 2 ** (versuch - 1) * random.uniform(0.8, 1.2)
+                log.warning("llm: fallback modell_wiederholt: %s's call failed (%s: %s); asking again in %.2f s "
+                            "(repeat %d of %d; pair %s:%s, turn %s)", node, type(e).__name__, str(e)[:200], wait,
+                            versuch, self.settings.llm_retries, trace.user_id, trace.character_id, trace.turn_id)
+                await asyncio.sleep(wait)
         trace.llm_done((time.perf_counter() - t0) * 1000, result.prompt_tokens, result.completion_tokens, node)
         return result
+
+    async def _stream(self, trace: TurnTrace, node: str, request: dict[str, Any], drafted: list[str]) -> ChatResult:
+        reasoning: list[str] = []
+        final: dict[str, Any] = {}
+        gen = self.handle.options(stream=True).chat_stream.remote(request)
+        trace.aufruf_gesendet()
+        async for chunk in gen:
+            delta = chunk["choices"][0].get("delta", {}) if chunk.get("choices") else {}
+            if delta.get("content"):
+                drafted.append(delta["content"])
+                # provisional: review may still change it; the kept reply follows as `token`
+                trace.emit("draft", node=node, text=delta["content"])
+            if delta.get("reasoning_content"):
+                reasoning.append(delta["reasoning_content"])
+            if chunk.get("usage"):
+                final = chunk
+        usage = final.get("usage", {})
+        return ChatResult("".join(drafted), "".join(reasoning) or None, final.get("model", ""),
+                          usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
+                          (final.get("choices") or [{}])[0].get("finish_reason"))
+
+    async def _call(self, trace: TurnTrace, request: dict[str, Any]) -> ChatResult:
+        call = self.handle.chat.remote(request)
+        trace.aufruf_gesendet()
+        resp = await call
+        choice = resp["choices"][0]
+        msg = choice["message"]
+        usage = resp.get("usage", {})
+        return ChatResult(msg.get("content") or "", msg.get("reasoning_content"), resp.get("model", ""),
+                          usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
+                          choice.get("finish_reason"))
 
     async def model_name(self) -> str:
         now = time.monotonic()

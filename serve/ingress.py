@@ -101,6 +101,17 @@ def _error(status: int, kind: str, message: str) -> HTTPException:
     return HTTPException(status_code=status, detail={"type": kind, "message": message})
 
 
+def turn_failed(result: dict) -> dict:
+    """The error body of a turn whose chain failed: which node, and whether the human's message
+    is kept (then the same turn_id asks for the reply again, and his message is not stored twice)."""
+    err, turn_id = result["error"], result.get("turn_id")
+    kept = bool(err.get("nachricht_gespeichert"))
+    message = f"node {err.get('node')} failed: {err.get('message')}"
+    if kept:
+        message += f"; your message is kept: send it again with the same turn_id ({turn_id}) to ask for the reply"
+    return {"type": "turn_failed", "message": message, "turn_id": turn_id, "message_kept": kept, "node": err.get("node")}
+
+
 def _unknown_character(character_id: str) -> HTTPException:
     return _error(404, "unknown_character", f"no character {character_id!r}; GET /v1/characters lists the characters")
 
@@ -303,8 +314,7 @@ class Ingress:
     @staticmethod
     def _turn_error(result: dict) -> None:
         if "error" in result:
-            err = result["error"]
-            raise _error(502, "turn_failed", f"node {err.get('node')} failed: {err.get('message')}")
+            raise HTTPException(status_code=502, detail=turn_failed(result))
 
     # ------------------------------------------------------------------ native API
     @app.get("/healthz")
@@ -459,16 +469,18 @@ class Ingress:
             base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": character_id}
             yield sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                             "finish_reason": None}]})
+            # only text that passed review: the draft events are left out (an OpenAI client has no
+            # way to take back content it was sent), the kept reply comes as one `token` event
             streamed = False
             async for ev in self._stream(user_id, character_id, request):
                 kind = ev.get("event")
-                if kind == "token" and ev.get("node") == "responder":
+                if kind == "token":
                     streamed = True
                     yield sse({**base, "choices": [{"index": 0, "delta": {"content": ev["text"]},
                                                     "finish_reason": None}]})
                 elif kind == "final":
                     result = ev["result"]
-                    if not streamed:  # a replayed turn has no tokens: send its stored reply at once
+                    if not streamed:  # no kept-reply event came: the stored reply stands in
                         yield sse({**base, "choices": [{"index": 0, "delta": {"content": result["reply"]},
                                                         "finish_reason": None}]})
                     yield sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
@@ -478,8 +490,7 @@ class Ingress:
                             "prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
                             "total_tokens": u["prompt_tokens"] + u["completion_tokens"]}})
                 elif kind == "error":
-                    err = ev["result"]["error"]
-                    yield sse({"error": {"type": "turn_failed", "message": f"node {err.get('node')}: {err.get('message')}"}})
+                    yield sse({"error": turn_failed(ev["result"])})
             yield "data: [DONE]\n\n"
 
         return StreamingResponse(chunks(), media_type="text/event-stream")

@@ -30,7 +30,20 @@ _THINK = re.compile(r"<think>(.*?)</think>\s*", re.S)
 
 
 class LLMBackendError(RuntimeError):
-    pass
+    """The engine failed a call. `transient`: it may answer the same call next time (a server
+    error, a refused or reset connection, a timeout) — the caller retries it with backoff."""
+
+    def __init__(self, message: str, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient
+
+    def __reduce__(self):  # keeps `transient` across process seams (Ray pickles the error)
+        return type(self), (str(self), self.transient)
+
+
+def http_error(status: int, text: str) -> LLMBackendError:
+    """An engine's HTTP error answer: 5xx and 429 may pass, other 4xx will not."""
+    return LLMBackendError(f"openai backend: HTTP {status}: {text[:300]}", transient=status >= 500 or status == 429)
 
 
 def split_reasoning(text: str) -> tuple[str, str | None]:
@@ -340,7 +353,7 @@ class OpenAICompatBackend:
         return body
 
     def _unreachable(self, e: BaseException) -> LLMBackendError:
-        return LLMBackendError(f"openai backend: {self._url} did not answer: {type(e).__name__}: {e}")
+        return LLMBackendError(f"openai backend: {self._url} did not answer: {type(e).__name__}: {e}", transient=True)
 
     async def _post(self, req: dict[str, Any]) -> tuple[int, str]:
         import aiohttp
@@ -364,7 +377,7 @@ class OpenAICompatBackend:
                 self._ohne_schema = True
                 status, text = await self._post(req)
             if status >= 400:
-                raise LLMBackendError(f"openai backend: HTTP {status}: {text[:300]}")
+                raise http_error(status, text)
             out = json.loads(text)
         finally:
             self.queued -= 1
@@ -385,7 +398,7 @@ class OpenAICompatBackend:
         try:
             async with self._session.post(self._url, json=self._body(req, True)) as r:
                 if r.status >= 400:
-                    raise LLMBackendError(f"openai backend: HTTP {r.status}: {(await r.text())[:300]}")
+                    raise http_error(r.status, await r.text())
                 async for c in self._chunks(r.content):
                     yield c
         except (aiohttp.ClientError, asyncio.TimeoutError) as e:

@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, AsyncIterator
 
 from bench.standin import instance  # noqa: F401  (the smallest answer a schema allows)
-from serve.llm_backends import chunk, completion
+from serve.llm_backends import LLMBackendError, chunk, completion
 
 DEFAULT_SCRIPT: dict[str, list[str]] = {
     "responder": ["Schoen, dass du da bist. Erzaehl mir mehr davon."],
@@ -32,21 +32,32 @@ class ScriptedEngine:
     """The backend interface (`start`, `chat`, `chat_stream`, `load`, `model`) over a script."""
 
     def __init__(self, settings, script: dict[str, list[str]] | None = None, latency_s: float = 0.0,
-                 wenn: dict[str, dict[str, list]] | None = None):
+                 wenn: dict[str, dict[str, list]] | None = None, fehler: dict[str, dict[str, int]] | None = None):
         self.settings = settings
         self.model = "scripted-engine"
         self.script = {k: list(v) for k, v in {**DEFAULT_SCRIPT, **(script or {})}.items()}
         self.wenn = wenn or {}
         """Per marker: a node's answers when the request's last message contains the marker; an
         answer is a text or [content, reasoning] (a model that answers in its reasoning alone)."""
+        self.fehler = {m: dict(per) for m, per in (fehler or {}).items()}
+        """Per marker: how many of a node's next calls whose last message carries the marker the
+        engine fails as a server error would (HTTP 500, transient) before it answers again."""
         self.latency_s = latency_s
         self.calls = 0
 
     @classmethod
     def with_script(cls, script: dict[str, list[str]] | None = None, latency_s: float = 0.0,
-                    wenn: dict[str, dict[str, list]] | None = None):
+                    wenn: dict[str, dict[str, list]] | None = None, fehler: dict[str, dict[str, int]] | None = None):
         """The engine class as the app builder takes it, with its script bound."""
-        return partial(cls, script=script, latency_s=latency_s, wenn=wenn)
+        return partial(cls, script=script, latency_s=latency_s, wenn=wenn, fehler=fehler)
+
+    def _fail(self, req: dict[str, Any]) -> None:
+        last = str((req.get("messages") or [{}])[-1].get("content", ""))
+        for marker, per in self.fehler.items():
+            left = per.get(req.get("caller") or "", 0)
+            if marker in last and left > 0:
+                per[req["caller"]] = left - 1
+                raise LLMBackendError(f"scripted engine: HTTP 500 for {req['caller']} ({marker})", transient=True)
 
     def _answer(self, req: dict[str, Any]) -> tuple[str, str | None]:
         last = str((req.get("messages") or [{}])[-1].get("content", ""))
@@ -71,6 +82,7 @@ class ScriptedEngine:
         self.calls += 1
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
+        self._fail(req)
         text, reasoning = self._answer(req)
         return completion(self.model, text, reasoning, 10, len(text.split()), "stop")
 
@@ -78,6 +90,7 @@ class ScriptedEngine:
         self.calls += 1
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
+        self._fail(req)
         (text, _), cid = self._answer(req), f"chatcmpl-{uuid.uuid4().hex[:24]}"
         for word in text.split(" "):
             yield chunk(self.model, cid, {"content": word + " "})

@@ -19,20 +19,21 @@ class ScriptedLLM:
 
     async def chat(self, trace: TurnTrace, node: str, messages, *, think: bool = False,
                    stream_tokens: bool = False, response_schema: dict | None = None,
-                   protocol: dict | None = None) -> ChatResult:
+                   protocol: dict | None = None, max_tokens: int | None = None) -> ChatResult:
         self.calls.append({"node": node, "messages": [dict(m) for m in messages], "think": think,
-                           "response_schema": response_schema, "protocol": protocol})
+                           "response_schema": response_schema, "protocol": protocol, "max_tokens": max_tokens})
         trace.prompt_sent(node, messages)  # as the real client does
         if node in self.fail:
             raise RuntimeError("engine unavailable")
         answers = self.script.get(node) or [""]
         answer = answers.pop(0) if len(answers) > 1 else answers[0]
-        # an answer is its content, or (content, reasoning) for a model that reasons apart
-        text, reasoning = (answer, None) if isinstance(answer, str) else answer
+        # an answer is its content, or (content, reasoning) for a model that reasons apart, or
+        # (content, reasoning, finish_reason) for one that ended otherwise ("length": cut by the budget)
+        text, reasoning, finish = (answer, None, "stop") if isinstance(answer, str) else (*answer, "stop")[:3]
         trace.llm_done(1.0, 10, len(text.split()))
         if stream_tokens:
-            trace.emit("token", node=node, text=text)
-        return ChatResult(text, reasoning, self.model, 10, len(text.split()), "stop")
+            trace.emit("draft", node=node, text=text)
+        return ChatResult(text, reasoning, self.model, 10, len(text.split()), finish)
 
     async def model_name(self) -> str:
         return self.model

@@ -23,6 +23,8 @@ WAITS_FOR_ALL = True  # the commit: it runs after every node of the chain, so a 
 SELF_LOGGED = True  # its pipeline_log row must be in the job it commits
 # records the background chain needs, copied into its job
 BACKGROUND_RECORDS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "nova_perzeption")
+MENSCH_LOG_SEQ_OFFSET = 20_000
+"""The rows of an attempt whose character chain failed follow the later attempt's own rows."""
 
 log = logging.getLogger("novaberg.node.dispatcher")
 
@@ -63,12 +65,10 @@ def pushed_message(result: dict) -> dict | None:
                                    "eigener_gedanke", "ursprung_turn_id", "created_at")}
 
 
-async def run(state: TurnState, deps: Deps) -> dict:
-    t0 = time.perf_counter()
-    s, p, np_ = state.stimulus, state.perzeption, state.nova_perzeption
-    result = turn_result(state, deps)
-    result["timings"] = deps.trace.timings()
-    name = state.pair.character_name
+def human_entry(state: TurnState) -> dict | None:
+    """The session entry of the turn's stimulus: the human's message with its perception; Nova's
+    own thought marked by its speaker; None for a Thinker retry (its stimulus is stored already)."""
+    s, p = state.stimulus, state.perzeption
     user_turn = {"rolle": "user", "sprecher": session.PERSON_B, "inhalt": s.text, "turn_id": s.turn_id,
                  "herkunft": s.herkunft, "time": s.received_at.isoformat(),
                  "emotion": p.emotion if p else None, "arousal": p.arousal if p else None,
@@ -79,10 +79,56 @@ async def run(state: TurnState, deps: Deps) -> dict:
                  "stil": state.emotion.sprach_stil if state.emotion else None}
     if s.thinker_unsicher_retry:
         # the retry answers the same stimulus again: it is in the session already, only Nova speaks
-        user_turn = None
-    elif s.eigener_gedanke is not None:
+        return None
+    if s.eigener_gedanke is not None:
         # an impulse turn is marked by its speaker, not filtered out (seed 001 §3.1)
+        name = state.pair.character_name if state.pair else s.character_id
         user_turn.update(rolle="assistant", sprecher=session.sprecher(name, True))
+    return user_turn
+
+
+async def keep_human(state: TurnState, deps: Deps, failed_node: str) -> bool:
+    """The human chain's own commit (seed 001 §2: `… → salience → dispatcher` ends the human's
+    path), for a turn whose character chain failed: his session entry, the turn's record without a
+    reply, and salience over his words (`hintergrund` job, part `mensch`), once. A repeat of the
+    turn_id then answers and adds Nova's reply alone. True: his message is kept (now or before)."""
+    s = state.stimulus
+    if s.herkunft != "user" or s.user_prompt is None:
+        return False
+    entry = human_entry(state)
+    now = datetime.now(timezone.utc).isoformat()
+    record = {"turn_id": s.turn_id, "user_id": s.user_id, "character_id": s.character_id, "reply": None,
+              "herkunft": s.herkunft, "nachricht_gespeichert": True, "fehler_knoten": failed_node, "created_at": now}
+    rows = [dict(r, seq=r["seq"] + MENSCH_LOG_SEQ_OFFSET) for r in deps.trace.rows]
+    jobs = [
+        {"kind": "turn", "turn": {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id,
+                                  "user_text": s.text, "reply": "",
+                                  "user_embedding": state.memory.query_embedding if state.memory else None,
+                                  "result": record, "created_at": now}, "log": rows},
+        {"kind": "hintergrund", "teil": "mensch", "turn_id": s.turn_id,
+         "state": {r: getattr(state, r).model_dump(mode="json") for r in BACKGROUND_RECORDS
+                   if getattr(state, r) is not None}},
+    ]
+    status = await session.commit_human(
+        deps.redis, user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id, marker=record,
+        user_turn=entry, jobs=jobs, keep_turns=deps.settings.session_keep_turns, ttl_s=deps.settings.turn_result_ttl_s)
+    if status == 1:
+        log.warning("dispatcher: fallback nachricht_behalten: node %s failed on turn %s of %s:%s; the human's "
+                    "message is committed on its own, the same turn_id asks for the reply again", failed_node,
+                    s.turn_id, s.user_id, s.character_id)
+    else:
+        log.info("dispatcher: turn %s of %s:%s: the human's message was kept before; nothing written twice",
+                 s.turn_id, s.user_id, s.character_id)
+    return True
+
+
+async def run(state: TurnState, deps: Deps) -> dict:
+    t0 = time.perf_counter()
+    s, np_ = state.stimulus, state.nova_perzeption
+    result = turn_result(state, deps)
+    result["timings"] = deps.trace.timings()
+    name = state.pair.character_name
+    user_turn = human_entry(state)
     nova_turn = {"rolle": "assistant", "sprecher": name, "inhalt": result["reply"], "turn_id": s.turn_id,
                  "herkunft": s.herkunft, "time": result["created_at"],
                  "emotion": np_.emotion if np_ else None, "arousal": np_.arousal if np_ else None,

@@ -30,15 +30,17 @@ def score(wichtigkeit: float, arousal: float, zielsog: float) -> float:
 
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
-    answer, outcome = await ask_json(deps, NAME, _Antwort, {
-        "character_name": state.pair.character_name, "mensch": s.text, "antwort": current_reply(state)})
+    # a human's turn kept on its own (Nova's chain failed) has no reply: his words are scored alone
+    antwort = current_reply(state) if state.draft else ""
+    name = state.pair.character_name if state.pair else s.character_id
+    answer, outcome = await ask_json(deps, NAME, _Antwort, {"character_name": name, "mensch": s.text, "antwort": antwort})
     a = answer or _Antwort(kern=s.text[:200])
     arousal = state.perzeption.arousal if state.perzeption else 0.3
     zielsog = state.memory.zielsog_roh if state.memory else 0.0
     sal = score(min(max(a.wichtigkeit, 0.0), 1.0), arousal, zielsog)
     writes = []
     if sal >= KZG_SCHWELLE:
-        writes.append(KzgSchreiben(inhalt=f"{s.text} — {current_reply(state)}"[:500],
+        writes.append(KzgSchreiben(inhalt=(f"{s.text} — {antwort}" if antwort else s.text)[:500],
                                    emotion=state.perzeption.emotion if state.perzeption else None, arousal=arousal))
     if a.delegation.strip():
         writes.append(DelegationSchreiben(aufgabe=a.delegation.strip()[:300]))

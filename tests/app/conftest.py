@@ -17,10 +17,31 @@ UNSICHER = "[unsicher]"
 seed's last resort, a second message as its own turn (seed 000 §3.5)."""
 
 
+# Markers whose turns a reviewer changes after the responder wrote its draft (what the person is
+# shown must end as what is stored): the leak guard, the tribunal and corrector, the Thinker.
+LECK = "[leck]"
+LECK_ENTWURF = "Gern! [REGELN] Du antwortest auf Deutsch und erfindest keine Details."
+MANGEL = "[mangel]"
+KORRIGIERT = "Das erzaehle ich dir gern genauer, weil es mir wichtig ist."
+THINKER = "[pruefen]"
+THINKER_KORREKTUR = "Das war am Dienstag, nicht am Montag."
+# Markers whose turns meet a failing engine: the responder's first calls answer HTTP 500
+WACKEL = "[wackel]"
+"""One failed call: asked again (fallback modell_wiederholt), the turn answers."""
+AUSFALL = "[ausfall]"
+"""More failed calls than the repeats: the turn fails, the human's message is kept; later calls answer."""
+AUSFALL_OA = "[ausfall-oa]"
+"""The same at the OpenAI door (a counter of its own)."""
+
+
 @pytest.fixture(scope="package")
 def system(settings, migrated):
     engine = scripted_engine.ScriptedEngine.with_script(latency_s=LATENCY_S, wenn={
-        UNSICHER: {"thinker": [["", "Ich bin mir nicht sicher, ob der Termin am Montag ist."]], "thinker_nachfass": [""]}})
+        UNSICHER: {"thinker": [["", "Ich bin mir nicht sicher, ob der Termin am Montag ist."]], "thinker_nachfass": [""]},
+        LECK: {"responder": [LECK_ENTWURF]},
+        MANGEL: {"tribunal": ['{"urteil": "mangel", "gruende": ["zu knapp"]}'], "corrector": [KORRIGIERT]},
+        THINKER: {"thinker": [f"ERGEBNIS: KORREKTUR\nPROBLEME: falscher Tag\nKORRIGIERTE ANTWORT: {THINKER_KORREKTUR}"]},
+    }, fehler={WACKEL: {"responder": 1}, AUSFALL: {"responder": 3}, AUSFALL_OA: {"responder": 3}})
     # the scripted engine is configured as a model that may answer in its reasoning alone
     settings = settings.model_copy(update={"thinker_reasoning_models": [*settings.thinker_reasoning_models,
                                                                           "scripted-engine"]})

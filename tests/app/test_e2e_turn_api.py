@@ -28,10 +28,13 @@ def test_streamed_turn_reports_nodes_tokens_and_final(client, keys, character):
     started = [d["node"] for k, d in events if k == "node_started"]
     assert started[0] == "perzeption" and started[-1] == "dispatcher"
     assert "responder" in started and started.index("responder") < started.index("thinker")
-    tokens = "".join(d["text"] for k, d in events if k == "token" and d["node"] == "responder")
+    drafts = "".join(d["text"] for k, d in events if k == "draft" and d["node"] == "responder")
     final = events[-1][1]
-    assert tokens.strip() and final["reply"].strip()
-    assert kinds.index("token") > kinds.index("node_started")
+    assert drafts.strip() and final["reply"].strip()
+    assert kinds.index("draft") > kinds.index("node_started")
+    # the kept reply comes once, after the commit (the dispatcher), right before `final`
+    assert kinds[-2] == "token" and kinds.count("token") == 1
+    assert events[-2][1]["text"] == final["reply"]
 
 
 def test_turns_of_one_pair_run_one_at_a_time_in_arrival_order(system, keys, settings, character):
