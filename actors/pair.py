@@ -23,7 +23,7 @@ from memory import session
 from pipeline import metrics
 from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, NodeFailed, vorab_starten
 from pipeline.services import NODES_DEPLOYMENT, APP_NAME, Deps, Services, transport
-from pipeline.nodes import dispatcher
+from pipeline.nodes.dispatcher import keep_human
 from pipeline.reiz import stimulus_from_event
 from pipeline.state import Stimulus, TurnState
 from pipeline.trace import TurnTrace
@@ -246,7 +246,7 @@ class PairActor:
         """Nova's chain failed: the human's message is kept all the same (the dispatcher's
         `keep_human`); a failure to keep it is logged and reported to the client as not kept."""
         try:
-            return await dispatcher.keep_human(state, deps, node)
+            return await keep_human(state, deps, node)
         except Exception:
             log.exception("pair %s:%s: turn %s failed in %s and the human's message could not be kept",
                           self.user_id, self.character_id, state.stimulus.turn_id, node)

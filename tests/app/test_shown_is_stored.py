@@ -140,7 +140,8 @@ def test_cli_leaves_the_stored_reply_on_the_screen(system, client, keys, monkeyp
 
 
 def test_push_channel_carries_the_stored_reply(system, client, keys, character):
-    """An impulse whose draft the leak guard replaces: the pushed message is the stored reply."""
+    """A `continue` (a message nobody asked for) whose draft the leak guard replaces: the pushed
+    message is the stored reply."""
     from tests.app.test_e2e_events import Listener
 
     ch = character("nova")
@@ -148,14 +149,15 @@ def test_push_channel_carries_the_stored_reply(system, client, keys, character):
     live = Listener(system.url, keys["alice"], path)
     try:
         assert live.next()[0] == "bereit"
-        turn_id = f"imp-{uuid.uuid4().hex[:8]}"
+        turn_id = f"weiter-{uuid.uuid4().hex[:8]}"
         r = client.post(path, headers=auth(keys["operator"]),
-                        json={"kind": "impulse", "eigener_gedanke": f"{LECK} Ich denke an den Leuchtturm.",
-                              "turn_id": turn_id})
+                        json={"kind": "continue", "user_prompt": f"{LECK} Erzaehl weiter.", "turn_id": turn_id})
         assert r.status_code == 200, r.text
         event, _, message = live.next()
         assert event == "nachricht" and message["turn_id"] == turn_id
-        assert message["reply"] == _stored(client, keys["alice"], "alice", ch, turn_id)
-        assert "[REGELN]" not in message["reply"]
+        turns = client.get(f"/v1/pairs/alice/{ch}/turns", headers=auth(keys["alice"])).json()["turns"]
+        stored = [t for t in turns if t["turn_id"] == turn_id][-1]
+        assert stored["rolle"] == "assistant" and message["reply"] == stored["inhalt"]
+        assert "[REGELN]" not in message["reply"] and message["reply"] != LECK_ENTWURF
     finally:
         live.close()
