@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from pipeline.satzende import GEKAPPT
 from pipeline.services import Deps
 
 log = logging.getLogger("novaberg.llm_json")
@@ -248,7 +249,8 @@ async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] 
               response_schema: dict | None = None) -> tuple[str | None, str]:
     """Plain text answer: (text or None, outcome). `prompt` names the prompt files when they are
     not the node's own; `timeout_s` is the call's deadline; `response_schema` holds the engine to
-    a JSON schema where the backend can."""
+    a JSON schema where the backend can. The outcome is `ok`, `gekappt` (the text as far as the
+    token budget let it go: `finish_reason` "length"), `leer` or `aufruf_gescheitert`."""
     import asyncio
 
     model = await deps.llm.model_name()
@@ -264,7 +266,9 @@ async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] 
         log.warning("%s: fallback aufruf_gescheitert: %s: %s", node, type(e).__name__, e)
         return None, "aufruf_gescheitert"
     text = res.content.strip()
-    return (text, "ok") if text else (None, "leer")
+    if not text:
+        return None, "leer"
+    return text, "gekappt" if res.finish_reason == GEKAPPT else "ok"
 
 
 async def ask_json(deps: Deps, node: str, schema: type[M], variables: dict, *,

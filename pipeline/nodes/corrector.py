@@ -2,13 +2,16 @@
 [FAKTEN] the tribunal judged with (today, the turn's appointments, what agents completed, the
 memory shaped for the judging nodes) and the human's directives. An empty rewrite keeps the
 previous version (the last acceptable one ships). `umschreiben` is the one way to ask for a
-rewrite: the leak guard uses it too."""
+rewrite: the leak guard uses it too. A rewrite the token budget cut is closed at its last full
+sentence, as the responder's reply is (`pipeline/satzende.py`, decision `corrector.kappung`)."""
 from __future__ import annotations
 
 import logging
 
+from pipeline import satzende
 from pipeline.fakten import block as fakten_block
 from pipeline.llm_json import ask
+from pipeline.node_config import budget
 from pipeline.services import Deps
 from pipeline.state import TurnState
 
@@ -22,11 +25,14 @@ log = logging.getLogger("novaberg.node.corrector")
 async def umschreiben(deps: Deps, state: TurnState, antwort: str, gruende: list[str]) -> tuple[str | None, str]:
     """The corrector's rewrite of `antwort` for the named defects: (text or None, outcome)."""
     model = await deps.llm.model_name()
-    return await ask(deps, NAME, {
+    text, outcome = await ask(deps, NAME, {
         "character_name": state.pair.character_name, "fakten": fakten_block(state, deps, model),
         "direktiven": "\n".join(f"- {d}" for d in state.pair.direktiven) or "- keine",
         "nachricht": state.stimulus.text, "antwort": antwort,
         "gruende": "\n".join(f"- {g}" for g in gruende) or "- (ohne Begruendung)"})
+    if outcome == "gekappt":
+        text = satzende.gekappt(deps, NAME, text, {"budget_token": budget(NAME, deps.settings)})
+    return text, outcome
 
 
 async def run(state: TurnState, deps: Deps) -> dict:

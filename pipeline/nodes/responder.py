@@ -11,13 +11,16 @@ in the order of seed 004 §3.1 ([SZENE], [PERSON A — WER SIE IST], [PERSON A �
 history with the per-turn blocks: the background (praegung, selbstbild) grows them after every turn,
 and before the history each growth would make the engine re-read the whole history (prompts/README.md).
 Where each block and rule of seed 004 §3/§4 lives: prompts/README.md.
+
+The reply's token budget follows the span haltungsraum chose (`antwort_budget`); a reply that still
+hits it is closed at its last full sentence (`pipeline/satzende.py`, decision `responder.kappung`).
 """
 from __future__ import annotations
 
 import logging
 import re
 
-from pipeline import vocab
+from pipeline import satzende, vocab
 from pipeline.figur import du_fassung, einsetzen
 from pipeline.nodes.ei_calc import DECAY, VERLAUF_MAX, vektor
 from pipeline.services import Deps
@@ -113,7 +116,9 @@ TRIM_BLOCK = 4  # the history is cut in blocks, not turn by turn, so the cached 
 
 
 def fit_history(turns: list[SessionTurn], other_chars: int, deps: Deps) -> tuple[list[SessionTurn], int]:
-    """Drop the oldest turns, a block at a time, until the prompt fits the engine's context."""
+    """Drop the oldest turns, a block at a time, until the prompt fits the engine's context. The
+    reply's room is the widest span's budget, not this turn's: the same every turn, so the cut does
+    not move with the span and the cached prefix survives."""
     from pipeline.node_config import budget as node_budget
 
     budget = (deps.settings.llm_ctx - node_budget(NAME, deps.settings)) * CHARS_PER_TOKEN
@@ -336,25 +341,43 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
     return [{"role": "system", "content": system}, {"role": "user", "content": user}], {"form": form, **inputs}
 
 
+def antwort_budget(state: TurnState, deps: Deps) -> int:
+    """The reply's token budget for the span haltungsraum chose this turn (the record's default,
+    `mittel`, when it did not run): `node_config.antwort_budget`, capped by the responder's override."""
+    from pipeline.node_config import antwort_budget as budget_fuer_spanne
+
+    return budget_fuer_spanne(NAME, (state.haltung or HaltungRecord()).spanne_zeichen, deps.settings)
+
+
+async def antwort(deps: Deps, messages: list[dict], max_tokens: int):
+    """One call for the reply; one the budget cut is closed at its last full sentence (`satzende`)."""
+    result = await deps.llm.chat(deps.trace, NAME, messages, stream_tokens=True, max_tokens=max_tokens)
+    reply = result.content.strip()
+    if reply and result.finish_reason == satzende.GEKAPPT:
+        reply = satzende.gekappt(deps, NAME, reply, {"budget_token": max_tokens, "token": result.completion_tokens})
+    return result, reply
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     model = await deps.llm.model_name()
     messages, info = build_messages(state, deps, model)
     deps.trace.decision(NAME, "responder.nachricht", info.pop("form"), info)
     log.debug("Responder: System-Prompt:\n%s", messages[0]["content"])
-    result = await deps.llm.chat(deps.trace, NAME, messages, stream_tokens=True)
-    reply = result.content.strip()
+    max_tokens = antwort_budget(state, deps)
+    result, reply = await antwort(deps, messages, max_tokens)
     # the reply's characters next to the span it was asked for: the measurement of 05.09.2026 (seed 004 §3.3)
     deps.trace.decision(NAME, "responder.ergebnis", "antwort" if reply else "leer",
                         {"zeichen": len(reply), "token": result.completion_tokens,
                          "spanne_zeichen": list(state.haltung.spanne_zeichen) if state.haltung else None,
+                         "budget_token": max_tokens, "ende": result.finish_reason,
                          "inhalt_zeichen": len(state.verfasser.inhalt) if state.verfasser else 0})
     if not reply:
         log.warning("responder: fallback leer_wiederholung: empty reply (finish %s), asking once more",
                     result.finish_reason)
-        result = await deps.llm.chat(deps.trace, NAME, messages, stream_tokens=True)
-        reply = result.content.strip()
+        result, reply = await antwort(deps, messages, max_tokens)
         deps.trace.decision(NAME, "responder.ergebnis", "antwort" if reply else "leer",
-                            {"zeichen": len(reply), "token": result.completion_tokens, "wiederholung": True})
+                            {"zeichen": len(reply), "token": result.completion_tokens, "wiederholung": True,
+                             "budget_token": max_tokens, "ende": result.finish_reason})
     return {"draft": DraftRecord(reply=reply, model=result.model or model,
                                  prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
                                  reasoning=result.reasoning,

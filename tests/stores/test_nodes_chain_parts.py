@@ -192,7 +192,10 @@ def test_responder_trims_the_history_in_blocks_to_fit_the_context(caplog):
     (system, user), info = [m["content"] for m in responder.build_messages(state, deps, "m")[0]], \
         responder.build_messages(state, deps, "m")[1]
     assert info["verlauf_gekuerzt"] % responder.TRIM_BLOCK == 0 and 0 < info["verlauf_gekuerzt"] < 20
-    assert len(system) + len(user) < (4096 - 160) * responder.CHARS_PER_TOKEN
+    from pipeline.node_config import budget
+
+    # the room kept for the reply is the widest span's budget (node_config.antwort_token)
+    assert len(system) + len(user) < (4096 - budget("responder", deps.settings)) * responder.CHARS_PER_TOKEN
     assert "verlauf_gekuerzt" in caplog.text
 
 
@@ -203,6 +206,7 @@ def test_the_trimmed_prompt_fits_the_context_by_the_models_own_count():
     from llama_cpp import Llama
 
     from cluster.settings import Settings
+    from pipeline.node_config import budget
     from serve.llm_backends import smollm2_gguf
 
     satz = ("Am 03.12. um 14:30 war ich beim Zahnarzt (Dr. Mueller, Praxis am Ring 7), danach 2,5 km "
@@ -217,7 +221,7 @@ def test_the_trimmed_prompt_fits_the_context_by_the_models_own_count():
         tok = Llama(model_path=str(smollm2_gguf()), vocab_only=True, verbose=False)
         text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
         used = len(tok.tokenize(text.encode(), add_bos=False, special=True))
-        assert info["verlauf_gekuerzt"] > 0 and used + 160 <= ctx, (ctx, used)
+        assert info["verlauf_gekuerzt"] > 0 and used + budget("responder", deps.settings) <= ctx, (ctx, used)
 
 
 def _user_prompt(state):

@@ -29,7 +29,9 @@ def _ask(settings: Settings, node: str) -> dict:
 def test_the_thinkers_budget_holds_at_400_on_the_openai_backend():
     settings = Settings(llm_backend="openai", llm_model="Qwen/Qwen3-8B")
     assert _ask(settings, "thinker")["max_tokens"] == 400
-    assert _ask(settings, "responder")["max_tokens"] == 160
+    # the responder asks per turn for its span's budget (tests/unit/test_responder_laenge.py); a call
+    # without one gets its configured budget, the widest span's
+    assert _ask(settings, "responder")["max_tokens"] == 398
     assert _ask(settings, "router")["max_tokens"] == 256  # its longest valid answer needs more than 160
     assert _ask(settings, "tribunal")["max_tokens"] == 160  # a node without its own budget: the default
 
@@ -45,4 +47,5 @@ def test_a_budget_above_the_deployments_limit_is_refused_at_startup():
         Settings(llm_max_tokens=300)
     with pytest.raises(ValueError, match="'responder': 900"):
         Settings(node_max_tokens={"responder": 900})
-    Settings(llm_max_tokens=360, node_max_tokens={"thinker": 360, "thinker_nachfass": 300, "planner": 360})  # fits
+    Settings(llm_max_tokens=360, node_max_tokens={"thinker": 360, "thinker_nachfass": 300, "planner": 360,
+                                                  "responder": 360})  # fits
