@@ -2,6 +2,7 @@
 emotion state, per pair."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypedDict
 
 from psycopg.types.json import Jsonb
@@ -78,6 +79,134 @@ async def instructions(pool: AsyncConnectionPool, user_id: str, character_id: st
         cur = await conn.execute("SELECT id, text FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s"
                                  " AND aktiv ORDER BY id", (user_id, character_id))
         return [{"id": r[0], "text": r[1]} for r in await cur.fetchall()]
+
+
+def _anweisung_text(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+async def _anweisungen_sperren(conn, user_id: str, character_id: str) -> None:
+    """Serialise the pair's instruction changes (the same lock as `add_instruction`)."""
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"anweisung:{user_id}:{character_id}",))
+
+
+async def _aktive(conn, user_id: str, character_id: str) -> list[dict[str, Any]]:
+    cur = await conn.execute("SELECT id, text FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s"
+                             " AND aktiv ORDER BY id", (user_id, character_id))
+    return [{"id": r[0], "text": r[1]} for r in await cur.fetchall()]
+
+
+async def _schritt_stand(conn, user_id: str, character_id: str, turn_id: str | None,
+                         schritt: str | None) -> dict[str, Any] | None:
+    """What a step (`turn_id`, `schritt`) changed already, as `anweisungen_aendern` answered it
+    then: `erledigt` with the instructions it added and lifted, or `voll` with the one it kept
+    aside; None when the step wrote nothing (or carries no key)."""
+    if not (turn_id and schritt):
+        return None
+    cur = await conn.execute(
+        "SELECT id, text, vorgemerkt FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s"
+        " AND turn_id=%s AND split_part(schritt, '#', 1)=%s ORDER BY id", (user_id, character_id, turn_id, schritt))
+    geschrieben = await cur.fetchall()
+    cur = await conn.execute(
+        "SELECT id, text FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s"
+        " AND aufgehoben_turn_id=%s AND aufgehoben_schritt=%s ORDER BY id", (user_id, character_id, turn_id, schritt))
+    aufgehoben = [{"id": r[0], "text": r[1]} for r in await cur.fetchall()]
+    neu = [{"id": r[0], "text": r[1]} for r in geschrieben if not r[2]]
+    vorgemerkt = next(({"id": r[0], "text": r[1]} for r in geschrieben if r[2]), None)
+    if neu or aufgehoben:
+        return {"status": "erledigt", "neu": neu, "aufgehoben": aufgehoben, "vorgemerkt": None}
+    if vorgemerkt:
+        return {"status": "voll", "neu": [], "aufgehoben": [], "vorgemerkt": vorgemerkt}
+    return None
+
+
+async def anweisungen_lage(pool: AsyncConnectionPool, user_id: str, character_id: str, vormerk_frist_s: int = 3600,
+                           *, turn_id: str | None = None, schritt: str | None = None) -> dict[str, Any]:
+    """What the character agent decides on: the pair's active instructions (`aktiv`, oldest
+    first), the instruction kept aside at the limit that still waits for the human's answer
+    (`vorgemerkt`: kept within the last `vormerk_frist_s` seconds, else None), and what the step
+    (`turn_id`, `schritt`) changed already (`schritt`, see `_schritt_stand`; None: nothing)."""
+    async with pool.connection() as conn:
+        aktiv = await _aktive(conn, user_id, character_id)
+        cur = await conn.execute(
+            "SELECT id, text FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s AND vorgemerkt_offen"
+            " AND created_at > now() - make_interval(secs => %s) ORDER BY id DESC LIMIT 1",
+            (user_id, character_id, max(0, int(vormerk_frist_s))))
+        r = await cur.fetchone()
+        stand = await _schritt_stand(conn, user_id, character_id, turn_id, schritt)
+    return {"aktiv": aktiv, "vorgemerkt": {"id": r[0], "text": r[1]} if r else None, "schritt": stand}
+
+
+async def anweisungen_aendern(pool: AsyncConnectionPool, user_id: str, character_id: str, *,
+                              neu: Sequence[str] = (), aufheben: Sequence[int] = (), max_active: int = 3,
+                              vormerken: bool = False, vormerkung_schliessen: bool = False,
+                              turn_id: str | None = None, schritt: str | None = None) -> dict[str, Any]:
+    """One change of the pair's instructions, in one transaction under the pair's lock: lift the
+    active instructions `aufheben`, then add the texts `neu` — add, lift, replace (one lifted,
+    one added) and merge (several lifted, one added) are the same operation. A new text that is
+    active already (the same sentence, `_gleich`) is not added twice.
+
+    Returns {"status", "aktiv", "neu", "aufgehoben", "vorgemerkt", "wiederholt"}; `aktiv` is the
+    pair's active instructions afterwards, `neu` and `aufgehoben` the instructions added and lifted
+    ({"id", "text"}). The status:
+    - `erledigt`: lifted and added;
+    - `voll`: the change would leave more than `max_active` active — nothing changed; with
+      `vormerken`, a single new text (nothing lifted) is kept aside, inactive, as the pair's one
+      instruction waiting for the consolidation answer (`vorgemerkt`; an older one stops waiting);
+    - `nicht_aktiv`: an instruction to lift is not active (any more) — nothing changed;
+    - `vorhanden`: every new text is active already and nothing is to be lifted — nothing changed.
+    `vormerkung_schliessen`: once changed, no kept-aside instruction waits any more (it was added
+    now, or the human consolidated otherwise).
+
+    With `turn_id` and `schritt` the step changes at most once: a repeat answers what the step
+    did the first time (`wiederholt`: True) and changes nothing."""
+    async with pool.connection() as conn:
+        async with conn.transaction():
+            await _anweisungen_sperren(conn, user_id, character_id)
+            stand = await _schritt_stand(conn, user_id, character_id, turn_id, schritt)
+            if stand is not None:
+                return {**stand, "aktiv": await _aktive(conn, user_id, character_id), "wiederholt": True}
+            aktiv = await _aktive(conn, user_id, character_id)
+            weg_ids = set(int(i) for i in aufheben)
+            weg = [a for a in aktiv if a["id"] in weg_ids]
+            out = {"aktiv": aktiv, "neu": [], "aufgehoben": [], "vorgemerkt": None, "wiederholt": False}
+            if len(weg) != len(weg_ids):
+                return {**out, "status": "nicht_aktiv"}
+            bleiben = [a for a in aktiv if a["id"] not in weg_ids]
+            texte: list[str] = []
+            for t in map(_anweisung_text, neu):
+                if t and not any(_gleich(t, x["text"]) for x in bleiben) and not any(_gleich(t, x) for x in texte):
+                    texte.append(t)
+            if not texte and not weg:
+                return {**out, "status": "vorhanden"}
+            key = (turn_id, schritt if turn_id else None)
+            if len(bleiben) + len(texte) > max_active:
+                if vormerken and len(texte) == 1 and not weg:
+                    await conn.execute("UPDATE charakter_anweisungen SET vorgemerkt_offen=false WHERE user_id=%s"
+                                       " AND character_id=%s AND vorgemerkt_offen", (user_id, character_id))
+                    cur = await conn.execute(
+                        "INSERT INTO charakter_anweisungen (user_id, character_id, text, aktiv, vorgemerkt,"
+                        " vorgemerkt_offen, turn_id, schritt) VALUES (%s,%s,%s,false,true,true,%s,%s) RETURNING id",
+                        (user_id, character_id, texte[0], *key))
+                    out["vorgemerkt"] = {"id": (await cur.fetchone())[0], "text": texte[0]}
+                return {**out, "status": "voll"}
+            if weg:
+                await conn.execute(
+                    "UPDATE charakter_anweisungen SET aktiv=false, aufgehoben_turn_id=%s, aufgehoben_schritt=%s"
+                    " WHERE user_id=%s AND character_id=%s AND id = ANY(%s)",
+                    (*key, user_id, character_id, sorted(weg_ids)))
+            dazu = []
+            for i, t in enumerate(texte):
+                schritt_i = key[1] if i == 0 or key[1] is None else f"{key[1]}#{i + 1}"
+                cur = await conn.execute("INSERT INTO charakter_anweisungen (user_id, character_id, text, turn_id,"
+                                         " schritt) VALUES (%s,%s,%s,%s,%s) RETURNING id",
+                                         (user_id, character_id, t, key[0], schritt_i))
+                dazu.append({"id": (await cur.fetchone())[0], "text": t})
+            if vormerkung_schliessen:
+                await conn.execute("UPDATE charakter_anweisungen SET vorgemerkt_offen=false WHERE user_id=%s"
+                                   " AND character_id=%s AND vorgemerkt_offen", (user_id, character_id))
+            return {**out, "status": "erledigt", "aktiv": await _aktive(conn, user_id, character_id), "neu": dazu,
+                    "aufgehoben": weg}
 
 
 async def set_profile(pool: AsyncConnectionPool, user_id: str, character_id: str, **fields: str) -> None:

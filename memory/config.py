@@ -47,6 +47,10 @@ class MemoryConfig(BaseModel):
     timeline_window_back_days: int = Field(default=3, ge=0)
     timeline_window_ahead_days: int = Field(default=14, ge=0)
     max_active_instructions: int = Field(default=3, ge=1)
+    """Character instructions active at once (seed 004): a further one asks to consolidate first."""
+    instruction_pending_s: int = Field(default=3600, ge=0)
+    """How long an instruction that met `max_active_instructions` waits, kept aside, for the answer
+    to the consolidation question (seconds; 0: it is not kept, the human says it again)."""
     cluster_gravitation: dict[str, float] = Field(default_factory=lambda: dict(CLUSTER_GRAVITATION_FAKTOR))
 
 

@@ -52,6 +52,8 @@ OPS = {
     "charakter.deactivate_instruction": charakter.deactivate_instruction,
     "charakter.add_instruction": charakter.add_instruction,
     "charakter.instructions": charakter.instructions,
+    "charakter.anweisungen_lage": charakter.anweisungen_lage,
+    "charakter.anweisungen_aendern": charakter.anweisungen_aendern,
     "charakter.set_profile": charakter.set_profile,
     "charakter.profile": charakter.profile,
     "charakter.profil_wachsen": charakter.profil_wachsen,
