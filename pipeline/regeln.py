@@ -80,10 +80,14 @@ def auftrag(management_: str, text: str) -> dict | None:
         return None
     if management_ == "timeline":
         m = _TERMIN_TEIL.search(t)
-        if not m or "," not in m.group(1):
+        if not m:
             return None
-        titel, wann = (x.strip(" .!") for x in m.group(1).split(",", 1))
         aktion = "loeschen" if _LOESCH.search(t) else ("verschieben" if _VERSCHIEB.search(t) else "anlegen")
+        if "," not in m.group(1):
+            # dictated without its time ("Trag einen Termin ein: Zahnarzt"): the title; the agent asks when
+            titel = m.group(1).strip(" .!")
+            return {"agent": "timeline", "aktion": aktion, "parameter": {"titel": titel}} if titel else None
+        titel, wann = (x.strip(" .!") for x in m.group(1).split(",", 1))
         return {"agent": "timeline", "aktion": aktion, "parameter": {"titel": titel, "wann": wann}}
     if management_ == "direktiven":
         return {"agent": "direktiven", "aktion": "anlegen", "parameter": {"text": t}}

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memory.ausstehender_auftrag import AusstehenderAuftrag
+
 Herkunft = Literal["user", "eigener_impuls", "self_trigger"]
 
 
@@ -225,6 +227,21 @@ class AgentResult(_Record):
     not repeat what is done."""
 
 
+class AusstehendLage(_Record):
+    """The pair's pending order as the planner read it when a human's message began the turn
+    (memory/ausstehender_auftrag.py), and how it read the message against it."""
+
+    vorher: AusstehenderAuftrag | None = None
+    """What was pending when the turn began (None: nothing)."""
+    gelesen: str = ""
+    """The turn that wrote the stored state as read ("" none): the turn's one write goes only over it."""
+    lesart: Literal["keins", "ergaenzt", "ersetzt", "unberuehrt", "wiederholt"] = "keins"
+    """The message completes the order (`ergaenzt`: it runs first), is a new request (`ersetzt`),
+    does not concern it (`unberuehrt`); `wiederholt`: this turn ran before and completed it."""
+    ergebnis: AgentResult | None = None
+    """`wiederholt`: the result the first run got for the completed order (it does not run again)."""
+
+
 class PlanRecord(_Record):
     """Written by planner and agent_dispatch."""
 
@@ -237,6 +254,9 @@ class PlanRecord(_Record):
     task_block: str = ""
     task_context_cut: bool = False
     schleifen: int = 0
+    ausstehend: AusstehendLage | None = None
+    """The pending order of the pair, read once per human turn (None: not read: not a message of
+    the human, or no Redis)."""
 
 
 class LandschaftRecord(_Record):

@@ -73,6 +73,19 @@ def get_dispatch(name: str) -> Dispatch | None:
     return registry().get(name)
 
 
+Ergaenzen = Callable[[dict, list, str, str], "dict | None"]
+
+
+def ergaenzung(name: str) -> Ergaenzen | None:
+    """An agent's rule for its pending order (memory/ausstehender_auftrag.py), where its
+    dispatch.py defines one: `ergaenzen(parameter, fehlt, text, tz)` returns what the human's
+    message supplies of the missing parameters, or None. An agent without one is completed by the
+    planner's model alone."""
+    if name not in registry():
+        return None
+    return getattr(importlib.import_module(f"{__name__}.{name}.dispatch"), "ergaenzen", None)
+
+
 def schreibschluessel(state, agent: str) -> dict[str, str]:
     """The idempotency key of an agent's write in this turn: the turn and the step (the agent and
     how many agent results came before it). The same turn run again writes nothing twice."""

@@ -3,23 +3,35 @@
 in one turn: one order per loop, and after each agent result the planner decides again what is
 still needed (seed 003, E9: a loop, not a queue) — its earlier plan is what it sees as planned. The interpretation
 of agent results belongs here, not in the responder (seed 004, HALL2); a success addresses Nova as
-the one who acted (seed 004 §3.1, item 3)."""
+the one who acted (seed 004 §3.1, item 3).
+
+An order that asked back (a Rückfrage naming what is missing) stays pending for the pair
+(memory/ausstehender_auftrag.py), and the next message of the human is read against it first:
+it completes the order (the agent's rule `ergaenzen`, else the model, which sees the order in
+[AUSSTEHEND]), is a new request (the pending order is dropped, named `ersetzt`), or does not
+concern it (its counter advances; at `VERFALL_NACH_TURNS` it expires: fallback
+`ausstehend_abgelaufen`). The planner reads the pending order in its first round and writes it
+once, in the round that ends the loop, under the turn's id."""
 from __future__ import annotations
 
 import logging
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memory import ausstehender_auftrag as ausstehend_store
+from memory.ausstehender_auftrag import VERFALL_NACH_TURNS, AusstehenderAuftrag, Stand
 from pipeline import regeln
-from pipeline.agents import registry, vorwaermen_starten
+from pipeline.agents import ergaenzung, registry, vorwaermen_starten
 from pipeline.llm_json import ask_json
 from pipeline.services import Deps
-from pipeline.state import Auftrag, PlanRecord, TurnState
+from pipeline.state import AgentResult, Auftrag, AusstehendLage, PlanRecord, TurnState
 from pipeline.timefmt import local_now
 
 NAME = "planner"
 READS = ("stimulus", "pair", "route", "plan")
 WRITES = ("plan",)
+STORE_READS = ("ausstehend",)
+STORE_WRITES = ("ausstehend",)
 MAX_AUFTRAEGE = 3
 
 log = logging.getLogger("novaberg.node.planner")
@@ -53,6 +65,9 @@ def task_block(name: str, results) -> tuple[str, bool]:
             lines.append(f"Erfolg: {name} hat soeben selbst erledigt: {e.get('beschreibung', r.agent_name)}. "
                          f"Sie sagt kurz, was sie getan hat.")
             cut = True
+        elif r.status == "rueckfrage" and e.get("fehlt"):
+            lines.append(f"Rueckfrage: {name} braucht noch eine Angabe, es fehlt: {e.get('angabe') or e['fehlt']}. "
+                         f"Sie fragt genau danach: {e.get('frage')}")
         elif r.status == "rueckfrage":
             lines.append(f"Rueckfrage: {name} braucht noch eine Angabe und fragt genau danach: {e.get('frage')}")
         elif r.status == "verworfen":
@@ -74,12 +89,26 @@ def bisher(results) -> str:
                      + (f" — {r.fehler}" if r.fehler else "") for r in results)
 
 
+async def ausstehend_block(deps: Deps, p: AusstehenderAuftrag | None) -> str:
+    """[AUSSTEHEND] of the planner's prompt: the order that waits for the human's answer
+    (`planner.ausstehend.txt`), or that nothing does."""
+    if p is None:
+        return "Nichts."
+    return deps.prompts.render(NAME, "ausstehend", await deps.llm.model_name(), agent=p.agent, aktion=p.aktion,
+                               bekannt=", ".join(f"{k}={v}" for k, v in p.parameter.items()) or "nichts",
+                               fehlt=", ".join(p.fehlt) or "unklar", frage=p.frage or "-")
+
+
 async def _auftraege(deps: Deps, state: TurnState, plan: PlanRecord) -> tuple[list[Auftrag] | None, str]:
-    """The orders still to do, as the model sees them now (None: no usable answer)."""
+    """The orders still to do, as the model sees them now (None: no usable answer). In the first
+    round it sees the pending order of the pair ([AUSSTEHEND])."""
     now = local_now(deps.settings.timezone)
+    lage = plan.ausstehend if plan.schleifen == 0 else None
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
-        "nachricht": state.stimulus.text, "heute": f"{now:%Y-%m-%d %H:%M}", "management": state.route.management,
+        "nachricht": state.stimulus.text, "heute": f"{now:%Y-%m-%d %H:%M}",
+        "management": state.route.management if state.route else "keins",
         "bisher": bisher(plan.agent_results),
+        "ausstehend": await ausstehend_block(deps, lage.vorher if lage else None),
         "geplant": ", ".join(f"{a.agent}/{a.aktion}" for a in plan.offen) or "nichts"})
     if answer is None:
         return None, outcome
@@ -189,23 +218,242 @@ async def _neu_entscheiden(deps: Deps, state: TurnState, plan: PlanRecord) -> li
     return rest
 
 
+def _gesetzt(v) -> bool:
+    return v is not None and str(v).strip() != ""
+
+
+def ergaenzt(a: Auftrag, p: AusstehenderAuftrag) -> bool:
+    """Whether an order of the model is the pending one completed: the same agent and action (or
+    the action was what was missing), a value for something missing, and no known parameter
+    changed (a different title is a new appointment, not the answer)."""
+    if a.agent != p.agent or (a.aktion != p.aktion and "aktion" not in p.fehlt):
+        return False
+    neu = {k for k, v in a.parameter.items() if _gesetzt(v)}
+    if any(k in p.parameter and str(a.parameter[k]).strip().lower() != str(p.parameter[k]).strip().lower()
+           for k in neu):
+        return False
+    geliefert = neu | ({"aktion"} if a.aktion != p.aktion else set())
+    return bool(geliefert & set(p.fehlt)) or (not p.fehlt and bool(neu - set(p.parameter)))
+
+
+def nur_wiederholt(a: Auftrag, p: AusstehenderAuftrag) -> bool:
+    """Whether an order of the model is the pending one as it stood: the same kind, nothing but
+    the known parameters with their values (the model read [AUSSTEHEND] back)."""
+    neu = {k: v for k, v in a.parameter.items() if _gesetzt(v)}
+    return (a.agent, a.aktion) == (p.agent, p.aktion) and all(
+        k in p.parameter and str(v).strip().lower() == str(p.parameter[k]).strip().lower() for k, v in neu.items())
+
+
+def _vervollstaendigt(a: Auftrag | None, p: AusstehenderAuftrag, regel: dict | None) -> Auftrag:
+    """The pending order with what is known and what the message supplied (its words, by the
+    agent's rule, before the model's)."""
+    neu = {k: v for k, v in (a.parameter if a else {}).items() if _gesetzt(v)}
+    aktion = a.aktion if a is not None and "aktion" in p.fehlt else p.aktion
+    return Auftrag(agent=p.agent, aktion=aktion, parameter={**neu, **p.parameter, **(regel or {})})
+
+
+async def ausstehend_lesen(deps: Deps, state: TurnState) -> AusstehendLage | None:
+    """The pair's pending order as it stood when this turn began (None: the turn is no message of
+    the human — a self-trigger or an impulse leaves it alone — or there is no Redis). A state
+    that cannot be read is no pending order (named fallback `ausstehend_unlesbar`)."""
+    s = state.stimulus
+    if s.herkunft != "user" or deps.redis is None:
+        return None
+    try:
+        stand = await ausstehend_store.laden(deps.redis, s.user_id, s.character_id)
+    except ValidationError as e:
+        log.warning("planner: fallback ausstehend_unlesbar: the pending order of %s:%s does not parse (%s); "
+                    "the turn reads the message without it", s.user_id, s.character_id, e.errors()[:1])
+        deps.trace.decision(NAME, "planner.ausstehend", "ausstehend_unlesbar", {})
+        # the turn's write replaces the unreadable state
+        return AusstehendLage(gelesen=await ausstehend_store.geschrieben_von(deps.redis, s.user_id, s.character_id))
+    if stand is None:
+        return AusstehendLage()
+    vorher = ausstehend_store.vor_dem_turn(stand, s.turn_id)
+    if stand.turn_id == s.turn_id and stand.ergebnis is not None and vorher is not None:
+        log.info("planner: turn %s ran before and completed the pending %s/%s: its result stands", s.turn_id,
+                 vorher.agent, vorher.aktion)
+        return AusstehendLage(vorher=vorher, gelesen=stand.turn_id, lesart="wiederholt",
+                              ergebnis=AgentResult.model_validate(stand.ergebnis))
+    return AusstehendLage(vorher=vorher, gelesen=stand.turn_id)
+
+
+async def _mit_ausstehendem(deps: Deps, state: TurnState, plan: PlanRecord) -> tuple[list[Auftrag], AusstehendLage]:
+    """Round 0 with a pending order: the message completes it (the agent's rule first — the
+    person's words —, else the model's order of the same kind), or is a new request (the router
+    named a management and the model or the rules an order of another kind: `ersetzt`), or does
+    not concern it (`unberuehrt`). A message the router saw no management in runs no other order."""
+    lage = plan.ausstehend
+    p = lage.vorher
+    text, management = state.stimulus.text, state.route.management if state.route else "keins"
+    regel_fn = ergaenzung(p.agent)
+    regel = None
+    if regel_fn is not None and regeln.diktat(management, text) is None:
+        regel = regel_fn(dict(p.parameter), list(p.fehlt), text, deps.settings.timezone)
+    if regel:
+        deps.trace.decision(NAME, "planner.ausstehend", "ergaenzt", {
+            "auftrag": f"{p.agent}/{p.aktion}", "quelle": "regel", "ergaenzt": sorted(regel), "turns": p.turns})
+        return [_vervollstaendigt(None, p, regel)], lage.model_copy(update={"lesart": "ergaenzt"})
+    if management != "keins":
+        orders = await _erste_auftraege(deps, state, plan)
+        fremd = []
+    else:  # the router saw no request: the model may only complete the pending order
+        answer, _ = await _auftraege(deps, state, plan)
+        orders = [a for a in answer or [] if ergaenzt(a, p)]
+        fremd = [f"{a.agent}/{a.aktion}" for a in answer or [] if not ergaenzt(a, p)]
+    echo = [a for a in orders if nur_wiederholt(a, p)]
+    orders = [a for a in orders if a not in echo]  # the pending order named again as it stood is no new request
+    gleich = next((a for a in orders if ergaenzt(a, p)), None)
+    if gleich is not None:
+        rest = [_vervollstaendigt(gleich, p, None)] + [a for a in orders if a.agent != p.agent]
+        deps.trace.decision(NAME, "planner.ausstehend", "ergaenzt", {
+            "auftrag": f"{p.agent}/{p.aktion}", "quelle": "modell", "ergaenzt": sorted(set(gleich.parameter) & set(p.fehlt)),
+            "turns": p.turns})
+        return rest[:MAX_AUFTRAEGE], lage.model_copy(update={"lesart": "ergaenzt"})
+    if orders:
+        log.warning("planner: ausstehend_ersetzt: the pending %s/%s (asked in turn %s) is dropped: the message is "
+                    "a new request (%s)", p.agent, p.aktion, p.turn_id, ", ".join(f"{a.agent}/{a.aktion}" for a in orders))
+        deps.trace.decision(NAME, "planner.ausstehend", "ersetzt", {
+            "auftrag": f"{p.agent}/{p.aktion}", "neu": [f"{a.agent}/{a.aktion}" for a in orders]})
+        return orders, lage.model_copy(update={"lesart": "ersetzt"})
+    deps.trace.decision(NAME, "planner.ausstehend", "unberuehrt", {
+        "auftrag": f"{p.agent}/{p.aktion}", "turns": p.turns, "verworfen": fremd + [f"{a.agent}/{a.aktion}" for a in echo]},
+        threshold=VERFALL_NACH_TURNS)
+    return [], lage.model_copy(update={"lesart": "unberuehrt"})
+
+
+def _naechster_stand(deps: Deps, state: TurnState, plan: PlanRecord) -> Stand:
+    """What the turn leaves pending, from what it read and what its agents answered."""
+    lage, turn_id = plan.ausstehend, state.stimulus.turn_id
+    p = lage.vorher
+    erledigt = lage.ergebnis
+    if lage.lesart == "ergaenzt" and plan.agent_results and plan.agent_results[0].status != "rueckfrage":
+        erledigt = plan.agent_results[0]  # the completed order ran first
+    ergebnis = erledigt.model_dump(mode="json") if erledigt is not None else None
+    frage = next((r for r in reversed(plan.agent_results) if r.status == "rueckfrage" and r.auftrag is not None
+                  and (r.ergebnis or {}).get("fehlt")), None)
+    if frage is not None:
+        fehlt = [str(frage.ergebnis["fehlt"])]
+        turns = 0
+        if lage.lesart == "ergaenzt" and erledigt is None and p is not None and fehlt == p.fehlt:
+            turns = p.turns + 1  # the answer did not give what was missing: no progress, the count goes on
+        neu = AusstehenderAuftrag(agent=frage.auftrag.agent, aktion=frage.auftrag.aktion,
+                                  parameter={k: v for k, v in frage.auftrag.parameter.items() if _gesetzt(v)},
+                                  fehlt=fehlt, angabe=str(frage.ergebnis.get("angabe") or ""),
+                                  frage=str(frage.ergebnis.get("frage") or ""), turn_id=turn_id, turns=turns)
+        if turns >= VERFALL_NACH_TURNS:
+            return _abgelaufen(deps, state, p, turns, ergebnis)
+        return Stand(turn_id=turn_id, ausgang="neu", auftrag=neu, vorher=p, ergebnis=ergebnis)
+    if p is None:
+        return Stand(turn_id=turn_id, ausgang="kein", ergebnis=ergebnis)
+    if lage.lesart in ("ergaenzt", "wiederholt"):
+        return Stand(turn_id=turn_id, ausgang="erledigt", vorher=p, ergebnis=ergebnis)
+    if lage.lesart == "ersetzt":
+        return Stand(turn_id=turn_id, ausgang="ersetzt", vorher=p)
+    turns = p.turns + 1
+    if turns >= VERFALL_NACH_TURNS:
+        return _abgelaufen(deps, state, p, turns, None)
+    return Stand(turn_id=turn_id, ausgang="unberuehrt", auftrag=p.model_copy(update={"turns": turns}), vorher=p)
+
+
+def _abgelaufen(deps: Deps, state: TurnState, p: AusstehenderAuftrag, turns: int, ergebnis: dict | None) -> Stand:
+    log.warning("planner: fallback ausstehend_abgelaufen: the pending %s/%s of %s:%s (asked in turn %s, missing %s) "
+                "expired after %d human turns without the answer; it is dropped", p.agent, p.aktion,
+                state.stimulus.user_id, state.stimulus.character_id, p.turn_id, ", ".join(p.fehlt) or "?", turns)
+    deps.trace.decision(NAME, "planner.ausstehend_stand", "ausstehend_abgelaufen", {
+        "auftrag": f"{p.agent}/{p.aktion}", "gefragt_in": p.turn_id, "fehlt": p.fehlt, "turns": turns},
+        threshold=VERFALL_NACH_TURNS)
+    return Stand(turn_id=state.stimulus.turn_id, ausgang="abgelaufen", vorher=p, ergebnis=ergebnis)
+
+
+async def _ausstehend_schreiben(deps: Deps, state: TurnState, plan: PlanRecord) -> None:
+    """The turn's one write of the pending order, keyed by its turn_id: nothing when nothing was
+    pending and nothing is now (unless this turn wrote before and runs again). A write another
+    turn overtook is dropped (named fallback `ausstehend_ueberholt`)."""
+    lage, s = plan.ausstehend, state.stimulus
+    stand = _naechster_stand(deps, state, plan)
+    if stand.ausgang == "kein" and stand.ergebnis is None and lage.gelesen != s.turn_id:
+        return
+    if stand.ausgang != "abgelaufen":
+        deps.trace.decision(NAME, "planner.ausstehend_stand", stand.ausgang, {
+            "auftrag": f"{stand.auftrag.agent}/{stand.auftrag.aktion}" if stand.auftrag else None,
+            "fehlt": stand.auftrag.fehlt if stand.auftrag else [], "turns": stand.auftrag.turns if stand.auftrag else 0})
+    if not await ausstehend_store.schreiben(deps.redis, s.user_id, s.character_id, stand, gelesen=lage.gelesen):
+        log.warning("planner: fallback ausstehend_ueberholt: another turn of %s:%s wrote the pending order after "
+                    "turn %s read it; this turn's outcome %s is not stored", s.user_id, s.character_id, s.turn_id,
+                    stand.ausgang)
+        deps.trace.decision(NAME, "planner.ausstehend_stand", "ausstehend_ueberholt", {"ausgang": stand.ausgang})
+
+
+async def _abschluss(deps: Deps, state: TurnState, plan: PlanRecord) -> dict:
+    """The round that ends the loop: the pending order is written (once), then the plan."""
+    if plan.ausstehend is not None:
+        await _ausstehend_schreiben(deps, state, plan)
+    return {"plan": plan}
+
+
+def _rueckfrage_ohne_auftrag(deps: Deps, state: TurnState, plan: PlanRecord) -> PlanRecord:
+    """Management named, no usable order: she asks what is to be done — or, when an order waits
+    for an answer and does not expire with this turn, she asks again for what it misses."""
+    lage, route = plan.ausstehend, state.route
+    p = lage.vorher if lage is not None and lage.lesart == "unberuehrt" else None
+    name = state.pair.character_name
+    if p is not None and p.turns + 1 < VERFALL_NACH_TURNS:
+        log.warning("planner: fallback rueckfrage_ausstehend: management %r but no usable order; the pending %s/%s "
+                    "still misses %s", route.management, p.agent, p.aktion, ", ".join(p.fehlt) or "?")
+        fehlt = p.angabe or ", ".join(p.fehlt) or "eine Angabe"
+        block = f"Rueckfrage: {name} braucht noch eine Angabe, es fehlt: {fehlt}. Sie fragt genau danach: {p.frage}"
+        deps.trace.decision(NAME, "planner.entscheidung", "rueckfrage_ausstehend", {"auftrag": f"{p.agent}/{p.aktion}"})
+    else:
+        log.warning("planner: fallback rueckfrage: management %r but no usable order", route.management)
+        block = (f"Rueckfrage: {name} hat verstanden, dass etwas zu {route.management} erledigt werden soll, "
+                 f"und fragt genau nach, was.")
+        deps.trace.decision(NAME, "planner.entscheidung", "rueckfrage_ohne_auftrag", {})
+    return plan.model_copy(update={"schleifen": 1, "task_block": block})
+
+
+RUNDEN_GRENZE = 4
+"""The planner loop's rounds (`PLANNER_LOOP.max_runden`, pipeline/runner.py): an order named in
+the last round would not run, so that round ends the loop itself (and writes the pending order)."""
+
+
 async def run(state: TurnState, deps: Deps) -> dict:
     plan = state.plan or PlanRecord()
     route = state.route
     if plan.schleifen == 0:
-        if route is None or route.management == "keins":
-            deps.trace.decision(NAME, "planner.entscheidung", "kein_agent", {})
-            return {"plan": plan.model_copy(update={"schleifen": 1})}
-        vorwaermen_starten()  # the agents' libraries load beside the model call that picks one
-        rest = await _erste_auftraege(deps, state, plan)
-        if not rest:
-            log.warning("planner: fallback rueckfrage: management %r but no usable order", route.management)
-            block = (f"Rueckfrage: {state.pair.character_name} hat verstanden, dass etwas zu {route.management} "
-                     f"erledigt werden soll, und fragt genau nach, was.")
-            deps.trace.decision(NAME, "planner.entscheidung", "rueckfrage_ohne_auftrag", {})
-            return {"plan": plan.model_copy(update={"schleifen": 1, "task_block": block})}
+        plan = plan.model_copy(update={"ausstehend": await ausstehend_lesen(deps, state)})
+        lage = plan.ausstehend
+        kein_auftrag = route is None or route.management == "keins"
+        if lage is not None and lage.lesart == "wiederholt":
+            # the turn runs again: the completed order's result stands, and it does not run twice
+            deps.trace.decision(NAME, "planner.ausstehend", "wiederholt", {
+                "auftrag": f"{lage.vorher.agent}/{lage.vorher.aktion}", "status": lage.ergebnis.status})
+            plan = plan.model_copy(update={"agent_results": [lage.ergebnis], "schleifen": 1})
+            rest = await _neu_entscheiden(deps, state, plan)
+        else:
+            if lage is not None and lage.vorher is not None:
+                vorwaermen_starten()
+                rest, lage = await _mit_ausstehendem(deps, state, plan)
+                plan = plan.model_copy(update={"ausstehend": lage})
+            elif kein_auftrag:
+                rest = []
+            else:
+                vorwaermen_starten()  # the agents' libraries load beside the model call that picks one
+                rest = await _erste_auftraege(deps, state, plan)
+            if not rest and kein_auftrag:
+                deps.trace.decision(NAME, "planner.entscheidung", "kein_agent",
+                                    {"ausstehend": lage.lesart} if lage is not None and lage.vorher else {})
+                return await _abschluss(deps, state, plan.model_copy(update={"schleifen": 1}))
+            if not rest:
+                return await _abschluss(deps, state, _rueckfrage_ohne_auftrag(deps, state, plan))
     else:
         rest = await _neu_entscheiden(deps, state, plan)
+    if rest and plan.schleifen >= RUNDEN_GRENZE:
+        log.warning("planner: fallback schleifen_grenze: %s not run, the loop's %d rounds are done",
+                    ", ".join(f"{a.agent}/{a.aktion}" for a in rest), RUNDEN_GRENZE)
+        deps.trace.decision(NAME, "planner.entscheidung", "schleifen_grenze",
+                            {"nicht_gelaufen": [f"{a.agent}/{a.aktion}" for a in rest]}, threshold=RUNDEN_GRENZE)
+        rest = []
     if rest:
         nxt, rest = rest[0], rest[1:]
         deps.trace.decision(NAME, "planner.entscheidung", "agent", {"agent": nxt.agent, "aktion": nxt.aktion})
@@ -214,5 +462,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
     block, cut = task_block(state.pair.character_name, plan.agent_results)
     deps.trace.decision(NAME, "planner.entscheidung", "fertig",
                         {"ergebnisse": [r.status for r in plan.agent_results], "kontext_schnitt": cut})
-    return {"plan": plan.model_copy(update={"agent_name": "", "auftrag": None, "offen": [], "task_block": block,
-                                            "task_context_cut": cut, "schleifen": plan.schleifen + 1})}
+    return await _abschluss(deps, state, plan.model_copy(update={
+        "agent_name": "", "auftrag": None, "offen": [], "task_block": block, "task_context_cut": cut,
+        "schleifen": plan.schleifen + 1}))

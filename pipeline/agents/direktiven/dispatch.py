@@ -23,5 +23,6 @@ async def dispatch_direktiven(state, deps) -> AgentResult:
         await deps.store.call("charakter.set_directive_active", s.user_id, s.character_id, match[0]["id"], False)
         return AgentResult(agent_name="direktiven", status="abgeschlossen",
                            ergebnis={"aktion": "aufheben", "id": match[0]["id"], "beschreibung": f"Vorgabe aufgehoben: {match[0]['text']}"})
-    return AgentResult(agent_name="direktiven", status="rueckfrage",
-                       ergebnis={"frage": "Welche Vorgabe genau soll ich mir merken oder aufheben?"})
+    fehlt, angabe = ("text", "der Wortlaut der Vorgabe") if not text else ("aktion", "ob sie gemerkt oder aufgehoben wird")
+    return AgentResult(agent_name="direktiven", status="rueckfrage", ergebnis={
+        "frage": "Welche Vorgabe genau soll ich mir merken oder aufheben?", "fehlt": fehlt, "angabe": angabe})

@@ -14,10 +14,12 @@ async def dispatch_notizen(state, deps) -> AgentResult:
     user = state.stimulus.user_id
     name = str(p.get("name") or "").strip()
     if aktion not in AKTIONEN:
-        return AgentResult(agent_name="notizen", status="rueckfrage",
-                           ergebnis={"frage": "Was genau soll mit der Notiz geschehen: anlegen, aendern oder loeschen?"})
+        return AgentResult(agent_name="notizen", status="rueckfrage", ergebnis={
+            "frage": "Was genau soll mit der Notiz geschehen: anlegen, aendern oder loeschen?", "fehlt": "aktion",
+            "angabe": "was mit der Notiz geschehen soll"})
     if not name:
-        return AgentResult(agent_name="notizen", status="rueckfrage", ergebnis={"frage": "Wie soll die Notiz heissen?"})
+        return AgentResult(agent_name="notizen", status="rueckfrage", ergebnis={
+            "frage": "Wie soll die Notiz heissen?", "fehlt": "name", "angabe": "der Name der Notiz"})
     if aktion == "anlegen":
         nid = await deps.store.call("notizen.create", user, name, str(p.get("inhalt") or ""),
                                     str(p.get("zusammenfassung") or p.get("inhalt") or "")[:200],

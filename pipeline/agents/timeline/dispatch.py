@@ -28,6 +28,36 @@ def _normalise(text: str, year: int) -> str:
     return _TAG_MONAT.sub(lambda m: f"{m.group(1)}.{m.group(2)}.{year}", text)
 
 
+ANGABEN = {"aktion": "ob der Termin angelegt, verschoben oder geloescht werden soll",
+           "titel": "worum es bei dem Termin geht", "wann": "Tag und Uhrzeit des Termins"}
+"""What a missing parameter is, in the words of the [AUFGABE] block's Rueckfrage."""
+
+_ZEITANGABE = re.compile(r"\d|heute|morgen|abend|mittag|nacht|uhr\b|montag|dienstag|mittwoch|donnerstag|freitag"
+                         r"|samstag|sonntag|woche|monat|jahr|januar|februar|maerz|märz|april|mai|juni|juli|august"
+                         r"|september|oktober|november|dezember", re.I)
+
+
+_FUELLWORT = re.compile(r"\b(?:bitte|danke|ach|ok|okay|ja|gerne|gern|dann|also|na|so|genau)\b", re.I)
+
+
+def ergaenzen(parameter: dict, fehlt: list[str], text: str, tz: str) -> dict | None:
+    """What a message of the human supplies for a pending order of this agent (one that asked
+    back, memory/ausstehender_auftrag.py): a missing `wann` when the message, or one of its
+    clauses without fillers ("Ach, morgen um 15 Uhr, danke"), reads as a date or a time that is
+    not past, in the person's words; None when it supplies nothing missing. The title is read
+    only by the planner's model: any short text could be one."""
+    if "wann" not in fehlt or not _ZEITANGABE.search(text or ""):
+        return None
+    now = local_now(tz).replace(tzinfo=None, second=0, microsecond=0)
+    teile = [text] + [" ".join(_FUELLWORT.sub(" ", t).split()) for t in re.split(r"[,;!?]|(?<!\d)\.(?=\s|$)", text)]
+    for teil in dict.fromkeys(t.strip() for t in teile):
+        if teil and _ZEITANGABE.search(teil):
+            when = parse_when(teil, tz, now)
+            if when is not None and when >= now:
+                return {"wann": teil}
+    return None
+
+
 def vorwaermen() -> None:
     """dateparser's import and its German data (about 150 ms on this machine, once per process):
     loaded by a first parse, off the turn's path (`pipeline.agents.vorwaermen_starten`)."""
@@ -60,15 +90,17 @@ async def dispatch_timeline(state, deps) -> AgentResult:
     s, tz = state.stimulus, deps.settings.timezone
     titel = str(p.get("titel") or "").strip()
     if aktion not in AKTIONEN:
-        return AgentResult(agent_name="timeline", status="rueckfrage",
-                           ergebnis={"frage": "Soll ich einen Termin anlegen, verschieben oder loeschen?"})
+        return AgentResult(agent_name="timeline", status="rueckfrage", ergebnis={
+            "frage": "Soll ich einen Termin anlegen, verschieben oder loeschen?", "fehlt": "aktion",
+            "angabe": ANGABEN["aktion"]})
     if not titel:
-        return AgentResult(agent_name="timeline", status="rueckfrage", ergebnis={"frage": "Worum geht es bei dem Termin?"})
+        return AgentResult(agent_name="timeline", status="rueckfrage", ergebnis={
+            "frage": "Worum geht es bei dem Termin?", "fehlt": "titel", "angabe": ANGABEN["titel"]})
     if aktion in ("anlegen", "verschieben"):
         when = parse_when(str(p.get("wann") or ""), tz)
         if when is None:
-            return AgentResult(agent_name="timeline", status="rueckfrage",
-                               ergebnis={"frage": f"Wann genau ist '{titel}'?"})
+            return AgentResult(agent_name="timeline", status="rueckfrage", ergebnis={
+                "frage": f"Wann genau ist '{titel}' (Tag und Uhrzeit)?", "fehlt": "wann", "angabe": ANGABEN["wann"]})
     if aktion == "anlegen":
         tid = await deps.store.call("timeline.add", s.user_id, s.character_id, titel, when, tz,
                                     personen=liste(p.get("personen")),
