@@ -19,7 +19,7 @@ import ray
 
 from actors.arrival import ArrivalOrder
 from cluster.settings import Settings
-from memory import session
+from memory import ausstehender_auftrag, session
 from pipeline import metrics
 from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, NodeFailed, vorab_starten
 from pipeline.services import NODES_DEPLOYMENT, APP_NAME, Deps, Services, transport
@@ -313,6 +313,12 @@ class PairActor:
             services = self._ensure()
             kind = request.get("kind")
             if kind == "continue":
+                # seed 000 §3.5, the event consumer's locks: an order waiting for the human's answer
+                # (pending_agent) before MAX_SELF_TRIGGERS — a blocked self-trigger uses up none of them
+                if await ausstehender_auftrag.offen(services.redis, self.user_id, self.character_id):
+                    log.warning("pair %s:%s: self-trigger dropped: an order waits for the human's answer "
+                                "(pending_agent)", self.user_id, self.character_id)
+                    return {"dropped": True, "reason": "pending_agent"}
                 n = await services.redis.incr(self._self_trigger_key())
                 await services.redis.expire(self._self_trigger_key(), 24 * 3600)
                 if n > MAX_SELF_TRIGGERS:

@@ -12,7 +12,9 @@ _CHARAKTER = re.compile(r"\b(?:sei|werde)\b.{0,40}\b(?:mehr|weniger|frecher|lock
 _LOESCH = re.compile(r"\bl(?:oe|ö)sch", re.I)
 _VERSCHIEB = re.compile(r"\bverschieb", re.I)
 _AENDERUNG = re.compile(r"\b(?:l(?:oe|ö)sch|entfern|streich|(?:ver)?(?:ae|ä)nder|verschieb|verleg|ersetz|korrigier"
-                        r"|berichtig|umbenenn|aktualisier|tausch|statt\b|nicht mehr\b)", re.I)
+                        r"|berichtig|umbenenn|aktualisier|tausch|statt\b|nicht mehr\b|vergiss|vergess|deaktivier"
+                        r"|zusammenfass|aufheb|(?:kann|soll|muss|darf)\s+(?:weg|raus)\b"
+                        r"|\bfass\w*\b[^.!?]{0,60}\bzusammen\b|\bheb\w*\b[^.!?]{0,60}\bauf\b|\bh(?:oe|ö)r\w*\s+auf\b)", re.I)
 _NOTIZ_INHALT = re.compile(r"notiz\w*\s+(?:mit dem namen\s+|namens\s+|zu\s+|über\s+|ueber\s+)?[\"„]?([^:\"“,.]+?)[\"“]?\s*:\s*(.+)$",
                            re.I | re.S)
 _NOTIZ_NAME = re.compile(r"notiz\w*\s+(?:mit dem namen\s+|namens\s+|zu\s+|über\s+|ueber\s+)?[\"„]?([^:\"“,.?!]+)", re.I)

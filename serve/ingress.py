@@ -536,8 +536,10 @@ class Ingress:
         await self._known_character(character_id)
         async with self._admitted(user_id, character_id):
             result = await self._call(user_id, character_id, "event", body.model_dump())
+        if result.get("dropped") and result["reason"] == "pending_agent":
+            raise _error(409, "pending_agent", "event dropped: an order waits for the human's answer (pending_agent)")
         if result.get("dropped"):
-            raise _error(429, "limit", f"event dropped: {result['reason']} (counter {result['counter']})")
+            raise _error(429, "limit", f"event dropped: {result['reason']} (counter {result.get('counter')})")
         self._turn_error(result)
         return result
 

@@ -162,8 +162,9 @@ def ohne_wiederholung(rest: list[Auftrag], plan: PlanRecord) -> tuple[list[Auftr
     return keep, [a for a in rest if a not in keep]
 
 
-AENDERND = ("aendern", "verschieben", "loeschen")
-"""Actions that change what an earlier order of the same agent wrote."""
+AENDERND = ("aendern", "verschieben", "loeschen", "deaktivieren", "ersetzen", "zusammenfassen")
+"""Actions that change what an earlier order of the same agent wrote (the charakter agent's lift,
+replace and merge of instructions among them)."""
 
 
 def nur_verlangte_aenderungen(deps: Deps, state: TurnState, rest: list[Auftrag]) -> list[Auftrag]:

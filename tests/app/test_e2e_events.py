@@ -138,3 +138,31 @@ def test_the_thinkers_retry_reaches_an_open_stream_as_a_second_message(system, c
         live.close()
     turns = client.get(f"/v1/pairs/alice/{ch}/turns", headers=auth(keys["alice"])).json()["turns"]
     assert [t["herkunft"] for t in turns] == ["user", "user", "self_trigger"]
+
+
+def test_a_self_trigger_waits_while_an_order_waits_for_the_human(client, keys, settings, character):
+    """Seed 000 §3.5: beside MAX_SELF_TRIGGERS the event consumer's lock `pending_agent` — Nova
+    asked for what an order lacks, so no self-trigger speaks before the human answers; the blocked
+    one uses up none of the three."""
+    from memory import ausstehender_auftrag as aa
+    from tests.conftest import redis_call
+
+    ch = character("nova")
+    stand = aa.Stand(turn_id="t-frage", ausgang="neu", auftrag=aa.AusstehenderAuftrag(
+        agent="timeline", aktion="anlegen", parameter={"titel": "Zahnarzt"}, fehlt=["wann"],
+        angabe="Tag und Uhrzeit des Termins", turn_id="t-frage"))
+    assert redis_call(settings.redis_url, _schreiben, "alice", ch, stand)
+    r = client.post(f"/v1/pairs/alice/{ch}/events", json={"kind": "continue", "user_prompt": "Noch etwas?"},
+                    headers=auth(keys["operator"]))
+    assert r.status_code == 409 and r.json()["error"]["type"] == "pending_agent", r.text
+    # answered (nothing pending any more): the self-trigger runs and counts
+    frei = stand.model_copy(update={"turn_id": "t-antwort", "ausgang": "erledigt", "auftrag": None})
+    redis_call(settings.redis_url, _schreiben, "alice", ch, frei)
+    out = _event(client, keys, ch, kind="continue", user_prompt="Noch etwas?")
+    assert not out.get("dropped") and out["reply"].strip()
+
+
+async def _schreiben(r, user, character, stand):
+    from memory import ausstehender_auftrag as aa
+
+    return await aa.schreiben(r, user, character, stand, gelesen=await aa.geschrieben_von(r, user, character))

@@ -2,6 +2,8 @@
 pipeline_log. (The turn API itself — streaming, order, the actor's weight — is tested in the app
 tier on the scripted engine.)"""
 
+import re
+
 import pytest
 
 from memory import pg, session
@@ -62,3 +64,35 @@ def test_nova_is_known_by_name(client, keys, settings):
     r = client.post("/v1/pairs/alice/nova/turns", json={"text": "Hallo Nova"}, headers=auth(keys["alice"]))
     assert r.status_code == 200, r.text
     assert r.json()["character_name"] == "Nova"
+
+
+SATZENDE = re.compile(r"[.!?…][\"'“”‘’»«)\]]*$")
+
+
+def test_no_reply_the_budget_cut_ends_mid_sentence(client, keys, settings, character):
+    """The model tier caps every call at a few tokens, so the real model's replies hit the budget:
+    each such reply is closed at its last full sentence or with an ellipsis, the fallback named in
+    the turn's decision entries (responder.kappung); the stored reply is what was closed."""
+    character = character("nova")
+    cut = 0
+    for text in ("Erzaehl mir bitte ausfuehrlich, wie dein Tag war und was du alles erlebt hast.",
+                 "Beschreib mir ganz genau einen Sonnenuntergang am Meer, mit allen Farben.",
+                 "Was ist dein Lieblingsbuch, und warum? Erklaer es mir in vielen Saetzen."):
+        r = client.post(f"/v1/pairs/alice/{character}/turns", json={"text": text}, headers=auth(keys["alice"]))
+        assert r.status_code == 200, r.text
+        reply, turn_id = r.json()["reply"], r.json()["turn_id"]
+        rows = wait_for(lambda: pg_call(settings.database_url, pg.pipeline_rows, "alice", character, turn_id))
+        decisions = [x for x in rows if x["art"] == "switch"]
+        ends = [d["inputs"].get("ende") for d in decisions if d["entscheidung"] == "responder.ergebnis"]
+        kappung = [d for d in decisions if d["entscheidung"] == "responder.kappung"]
+        changed = [d["entscheidung"] for d in decisions if (d["entscheidung"], d["outcome"]) in (
+            ("corrector.ergebnis", "korrigiert"), ("thinker.ergebnis", "korrektur"), ("thinker.ergebnis", "self_trigger"),
+            ("leckschutz.pruefung", "leck"))]
+        if "length" in ends:
+            cut += 1
+            assert kappung and kappung[-1]["outcome"] in ("satzende", "ellipse"), decisions
+            if not changed:  # the closed reply is what was stored
+                assert SATZENDE.search(reply.strip()), reply
+        else:
+            assert not kappung
+    assert cut >= 1, "the tier's budget of 24 tokens cuts the real model's long replies"
