@@ -18,11 +18,12 @@ from typing import Any, AsyncIterator
 import ray
 
 from actors.arrival import ArrivalOrder
-from cluster.settings import Settings
+from core.names import APP_NAME, NODES_DEPLOYMENT
+from core.settings import Settings
 from memory import ausstehender_auftrag, session
 from pipeline import metrics
 from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, NodeFailed, vorab_starten
-from pipeline.services import NODES_DEPLOYMENT, APP_NAME, Deps, Services, transport
+from pipeline.services import Deps, Services, transport
 from pipeline.nodes.dispatcher import keep_human
 from pipeline.reiz import stimulus_from_event
 from pipeline.state import Stimulus, TurnState

@@ -31,7 +31,7 @@ from typing import Any
 import ray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cluster.settings import Settings
+from core.settings import Settings
 
 log = logging.getLogger("novaberg.pixie")
 NAME = "pixie"

@@ -15,7 +15,7 @@ from typing import Any
 
 import ray
 
-from cluster.settings import Settings
+from core.settings import Settings
 
 log = logging.getLogger("novaberg.worker")
 

@@ -564,8 +564,8 @@ def main() -> None:
     from ray import serve
 
     from cluster import runtime
-    from cluster.settings import load_settings
-    from pipeline.services import APP_NAME, LLM_DEPLOYMENT
+    from core.settings import load_settings
+    from core.names import APP_NAME, LLM_DEPLOYMENT
 
     home = Path(tempfile.mkdtemp(prefix="nbbench-", dir="/tmp"))
     settings = load_settings(home=home, http_port=int(os.environ.get("NOVABERG_HTTP_PORT", "8765")),

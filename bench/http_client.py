@@ -17,7 +17,7 @@ from typing import Awaitable, Callable
 
 from bench import standin
 from bench.harness import _free_port
-from cluster.settings import Settings
+from core.settings import Settings
 from serve.llm_backends import OpenAICompatBackend
 
 REQUEST = {"messages": [{"role": "system", "content": "Regeln " * 400}, {"role": "user", "content": "Hallo " * 100}],

@@ -36,7 +36,7 @@ async def run(data_path: Path, limit: int | None, overrides: dict | None = None)
     from memory.config import for_model
     from memory.embedded import EmbeddedStores
     from memory.importer import import_conversation, load_conversation, node_text
-    from cluster.settings import Settings
+    from core.settings import Settings
     from memory.migrate import apply_migrations
     from memory.ops import PoolStore
     from pipeline.nodes.enricher import lzg_lesen

@@ -17,7 +17,7 @@ def running(url: str | None, key: str | None, **overrides) -> Iterator[tuple[str
         yield url, key
         return
     from cluster import runtime
-    from cluster.settings import load_settings
+    from core.settings import load_settings
 
     home = Path(tempfile.mkdtemp(prefix="nbbench-", dir="/tmp"))
     rt = runtime.start(load_settings(home=home, **overrides))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 
-from cluster.settings import Settings
+from core.settings import Settings
 
 FIELDS = ("name", "identitaet", "sprechweise", "szenario", "begruessung", "beispieldialog", "charakter_anweisung")
 

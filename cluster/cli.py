@@ -15,7 +15,7 @@ import httpx
 
 from cluster.daemon import keys_dir, state_file
 from cluster.reply_view import ReplyView
-from cluster.settings import Settings, load_settings
+from core.settings import Settings, load_settings
 
 
 def _read(path) -> str | None:
@@ -45,6 +45,9 @@ def _healthy(url: str) -> bool:
 
 
 def cmd_up(settings: Settings, args) -> int:
+    from pipeline.node_config import check_budgets
+
+    check_budgets(settings)  # a node budget above llm_max_tokens stops `up` here, not only in the daemon's log
     info = _daemon(settings)
     if info and _healthy(info["url"]):
         print(f"novaberg is already running at {info['url']}")

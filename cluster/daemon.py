@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from cluster import runtime
-from cluster.settings import load_settings
+from core.settings import load_settings
 
 
 def state_file(home: Path) -> Path:

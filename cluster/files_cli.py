@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from cluster.character_cli import _request
-from cluster.settings import Settings
+from core.settings import Settings
 
 CONTENT_TYPES = {".txt": "text/plain", ".text": "text/plain", ".md": "text/markdown", ".markdown": "text/markdown",
                  ".pdf": "application/pdf"}

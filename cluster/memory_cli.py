@@ -6,7 +6,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from cluster.settings import Settings
+from core.settings import Settings
 
 
 class _Ctx:

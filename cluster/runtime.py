@@ -10,9 +10,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster.settings import CONTROLLER_ENV, WORKER_ENV, Settings, direct_front_env
+from core.names import APP_NAME, STORE_DEPLOYMENT
+from core.settings import CONTROLLER_ENV, WORKER_ENV, Settings, direct_front_env
 from memory.embedded import EmbeddedStores, resolve_store_urls
-from pipeline.services import APP_NAME, STORE_DEPLOYMENT
+from pipeline.node_config import check_budgets
 
 log = logging.getLogger("novaberg.runtime")
 
@@ -99,6 +100,7 @@ def _ray_init(settings: Settings, ray_tmp: Path, env: dict[str, str]) -> None:
 
 def start(settings: Settings, *, engine=None) -> Runtime:
     """`engine`: an engine class injected into the LLM deployment (see serve.app.build_app)."""
+    check_budgets(settings)  # before anything starts: a node budget above llm_max_tokens stops the start
     # token authentication: Ray's GCS listens on every interface, and without a token anyone who
     # reaches its port could call a pair actor past every API check. A local start writes the token
     # to ~/.ray/auth_token; on a cluster every node gets it (README, Ray's own door). Ray reads the

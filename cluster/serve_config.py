@@ -13,7 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from cluster.settings import CONTROLLER_ENV, WORKER_ENV, Settings
+from core.names import APP_NAME
+from core.settings import CONTROLLER_ENV, WORKER_ENV, Settings
 
 PATH = Path(__file__).with_name("serve_config.yaml")
 IMPORT_PATH = "serve.app:app_builder"
@@ -31,9 +32,9 @@ def config(settings: Settings | None = None) -> dict:
     from serve.app import build_app
 
     settings = settings or Settings(database_url="postgresql://set-on-the-cluster", redis_url="redis://set-on-the-cluster")
-    built = serve_build(build_app(settings, hintergrund=True), name="novaberg")
+    built = serve_build(build_app(settings, hintergrund=True), name=APP_NAME)
     app = ServeApplicationSchema(
-        name="novaberg", route_prefix="/", import_path=IMPORT_PATH, runtime_env={"env_vars": dict(WORKER_ENV)}, args={},
+        name=APP_NAME, route_prefix="/", import_path=IMPORT_PATH, runtime_env={"env_vars": dict(WORKER_ENV)}, args={},
         deployments=[deployment_to_schema(d) for d in built.deployments]).model_dump(exclude_unset=True)
     deploy = {"proxy_location": "EveryNode", "http_options": {"host": "0.0.0.0", "port": settings.http_port},
               "controller_options": {"runtime_env": {"env_vars": dict(CONTROLLER_ENV)}}, "applications": [app]}

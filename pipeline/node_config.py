@@ -82,3 +82,13 @@ def budgets(settings) -> dict[str, int]:
     """Every budget the settings lead to: the configured nodes, the overrides and the default."""
     names = {*NODE_CONFIG, *settings.node_max_tokens, "*"} - {"*"}
     return {**{n: budget(n, settings) for n in names}, "*": settings.node_max_tokens.get("*", NodeConfig().max_tokens)}
+
+
+def check_budgets(settings) -> None:
+    """Every budget the settings lead to fits the LLM deployment's `llm_max_tokens`; a larger one is a
+    configuration error where the system starts (`serve.app.build_app`, `cluster.runtime.start`),
+    never a quiet truncation. ValueError names the budgets over it."""
+    over = {n: b for n, b in budgets(settings).items() if b > settings.llm_max_tokens}
+    if over:
+        raise ValueError(f"token budgets above llm_max_tokens ({settings.llm_max_tokens}): {over}; raise "
+                         "NOVABERG_LLM_MAX_TOKENS or lower NOVABERG_NODE_MAX_TOKENS")

@@ -14,7 +14,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.settings import Settings
+from core.names import APP_NAME, EMBEDDER_DEPLOYMENT, LLM_DEPLOYMENT, STORE_DEPLOYMENT, WEB_DEPLOYMENT
+from core.settings import Settings
 from pipeline.node_config import budget, node_config
 from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
@@ -31,15 +32,6 @@ def transient(e: BaseException) -> bool:
         if getattr(err, "transient", False) or isinstance(err, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
             return True
     return False
-
-
-# Deployment and application names, shared by the app builder and the clients.
-APP_NAME = "novaberg"
-LLM_DEPLOYMENT = "LLM"
-EMBEDDER_DEPLOYMENT = "Embedder"
-STORE_DEPLOYMENT = "Store"
-NODES_DEPLOYMENT = "Nodes"
-WEB_DEPLOYMENT = "Web"
 
 
 def transport(handle, settings: Settings):

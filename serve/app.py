@@ -1,7 +1,8 @@
 """The one builder that wires the Serve application: deployments get handles in their constructor."""
 from __future__ import annotations
 
-from cluster.settings import Settings
+from core.settings import Settings, load_settings
+from pipeline.node_config import check_budgets
 from serve.embedder import EmbedderDeployment
 from serve.ingress import Ingress
 from serve.llm import LLMDeployment, vllm_server_app
@@ -15,7 +16,9 @@ def build_app(settings: Settings, engine=None, *, hintergrund: bool = False):
     of the configured one inside the LLM deployment, as Ray Serve LLM takes its engine; the tests
     inject a scripted engine this way. None: the backend the settings name. `hintergrund`: the
     ingress makes (or finds) the outbox workers and the pixie itself — for a deployment by Serve
-    config, where no `novaberg up` does it."""
+    config, where no `novaberg up` does it. A node budget above `llm_max_tokens` stops it here
+    (`check_budgets`)."""
+    check_budgets(settings)
     s = settings.model_dump(mode="json")
     # the deployments the pair actors call dozens of times a turn write no access log line per
     # request (the ingress keeps its own): at 40 requests a turn it cost CPU and told nothing the
@@ -41,8 +44,6 @@ def build_app(settings: Settings, engine=None, *, hintergrund: bool = False):
 def app_builder(args: dict | None = None):
     """The application of `cluster/serve_config.yaml` (`serve run` / `serve deploy`): the settings
     from the environment where it is built, `args` on top; stores by URL."""
-    from cluster.settings import load_settings
-
     settings = load_settings(**(args or {}))
     if not (settings.database_url and settings.redis_url):
         raise ValueError("a Serve config deployment needs DATABASE_URL and REDIS_URL (no embedded stores)")

@@ -10,7 +10,8 @@ from collections import OrderedDict
 
 from ray import serve
 
-from cluster.settings import Settings
+from core.names import EMBEDDER_DEPLOYMENT
+from core.settings import Settings
 
 log = logging.getLogger("novaberg.embedder")
 CACHE_TEXTS = 4096
@@ -46,7 +47,7 @@ def model_dimension(model) -> int:
     return int(get())
 
 
-@serve.deployment(name="Embedder", max_ongoing_requests=256)
+@serve.deployment(name=EMBEDDER_DEPLOYMENT, max_ongoing_requests=256)
 class EmbedderDeployment:
     def __init__(self, settings: dict):
         self.settings = Settings(**settings)
@@ -69,7 +70,7 @@ class EmbedderDeployment:
         self.texts += len(texts)
         t0 = time.perf_counter()
         try:
-            # on a thread: the replica's event loop (which runs this code, cluster/settings.WORKER_ENV)
+            # on a thread: the replica's event loop (which runs this code, core/settings.WORKER_ENV)
             # keeps answering while the model computes
             return await asyncio.to_thread(encode, self.model, texts)
         finally:

@@ -21,7 +21,8 @@ from sse_starlette.sse import EventSourceResponse
 
 from actors.pair import get_or_create_pair, pair_name
 from cluster import dashboard
-from cluster.settings import Settings
+from core.names import INGRESS_DEPLOYMENT
+from core.settings import Settings
 from memory import session
 from pipeline.figur import einsetzen
 from pipeline.node_config import budget
@@ -122,7 +123,7 @@ async def _http_error(request: Request, exc: HTTPException):
     return JSONResponse(status_code=exc.status_code, content={"error": detail}, headers=exc.headers)
 
 
-@serve.deployment(name="Ingress")
+@serve.deployment(name=INGRESS_DEPLOYMENT)
 @serve.ingress(app)
 class Ingress:
     def __init__(self, settings: dict, store, llm, embedder, web=None, nodes=None, *, hintergrund: bool = False):

@@ -7,13 +7,14 @@ from typing import Any, AsyncIterator
 
 from ray import serve
 
-from cluster.settings import Settings
+from core.names import LLM_DEPLOYMENT
+from core.settings import Settings
 from pipeline import metrics
 
 log = logging.getLogger("novaberg.llm")
 
 
-@serve.deployment(name="LLM")
+@serve.deployment(name=LLM_DEPLOYMENT)
 class LLMDeployment:
     def __init__(self, settings: dict, vllm_server=None, engine=None):
         self.settings = Settings(**settings)

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from cluster.settings import Settings
+from core.settings import Settings
 
 log = logging.getLogger("novaberg.llm")
 

@@ -9,14 +9,15 @@ from typing import Any
 
 from ray import serve
 
-from cluster.settings import Settings
+from core.names import NODES_DEPLOYMENT
+from core.settings import Settings
 from pipeline.runner import load_node, view_for
 from pipeline.services import Deps, Services
 from pipeline.state import TurnState
 from pipeline.trace import TurnTrace
 
 
-@serve.deployment(name="Nodes", max_ongoing_requests=256)
+@serve.deployment(name=NODES_DEPLOYMENT, max_ongoing_requests=256)
 class NodeDeployment:
     def __init__(self, settings: dict):
         self.settings = Settings(**settings)

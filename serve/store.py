@@ -12,7 +12,8 @@ from typing import Any
 
 from ray import serve
 
-from cluster.settings import Settings
+from core.names import STORE_DEPLOYMENT
+from core.settings import Settings
 from memory import pg
 from memory.migrate import apply_migrations
 from pipeline.services import transport
@@ -31,7 +32,7 @@ def _versendbar(e: BaseException) -> BaseException:
         return RuntimeError(f"{type(e).__name__}: {e}")
 
 
-@serve.deployment(name="Store", max_ongoing_requests=512)
+@serve.deployment(name=STORE_DEPLOYMENT, max_ongoing_requests=512)
 class StoreDeployment:
     def __init__(self, settings: dict, embedder):
         self.settings = Settings(**settings)

@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 from ray import serve
 
-from cluster.settings import Settings
+from core.names import WEB_DEPLOYMENT
+from core.settings import Settings
 from serve.web_guard import FetchRefused, WebGuard
 
 log = logging.getLogger("novaberg.web")
@@ -98,7 +99,7 @@ class WebLayer:
                     for h in r.json().get("results", [])[:MAX_HITS]]
 
 
-@serve.deployment(name="Web", max_ongoing_requests=64)
+@serve.deployment(name=WEB_DEPLOYMENT, max_ongoing_requests=64)
 class WebDeployment:
     def __init__(self, settings: dict):
         self.web = WebLayer(Settings(**settings))

@@ -51,7 +51,7 @@ def migrated(stores):
 
 @pytest.fixture(scope="session")
 def settings(home, stores):
-    from cluster.settings import Settings
+    from core.settings import Settings
 
     return Settings(home=home, database_url=stores.database_url, redis_url=stores.redis_url,
                     http_port=_free_port(), node_max_tokens={"*": 24}, pair_idle_timeout_s=6.0,

@@ -46,7 +46,7 @@ class NoStore:
 
 def deps_for(llm: ScriptedLLM, *, store=None, redis=None, embedder=None, settings=None, web=None,
              turn=("u", "nova", "t1")) -> Deps:
-    from cluster.settings import Settings
+    from core.settings import Settings
 
     services = Services(settings=settings or Settings(), llm=llm, embedder=embedder, store=store or NoStore(),
                         redis=redis, prompts=PromptLibrary(), web=web)

@@ -91,7 +91,7 @@ class WebServers:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def settings(self, **extra):
-        from cluster.settings import Settings
+        from core.settings import Settings
 
         values = dict(serper_api_key="test-key", serper_url=f"{self.url}/serper/search",
                       searxng_url=f"{self.url}/searxng", web_allowed_networks=["127.0.0.1/32"], web_timeout_s=5)

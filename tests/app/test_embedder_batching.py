@@ -5,12 +5,12 @@ import uuid
 
 from ray import serve
 
-from pipeline.services import APP_NAME
+from core.names import APP_NAME, EMBEDDER_DEPLOYMENT
 
 
 def test_texts_sent_at_once_are_embedded_in_few_batches(system):
     assert system.settings.embed_batch_wait_ms == 0
-    h = serve.get_deployment_handle("Embedder", app_name=APP_NAME)
+    h = serve.get_deployment_handle(EMBEDDER_DEPLOYMENT, app_name=APP_NAME)
     before = h.load.remote().result()
     texts = [f"Ein Satz ueber den Garten, Nummer {i} ({uuid.uuid4().hex[:8]})" for i in range(24)]
     responses = [h.embed.remote(t) for t in texts]

@@ -2,7 +2,7 @@
 controller gets CONTROLLER_ENV (its reconcile interval), every replica and pair actor WORKER_ENV."""
 import psutil
 
-from cluster.settings import CONTROLLER_ENV, WORKER_ENV
+from core.settings import CONTROLLER_ENV, WORKER_ENV
 from tests.conftest import auth
 
 

@@ -8,7 +8,7 @@ import pytest
 import ray
 from ray import cloudpickle, serve
 
-from cluster.settings import Settings
+from core.settings import Settings
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

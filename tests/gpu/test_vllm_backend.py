@@ -6,7 +6,7 @@ pytest.importorskip("ray.serve.llm")
 
 
 def test_vllm_server_app_builds():
-    from cluster.settings import Settings
+    from core.settings import Settings
     from serve.llm import vllm_server_app
 
     app = vllm_server_app(Settings(llm_backend="vllm", llm_model="qwen3-8b", vllm_model_source="Qwen/Qwen3-8B"))

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from cluster.settings import Settings
+from core.settings import Settings
 from pipeline.llm_json import engine_schema, first_json_object
 from pipeline.thinker import protokoll
 from serve.llm_backends import LlamaCppBackend

@@ -42,7 +42,7 @@ class Paar:
         self.user = f"aus-{uuid.uuid4().hex[:8]}"
 
     async def turn(self, turn_id, text, management="keins", antworten=(LEER,), herkunft="user"):
-        from cluster.settings import Settings
+        from core.settings import Settings
 
         llm = ScriptedLLM({"planner": list(antworten)})
         store = ZaehlenderStore(self.pool)

@@ -6,7 +6,7 @@ import json
 
 import psycopg
 
-from cluster.settings import Settings
+from core.settings import Settings
 from memory import kzg, ziele
 from memory.vectors import cosine
 from pipeline.nodes import enricher

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from redis.asyncio import Redis
 
-from cluster.settings import Settings
+from core.settings import Settings
 from memory import lzg, pg, session
 from memory.config import MemoryConfig, for_model
 from memory.lesepfad import erinnern

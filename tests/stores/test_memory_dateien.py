@@ -155,7 +155,7 @@ def test_the_enricher_searches_a_pair_that_holds_only_a_file(stores, pool, minil
     whose one source was an uploaded file never searched it."""
     from redis.asyncio import Redis
 
-    from cluster.settings import Settings
+    from core.settings import Settings
     from memory import pg
     from pipeline.nodes import enricher
     from pipeline.runner import run_node

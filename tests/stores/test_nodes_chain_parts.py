@@ -183,7 +183,7 @@ def test_responder_records_both_decisions_also_when_empty():
 
 
 def test_responder_trims_the_history_in_blocks_to_fit_the_context(caplog):
-    from cluster.settings import Settings
+    from core.settings import Settings
 
     long_turns = [SessionTurn(rolle="user", sprecher="Person B", inhalt="x" * 400, turn_id=f"t{i}",
                               time=datetime.now(timezone.utc)) for i in range(20)]
@@ -205,7 +205,7 @@ def test_the_trimmed_prompt_fits_the_context_by_the_models_own_count():
     budget free in the context (an estimate too high let a real prompt run past 4096 tokens)."""
     from llama_cpp import Llama
 
-    from cluster.settings import Settings
+    from core.settings import Settings
     from pipeline.node_config import budget
     from serve.llm_backends import smollm2_gguf
 

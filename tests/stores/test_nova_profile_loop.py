@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from cluster.settings import Settings
+from core.settings import Settings
 from memory import charakter, pg
 from pipeline import vocab
 from pipeline.nodes import db_zugriff, praegung, responder, selbstbild

@@ -10,7 +10,7 @@ import pytest
 
 from actors import pixie
 from actors.background import DELEGATIONS
-from cluster.settings import Settings
+from core.settings import Settings
 from memory import charaktere, library
 from memory.config import MemoryConfig
 from pipeline.services import Services

@@ -5,7 +5,7 @@ import json
 import logging
 from datetime import datetime, timezone
 
-from cluster.settings import Settings
+from core.settings import Settings
 from memory import session
 from pipeline.nodes import enricher, responder, zusammenfassung
 from pipeline.runner import ChainRunner

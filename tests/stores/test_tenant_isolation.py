@@ -3,7 +3,7 @@ deployment does with `NOVABERG_REMOTE_NODES`) keeps each pair's warm state apart
 pair's enricher must never search the first pair's short-term memory."""
 import asyncio
 
-from cluster.settings import Settings
+from core.settings import Settings
 from memory import kzg
 from pipeline.nodes import enricher
 from pipeline.services import Deps, Services

@@ -133,7 +133,7 @@ def test_five_iterations_at_most_then_the_reply_stays():
     d = _decisions(deps)["thinker.ergebnis"]
     assert d["outcome"] == "max_iterationen" and d["threshold"] == thinker.MAX_ITERATIONEN
     # a deployment may ask for fewer (never more than the seed's five)
-    from cluster.settings import Settings
+    from core.settings import Settings
 
     llm = ScriptedLLM({"thinker": ["Ich bin mir nicht sicher."]})
     assert _run(_state(), deps_for(llm, settings=Settings(thinker_max_iterations=2))).status == "max_iterationen"
@@ -288,7 +288,7 @@ def test_the_first_search_is_served_from_the_sachlage_hits(web):
 
 def test_without_a_provider_the_search_is_a_named_fallback():
     llm = ScriptedLLM({"thinker": ["TOOL: web_search(Magnetar)", "ERGEBNIS: OK"]})
-    from cluster.settings import Settings
+    from core.settings import Settings
 
     _run(_state(), deps_for(llm, web=LocalWeb(Settings())))
     assert "Keine Suchmaschine konfiguriert" in llm.calls[1]["messages"][-1]["content"]
@@ -384,7 +384,7 @@ def test_the_retry_recognises_itself_and_never_triggers_again():
 
 def test_the_pair_consumer_logs_every_arrival_and_queues_the_retry(caplog):
     from actors.pair import PairActor
-    from cluster.settings import Settings
+    from core.settings import Settings
     from pipeline.state import DispatchRecord, PruefungRecord
 
     actor = PairActor("u", "nova", Settings().model_dump(mode="json"))

@@ -60,7 +60,7 @@ class _LLMHandle:
 def test_the_turns_reads_start_once_its_first_model_call_is_on_its_way():
     # the pair actor's `vorab` reads waited for nothing, but issued before perzeption's model call
     # they delayed it: now the call goes out first and the reads start beside it, once
-    from cluster.settings import Settings
+    from core.settings import Settings
     from pipeline.services import LLMClient
 
     log: list[str] = []
@@ -78,7 +78,7 @@ def test_the_turns_reads_start_once_its_first_model_call_is_on_its_way():
 
 
 def test_early_reads_that_fail_to_start_do_not_fail_the_model_call(caplog):
-    from cluster.settings import Settings
+    from core.settings import Settings
     from pipeline.services import LLMClient
 
     log: list[str] = []

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import pytest
 from aiohttp import web
 
-from cluster.settings import Settings
+from core.settings import Settings
 from serve.llm_backends import LLMBackendError, OpenAICompatBackend
 
 

@@ -75,7 +75,7 @@ def test_vllm_streams_give_their_reasoning_apart_with_and_without_the_parser():
 
 
 def test_the_vllm_engine_gets_the_reasoning_parser_of_its_model_family():
-    from cluster.settings import Settings
+    from core.settings import Settings
     from serve.llm import vllm_engine_kwargs
 
     qwen = vllm_engine_kwargs(Settings(llm_backend="vllm", llm_model="Qwen/Qwen3-8B"))

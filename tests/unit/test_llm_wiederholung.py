@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from cluster.settings import Settings
+from core.settings import Settings
 from pipeline.services import LLMClient, transient
 from pipeline.trace import TurnTrace
 from serve.llm_backends import LLMBackendError, completion, http_error

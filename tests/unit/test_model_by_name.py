@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from cluster.settings import Settings
+from core.settings import Settings
 from serve import modelle
 from serve.llm import vllm_source
 from serve.llm_backends import LlamaCppBackend, smollm2_gguf

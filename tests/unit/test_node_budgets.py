@@ -1,12 +1,13 @@
 """Token budgets per node: what a node asks for reaches the engine whole; a budget the deployment
 cannot give is a configuration error at startup, never a quiet truncation."""
 import asyncio
+import os
 import types
 
 import pytest
 
-from cluster.settings import Settings
-from pipeline.node_config import budget, budgets
+from core.settings import Settings
+from pipeline.node_config import budget, budgets, check_budgets
 from pipeline.services import LLMClient
 from pipeline.trace import TurnTrace
 from tests.unit.test_llm_openai_backend import _server, served
@@ -44,8 +45,23 @@ def test_overrides_per_node_and_for_all():
 
 def test_a_budget_above_the_deployments_limit_is_refused_at_startup():
     with pytest.raises(ValueError, match=r"token budgets above llm_max_tokens \(300\): \{.*'thinker': 400"):
-        Settings(llm_max_tokens=300)
+        check_budgets(Settings(llm_max_tokens=300))
     with pytest.raises(ValueError, match="'responder': 900"):
-        Settings(node_max_tokens={"responder": 900})
-    Settings(llm_max_tokens=360, node_max_tokens={"thinker": 360, "thinker_nachfass": 300, "planner": 360,
-                                                  "responder": 360})  # fits
+        check_budgets(Settings(node_max_tokens={"responder": 900}))
+    check_budgets(Settings(llm_max_tokens=360, node_max_tokens={"thinker": 360, "thinker_nachfass": 300, "planner": 360,
+                                                                "responder": 360}))  # fits
+
+
+def test_the_start_checks_the_budgets_before_anything_starts(monkeypatch):
+    """The settings hold what they are given (core imports nothing of the pipeline); the start is where
+    a budget above the limit stops: `novaberg up` (before the daemon), the runtime (before Ray and
+    the stores) and the app builder (before a deployment is bound, also for a Serve config)."""
+    from cluster import cli, runtime
+    from serve.app import build_app
+
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    too_small = Settings(llm_max_tokens=300)
+    for start in (lambda: cli.cmd_up(too_small, None), lambda: runtime.start(too_small), lambda: build_app(too_small)):
+        with pytest.raises(ValueError, match=r"token budgets above llm_max_tokens \(300\)"):
+            start()
+    assert "RAY_AUTH_MODE" not in os.environ  # the runtime stopped before it set anything up

@@ -2,7 +2,7 @@
 import asyncio
 from datetime import datetime, timezone
 
-from cluster.settings import Settings
+from core.settings import Settings
 from pipeline.nodes.enricher import REWRITE_MAX_CHARS, rewrite
 from pipeline.state import SessionTurn
 from tests.scripted_llm import ScriptedLLM, deps_for

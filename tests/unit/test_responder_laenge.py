@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from cluster.settings import Settings
+from core.settings import Settings
 from pipeline import satzende
 from pipeline.node_config import ANTWORT_SPIELRAUM, ANTWORT_ZEICHEN_JE_TOKEN, antwort_token, budget, capped
 from pipeline.nodes import corrector, responder

@@ -24,7 +24,7 @@ def test_the_environment_is_restored_when_the_block_fails(monkeypatch):
 
 
 def _settings(**kw):
-    from cluster.settings import Settings
+    from core.settings import Settings
 
     return Settings(http_port=8123, **kw)
 
@@ -53,7 +53,7 @@ def test_the_proxy_front_is_taken_as_asked_without_a_fallback(caplog):
 
 
 def test_the_direct_front_environment_gives_the_first_ingress_replica_the_http_port():
-    from cluster.settings import DIRECT_FRONT_PORTS, direct_front_env
+    from core.settings import DIRECT_FRONT_PORTS, direct_front_env
 
     env = direct_front_env(8123)
     assert env["RAY_SERVE_ENABLE_DIRECT_INGRESS"] == "1"
@@ -71,7 +71,7 @@ def test_a_taken_http_port_is_refused_by_name_before_anything_starts(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        from cluster.settings import Settings
+        from core.settings import Settings
 
         settings = Settings(home=tmp_path, http_port=port, database_url="postgresql://x@127.0.0.1:1/x",
                             redis_url="redis://127.0.0.1:1")

@@ -10,7 +10,7 @@ import re
 import pytest
 
 import pipeline.nodes
-from cluster.settings import Settings
+from core.settings import Settings
 from pipeline import vocab
 from pipeline.llm_json import STRING_CAP, engine_schema
 from pipeline.thinker import protokoll

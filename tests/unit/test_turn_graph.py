@@ -81,7 +81,7 @@ def standin_url():
 
 
 def test_the_standin_answers_after_its_latency_with_what_the_schema_allows(standin_url):
-    from cluster.settings import Settings
+    from core.settings import Settings
     from serve.llm_backends import OpenAICompatBackend
 
     schema = {"type": "object", "properties": {"management": {"type": "string", "enum": ["keins", "notizen"]},

@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from cluster.settings import Settings
+from core.settings import Settings
 from serve.web import WebLayer, page_text
 from serve.web_guard import FetchRefused, WebGuard, address_refusal
 

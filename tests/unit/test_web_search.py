@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from cluster.settings import Settings
+from core.settings import Settings
 from serve.web import NoSearchProvider, WebLayer
 from serve.web_guard import FetchRefused, WebGuard
 from tests.web_servers import WebServers

