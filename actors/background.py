@@ -7,6 +7,7 @@ import logging
 import time
 from typing import Any
 
+from actors.delegation import DELEGATIONS, Delegation
 from memory import kzg, session
 from pipeline.runner import BACKGROUND_CHAIN, ChainRunner
 from pipeline.services import Deps, Services
@@ -16,7 +17,6 @@ from pipeline.trace import TurnTrace
 log = logging.getLogger("novaberg.background")
 DONE_TTL_S = 7 * 24 * 3600
 LOG_SEQ_OFFSET = 10_000  # background rows follow the turn's own rows in pipeline_log
-DELEGATIONS = "delegationen"
 
 
 def erledigt_key(user_id: str, character_id: str, turn_id: str) -> str:
@@ -97,8 +97,6 @@ async def delegieren(redis, user_id: str, character_id: str, turn_id: str, aufga
     that words the task differently the second time must not queue a second research. The marker
     is the turn and the task's place among the turn's delegations, not its wording. False when it
     was queued already."""
-    from actors.pixie import Delegation  # late: the pixie module reads this one's names late as well
-
     task = Delegation(aufgabe=aufgabe, turn_id=turn_id)
     queued = await redis.eval(_DELEGIEREN, 2, f"{DELEGATIONS}:{user_id}:{character_id}",
                               delegation_key(user_id, character_id, turn_id, nummer), task.model_dump_json(), DONE_TTL_S)

@@ -22,7 +22,6 @@ so, no `wissen`), `charakter_entfernt`, `delegation_unlesbar` (the task is dropp
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import threading
 import uuid
@@ -31,6 +30,7 @@ from typing import Any
 import ray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from actors.delegation import DELEGATIONS, Delegation
 from core.settings import Settings
 
 log = logging.getLogger("novaberg.pixie")
@@ -53,20 +53,6 @@ class _Antwort(BaseModel):
     model_config = ConfigDict(extra="ignore")
     titel: str
     wissen: str
-
-
-class Delegation(BaseModel):
-    """One delegated task as the background writes it."""
-
-    model_config = ConfigDict(extra="ignore")
-    aufgabe: str = Field(min_length=1)
-    turn_id: str | None = None
-    versuche: int = Field(default=0, ge=0)
-
-    def schluessel(self) -> str:
-        """The idempotency key of the delegation: its turn and its wording."""
-        digest = hashlib.sha256(self.aufgabe.encode()).hexdigest()[:16]
-        return f"delegation:{self.turn_id or '-'}:{digest}"
 
 
 class Recherche(BaseModel):
@@ -92,22 +78,16 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _delegations() -> str:
-    from actors.background import DELEGATIONS  # late: the background module loads the chain runner
-
-    return DELEGATIONS
-
-
 def _queue_of(work_key: str) -> str:
-    return _delegations() + work_key[len(IN_ARBEIT):]
+    return DELEGATIONS + work_key[len(IN_ARBEIT):]
 
 
 def _work_of(queue_key: str) -> str:
-    return IN_ARBEIT + queue_key[len(_delegations()):]
+    return IN_ARBEIT + queue_key[len(DELEGATIONS):]
 
 
 def _pair_of(queue_key: str) -> tuple[str, str]:
-    user_id, character_id = queue_key[len(_delegations()) + 1:].split(":", 1)
+    user_id, character_id = queue_key[len(DELEGATIONS) + 1:].split(":", 1)
     return user_id, character_id
 
 
@@ -272,7 +252,7 @@ async def pixie_round(services, max_tasks: int = 3) -> dict[str, Any]:
     out: dict[str, Any] = {"status": "gelaufen", "geschrieben": 0, "ausgaenge": []}
     try:
         out["wiederaufgenommen"] = await wiederaufnehmen(r)
-        keys = sorted([_text(k) async for k in r.scan_iter(f"{_delegations()}:*")])
+        keys = sorted([_text(k) async for k in r.scan_iter(f"{DELEGATIONS}:*")])
         for key in keys:
             if len(out["ausgaenge"]) >= max_tasks:
                 break

@@ -6,8 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-import httpx
-
+from cluster.cli_common import request
 from core.settings import Settings
 
 FIELDS = ("name", "identitaet", "sprechweise", "szenario", "begruessung", "beispieldialog", "charakter_anweisung")
@@ -37,40 +36,21 @@ def add_parser(sub) -> None:
         p.add_argument("--key", help="API key (default: the local operator key)")
 
 
-def _request(settings: Settings, args, method: str, path: str, **kw) -> httpx.Response | None:
-    from cluster.cli import _daemon, _operator_key
-
-    info = _daemon(settings)
-    if not info:
-        print("novaberg is not running; start it with `novaberg up`", file=sys.stderr)
-        return None
-    r = httpx.request(method, f"{info['url']}{path}", headers={"Authorization": f"Bearer {_operator_key(settings, args)}",
-                                                               **kw.pop("headers", {})}, timeout=120, **kw)
-    if r.status_code >= 400:
-        try:
-            msg = r.json()["error"]["message"]
-        except (ValueError, KeyError, TypeError):
-            msg = r.text
-        print(f"error {r.status_code}: {msg}", file=sys.stderr)
-        return None
-    return r
-
-
 def run(settings: Settings, args) -> int:
     c = args.charcmd
     if c == "add":
         body = {"character_id": args.character_id, **{f: getattr(args, f) for f in FIELDS if getattr(args, f)}}
-        r = _request(settings, args, "POST", "/v1/characters", json=body)
+        r = request(settings, args, "POST", "/v1/characters", json=body)
     elif c == "list":
-        r = _request(settings, args, "GET", "/v1/characters")
+        r = request(settings, args, "GET", "/v1/characters")
         if r is not None:
             for ch in r.json()["characters"]:
                 print(f"{ch['character_id']}\t{ch['name']}\t{ch['identitaet'][:60]}")
             return 0
     elif c == "show":
-        r = _request(settings, args, "GET", f"/v1/characters/{args.character_id}")
+        r = request(settings, args, "GET", f"/v1/characters/{args.character_id}")
     elif c == "remove":
-        r = _request(settings, args, "DELETE", f"/v1/characters/{args.character_id}")
+        r = request(settings, args, "DELETE", f"/v1/characters/{args.character_id}")
         if r is not None:
             print(f"removed {args.character_id}")
             return 0
@@ -78,10 +58,10 @@ def run(settings: Settings, args) -> int:
         data = Path(args.file).read_bytes()
         ctype = "image/png" if data.startswith(b"\x89PNG") else "application/json"
         params = {k: v for k, v in (("character_id", args.character_id), ("replace", "true" if args.replace else None)) if v}
-        r = _request(settings, args, "POST", "/v1/characters/import", content=data, params=params,
+        r = request(settings, args, "POST", "/v1/characters/import", content=data, params=params,
                      headers={"Content-Type": ctype})
     else:
-        r = _request(settings, args, "GET", f"/v1/characters/{args.character_id}/export")
+        r = request(settings, args, "GET", f"/v1/characters/{args.character_id}/export")
         if r is not None and args.output:
             Path(args.output).write_text(json.dumps(r.json(), ensure_ascii=False, indent=2), encoding="utf-8")
             print(f"written: {args.output}")

@@ -13,43 +13,18 @@ import uuid
 
 import httpx
 
+from cluster.cli_common import healthy, operator_key, read_text, running_daemon
 from cluster.daemon import keys_dir, state_file
 from cluster.reply_view import ReplyView
 from core.settings import Settings, load_settings
-
-
-def _read(path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        return None
-
-
-def _daemon(settings: Settings) -> dict | None:
-    raw = _read(state_file(settings.home))
-    if not raw:
-        return None
-    info = json.loads(raw)
-    try:
-        os.kill(info["pid"], 0)
-    except ProcessLookupError:
-        return None
-    return info
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=5).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def cmd_up(settings: Settings, args) -> int:
     from pipeline.node_config import check_budgets
 
     check_budgets(settings)  # a node budget above llm_max_tokens stops `up` here, not only in the daemon's log
-    info = _daemon(settings)
-    if info and _healthy(info["url"]):
+    info = running_daemon(settings)
+    if info and healthy(info["url"]):
         print(f"novaberg is already running at {info['url']}")
         return 0
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
@@ -65,11 +40,11 @@ def cmd_up(settings: Settings, args) -> int:
         if proc.poll() is not None:
             print(f"novaberg failed to start (exit {proc.returncode}); see {log_path}", file=sys.stderr)
             return 1
-        info = _daemon(settings)
-        if info and _healthy(info["url"]):
+        info = running_daemon(settings)
+        if info and healthy(info["url"]):
             print(f"novaberg is up at {info['url']}")
             if info.get("first_start"):
-                print(f"local API key for user 'local': {_read(keys_dir(settings.home) / 'local.key')}")
+                print(f"local API key for user 'local': {read_text(keys_dir(settings.home) / 'local.key')}")
                 print(f"operator key: stored in {keys_dir(settings.home) / 'operator.key'}")
             return 0
         time.sleep(1)
@@ -78,7 +53,7 @@ def cmd_up(settings: Settings, args) -> int:
 
 
 def cmd_down(settings: Settings, args) -> int:
-    info = _daemon(settings)
+    info = running_daemon(settings)
     if not info:
         print("novaberg is not running")
         return 0
@@ -94,30 +69,23 @@ def cmd_down(settings: Settings, args) -> int:
     return 1
 
 
-def _operator_key(settings: Settings, args) -> str:
-    key = getattr(args, "key", None) or _read(keys_dir(settings.home) / "operator.key")
-    if not key:
-        raise SystemExit("no API key: pass --key or run `novaberg up` first")
-    return key
-
-
 def cmd_status(settings: Settings, args) -> int:
-    info = _daemon(settings)
+    info = running_daemon(settings)
     if not info:
         print("novaberg is not running")
         return 1
-    key = _operator_key(settings, args)
+    key = operator_key(settings, args)
     r = httpx.get(f"{info['url']}/v1/operator/status", headers={"Authorization": f"Bearer {key}"}, timeout=30)
-    print(json.dumps({"url": info["url"], "healthy": _healthy(info["url"]), **r.json()}, indent=2))
+    print(json.dumps({"url": info["url"], "healthy": healthy(info["url"]), **r.json()}, indent=2))
     return 0
 
 
 def cmd_key_create(settings: Settings, args) -> int:
-    info = _daemon(settings)
+    info = running_daemon(settings)
     if not info:
         print("novaberg is not running; start it with `novaberg up`", file=sys.stderr)
         return 1
-    key = _operator_key(settings, args)
+    key = operator_key(settings, args)
     r = httpx.post(f"{info['url']}/v1/operator/keys", json={"user_id": args.user},
                    headers={"Authorization": f"Bearer {key}"}, timeout=30)
     if r.status_code != 200:
@@ -151,7 +119,7 @@ def cmd_key_bootstrap(settings: Settings, args) -> int:
 
 
 def cmd_key_revoke(settings: Settings, args) -> int:
-    info = _daemon(settings)
+    info = running_daemon(settings)
     if not info:
         print("novaberg is not running; start it with `novaberg up`", file=sys.stderr)
         return 1
@@ -160,7 +128,7 @@ def cmd_key_revoke(settings: Settings, args) -> int:
         return 2
     body = {"api_key": args.api_key} if args.api_key else {"user_id": args.user}
     r = httpx.post(f"{info['url']}/v1/operator/keys/revoke", json=body,
-                   headers={"Authorization": f"Bearer {_operator_key(settings, args)}"}, timeout=30)
+                   headers={"Authorization": f"Bearer {operator_key(settings, args)}"}, timeout=30)
     if r.status_code != 200:
         print(f"error {r.status_code}: {r.text}", file=sys.stderr)
         return 1
@@ -198,11 +166,11 @@ def _print_pushed(base: str, headers: dict, character: str, stop: threading.Even
 
 
 def cmd_chat(settings: Settings, args) -> int:
-    info = _daemon(settings)
+    info = running_daemon(settings)
     if not info:
         print("novaberg is not running; start it with `novaberg up`", file=sys.stderr)
         return 1
-    key = _operator_key(settings, args)
+    key = operator_key(settings, args)
     pair = f"{info['url']}/v1/pairs/{args.user}/{args.character}"
     headers = {"Authorization": f"Bearer {key}"}
     with httpx.Client(timeout=300) as client:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cluster.character_cli import _request
+from cluster.cli_common import request
 from core.settings import Settings
 
 CONTENT_TYPES = {".txt": "text/plain", ".text": "text/plain", ".md": "text/markdown", ".markdown": "text/markdown",
@@ -35,7 +35,7 @@ def run(settings: Settings, args) -> int:
             print(f"no such file: {path}", file=sys.stderr)
             return 1
         ctype = CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")  # the server decides or says 415
-        r = _request(settings, args, "POST", base, content=path.read_bytes(), params={"name": args.name or path.name},
+        r = request(settings, args, "POST", base, content=path.read_bytes(), params={"name": args.name or path.name},
                      headers={"Content-Type": ctype})
         if r is None:
             return 1
@@ -45,13 +45,13 @@ def run(settings: Settings, args) -> int:
               f"keywords {', '.join(d['stichworte'])}")
         return 0
     if args.filescmd == "list":
-        r = _request(settings, args, "GET", base)
+        r = request(settings, args, "GET", base)
         if r is None:
             return 1
         for d in r.json()["dateien"]:
             print(f"{d['id']}\t{d['name']}\t{d['art']}\t{d['abschnitte']} chunks\t{d['thema']}")
         return 0
-    r = _request(settings, args, "DELETE", f"{base}/{args.datei_id}")
+    r = request(settings, args, "DELETE", f"{base}/{args.datei_id}")
     if r is None:
         return 1
     print(f"removed file {args.datei_id}")

@@ -22,6 +22,7 @@ from functools import lru_cache
 from types import ModuleType
 from typing import Iterable, Sequence
 
+from pipeline.nodes import node_module
 from pipeline.state import RECORDS, TurnState
 
 CONSUMERS: dict[str, tuple[str, ...]] = {
@@ -70,9 +71,9 @@ def _flat(chain: Sequence) -> list[tuple[str, int]]:
 
 
 def _modules(names: Iterable[str]) -> dict[str, ModuleType]:
-    from pipeline.runner import load_node
-
-    return {n: load_node(n) for n in names}
+    """The node modules by name. Their declarations are the runner's to check (`load_node`, before
+    it asks this module); the contract only reads them."""
+    return {n: node_module(n) for n in names}
 
 
 def record_gaps(chain: Sequence, *, given: Iterable[str] = ("stimulus",), later_reads: Iterable[str] = (),

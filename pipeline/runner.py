@@ -8,7 +8,6 @@ the stateless node deployment) is configuration (`Settings.remote_nodes`), not c
 from __future__ import annotations
 
 import asyncio
-import importlib
 from functools import lru_cache
 import logging
 import time
@@ -17,6 +16,7 @@ from types import ModuleType
 from typing import Any, Callable, Sequence
 
 from pipeline import schedule
+from pipeline.nodes import node_module
 from pipeline.schedule import SCHEDULES
 from pipeline.services import Deps
 from pipeline.state import RECORDS, Stimulus, TurnState
@@ -84,7 +84,7 @@ class NodeFailed(RuntimeError):
 
 
 def load_node(name: str) -> ModuleType:
-    mod = importlib.import_module(f"pipeline.nodes.{name}")
+    mod = node_module(name)
     for attr in ("NAME", "READS", "WRITES", "run"):
         if not hasattr(mod, attr):
             raise NodeContractError(f"node module {name} lacks {attr}")

@@ -20,7 +20,6 @@ from ray import serve
 from sse_starlette.sse import EventSourceResponse
 
 from actors.pair import get_or_create_pair, pair_name
-from cluster import dashboard
 from core.names import INGRESS_DEPLOYMENT
 from core.settings import Settings
 from memory import session
@@ -28,7 +27,7 @@ from pipeline.figur import einsetzen
 from pipeline.node_config import budget
 from pipeline.services import transport
 from prompts import PromptLibrary
-from serve import charakterkarte, dateien, erschliessung
+from serve import charakterkarte, dashboard, dateien, erschliessung
 from serve.body_limit import BodyLimit
 from serve.direct_front import reuse_the_port
 from serve.schemas import (ID_PATTERN, TURN_ID_PATTERN, Character, CharacterCreate, CharacterImportResponse,

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from actors import pixie
-from actors.background import DELEGATIONS
+from actors.delegation import DELEGATIONS
 from core.settings import Settings
 from memory import charaktere, library
 from memory.config import MemoryConfig

@@ -1,6 +1,6 @@
 """The operators' dashboard: what the chain did and decided, next to what Ray's own dashboard shows
 about the cluster. Read-only. The same snapshot feeds the JSON endpoint, the page
-(`cluster/dashboard.html`) and the Prometheus gauges (through `ray.util.metrics`).
+(`serve/dashboard.html`) and the Prometheus gauges (through `ray.util.metrics`).
 
 Sources: `turns` and `pipeline_log` in Postgres (latencies, decisions), Redis (live and evicted
 pairs, failed nodes, the outbox), and the LLM and embedder deployments' cumulative counters,
