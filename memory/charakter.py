@@ -8,11 +8,13 @@ from typing import Any, TypedDict
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from core.errors import RefusedError
+
 PROFILE_FIELDS = ("nova_kern", "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung",
                   "mensch_kern", "mensch_beziehung", "mensch_themen")
 
 
-class TooManyInstructions(ValueError):
+class TooManyInstructions(RefusedError, ValueError):
     """A fourth active instruction: the caller asks the human to consolidate (seed 004)."""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from core.errors import InputError
 from memory.config import MemoryConfig
 from memory.vectors import normalise
 
@@ -23,7 +24,7 @@ FIELDS = ("name", "identitaet", "sprechweise", "szenario", "begruessung", "beisp
 _COLUMNS = ", ".join(("character_id",) + FIELDS + ("created_at", "updated_at"))
 
 
-class CharacterExists(ValueError):
+class CharacterExists(InputError, ValueError):
     """A character with that id exists already."""
 
 

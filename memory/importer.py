@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from core.errors import InputError
 from memory import kzg, lzg, session
 
 EmbedFn = Callable[[list[str]], list[list[float]]]
@@ -22,7 +23,7 @@ NEIGHBOUR_WEIGHT = 0.6
 KZG_RECENT_TURNS = 40
 
 
-class ImportFormatError(ValueError):
+class ImportFormatError(InputError, ValueError):
     pass
 
 

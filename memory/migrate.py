@@ -12,6 +12,8 @@ from pathlib import Path
 
 import psycopg
 
+from core.errors import StoreError
+
 log = logging.getLogger("novaberg.migrate")
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -19,7 +21,7 @@ _LOCK_ID = 7_424_011  # advisory lock key for migrations
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
-class SchemaMismatch(RuntimeError):
+class SchemaMismatch(StoreError, RuntimeError):
     """The stored schema was made for another embedding dimension."""
 
 

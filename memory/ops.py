@@ -6,6 +6,7 @@ Long-term memory is read through `lesepfad.erinnern` only (memory/lesepfad.py).
 """
 from __future__ import annotations
 
+from core.errors import StoreError
 from memory import aufzeichnungen, charakter, charaktere, dashboard, dateien, lesepfad, library, lzg, notizen, pg, timeline, ziele
 
 OPS = {
@@ -95,7 +96,7 @@ class PoolStore:
         return await pg.load_pair(self.pool, user_id, character_id)
 
 
-class UnknownOperation(KeyError):
+class UnknownOperation(StoreError, KeyError):
     pass
 
 

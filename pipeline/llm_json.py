@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from core.errors import EngineError
 from pipeline.satzende import GEKAPPT
 from pipeline.services import Deps
 
@@ -132,7 +133,7 @@ def antwort_tokens(schema: dict) -> int:
     return int(zeichen / ZEICHEN_JE_TOKEN + 0.999) + zahlen
 
 
-class NichtEndlich(ValueError):
+class NichtEndlich(EngineError, ValueError):
     """A number in a model's answer that is NaN or infinite (Redis and Postgres refuse them)."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
+from core.errors import ChainError
 from pipeline import schedule
 from pipeline.nodes import node_module
 from pipeline.schedule import SCHEDULES
@@ -72,11 +73,11 @@ CHARACTER_CHAIN: tuple = (
 BACKGROUND_CHAIN: tuple = ("salience", "zielbildung", "praegung", "selbstbild", "aufgriff", "zusammenfassung")
 
 
-class NodeContractError(RuntimeError):
+class NodeContractError(ChainError, RuntimeError):
     """A node returned a record it did not declare, or declared one that does not exist."""
 
 
-class NodeFailed(RuntimeError):
+class NodeFailed(ChainError, RuntimeError):
     def __init__(self, node: str, cause: BaseException):
         super().__init__(f"node {node} failed: {type(cause).__name__}: {cause}")
         self.node = node

@@ -11,11 +11,13 @@ import string
 from functools import lru_cache
 from pathlib import Path
 
+from core.errors import ConfigError
+
 PROMPTS_DIR = Path(__file__).parent
 DEFAULT = "default"
 
 
-class PromptError(ValueError):
+class PromptError(ConfigError, ValueError):
     pass
 
 

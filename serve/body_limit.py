@@ -7,8 +7,10 @@ import json
 
 from fastapi import HTTPException
 
+from core.errors import RefusedError
 
-class _TooLarge(HTTPException):
+
+class _TooLarge(RefusedError, HTTPException):
     """Raised while the body arrives; the app's HTTPException handler answers it (413)."""
 
     def __init__(self, limit: int):

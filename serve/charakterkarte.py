@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from core.errors import InputError
 from serve.schemas import CHARACTER_LIMITS, ID_PATTERN
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -38,7 +39,7 @@ _V2_DATA = {"name", "description", "personality", "scenario", "first_mes", "mes_
             "character_version", "extensions"}
 
 
-class KarteFehler(ValueError):
+class KarteFehler(InputError, ValueError):
     """The card cannot be read or mapped; the message names the field and the reason."""
 
 

@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from core.errors import InputError
+
 log = logging.getLogger("novaberg.dateien")
 
 Art = Literal["text", "markdown", "pdf"]
@@ -30,7 +32,7 @@ _STEUERZEICHEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _NAME_VERBOTEN = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class DateiFehler(ValueError):
+class DateiFehler(InputError, ValueError):
     """What is wrong with an uploaded file, with its HTTP status and error type."""
 
     def __init__(self, status: int, typ: str, message: str):

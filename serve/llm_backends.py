@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+from core.errors import EngineError
 from core.settings import Settings
 
 log = logging.getLogger("novaberg.llm")
@@ -29,7 +30,7 @@ log = logging.getLogger("novaberg.llm")
 _THINK = re.compile(r"<think>(.*?)</think>\s*", re.S)
 
 
-class LLMBackendError(RuntimeError):
+class LLMBackendError(EngineError, RuntimeError):
     """The engine failed a call. `transient`: it may answer the same call next time (a server
     error, a refused or reset connection, a timeout) — the caller retries it with backoff."""
 

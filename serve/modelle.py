@@ -12,12 +12,14 @@ import logging
 import re
 from pathlib import Path
 
+from core.errors import ConfigError
+
 log = logging.getLogger("novaberg.llm")
 
 _REF = re.compile(r"^(?:hf\.co/|huggingface\.co/)?(?P<repo>[A-Za-z0-9][\w.\-]*/[\w.\-]+)(?::(?P<pattern>[^\s]+))?$")
 
 
-class ModellFehler(RuntimeError):
+class ModellFehler(ConfigError, RuntimeError):
     """A model reference that names nothing loadable; the message says what to set."""
 
 

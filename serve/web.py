@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 from ray import serve
 
+from core.errors import ServiceError
 from core.names import WEB_DEPLOYMENT
 from core.settings import Settings
 from serve.web_guard import FetchRefused, WebGuard
@@ -19,7 +20,7 @@ MAX_HITS = 5
 MAX_TEXT_CHARS = 8000
 
 
-class NoSearchProvider(RuntimeError):
+class NoSearchProvider(ServiceError, RuntimeError):
     pass
 
 

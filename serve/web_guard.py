@@ -19,10 +19,12 @@ from urllib.parse import urljoin, urlsplit
 import httpcore
 import httpx
 
+from core.errors import RefusedError
+
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
 
-class FetchRefused(ValueError):
+class FetchRefused(RefusedError, ValueError):
     """The URL or one of its redirects may not be fetched; the message says why."""
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from core.errors import StoreError
 from memory import kzg, session
 from memory.config import MemoryConfig
 from memory.kzg import KZGIndex
@@ -38,7 +39,7 @@ REWRITE_VERLAUF_TURNS = 6
 log = logging.getLogger("novaberg.node.enricher")
 
 
-class SessionDefect(RuntimeError):
+class SessionDefect(StoreError, RuntimeError):
     """The session holds turns but none could be read: a defect, not an empty conversation."""
 
 

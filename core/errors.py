@@ -1,0 +1,83 @@
+"""The project's exceptions: one root, a few families, each error class under one family.
+
+Every exception the project defines derives from `NovabergError`, so `except NovabergError` catches
+what the project raises and nothing a library raises. A family says what went wrong in which part
+of the system; the class under it says exactly what. Many classes keep their old builtin base as a
+second base (`ValueError`, `RuntimeError`, `KeyError`, FastAPI's `HTTPException`), because callers
+and libraries catch the builtin: a class is an instance of both.
+
+The tree (a class, the module it is defined in, its builtin second base):
+
+    NovabergError
+    ├── ConfigError                 a setting, a model reference or a prompt file names nothing usable
+    │   ├── ModellFehler            serve.modelle; RuntimeError
+    │   └── PromptError             prompts; ValueError
+    ├── InputError                  a client's request, an uploaded file, a card or an import file
+    │   │                           cannot be read or taken: the client's mistake, answered with a 4xx
+    │   ├── KarteFehler             serve.charakterkarte; ValueError
+    │   ├── DateiFehler             serve.dateien; ValueError (carries its HTTP status and error type)
+    │   ├── ImportFormatError       memory.importer; ValueError
+    │   └── CharacterExists         memory.charaktere; ValueError
+    ├── RefusedError                a guard or a limit says no to something well-formed: a URL that
+    │   │                           may not be fetched, a body too large, one instruction too many
+    │   ├── FetchRefused            serve.web_guard; ValueError
+    │   ├── _TooLarge               serve.body_limit; fastapi.HTTPException (413)
+    │   └── TooManyInstructions     memory.charakter; ValueError
+    ├── StoreError                  the memory stores (Postgres, Redis) hold or are asked something
+    │   │                           they cannot serve
+    │   ├── SchemaMismatch          memory.migrate; RuntimeError
+    │   ├── SessionDefect           pipeline.nodes.enricher; RuntimeError
+    │   └── UnknownOperation        memory.ops; KeyError
+    ├── ServiceError                a service the project calls did not deliver
+    │   ├── NoSearchProvider        serve.web; RuntimeError
+    │   └── EngineError             the model engine failed a call, or its answer cannot be used
+    │       ├── LLMBackendError     serve.llm_backends; RuntimeError (`transient`: worth a retry)
+    │       └── NichtEndlich        pipeline.llm_json; ValueError
+    └── ChainError                  a node broke its contract with the chain runner, or failed
+        ├── NodeContractError       pipeline.runner; RuntimeError
+        └── NodeFailed              pipeline.runner; RuntimeError (carries `node` and `cause`)
+
+A family is defined here; a class under it is defined beside the code that raises it, in the module
+named. A new exception class takes its family as its first base (tests/unit/test_errors.py fails
+for a class outside the tree, or one the tree above does not name under its family).
+
+This module is the ground floor: it imports nothing of the project, and nothing heavy.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "NovabergError", "ConfigError", "InputError", "RefusedError", "StoreError", "ServiceError",
+    "EngineError", "ChainError",
+]
+
+
+class NovabergError(Exception):
+    """The root of every exception the project defines."""
+
+
+class ConfigError(NovabergError):
+    """A setting, a model reference or a prompt file names nothing usable; the message says what to set."""
+
+
+class InputError(NovabergError):
+    """A client's request, an uploaded file, a card or an import file cannot be read or taken (4xx)."""
+
+
+class RefusedError(NovabergError):
+    """A guard or a limit says no to something well-formed (a URL, a body's size, an instruction)."""
+
+
+class StoreError(NovabergError):
+    """The memory stores (Postgres, Redis) hold or are asked something they cannot serve."""
+
+
+class ServiceError(NovabergError):
+    """A service the project calls (a search provider, the model engine) did not deliver."""
+
+
+class EngineError(ServiceError):
+    """The model engine failed a call, or its answer cannot be used."""
+
+
+class ChainError(NovabergError):
+    """A node broke its contract with the chain runner, or failed while it ran."""
