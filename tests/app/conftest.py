@@ -51,3 +51,14 @@ def system(settings, migrated):
 @pytest.fixture(scope="package")
 def keys(system):
     return make_keys()
+
+
+def cli_against(monkeypatch, system, key: str | None = None) -> None:
+    """`novaberg` commands talk to this tier's system (and with `key`, when given, as the local
+    operator key) instead of a daemon `novaberg up` started."""
+    from cluster import cli, cli_common
+
+    for module in (cli, cli_common):
+        monkeypatch.setattr(module, "running_daemon", lambda settings: {"url": system.url, "pid": 0})
+        if key is not None:
+            monkeypatch.setattr(module, "operator_key", lambda settings, args: getattr(args, "key", None) or key)

@@ -13,6 +13,7 @@ from actors.pair import pair_name
 from cluster import cli
 from memory import pg, session
 from tests.conftest import auth, pg_call, redis_call
+from tests.app.conftest import cli_against
 
 pytestmark = pytest.mark.e2e
 
@@ -133,8 +134,7 @@ def test_keys_can_be_revoked(client, keys, monkeypatch, capsys, system):
     assert client.post("/v1/operator/keys/revoke", json={"api_key": k2}, headers=auth(k2)).status_code == 403
     assert client.post("/v1/operator/keys/revoke", json={}, headers=op).status_code == 422
     # the CLI revokes every key of a user
-    monkeypatch.setattr(cli, "_daemon", lambda settings: {"url": system.url, "pid": 0})
-    monkeypatch.setattr(cli, "_operator_key", lambda settings, args: keys["operator"])
+    cli_against(monkeypatch, system, keys["operator"])
     assert cli.main(["key", "revoke", "--user", user]) == 0
     assert "revoked 1 key(s)" in capsys.readouterr().out
     assert client.get(f"/v1/pairs/{user}/nova/turns", headers=auth(k2)).status_code == 401

@@ -7,14 +7,14 @@ import pytest
 
 from cluster import cli
 from tests.app.test_e2e_characters import _png_card
+from tests.app.conftest import cli_against
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture()
 def novaberg(system, keys, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_daemon", lambda settings: {"url": system.url, "pid": 0})
-    monkeypatch.setattr(cli, "_operator_key", lambda settings, args: keys["operator"])
+    cli_against(monkeypatch, system, keys["operator"])
 
     def run(*argv) -> tuple[int, str, str]:
         rc = cli.main(["character", *argv])
@@ -54,8 +54,7 @@ def test_character_commands(novaberg, tmp_path):
 
 
 def test_chat_opens_a_new_pair_with_the_greeting(system, keys, monkeypatch, capsys, character):
-    monkeypatch.setattr(cli, "_daemon", lambda settings: {"url": system.url, "pid": 0})
-    monkeypatch.setattr(cli, "_operator_key", lambda settings, args: keys["operator"])
+    cli_against(monkeypatch, system, keys["operator"])
     ch = character("gruss", name="Ole", begruessung="Moin {{user}}, ich bin {{char}}.")
     assert cli.main(["chat", "--user", "alice", "--character", ch, "--message", "Hallo", "--once"]) == 0
     out = capsys.readouterr().out.splitlines()

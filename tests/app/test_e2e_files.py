@@ -11,6 +11,7 @@ from ray import serve
 from cluster import cli
 from memory.config import for_model
 from tests.conftest import auth
+from tests.app.conftest import cli_against
 
 pytestmark = pytest.mark.e2e
 
@@ -139,7 +140,7 @@ def test_upload_bounds_and_bad_files(client, keys, character, settings):
 
 
 def test_files_cli(system, keys, character, monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(cli, "_daemon", lambda settings: {"url": system.url, "pid": 0})
+    cli_against(monkeypatch, system)
     cid = character("datcli")
     f = tmp_path / "heizung.pdf"
     f.write_bytes(HEIZUNG)

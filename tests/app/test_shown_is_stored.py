@@ -14,6 +14,7 @@ import pytest
 from cluster import cli
 from tests.app.conftest import (KORRIGIERT, LECK, LECK_ENTWURF, MANGEL, THINKER, THINKER_KORREKTUR)
 from tests.conftest import auth
+from tests.app.conftest import cli_against
 
 pytestmark = pytest.mark.e2e
 
@@ -114,8 +115,7 @@ def _screen(text: str, columns: int = 80) -> list[str]:
 def test_cli_leaves_the_stored_reply_on_the_screen(system, client, keys, monkeypatch, capsys, character,
                                                    marker, gone, expected):
     ch = character("nova")
-    monkeypatch.setattr(cli, "_daemon", lambda settings: {"url": system.url, "pid": 0})
-    monkeypatch.setattr(cli, "_operator_key", lambda settings, args: keys["operator"])
+    cli_against(monkeypatch, system, keys["operator"])
     text = f"{marker} Was war am Montag?".strip()
     # piped: the kept reply alone
     assert cli.main(["chat", "--user", "alice", "--character", ch, "--message", text, "--once"]) == 0
