@@ -1,5 +1,6 @@
-"""The background chain (salience → praegung → aufgriff) and the routing of its pending writes,
-run by an outbox worker after the reply left; and the delivery of planned impulses."""
+"""The background chain (salience → zielbildung → praegung → selbstbild → aufgriff →
+zusammenfassung) and the routing of its pending writes, run by an outbox worker after the reply
+left; salience alone for a human's turn kept without a reply; and the delivery of planned impulses."""
 from __future__ import annotations
 
 import json
