@@ -76,8 +76,7 @@ def test_no_reply_the_budget_cut_ends_mid_sentence(client, keys, settings, chara
     character = character("nova")
     cut = 0
     for text in ("Erzaehl mir bitte ausfuehrlich, wie dein Tag war und was du alles erlebt hast.",
-                 "Beschreib mir ganz genau einen Sonnenuntergang am Meer, mit allen Farben.",
-                 "Was ist dein Lieblingsbuch, und warum? Erklaer es mir in vielen Saetzen."):
+                 "Beschreib mir ganz genau einen Sonnenuntergang am Meer, mit allen Farben."):
         r = client.post(f"/v1/pairs/alice/{character}/turns", json={"text": text}, headers=auth(keys["alice"]))
         assert r.status_code == 200, r.text
         reply, turn_id = r.json()["reply"], r.json()["turn_id"]
