@@ -136,21 +136,21 @@ class PairActor:
             q: asyncio.Queue = asyncio.Queue()
             task = asyncio.get_running_loop().create_task(self._turn_locked(request, q))
             drafted: list[str] = []
+
+            def seen(ev: dict[str, Any]) -> dict[str, Any]:
+                if ev.get("event") == "draft":
+                    drafted.append(ev.get("text", ""))
+                return ev
+
             while True:
                 getter = asyncio.ensure_future(q.get())
                 done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
                 if getter in done:
-                    ev = getter.result()
-                    if ev.get("event") == "draft":
-                        drafted.append(ev.get("text", ""))
-                    yield ev
+                    yield seen(getter.result())
                     continue
                 getter.cancel()
                 while not q.empty():
-                    ev = q.get_nowait()
-                    if ev.get("event") == "draft":
-                        drafted.append(ev.get("text", ""))
-                    yield ev
+                    yield seen(q.get_nowait())
                 result = task.result()
                 if "error" in result:
                     yield {"event": "error", "result": result}
@@ -230,7 +230,7 @@ class PairActor:
             metrics.node_error(e.node)
             await self._record_error(services, e.node, turn_id)
             kept = await self._keep_human(state, deps, e.node)
-            return {"turn_id": turn_id, "error": {"node": e.node, "message": str(e), "nachricht_gespeichert": kept}}
+            return {"turn_id": turn_id, "error": {"node": e.node, "message": str(e), "message_kept": kept}}
         finally:
             await asyncio.gather(*nebenher)  # each logs its own failure
         self._turns += 1

@@ -233,7 +233,7 @@ def _draw_turn(client: httpx.Client, url: str, headers: dict, character: str, te
         if r.status_code != 200:
             view.failed(f"error {r.status_code}: {r.read().decode()}")
             return True
-        event, kept = None, None
+        event = None
         for line in r.iter_lines():
             if line.startswith("event:"):
                 event = line[6:].strip()
@@ -244,18 +244,15 @@ def _draw_turn(client: httpx.Client, url: str, headers: dict, character: str, te
             if event == "draft":
                 view.draft(data["text"])
             elif event == "token":
-                kept = data["text"]
-                view.kept(kept)
+                view.kept(data["text"])
             elif event == "error":
                 err = data.get("error") or {}
-                if err.get("nachricht_gespeichert"):
+                if err.get("message_kept"):
                     view.failed(f"no reply: node {err.get('node')} failed; your message is kept — type {RETRY} "
                                 "to ask for the reply again")
                     return False
-                view.failed(f"turn failed: {err}")
+                view.failed(f"turn failed: {err.get('message')}")
                 return True
-            elif event == "final" and kept is None:
-                view.kept(data["reply"])
     return None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,8 +34,8 @@ def result_key(user_id: str, character_id: str, turn_id: str) -> str:
 
 
 def mensch_key(user_id: str, character_id: str, turn_id: str) -> str:
-    """The marker of a human's turn committed on its own (Nova's chain failed): what it holds is
-    what the client was told; a repeat of the turn then adds only Nova's reply."""
+    """The marker of a human's turn committed on its own (Nova's chain failed; it holds the time):
+    the commit of the turn's repeat finds it and adds only Nova's reply."""
     return f"turn:mensch:{user_id}:{character_id}:{turn_id}"
 
 
@@ -295,7 +296,7 @@ async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str
     return bool(done)
 
 
-async def commit_human(r: Redis, *, user_id: str, character_id: str, turn_id: str, marker: dict,
+async def commit_human(r: Redis, *, user_id: str, character_id: str, turn_id: str,
                        user_turn: dict, jobs: list[dict], keep_turns: int, ttl_s: int) -> int:
     """Keep the human's message when Nova's chain failed: his session entry and `jobs` (the turn's
     record, salience of his words) atomically, once per turn. 1: kept now; 2: his part was kept
@@ -303,14 +304,8 @@ async def commit_human(r: Redis, *, user_id: str, character_id: str, turn_id: st
     return int(await r.eval(
         _MENSCH, 4, result_key(user_id, character_id, turn_id), mensch_key(user_id, character_id, turn_id),
         session_key(user_id, character_id), OUTBOX_STREAM,
-        json.dumps(marker), ttl_s, json.dumps(user_turn), keep_turns, *[json.dumps(j) for j in jobs],
+        str(time.time()), ttl_s, json.dumps(user_turn), keep_turns, *[json.dumps(j) for j in jobs],
     ))
-
-
-async def human_committed(r: Redis, user_id: str, character_id: str, turn_id: str) -> dict | None:
-    """What `commit_human` kept of this turn (None: nothing on its own)."""
-    raw = await r.get(mensch_key(user_id, character_id, turn_id))
-    return None if raw is None else json.loads(raw)
 
 
 async def load_zustand(r: Redis, user_id: str, character_id: str) -> dict | None:

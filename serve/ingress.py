@@ -105,7 +105,7 @@ def turn_failed(result: dict) -> dict:
     """The error body of a turn whose chain failed: which node, and whether the human's message
     is kept (then the same turn_id asks for the reply again, and his message is not stored twice)."""
     err, turn_id = result["error"], result.get("turn_id")
-    kept = bool(err.get("nachricht_gespeichert"))
+    kept = bool(err.get("message_kept"))
     message = f"node {err.get('node')} failed: {err.get('message')}"
     if kept:
         message += f"; your message is kept: send it again with the same turn_id ({turn_id}) to ask for the reply"
@@ -343,7 +343,12 @@ class Ingress:
             try:
                 async for ev in self._stream(user_id, character_id, request):
                     name = ev.get("event", "message")
-                    data = ev.get("result", ev) if name in ("final", "error") else {k: v for k, v in ev.items() if k != "event"}
+                    if name == "error":  # the same body as a plain request's 502
+                        data = {"error": turn_failed(ev["result"])}
+                    elif name == "final":
+                        data = ev["result"]
+                    else:
+                        data = {k: v for k, v in ev.items() if k != "event"}
                     yield {"event": name, "data": json.dumps(data)}
             finally:
                 await self._release(user_id, character_id, lease)
@@ -471,18 +476,13 @@ class Ingress:
                                             "finish_reason": None}]})
             # only text that passed review: the draft events are left out (an OpenAI client has no
             # way to take back content it was sent), the kept reply comes as one `token` event
-            streamed = False
             async for ev in self._stream(user_id, character_id, request):
                 kind = ev.get("event")
                 if kind == "token":
-                    streamed = True
                     yield sse({**base, "choices": [{"index": 0, "delta": {"content": ev["text"]},
                                                     "finish_reason": None}]})
                 elif kind == "final":
                     result = ev["result"]
-                    if not streamed:  # no kept-reply event came: the stored reply stands in
-                        yield sse({**base, "choices": [{"index": 0, "delta": {"content": result["reply"]},
-                                                        "finish_reason": None}]})
                     yield sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
                     if include_usage:
                         u = result["usage"]

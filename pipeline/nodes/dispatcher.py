@@ -98,7 +98,7 @@ async def keep_human(state: TurnState, deps: Deps, failed_node: str) -> bool:
     entry = human_entry(state)
     now = datetime.now(timezone.utc).isoformat()
     record = {"turn_id": s.turn_id, "user_id": s.user_id, "character_id": s.character_id, "reply": None,
-              "herkunft": s.herkunft, "nachricht_gespeichert": True, "fehler_knoten": failed_node, "created_at": now}
+              "herkunft": s.herkunft, "fehler_knoten": failed_node, "created_at": now}
     rows = [dict(r, seq=r["seq"] + MENSCH_LOG_SEQ_OFFSET) for r in deps.trace.rows]
     jobs = [
         {"kind": "turn", "turn": {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id,
@@ -110,7 +110,7 @@ async def keep_human(state: TurnState, deps: Deps, failed_node: str) -> bool:
                    if getattr(state, r) is not None}},
     ]
     status = await session.commit_human(
-        deps.redis, user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id, marker=record,
+        deps.redis, user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id,
         user_turn=entry, jobs=jobs, keep_turns=deps.settings.session_keep_turns, ttl_s=deps.settings.turn_result_ttl_s)
     if status == 1:
         log.warning("dispatcher: fallback nachricht_behalten: node %s failed on turn %s of %s:%s; the human's "

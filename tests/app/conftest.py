@@ -32,6 +32,8 @@ AUSFALL = "[ausfall]"
 """More failed calls than the repeats: the turn fails, the human's message is kept; later calls answer."""
 AUSFALL_OA = "[ausfall-oa]"
 """The same at the OpenAI door (a counter of its own)."""
+AUSFALL_SSE = "[ausfall-sse]"
+"""The same in the native stream (a counter of its own)."""
 
 
 @pytest.fixture(scope="package")
@@ -41,7 +43,7 @@ def system(settings, migrated):
         LECK: {"responder": [LECK_ENTWURF]},
         MANGEL: {"tribunal": ['{"urteil": "mangel", "gruende": ["zu knapp"]}'], "corrector": [KORRIGIERT]},
         THINKER: {"thinker": [f"ERGEBNIS: KORREKTUR\nPROBLEME: falscher Tag\nKORRIGIERTE ANTWORT: {THINKER_KORREKTUR}"]},
-    }, fehler={WACKEL: {"responder": 1}, AUSFALL: {"responder": 3}, AUSFALL_OA: {"responder": 3}})
+    }, fehler={WACKEL: {"responder": 1}, AUSFALL: {"responder": 3}, AUSFALL_OA: {"responder": 3}, AUSFALL_SSE: {"responder": 3}})
     # the scripted engine is configured as a model that may answer in its reasoning alone
     settings = settings.model_copy(update={"thinker_reasoning_models": [*settings.thinker_reasoning_models,
                                                                           "scripted-engine"]})

@@ -6,16 +6,12 @@ import uuid
 import pytest
 
 from actors.background import erledigt_key
-from memory import pg, session
-from tests.app.conftest import AUSFALL, AUSFALL_OA, WACKEL
+from memory import pg
+from tests.app.conftest import AUSFALL, AUSFALL_OA, AUSFALL_SSE, WACKEL
+from tests.app.test_e2e_idempotency import _entries
 from tests.conftest import auth, pg_call, redis_call, wait_for
 
 pytestmark = pytest.mark.e2e
-
-
-def _entries(settings, user, character, turn_id):
-    turns = redis_call(settings.redis_url, session.load_turns, user, character, 100)
-    return [t for t in turns if t["turn_id"] == turn_id]
 
 
 def test_a_transient_engine_error_is_asked_again(client, keys, settings, character):
@@ -76,6 +72,19 @@ def test_openai_door_says_the_message_is_kept(system, client, keys, settings, ch
     body = e.value.body if isinstance(e.value.body, dict) else {}
     err = body.get("error", body)
     assert err["message_kept"] is True and err["turn_id"] == turn_id
+
+
+def test_the_native_stream_says_the_message_is_kept(client, keys, settings, character):
+    """The stream's `error` event carries the same body as a plain request's 502."""
+    from tests.app.test_shown_is_stored import _native
+
+    ch = character("ausfall-sse")
+    turn_id, events = _native(client, keys["alice"], "alice", ch, f"{AUSFALL_SSE} Hallo")
+    errors = [d for k, d in events if k == "error"]
+    assert [k for k, _ in events if k in ("token", "final")] == [] and len(errors) == 1, events
+    err = errors[0]["error"]
+    assert err["type"] == "turn_failed" and err["message_kept"] is True and err["turn_id"] == turn_id
+    assert [e["rolle"] for e in _entries(settings, "alice", ch, turn_id)] == ["user"]
 
 
 async def _exists(r, key):
