@@ -16,6 +16,7 @@ from typing import Any
 
 from core.names import APP_NAME, EMBEDDER_DEPLOYMENT, LLM_DEPLOYMENT, STORE_DEPLOYMENT, WEB_DEPLOYMENT
 from core.settings import Settings
+from core.wire import ChatChunk, ChatRequest, ChatResponse
 from pipeline.node_config import budget, node_config
 from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
@@ -70,18 +71,11 @@ class LLMClient:
         budget where the node computes one (the responder's follows the turn's span); unset, the
         node's `budget`."""
         cfg = node_config(node)
-        request = {
-            "messages": messages,
-            "temperature": cfg.temperature,
-            "max_tokens": budget(node, self.settings) if max_tokens is None else max_tokens,
-            "think": think,
-            "caller": node,
-            "pair": f"{trace.user_id}:{trace.character_id}",
-        }
-        if response_schema is not None:
-            request["response_schema"] = response_schema
-        if protocol is not None:
-            request["protocol"] = protocol
+        request = ChatRequest(
+            messages=messages, temperature=cfg.temperature,
+            max_tokens=budget(node, self.settings) if max_tokens is None else max_tokens, think=think,
+            caller=node, pair=f"{trace.user_id}:{trace.character_id}", response_schema=response_schema,
+            protocol=protocol)
         trace.prompt_sent(node, messages)
         t0 = time.perf_counter()
         versuch = 0
@@ -105,36 +99,32 @@ class LLMClient:
         trace.llm_done((time.perf_counter() - t0) * 1000, result.prompt_tokens, result.completion_tokens, node)
         return result
 
-    async def _stream(self, trace: TurnTrace, node: str, request: dict[str, Any], drafted: list[str]) -> ChatResult:
+    async def _stream(self, trace: TurnTrace, node: str, request: ChatRequest, drafted: list[str]) -> ChatResult:
         reasoning: list[str] = []
-        final: dict[str, Any] = {}
+        final: ChatChunk | None = None
         gen = self.handle.options(stream=True).chat_stream.remote(request)
         trace.aufruf_gesendet()
+        chunk: ChatChunk
         async for chunk in gen:
-            delta = chunk["choices"][0].get("delta", {}) if chunk.get("choices") else {}
-            if delta.get("content"):
-                drafted.append(delta["content"])
+            if chunk.content:
+                drafted.append(chunk.content)
                 # provisional: review may still change it; the kept reply follows as `token`
-                trace.emit("draft", node=node, text=delta["content"])
-            if delta.get("reasoning_content"):
-                reasoning.append(delta["reasoning_content"])
-            if chunk.get("usage"):
+                trace.emit("draft", node=node, text=chunk.content)
+            if chunk.reasoning:
+                reasoning.append(chunk.reasoning)
+            if chunk.usage is not None:
                 final = chunk
-        usage = final.get("usage", {})
-        return ChatResult("".join(drafted), "".join(reasoning) or None, final.get("model", ""),
-                          usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
-                          (final.get("choices") or [{}])[0].get("finish_reason"))
+        if final is None:
+            return ChatResult("".join(drafted), "".join(reasoning) or None, "", 0, 0, None)
+        return ChatResult("".join(drafted), "".join(reasoning) or None, final.model, final.usage.prompt_tokens,
+                          final.usage.completion_tokens, final.finish_reason)
 
-    async def _call(self, trace: TurnTrace, request: dict[str, Any]) -> ChatResult:
+    async def _call(self, trace: TurnTrace, request: ChatRequest) -> ChatResult:
         call = self.handle.chat.remote(request)
         trace.aufruf_gesendet()
-        resp = await call
-        choice = resp["choices"][0]
-        msg = choice["message"]
-        usage = resp.get("usage", {})
-        return ChatResult(msg.get("content") or "", msg.get("reasoning_content"), resp.get("model", ""),
-                          usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
-                          choice.get("finish_reason"))
+        resp: ChatResponse = await call
+        return ChatResult(resp.content, resp.reasoning, resp.model, resp.usage.prompt_tokens,
+                          resp.usage.completion_tokens, resp.finish_reason)
 
     async def model_name(self) -> str:
         now = time.monotonic()

@@ -1,4 +1,6 @@
-"""The LLM deployment: one interface over the configured backend (llamacpp | vllm | openai)."""
+"""The LLM deployment: one interface over the configured backend (llamacpp | vllm | openai) or an
+injected engine. Its requests and answers are the typed messages of `core/wire.py` (`ChatRequest`,
+`ChatResponse`, `ChatChunk`); every engine implements `core.wire.LLMEngine`."""
 from __future__ import annotations
 
 import logging
@@ -9,6 +11,7 @@ from ray import serve
 
 from core.names import LLM_DEPLOYMENT
 from core.settings import Settings
+from core.wire import ChatChunk, ChatRequest, ChatResponse, ChatUsage, LLMEngine
 from pipeline import metrics
 
 log = logging.getLogger("novaberg.llm")
@@ -18,7 +21,10 @@ log = logging.getLogger("novaberg.llm")
 class LLMDeployment:
     def __init__(self, settings: dict, vllm_server=None, engine=None):
         self.settings = Settings(**settings)
-        self.backend = engine(self.settings) if engine is not None else _make_backend(self.settings, vllm_server)
+        self.backend: LLMEngine = (engine(self.settings) if engine is not None
+                                   else _make_backend(self.settings, vllm_server))
+        if not isinstance(self.backend, LLMEngine):
+            raise TypeError(f"the LLM engine {type(self.backend).__name__} does not implement core.wire.LLMEngine")
         if engine is not None:
             log.warning("LLM deployment runs an injected engine (%s), not the configured %s backend",
                         getattr(engine, "func", engine).__name__, self.settings.llm_backend)
@@ -28,38 +34,47 @@ class LLMDeployment:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self._recording: list[dict[str, Any]] | None = None
-        """When on: every request as sent, with its usage and time (the benchmark replays them)."""
+        """When on: every request as sent (as a plain dict, `ChatRequest.as_dict`), with its usage
+        and time (the benchmark replays them)."""
 
-    def _count(self, request: dict[str, Any], usage: dict[str, Any], t0: float) -> None:
+    def _count(self, request: ChatRequest, usage: ChatUsage, t0: float) -> None:
         self.requests += 1
-        self.prompt_tokens += usage.get("prompt_tokens", 0)
-        self.completion_tokens += usage.get("completion_tokens", 0)
-        metrics.llm_tokens(request.get("caller", "?"), usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        metrics.llm_tokens(request.caller or "?", usage.prompt_tokens, usage.completion_tokens)
         if self._recording is not None:
-            self._recording.append({"request": request, "usage": usage, "started": t0, "ms": (time.time() - t0) * 1000})
+            self._recording.append({"request": request.as_dict(), "usage": usage.model_dump(), "started": t0,
+                                    "ms": (time.time() - t0) * 1000})
 
     async def _ensure_started(self) -> None:
         if not self._started:
             await self.backend.start()
             self._started = True
 
-    def _constraints(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _constraints(self, request: ChatRequest) -> ChatRequest:
         return constraints(self.settings, request)
 
-    async def chat(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def chat(self, request: ChatRequest | dict[str, Any]) -> ChatResponse | dict[str, Any]:
+        """The whole answer. A request sent as a dict of `ChatRequest`'s fields (the callers not
+        yet on the typed messages: file indexing, the benchmark's replay) gets its answer as a
+        dict of `ChatResponse`'s fields."""
+        req = ChatRequest.model_validate(request)
         await self._ensure_started()
         t0 = time.time()
-        out = await self.backend.chat(self._constraints(request))
-        self._count(request, out["usage"], t0)
-        return out
+        out = await self.backend.chat(self._constraints(req))
+        self._count(req, out.usage, t0)
+        return out if isinstance(request, ChatRequest) else out.model_dump()
 
-    async def chat_stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def chat_stream(self, request: ChatRequest | dict[str, Any]) -> AsyncIterator[ChatChunk | dict[str, Any]]:
+        """The answer in pieces (a dict request gets dicts, without their unset fields)."""
+        req = ChatRequest.model_validate(request)
+        typed = isinstance(request, ChatRequest)
         await self._ensure_started()
         t0 = time.time()
-        async for c in self.backend.chat_stream(self._constraints(request)):
-            if c.get("usage"):
-                self._count(request, c["usage"], t0)
-            yield c
+        async for c in self.backend.chat_stream(self._constraints(req)):
+            if c.usage is not None:
+                self._count(req, c.usage, t0)
+            yield c if typed else c.model_dump(exclude_none=True)
 
     async def model_name(self) -> str:  # async: answered on the replica's loop, no thread hop
         return self.backend.model
@@ -82,15 +97,15 @@ class LLMDeployment:
         await self._ensure_started()
 
 
-def constraints(settings: Settings, request: dict[str, Any]) -> dict[str, Any]:
+def constraints(settings: Settings, request: ChatRequest) -> ChatRequest:
     """The request as the backend gets it: without the answer's constraints when structured
     outputs are off (the answers are then only validated afterwards)."""
     if settings.llm_structured_outputs:
         return request
-    return {k: v for k, v in request.items() if k not in ("response_schema", "protocol")}
+    return request.model_copy(update={"response_schema": None, "protocol": None})
 
 
-def _make_backend(settings: Settings, vllm_server):
+def _make_backend(settings: Settings, vllm_server) -> LLMEngine:
     from serve import llm_backends as b
 
     if settings.llm_backend == "llamacpp":

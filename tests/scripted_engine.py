@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any, AsyncIterator
 
 from bench.standin import instance  # noqa: F401  (the smallest answer a schema allows)
+from core.wire import ChatChunk, ChatRequest, ChatResponse, LLMEngine
 from serve.llm_backends import LLMBackendError, chunk, completion
 
 DEFAULT_SCRIPT: dict[str, list[str]] = {
@@ -28,8 +29,9 @@ DEFAULT_SCRIPT: dict[str, list[str]] = {
 }
 
 
-class ScriptedEngine:
-    """The backend interface (`start`, `chat`, `chat_stream`, `load`, `model`) over a script."""
+class ScriptedEngine(LLMEngine):
+    """The engine interface (`core.wire.LLMEngine`: `start`, `chat`, `chat_stream`, `load`, `model`)
+    over a script."""
 
     def __init__(self, settings, script: dict[str, list[str]] | None = None, latency_s: float = 0.0,
                  wenn: dict[str, dict[str, list]] | None = None, fehler: dict[str, dict[str, int]] | None = None):
@@ -51,34 +53,34 @@ class ScriptedEngine:
         """The engine class as the app builder takes it, with its script bound."""
         return partial(cls, script=script, latency_s=latency_s, wenn=wenn, fehler=fehler)
 
-    def _fail(self, req: dict[str, Any]) -> None:
-        last = str((req.get("messages") or [{}])[-1].get("content", ""))
+    def _fail(self, req: ChatRequest) -> None:
+        last = str((req.messages or [{}])[-1].get("content", ""))
         for marker, per in self.fehler.items():
-            left = per.get(req.get("caller") or "", 0)
+            left = per.get(req.caller or "", 0)
             if marker in last and left > 0:
-                per[req["caller"]] = left - 1
-                raise LLMBackendError(f"scripted engine: HTTP 500 for {req['caller']} ({marker})", transient=True)
+                per[req.caller] = left - 1
+                raise LLMBackendError(f"scripted engine: HTTP 500 for {req.caller} ({marker})", transient=True)
 
-    def _answer(self, req: dict[str, Any]) -> tuple[str, str | None]:
-        last = str((req.get("messages") or [{}])[-1].get("content", ""))
+    def _answer(self, req: ChatRequest) -> tuple[str, str | None]:
+        last = str((req.messages or [{}])[-1].get("content", ""))
         for marker, script in self.wenn.items():
-            if marker in last and req.get("caller") in script:
-                a = script[req["caller"]][0]
+            if marker in last and req.caller in script:
+                a = script[req.caller][0]
                 return (a[0], a[1]) if isinstance(a, (list, tuple)) else (a, None)
         return self.answer(req), None
 
     async def start(self) -> None:
         pass
 
-    def answer(self, req: dict[str, Any]) -> str:
-        answers = self.script.get(req.get("caller") or "")
+    def answer(self, req: ChatRequest) -> str:
+        answers = self.script.get(req.caller or "")
         if answers:
             return answers.pop(0) if len(answers) > 1 else answers[0]
-        if req.get("response_schema"):
-            return json.dumps(instance(req["response_schema"]))
+        if req.response_schema:
+            return json.dumps(instance(req.response_schema))
         return "Ja."
 
-    async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
+    async def chat(self, req: ChatRequest) -> ChatResponse:
         self.calls += 1
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
@@ -86,7 +88,7 @@ class ScriptedEngine:
         text, reasoning = self._answer(req)
         return completion(self.model, text, reasoning, 10, len(text.split()), "stop")
 
-    async def chat_stream(self, req: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def chat_stream(self, req: ChatRequest) -> AsyncIterator[ChatChunk]:
         self.calls += 1
         if self.latency_s:
             await asyncio.sleep(self.latency_s)

@@ -22,6 +22,7 @@ class Caller:
         self.settings = Settings(**settings)
 
     async def run(self) -> dict:
+        from core.wire import ChatChunk, ChatRequest, ChatResponse
         from memory.ops import UnknownOperation
         from pipeline.services import Services
 
@@ -42,14 +43,14 @@ class Caller:
         out["gross"] = await svc.store.call("charaktere.get", "x" * (5 * 1024 * 1024))
         vec = await svc.embedder.handle.embed.remote("Ein Satz fuer beide Wege.")
         out["vector"] = [round(x, 6) for x in vec[:8]] + [len(vec)]
-        request = {"messages": [{"role": "user", "content": "Hallo"}], "temperature": 0.0, "max_tokens": 16,
-                   "think": False, "caller": "responder", "pair": "transport:nova"}
+        # the typed messages of the LLM seam (core/wire.py) travel whole over both
+        request = ChatRequest(messages=[{"role": "user", "content": "Hallo"}], temperature=0.0, max_tokens=16,
+                              think=False, caller="responder", pair="transport:nova")
         resp = await svc.llm.handle.chat.remote(request)
-        out["chat"] = resp["choices"][0]["message"]["content"]
+        out["chat"] = resp.content if isinstance(resp, ChatResponse) else None
         parts = []
         async for chunk in svc.llm.handle.options(stream=True).chat_stream.remote(request):
-            delta = chunk["choices"][0].get("delta", {}) if chunk.get("choices") else {}
-            parts.append(delta.get("content") or "")
+            parts.append((chunk.content or "") if isinstance(chunk, ChatChunk) else "?")
         out["stream"] = "".join(parts).strip()
         response = svc.store.handle.call.remote("charaktere.get", "nova")
         out["by_reference"] = response.by_reference

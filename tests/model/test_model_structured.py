@@ -6,6 +6,7 @@ import asyncio
 import pytest
 
 from core.settings import Settings
+from core.wire import ChatRequest
 from pipeline.llm_json import engine_schema, first_json_object
 from pipeline.thinker import protokoll
 from serve.llm_backends import LlamaCppBackend
@@ -22,10 +23,10 @@ def backend():
 
 
 def _ask(backend, **extra):
-    req = {"messages": [{"role": "system", "content": "Antworte knapp."},
-                        {"role": "user", "content": "Ich habe heute meinen Hund Bello im Park verloren und bin traurig."}],
-           "temperature": 0.2, "max_tokens": 160, **extra}
-    return asyncio.run(backend.chat(req))["choices"][0]["message"]["content"]
+    messages = [{"role": "system", "content": "Antworte knapp."},
+                {"role": "user", "content": "Ich habe heute meinen Hund Bello im Park verloren und bin traurig."}]
+    req = ChatRequest(messages=messages, temperature=0.2, max_tokens=160, **extra)
+    return asyncio.run(backend.chat(req)).content
 
 
 @pytest.mark.parametrize("node", sorted(structured_nodes()))
@@ -47,13 +48,13 @@ def test_the_thinker_answers_in_its_protocol(backend):
 def test_a_set_seed_replays_a_run_s_answers():
     """Two fresh engines with the same seed answer the same calls in the same order alike (the
     prompt cache is part of the state: a call after another one is not the same call alone)."""
-    calls = [{"messages": [{"role": "user", "content": t}], "temperature": 1.2, "max_tokens": 24}
+    calls = [ChatRequest(messages=[{"role": "user", "content": t}], temperature=1.2, max_tokens=24)
              for t in ("Erzaehl mir einen Satz ueber das Meer.", "Und einen ueber den Wald.")]
 
     def run(seed):
         b = LlamaCppBackend(Settings(llm_threads=2, llm_ctx=1024, llm_seed=seed))
         asyncio.run(b.start())
-        return [asyncio.run(b.chat(dict(c)))["choices"][0]["message"]["content"] for c in calls]
+        return [asyncio.run(b.chat(c)).content for c in calls]
 
     first = run(7)
     assert run(7) == first and all(t.strip() for t in first)

@@ -47,12 +47,15 @@ class _LLMHandle:
         self.chat = self
 
     def remote(self, request):
-        self.log.append(f"gesendet:{request['caller']}")
+        from core.wire import ChatResponse
+
+        self.log.append(f"gesendet:{request.caller}")
 
         async def answer():
             await asyncio.sleep(0.02)
-            self.log.append(f"beantwortet:{request['caller']}")
-            return {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}], "usage": {}, "model": "m"}
+            self.log.append(f"beantwortet:{request.caller}")
+            return ChatResponse.model_validate({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
+                                                "model": "m"})
 
         return answer()
 

@@ -9,6 +9,7 @@ import pytest
 from aiohttp import web
 
 from core.settings import Settings
+from core.wire import ChatRequest
 from serve.llm_backends import LLMBackendError, OpenAICompatBackend
 
 
@@ -66,13 +67,12 @@ def test_plain_completion_with_reasoning_and_usage():
 
     async def go():
         async with served(_server(seen), _settings()) as b:
-            return await b.chat({"messages": [{"role": "user", "content": "hi"}], "temperature": 0.15,
-                                 "max_tokens": 7, "think": True})
+            return await b.chat(ChatRequest(messages=[{"role": "user", "content": "hi"}], temperature=0.15,
+                                            max_tokens=7, think=True))
 
     out = asyncio.run(go())
-    msg = out["choices"][0]["message"]
-    assert msg["content"] == "Hallo!" and msg["reasoning_content"] == "kurz nachdenken"
-    assert out["usage"] == {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}
+    assert out.content == "Hallo!" and out.reasoning == "kurz nachdenken"
+    assert out.usage.model_dump() == {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}
     assert seen[0]["temperature"] == 0.15 and seen[0]["max_tokens"] == 7
     assert seen[0]["chat_template_kwargs"] == {"enable_thinking": True}
     assert seen[0]["model"] == "qwen3.8-test"
@@ -83,13 +83,14 @@ def test_streamed_completion():
 
     async def go():
         async with served(_server(seen), _settings()) as b:
-            return [c async for c in b.chat_stream({"messages": [{"role": "user", "content": "hi"}], "think": False})]
+            return [c async for c in b.chat_stream(ChatRequest(messages=[{"role": "user", "content": "hi"}],
+                                                               think=False))]
 
     chunks = asyncio.run(go())
-    content = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
-    reasoning = "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in chunks)
+    content = "".join(c.content or "" for c in chunks)
+    reasoning = "".join(c.reasoning or "" for c in chunks)
     assert content == "Hallo" and reasoning == "erst denken"
-    assert chunks[-1]["usage"]["completion_tokens"] == 2
+    assert chunks[-1].usage.completion_tokens == 2
     assert seen[0]["stream_options"] == {"include_usage": True}
     assert seen[0]["chat_template_kwargs"] == {"enable_thinking": False}
 
@@ -97,7 +98,7 @@ def test_streamed_completion():
 def test_server_error_is_named():
     async def go():
         async with served(_server([]), _settings()) as b:
-            await b.chat({"messages": [{"role": "user", "content": "fail"}]})
+            await b.chat(ChatRequest(messages=[{"role": "user", "content": "fail"}]))
 
     with pytest.raises(LLMBackendError, match="HTTP 500.*engine exploded"):
         asyncio.run(go())
@@ -110,7 +111,7 @@ def test_a_server_that_does_not_answer_is_named_with_its_address():
         b = OpenAICompatBackend(_settings(openai_base_url=port_free.rsplit("/chat/completions", 1)[0]))
         await b.start()
         try:
-            req = {"messages": [{"role": "user", "content": "hi"}]}
+            req = ChatRequest(messages=[{"role": "user", "content": "hi"}])
             if stream:
                 return [c async for c in b.chat_stream(req)]
             return await b.chat(req)
@@ -134,7 +135,8 @@ def test_a_server_that_refuses_response_format_is_asked_again_without_it(caplog)
         return web.json_response({"model": "m", "choices": [{"finish_reason": "stop", "message": {
             "role": "assistant", "content": '{"urteil": "ok"}'}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
 
-    req = {"messages": [{"role": "user", "content": "x"}], "caller": "tribunal", "response_schema": {"type": "object"}}
+    req = ChatRequest(messages=[{"role": "user", "content": "x"}], caller="tribunal",
+                      response_schema={"type": "object"})
 
     async def go():
         async with served(handler, Settings(llm_backend="openai")) as b:
@@ -144,7 +146,7 @@ def test_a_server_that_refuses_response_format_is_asked_again_without_it(caplog)
 
     with caplog.at_level("WARNING", logger="novaberg.llm"):
         first, second = asyncio.run(go())
-    assert first["choices"][0]["message"]["content"] == '{"urteil": "ok"}' == second["choices"][0]["message"]["content"]
+    assert first.content == '{"urteil": "ok"}' == second.content
     assert ["response_format" in b_ for b_ in seen] == [True, False, False]  # refused once, never sent again
     assert "fallback response_format_abgelehnt" in caplog.text
 
@@ -154,7 +156,7 @@ def test_the_seed_goes_into_the_body_only_when_it_is_set():
 
     async def go(settings):
         async with served(_server(seen), settings) as b:
-            await b.chat({"messages": [{"role": "user", "content": "hi"}]})
+            await b.chat(ChatRequest(messages=[{"role": "user", "content": "hi"}]))
 
     asyncio.run(go(Settings(llm_backend="openai")))
     asyncio.run(go(Settings(llm_backend="openai", llm_seed=7)))
@@ -174,7 +176,7 @@ def test_a_stream_event_longer_than_aiohttp_s_default_line_is_read_whole():
 
     async def go():
         async with served(handler, _settings()) as b:
-            return [c async for c in b.chat_stream({"messages": [{"role": "user", "content": "hi"}]})]
+            return [c async for c in b.chat_stream(ChatRequest(messages=[{"role": "user", "content": "hi"}]))]
 
     chunks = asyncio.run(go())
-    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == long
+    assert "".join(c.content or "" for c in chunks) == long

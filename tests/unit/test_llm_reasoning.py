@@ -41,9 +41,9 @@ def test_vllm_answers_give_their_reasoning_apart_with_and_without_the_parser():
     from serve.llm_backends import vllm_completion
 
     for recorded in (MIT_PARSER, OHNE_PARSER):
-        msg = vllm_completion("qwen3-8b", recorded)["choices"][0]["message"]
-        assert msg["content"].strip() == "ERGEBNIS: OK"
-        assert msg["reasoning_content"].strip() == "Der Nutzer fragt nach Montag."
+        out = vllm_completion("qwen3-8b", recorded)
+        assert out.content.strip() == "ERGEBNIS: OK"
+        assert out.reasoning.strip() == "Der Nutzer fragt nach Montag."
 
 
 def test_vllm_streams_give_their_reasoning_apart_with_and_without_the_parser():
@@ -68,10 +68,9 @@ def test_vllm_streams_give_their_reasoning_apart_with_and_without_the_parser():
     ohne = sse({"content": "<thi"}, {"content": "nk>Der Nutzer fragt.</th"}, {"content": "ink>ERGEBNIS: OK"})
     for lines in (mit, ohne):
         chunks = asyncio.run(collect(lines))
-        deltas = [c["choices"][0]["delta"] for c in chunks]
-        assert "".join(d.get("content", "") for d in deltas) == "ERGEBNIS: OK"
-        assert "".join(d.get("reasoning_content", "") for d in deltas) in ("Der Nutzer fragt.",)
-        assert chunks[-1]["usage"]["completion_tokens"] == 9
+        assert "".join(c.content or "" for c in chunks) == "ERGEBNIS: OK"
+        assert "".join(c.reasoning or "" for c in chunks) in ("Der Nutzer fragt.",)
+        assert chunks[-1].usage.completion_tokens == 9
 
 
 def test_the_vllm_engine_gets_the_reasoning_parser_of_its_model_family():

@@ -6,6 +6,7 @@ import logging
 import pytest
 
 from core.settings import Settings
+from core.wire import ChatChunk
 from pipeline.services import LLMClient, transient
 from pipeline.trace import TurnTrace
 from serve.llm_backends import LLMBackendError, completion, http_error
@@ -41,8 +42,9 @@ class _Stream:
             for part in outcome:
                 if isinstance(part, BaseException):
                     raise part
-                yield {"choices": [{"delta": {"content": part}}]}
-            yield {"choices": [{"delta": {}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+                yield ChatChunk.model_validate({"choices": [{"delta": {"content": part}}]})
+            yield ChatChunk.model_validate({"choices": [{"delta": {}, "finish_reason": "stop"}],
+                                            "usage": {"prompt_tokens": 3, "completion_tokens": 2}})
 
         return chunks()
 

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from core.settings import Settings
+from core.wire import ChatRequest
 from serve import modelle
 from serve.llm import vllm_source
 from serve.llm_backends import LlamaCppBackend, smollm2_gguf
@@ -64,8 +65,8 @@ def test_the_llamacpp_backend_loads_a_hub_model_offline_and_answers(hub_cache):
 
     async def go():
         await b.start()
-        return await b.chat({"messages": [{"role": "user", "content": "Hallo"}], "max_tokens": 4})
+        return await b.chat(ChatRequest(messages=[{"role": "user", "content": "Hallo"}], max_tokens=4))
 
     out = asyncio.run(go())
     assert b.path.name == "SmolLM2-135M-Instruct-Q8_0.gguf"
-    assert out["model"] == f"{REPO}:Q8_0" and out["usage"]["completion_tokens"] > 0
+    assert out.model == f"{REPO}:Q8_0" and out.usage.completion_tokens > 0

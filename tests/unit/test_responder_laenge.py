@@ -118,8 +118,11 @@ def test_the_client_sends_an_explicit_budget_and_else_the_nodes():
     seen: list[dict] = []
 
     async def chat(request):
+        from core.wire import ChatResponse
+
         seen.append(request)
-        return {"model": "m", "usage": {}, "choices": [{"finish_reason": "stop", "message": {"content": "Ja."}}]}
+        return ChatResponse.model_validate({"model": "m", "choices": [{"finish_reason": "stop",
+                                                                        "message": {"content": "Ja."}}]})
 
     handle = types.SimpleNamespace(chat=types.SimpleNamespace(remote=chat))
     client = LLMClient(handle, Settings())
@@ -131,7 +134,7 @@ def test_the_client_sends_an_explicit_budget_and_else_the_nodes():
         await client.chat(trace, "thinker", [{"role": "user", "content": "hi"}])
 
     asyncio.run(go())
-    assert [r["max_tokens"] for r in seen] == [123, 398, 400]
+    assert [r.max_tokens for r in seen] == [123, 398, 400]
 
 
 def test_the_ratio_holds_for_smollm2_on_german_replies():

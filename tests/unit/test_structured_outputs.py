@@ -11,6 +11,7 @@ import pytest
 
 import pipeline.nodes
 from core.settings import Settings
+from core.wire import ChatRequest
 from pipeline import vocab
 from pipeline.llm_json import STRING_CAP, engine_schema
 from pipeline.thinker import protokoll
@@ -88,9 +89,9 @@ def test_the_thinker_protocol_as_grammar_and_regex():
         assert not re.fullmatch(protokoll.REGEX, text), text
 
 
-def _request(**extra):
-    return {"messages": [{"role": "user", "content": "x"}], "temperature": 0.2, "max_tokens": 20,
-            "caller": "tribunal", **extra}
+def _request(**extra) -> ChatRequest:
+    return ChatRequest(messages=[{"role": "user", "content": "x"}], temperature=0.2, max_tokens=20,
+                       caller="tribunal", **extra)
 
 
 def test_llamacpp_gets_a_grammar_for_a_schema_or_the_protocol():
@@ -115,7 +116,8 @@ def test_structured_outputs_can_be_turned_off():
     req = _request(response_schema={"type": "object"}, protocol=protokoll.PROTOKOLL)
     assert constraints(Settings(), req) is req
     off = constraints(Settings(llm_structured_outputs=False), req)
-    assert "response_schema" not in off and "protocol" not in off and off["messages"] == req["messages"]
+    assert off.response_schema is None and off.protocol is None and off.messages == req.messages
+    assert req.response_schema == {"type": "object"} and req.protocol.gbnf == protokoll.GBNF  # left as it was
 
 
 def test_ask_json_hands_the_schema_to_the_engine():

@@ -82,6 +82,7 @@ def standin_url():
 
 def test_the_standin_answers_after_its_latency_with_what_the_schema_allows(standin_url):
     from core.settings import Settings
+    from core.wire import ChatRequest
     from serve.llm_backends import OpenAICompatBackend
 
     schema = {"type": "object", "properties": {"management": {"type": "string", "enum": ["keins", "notizen"]},
@@ -91,15 +92,15 @@ def test_the_standin_answers_after_its_latency_with_what_the_schema_allows(stand
         backend = OpenAICompatBackend(Settings(openai_base_url=standin_url, llm_model="standin"))
         await backend.start()
         t0 = time.perf_counter()
-        outs = await asyncio.gather(*(backend.chat({"messages": [{"role": "user", "content": "Hallo"}],
-                                                    "response_schema": schema, "caller": "router"}) for _ in range(8)))
-        plain = await backend.chat({"messages": [{"role": "user", "content": "Antworte mit ERGEBNIS: …"}]})
+        outs = await asyncio.gather(*(backend.chat(ChatRequest(messages=[{"role": "user", "content": "Hallo"}],
+                                                               response_schema=schema, caller="router"))
+                                      for _ in range(8)))
+        plain = await backend.chat(ChatRequest(messages=[{"role": "user", "content": "Antworte mit ERGEBNIS: …"}]))
         return outs, plain, time.perf_counter() - t0
 
     outs, plain, wall = asyncio.run(go())
-    assert all(json.loads(o["choices"][0]["message"]["content"]) == {"management": "keins", "needs_memory": False}
-               for o in outs)
-    assert plain["choices"][0]["message"]["content"] == "ERGEBNIS: OK"
+    assert all(json.loads(o.content) == {"management": "keins", "needs_memory": False} for o in outs)
+    assert plain.content == "ERGEBNIS: OK"
     assert 0.3 <= wall < 3.0  # eight at once take one latency, not eight; the plain call another
 
 
