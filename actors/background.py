@@ -150,6 +150,7 @@ async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> 
     """Hand impulses whose time has come to their pair's event queue (claimed, then acknowledged
     after the delivery; the delivery is idempotent by its turn id `imp-{id}`)."""
     from actors.pair import get_or_create_pair
+    from core.wire import PairEventRequest
     from pipeline.nodes.aufgriff import DUE_KEY
 
     r = services.redis
@@ -164,7 +165,8 @@ async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> 
             continue
         try:
             actor = get_or_create_pair(imp["user_id"], imp["character_id"], settings)
-            await actor.event.remote({"kind": "impulse", "eigener_gedanke": imp["gedanke"], "turn_id": f"imp-{imp['id']}"})
+            await actor.event.remote(PairEventRequest(kind="impulse", eigener_gedanke=imp["gedanke"],
+                                                      turn_id=f"imp-{imp['id']}"))
             await r.srem(f"impulse:offen:{imp['user_id']}:{imp['character_id']}", imp["id"])
             await impuls_erledigt(r, DUE_KEY, raw)
             delivered += 1

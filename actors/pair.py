@@ -16,10 +16,13 @@ import uuid
 from typing import Any, AsyncIterator
 
 import ray
+from pydantic import TypeAdapter
 
 from actors.arrival import ArrivalOrder
 from core.names import APP_NAME, NODES_DEPLOYMENT
 from core.settings import Settings
+from core.wire import (DraftEvent, ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairTurnRequest, TokenEvent,
+                       TurnFailure, TurnResult, TurnStreamEvent)
 from memory import ausstehender_auftrag, session
 from pipeline import metrics
 from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, NodeFailed, vorab_starten
@@ -38,17 +41,19 @@ MAX_SELF_TRIGGERS = 3
 EVICTED_PAIRS = "pairs:evicted"
 NODE_ERRORS = "errors:nodes"
 """Sorted set of failed nodes (score: time), member `{time}:{node}:{user}:{character}:{turn}`."""
+_STREAM_EVENT: TypeAdapter[TurnStreamEvent] = TypeAdapter(TurnStreamEvent)
+"""The events a turn's trace puts on its queue (node_started / node_finished / draft), typed."""
 
 
 def pair_name(user_id: str, character_id: str) -> str:
     return f"pair:{user_id}:{character_id}"
 
 
-def kept_reply(result: dict[str, Any], drafted: str) -> dict[str, Any]:
+def kept_reply(result: TurnResult, drafted: str) -> TokenEvent:
     """The stream's `token` event: the committed reply, byte for byte, and whether the streamed
     draft was kept as it was (a client that showed it need not redraw it)."""
-    reply = result.get("reply") or ""
-    return {"event": "token", "text": reply, "draft_kept": bool(drafted) and drafted.strip() == reply.strip()}
+    reply = result.reply or ""
+    return TokenEvent(text=reply, draft_kept=bool(drafted) and drafted.strip() == reply.strip())
 
 
 class PairActor:
@@ -116,14 +121,14 @@ class PairActor:
         ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
 
     # ------------------------------------------------------------------ turns
-    async def turn(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def turn(self, request: PairTurnRequest) -> TurnResult | TurnFailure:
         self._enter()
         try:
             return await self._turn_locked(request, None)
         finally:
             self._leave()
 
-    async def turn_stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def turn_stream(self, request: PairTurnRequest) -> AsyncIterator[TurnStreamEvent]:
         """Events while the turn runs (node_started / node_finished / draft), then the kept reply
         (`token`) and `final`, or `error`.
 
@@ -137,9 +142,10 @@ class PairActor:
             task = asyncio.get_running_loop().create_task(self._turn_locked(request, q))
             drafted: list[str] = []
 
-            def seen(ev: dict[str, Any]) -> dict[str, Any]:
-                if ev.get("event") == "draft":
-                    drafted.append(ev.get("text", ""))
+            def seen(raw: dict[str, Any]) -> TurnStreamEvent:
+                ev = _STREAM_EVENT.validate_python(raw)
+                if isinstance(ev, DraftEvent):
+                    drafted.append(ev.text)
                 return ev
 
             while True:
@@ -152,31 +158,34 @@ class PairActor:
                 while not q.empty():
                     yield seen(q.get_nowait())
                 result = task.result()
-                if "error" in result:
-                    yield {"event": "error", "result": result}
+                if isinstance(result, TurnFailure):
+                    yield ErrorEvent(failure=result)
                     return
                 yield kept_reply(result, "".join(drafted))
-                yield {"event": "final", "result": result}
+                yield FinalEvent(result=result)
                 return
         finally:
             self._leave()
 
-    async def _turn_locked(self, request: dict[str, Any], events: asyncio.Queue | None,
-                           stimulus: Stimulus | None = None) -> dict[str, Any]:
+    async def _turn_locked(self, request: PairTurnRequest | None, events: asyncio.Queue | None,
+                           stimulus: Stimulus | None = None) -> TurnResult | TurnFailure:
+        """A turn in its place in the arrival order: a message of the human (`request`), or an
+        event's `stimulus` (no arrival number)."""
         services = self._ensure()
-        turn_id = stimulus.turn_id if stimulus else (request.get("turn_id") or uuid.uuid4().hex)
+        seq = request.seq if request else None
+        turn_id = stimulus.turn_id if stimulus else (request.turn_id or uuid.uuid4().hex)
         if not self._order.primed:
             raw = await services.redis.get(self._seq_key())
             self._order.prime(int(raw) if raw is not None else 0)
-        await self._order.acquire(request.get("seq"))
+        await self._order.acquire(seq)
         try:
-            stored = await self._beginnen(services, turn_id, request.get("seq"))
+            stored = await self._beginnen(services, turn_id, seq)
             if not self._verlauf_geprueft:
                 await self._verlauf_pruefen(services)
             if stored is not None:
                 log.info("pair %s:%s: turn %s answered from its stored result", self.user_id,
                          self.character_id, turn_id)
-                return {**stored, "replayed": True}
+                return TurnResult.model_validate({**stored, "replayed": True})
             return await self._run_chain(services, turn_id, request, events, stimulus)
         finally:
             self._order.release()
@@ -202,11 +211,11 @@ class PairActor:
                         "%d entries rebuilt from the stored turns", self.user_id, self.character_id, n)
         self._verlauf_geprueft = True
 
-    async def _run_chain(self, services: Services, turn_id: str, request: dict[str, Any],
-                         events: asyncio.Queue | None, stimulus: Stimulus | None = None) -> dict[str, Any]:
+    async def _run_chain(self, services: Services, turn_id: str, request: PairTurnRequest | None,
+                         events: asyncio.Queue | None, stimulus: Stimulus | None = None) -> TurnResult | TurnFailure:
         t0 = time.perf_counter()
         stimulus = stimulus or Stimulus(user_id=self.user_id, character_id=self.character_id, turn_id=turn_id,
-                                        user_prompt=request.get("text"), herkunft="user")
+                                        user_prompt=request.text, herkunft="user")
         state = TurnState(stimulus=stimulus)
         trace = TurnTrace(self.user_id, self.character_id, turn_id, events)
         # Redis writes beside the turn instead of on its path: the dashboard's registry of live pairs
@@ -230,7 +239,7 @@ class PairActor:
             metrics.node_error(e.node)
             await self._record_error(services, e.node, turn_id)
             kept = await self._keep_human(state, deps, e.node)
-            return {"turn_id": turn_id, "error": {"node": e.node, "message": str(e), "message_kept": kept}}
+            return TurnFailure(turn_id=turn_id, node=e.node, message=str(e), message_kept=kept)
         finally:
             await asyncio.gather(*nebenher)  # each logs its own failure
         self._turns += 1
@@ -241,7 +250,7 @@ class PairActor:
         result = dict(state.dispatch.result)
         result["timings"] = {**result.get("timings", {}), **trace.timings()}
         result["replayed"] = not state.dispatch.committed
-        return result
+        return TurnResult.model_validate(result)
 
     async def _keep_human(self, state: TurnState, deps: Deps, node: str) -> bool:
         """Nova's chain failed: the human's message is kept all the same (the dispatcher's
@@ -293,7 +302,7 @@ class PairActor:
                  self.character_id, present, value, state.stimulus.turn_id)
         if value and state.dispatch and state.dispatch.committed:
             task = asyncio.get_running_loop().create_task(
-                self.event({"kind": "continue", **p.self_trigger_payload.model_dump(exclude_none=True)}))
+                self.event(PairEventRequest(kind="continue", **p.self_trigger_payload.model_dump(exclude_none=True))))
             self._pending.add(task)
             task.add_done_callback(self._self_trigger_done)
 
@@ -303,39 +312,40 @@ class PairActor:
             return
         if task.exception() is not None:
             log.error("pair %s:%s: self-triggered retry failed: %r", self.user_id, self.character_id, task.exception())
-        elif task.result().get("dropped"):
+        elif isinstance(task.result(), EventDropped):
             log.warning("pair %s:%s: self-triggered retry dropped: %s", self.user_id, self.character_id, task.result())
 
-    async def event(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def event(self, request: PairEventRequest) -> TurnResult | TurnFailure | EventDropped:
         """A `continue` event (a self-trigger) or an `impulse` (Nova's own thought): the character
         chain alone, with exactly one of user_prompt / eigener_gedanke."""
         self._enter()
         try:
             services = self._ensure()
-            kind = request.get("kind")
+            kind = request.kind
             if kind == "continue":
                 # seed 000 §3.5, the event consumer's locks: an order waiting for the human's answer
                 # (pending_agent) before MAX_SELF_TRIGGERS — a blocked self-trigger uses up none of them
                 if await ausstehender_auftrag.offen(services.redis, self.user_id, self.character_id):
                     log.warning("pair %s:%s: self-trigger dropped: an order waits for the human's answer "
                                 "(pending_agent)", self.user_id, self.character_id)
-                    return {"dropped": True, "reason": "pending_agent"}
+                    return EventDropped(reason="pending_agent")
                 n = await services.redis.incr(self._self_trigger_key())
                 await services.redis.expire(self._self_trigger_key(), 24 * 3600)
                 if n > MAX_SELF_TRIGGERS:
                     log.warning("pair %s:%s: self-trigger dropped at the limit (%d of %d)", self.user_id,
                                 self.character_id, n, MAX_SELF_TRIGGERS)
-                    return {"dropped": True, "reason": "max_self_triggers", "counter": n}
+                    return EventDropped(reason="max_self_triggers", counter=n)
                 herkunft = "self_trigger"
             elif kind == "impulse":
                 herkunft = "eigener_impuls"
             else:
                 raise ValueError(f"unknown event kind {kind!r}")
             log.info("pair %s:%s: %s event arrived (turn %s, retry=%s)", self.user_id, self.character_id, kind,
-                     request.get("turn_id"), bool(request.get("thinker_unsicher_retry")))
+                     request.turn_id, request.thinker_unsicher_retry)
             stimulus = stimulus_from_event(self.user_id, self.character_id,
-                                           {**request, "turn_id": request.get("turn_id") or uuid.uuid4().hex}, herkunft)
-            return await self._turn_locked({"seq": None}, None, stimulus)
+                                           {**request.model_dump(), "turn_id": request.turn_id or uuid.uuid4().hex},
+                                           herkunft)
+            return await self._turn_locked(None, None, stimulus)
         finally:
             self._leave()
 

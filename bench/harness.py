@@ -203,8 +203,12 @@ class ActorDriver:
 
     async def turn(self, user: str, character: str, text: str) -> dict:
         from actors.pair import get_or_create_pair
+        from core.wire import PairTurnRequest, TurnFailure
 
-        return await get_or_create_pair(user, character, self.settings).turn.remote({"text": text})
+        out = await get_or_create_pair(user, character, self.settings).turn.remote(PairTurnRequest(text=text))
+        if isinstance(out, TurnFailure):
+            return {"turn_id": out.turn_id, "error": out.model_dump(exclude={"turn_id"})}
+        return out.body()
 
     async def close(self):
         pass

@@ -11,11 +11,184 @@ Like everything in `core/`, it imports nothing of the project.
 from __future__ import annotations
 
 import abc
-from typing import Any, AsyncIterator
+from typing import Annotated, Any, AsyncIterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 # ---------------------------------------------------------------------------- ingress ↔ pair actor
+class PairTurnRequest(BaseModel):
+    """A message of the human, as the ingress hands it to the pair's actor (`PairActor.turn`,
+    `PairActor.turn_stream`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    turn_id: str | None = None
+    """The idempotency key, fixed before the first attempt (a retry after the actor died runs under
+    the same one); None: the actor draws one."""
+    seq: int | None = None
+    """The turn's arrival number for its pair (drawn with its admission); None: not in the order."""
+
+
+class PairEventRequest(BaseModel):
+    """An event without a message of the human (`PairActor.event`): Nova's own thought (`impulse`)
+    or a `continue` (a self-trigger, or an operator's prompt). Exactly one of eigener_gedanke /
+    user_prompt (the ingress and the Thinker's retry payload check it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["impulse", "continue"]
+    eigener_gedanke: str | None = None
+    user_prompt: str | None = None
+    turn_id: str | None = None
+    """The event's turn; a retry runs under this id with a suffix and names it as its origin."""
+    reiz_herkunft: str | None = None
+    gedanke_arousal: float | None = None
+    thinker_unsicher_retry: bool = False
+
+
+class TurnUsage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+
+
+class TurnCheck(BaseModel):
+    """How the Thinker checked the reply (the result's `pruefung`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    status: str
+    iterationen: int
+    werkzeuge: list[str]
+
+
+class TurnResult(BaseModel):
+    """A committed turn as the pair actor returns it (and as it is stored under its turn_id: a
+    repeated turn_id returns it with `replayed`). The fields in the order the dispatcher writes
+    them; a field a stored result holds beyond these is kept (`extra`), so the result goes back to
+    a client with the keys it was stored with: `model_dump(exclude_unset=True)`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    turn_id: str
+    user_id: str
+    character_id: str
+    character_name: str
+    reply: str
+    herkunft: str
+    eigener_gedanke: str | None = None
+    model: str
+    usage: TurnUsage
+    emotion: str | None = None
+    arousal: float | None = None
+    emotions_vektor: str | None = None
+    emotions_verlauf: list[str] | None = None
+    sprach_stil: str | None = None
+    beziehungs_dynamik: str | None = None
+    intent: str | None = None
+    tone: str | None = None
+    gespraechs_modus: str | None = None
+    user_intentionen: list[str] | None = None
+    momentum: str | None = None
+    needs_web: bool | None = None
+    nachricht_folgt: bool = False
+    pruefung: TurnCheck | None = None
+    ursprung_turn_id: str | None = None
+    created_at: str
+    timings: dict[str, Any] = Field(default_factory=dict)
+    replayed: bool = False
+    """True when this turn_id had run before and the stored result is returned."""
+
+    def body(self) -> dict[str, Any]:
+        """The result as a JSON body: the keys it was made (or stored) with."""
+        return self.model_dump(exclude_unset=True)
+
+
+class TurnFailure(BaseModel):
+    """A turn whose chain failed, returned by the pair actor in place of its result: which node,
+    and whether the human's message is kept (then the same turn_id asks for the reply again, and
+    his message is not stored twice). The ingress answers it with a 502 (`turn_failed`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn_id: str | None = None
+    node: str | None = None
+    """None: no node ran (the pair actor could not be reached)."""
+    message: str
+    message_kept: bool = False
+
+
+class EventDropped(BaseModel):
+    """An event the pair actor did not run: an order waits for the human's answer
+    (`pending_agent`), or the self-triggers reached their limit (`max_self_triggers`, `counter`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dropped: Literal[True] = True
+    reason: Literal["pending_agent", "max_self_triggers"]
+    counter: int | None = None
+
+
+class _StreamEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NodeStartedEvent(_StreamEvent):
+    event: Literal["node_started"] = "node_started"
+    node: str
+    at_ms: float
+
+
+class NodeFinishedEvent(_StreamEvent):
+    event: Literal["node_finished"] = "node_finished"
+    node: str
+    ms: float
+    at_ms: float
+
+
+class DraftEvent(_StreamEvent):
+    """The responder's text as it is written: provisional (the Thinker, the tribunal, the
+    corrector and the leak guard may still change it)."""
+
+    event: Literal["draft"] = "draft"
+    node: str
+    text: str
+
+
+class TokenEvent(_StreamEvent):
+    """The committed reply, byte for byte, once the turn is committed; `draft_kept`: the streamed
+    draft was kept as it was (a client that showed it need not redraw it)."""
+
+    event: Literal["token"] = "token"
+    text: str
+    draft_kept: bool
+
+
+class FinalEvent(_StreamEvent):
+    event: Literal["final"] = "final"
+    result: TurnResult
+
+
+class ErrorEvent(_StreamEvent):
+    event: Literal["error"] = "error"
+    failure: TurnFailure
+
+
+class RestartEvent(_StreamEvent):
+    """Sent by the ingress: the pair's actor died mid-stream and the turn runs again."""
+
+    event: Literal["restart"] = "restart"
+    reason: str
+
+
+TurnStreamEvent = Annotated[NodeStartedEvent | NodeFinishedEvent | DraftEvent | TokenEvent | FinalEvent | ErrorEvent
+                            | RestartEvent, Field(discriminator="event")]
+"""One event of `PairActor.turn_stream`: while the turn runs node_started / node_finished / draft,
+then `token` and `final`, or `error`; `restart` comes from the ingress."""
+
 
 # ---------------------------------------------------------------------------- runner ↔ node deployment
 

@@ -10,7 +10,7 @@ import uuid
 from collections import OrderedDict
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import ray
 from fastapi import FastAPI, Header, HTTPException, Path, Query, Request
@@ -22,6 +22,8 @@ from sse_starlette.sse import EventSourceResponse
 from actors.pair import get_or_create_pair, pair_name
 from core.names import INGRESS_DEPLOYMENT
 from core.settings import Settings
+from core.wire import (ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairTurnRequest, RestartEvent,
+                       TokenEvent, TurnFailure, TurnResult, TurnStreamEvent)
 from memory import session
 from pipeline.figur import einsetzen
 from pipeline.node_config import budget
@@ -60,6 +62,8 @@ _ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableErr
 _KEY_CACHE_S = 30.0
 _CHARACTER_CACHE_S = 10.0
 """How long a replica trusts that a character exists; a removal reaches other replicas within it."""
+
+T = TypeVar("T")
 
 # admission and arrival in one round trip, atomically. KEYS: the user's leases, the pair's leases,
 # the pair's arrival counter; ARGV: lease, now, lease_s, keep (s), the user's bound, the pair's
@@ -101,15 +105,22 @@ def _error(status: int, kind: str, message: str) -> HTTPException:
     return HTTPException(status_code=status, detail={"type": kind, "message": message})
 
 
-def turn_failed(result: dict) -> dict:
+def turn_failed(failure: TurnFailure) -> dict:
     """The error body of a turn whose chain failed: which node, and whether the human's message
     is kept (then the same turn_id asks for the reply again, and his message is not stored twice)."""
-    err, turn_id = result["error"], result.get("turn_id")
-    kept = bool(err.get("message_kept"))
-    message = f"node {err.get('node')} failed: {err.get('message')}"
-    if kept:
-        message += f"; your message is kept: send it again with the same turn_id ({turn_id}) to ask for the reply"
-    return {"type": "turn_failed", "message": message, "turn_id": turn_id, "message_kept": kept, "node": err.get("node")}
+    message = f"node {failure.node} failed: {failure.message}"
+    if failure.message_kept:
+        message += (f"; your message is kept: send it again with the same turn_id ({failure.turn_id}) "
+                    "to ask for the reply")
+    return {"type": "turn_failed", "message": message, "turn_id": failure.turn_id,
+            "message_kept": failure.message_kept, "node": failure.node}
+
+
+def turn_result(result: TurnResult | TurnFailure) -> TurnResult:
+    """The turn's result; a failed turn answers 502 with `turn_failed`'s body."""
+    if isinstance(result, TurnFailure):
+        raise HTTPException(status_code=502, detail=turn_failed(result))
+    return result
 
 
 def _unknown_character(character_id: str) -> HTTPException:
@@ -275,23 +286,29 @@ class Ingress:
     def _forget(self, user_id: str, character_id: str) -> None:
         self._pairs.pop(f"{user_id}\x00{character_id}", None)
 
-    async def _call(self, user_id: str, character_id: str, method: str, *args):
-        """Call the pair's actor; when it is gone (evicted or crashed), drop the handle and retry.
-        Retrying a turn is safe: the turn_id was fixed before the first attempt."""
+    async def _call(self, user_id: str, character_id: str, send: Callable[[Any], Awaitable[T]]) -> T:
+        """Call the pair's actor: `send` calls one of its methods on the handle, e.g.
+        `lambda h: h.turn.remote(request)` (`actors.pair.PairActor.turn`). When the actor is gone
+        (evicted or crashed), drop the handle and retry. Retrying a turn is safe: the turn_id was
+        fixed before the first attempt."""
         last: Exception | None = None
         for attempt in range(4):
             h = self._pair(user_id, character_id)
             try:
-                return await getattr(h, method).remote(*args)
+                return await send(h)
             except _ACTOR_GONE as e:
                 last = e
                 self._forget(user_id, character_id)
-                log.warning("ingress: pair %s:%s actor gone during %s (attempt %d): retrying", user_id,
-                            character_id, method, attempt + 1)
+                log.warning("ingress: pair %s:%s actor gone during a call (attempt %d): retrying", user_id,
+                            character_id, attempt + 1)
                 await asyncio.sleep(0.2 * (attempt + 1))
         raise _error(503, "unavailable", f"pair actor unavailable: {type(last).__name__}")
 
-    async def _stream(self, user_id: str, character_id: str, request: dict) -> AsyncIterator[dict]:
+    async def _stream(self, user_id: str, character_id: str,
+                      request: PairTurnRequest) -> AsyncIterator[TurnStreamEvent]:
+        """The turn's events from `actors.pair.PairActor.turn_stream`. When the actor dies on the
+        way, the turn runs again (after a `restart` event once events were sent); when it stays
+        gone, an `error` event ends the stream."""
         for attempt in range(4):
             h = self._pair(user_id, character_id)
             started = False
@@ -307,14 +324,9 @@ class Ingress:
                 log.warning("ingress: pair %s:%s actor gone while streaming (attempt %d)", user_id,
                             character_id, attempt + 1)
                 if started:
-                    yield {"event": "restart", "reason": "pair actor restarted; the turn runs again"}
+                    yield RestartEvent(reason="pair actor restarted; the turn runs again")
                 await asyncio.sleep(0.2 * (attempt + 1))
-        yield {"event": "error", "result": {"error": {"node": None, "message": "pair actor unavailable"}}}
-
-    @staticmethod
-    def _turn_error(result: dict) -> None:
-        if "error" in result:
-            raise HTTPException(status_code=502, detail=turn_failed(result))
+        yield ErrorEvent(failure=TurnFailure(node=None, message="pair actor unavailable"))
 
     # ------------------------------------------------------------------ native API
     @app.get("/healthz")
@@ -329,27 +341,26 @@ class Ingress:
                         authorization: str | None = Header(None)):
         principal = await self._principal(authorization)
         self._owner(principal, user_id)
-        request = {"text": self._validate_text(body.text), "turn_id": body.turn_id or uuid.uuid4().hex}
+        text, turn_id = self._validate_text(body.text), body.turn_id or uuid.uuid4().hex
         await self._known_character(character_id)
         if not stream:
             async with self._admitted(user_id, character_id, ankunft=True) as seq:
-                request["seq"] = seq
-                result = await self._call(user_id, character_id, "turn", request)
-            self._turn_error(result)
-            return result
-        lease, request["seq"] = await self._admit(user_id, character_id, ankunft=True)  # held until the stream ends
+                request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
+                result = await self._call(user_id, character_id, lambda h: h.turn.remote(request))
+            return turn_result(result).body()
+        lease, seq = await self._admit(user_id, character_id, ankunft=True)  # held until the stream ends
+        request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
 
         async def events():
             try:
                 async for ev in self._stream(user_id, character_id, request):
-                    name = ev.get("event", "message")
-                    if name == "error":  # the same body as a plain request's 502
-                        data = {"error": turn_failed(ev["result"])}
-                    elif name == "final":
-                        data = ev["result"]
+                    if isinstance(ev, ErrorEvent):  # the same body as a plain request's 502
+                        data = {"error": turn_failed(ev.failure)}
+                    elif isinstance(ev, FinalEvent):
+                        data = ev.result.body()
                     else:
-                        data = {k: v for k, v in ev.items() if k != "event"}
-                    yield {"event": name, "data": json.dumps(data)}
+                        data = ev.model_dump(exclude={"event"})
+                    yield {"event": ev.event, "data": json.dumps(data)}
             finally:
                 await self._release(user_id, character_id, lease)
 
@@ -439,26 +450,27 @@ class Ingress:
         if last is None:
             raise _error(422, "invalid_request", "messages: no user message (the history lives server-side)")
         text = last.content if isinstance(last.content, str) else "".join(p.text for p in (last.content or []))
-        request = {"text": self._validate_text(text or ""), "turn_id": x_turn_id or uuid.uuid4().hex}
+        text, turn_id = self._validate_text(text or ""), x_turn_id or uuid.uuid4().hex
         character_id = body.model
         await self._known_character(character_id)
-        cid = f"chatcmpl-{request['turn_id']}"
+        cid = f"chatcmpl-{turn_id}"
         created = int(time.time())
         if not body.stream:
             async with self._admitted(user_id, character_id, ankunft=True) as seq:
-                request["seq"] = seq
-                result = await self._call(user_id, character_id, "turn", request)
-            self._turn_error(result)
+                request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
+                result = await self._call(user_id, character_id, lambda h: h.turn.remote(request))
+            result = turn_result(result)
+            u = result.usage
             return {"id": cid, "object": "chat.completion", "created": created, "model": character_id,
                     "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": result["reply"]}}],
-                    "usage": {"prompt_tokens": result["usage"]["prompt_tokens"],
-                              "completion_tokens": result["usage"]["completion_tokens"],
-                              "total_tokens": result["usage"]["prompt_tokens"] + result["usage"]["completion_tokens"]},
-                    "novaberg": {"turn_id": result["turn_id"], "replayed": result.get("replayed", False)}}
+                                 "message": {"role": "assistant", "content": result.reply}}],
+                    "usage": {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+                              "total_tokens": u.prompt_tokens + u.completion_tokens},
+                    "novaberg": {"turn_id": result.turn_id, "replayed": result.replayed}}
 
         include_usage = bool((body.stream_options or {}).get("include_usage"))
-        lease, request["seq"] = await self._admit(user_id, character_id, ankunft=True)  # held until the stream ends
+        lease, seq = await self._admit(user_id, character_id, ankunft=True)  # held until the stream ends
+        request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
 
         def sse(obj: dict) -> str:
             return f"data: {json.dumps(obj)}\n\n"
@@ -477,20 +489,18 @@ class Ingress:
             # only text that passed review: the draft events are left out (an OpenAI client has no
             # way to take back content it was sent), the kept reply comes as one `token` event
             async for ev in self._stream(user_id, character_id, request):
-                kind = ev.get("event")
-                if kind == "token":
-                    yield sse({**base, "choices": [{"index": 0, "delta": {"content": ev["text"]},
+                if isinstance(ev, TokenEvent):
+                    yield sse({**base, "choices": [{"index": 0, "delta": {"content": ev.text},
                                                     "finish_reason": None}]})
-                elif kind == "final":
-                    result = ev["result"]
+                elif isinstance(ev, FinalEvent):
                     yield sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
                     if include_usage:
-                        u = result["usage"]
+                        u = ev.result.usage
                         yield sse({**base, "choices": [], "usage": {
-                            "prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
-                            "total_tokens": u["prompt_tokens"] + u["completion_tokens"]}})
-                elif kind == "error":
-                    yield sse({"error": turn_failed(ev["result"])})
+                            "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+                            "total_tokens": u.prompt_tokens + u.completion_tokens}})
+                elif isinstance(ev, ErrorEvent):
+                    yield sse({"error": turn_failed(ev.failure)})
             yield "data: [DONE]\n\n"
 
         return StreamingResponse(chunks(), media_type="text/event-stream")
@@ -534,14 +544,14 @@ class Ingress:
         if (body.eigener_gedanke is None) == (body.user_prompt is None):
             raise _error(422, "invalid_request", "exactly one of eigener_gedanke / user_prompt must be set")
         await self._known_character(character_id)
+        event = PairEventRequest.model_validate(body.model_dump())
         async with self._admitted(user_id, character_id):
-            result = await self._call(user_id, character_id, "event", body.model_dump())
-        if result.get("dropped") and result["reason"] == "pending_agent":
+            result = await self._call(user_id, character_id, lambda h: h.event.remote(event))
+        if isinstance(result, EventDropped) and result.reason == "pending_agent":
             raise _error(409, "pending_agent", "event dropped: an order waits for the human's answer (pending_agent)")
-        if result.get("dropped"):
-            raise _error(429, "limit", f"event dropped: {result['reason']} (counter {result.get('counter')})")
-        self._turn_error(result)
-        return result
+        if isinstance(result, EventDropped):
+            raise _error(429, "limit", f"event dropped: {result.reason} (counter {result.counter})")
+        return turn_result(result).body()
 
     # ------------------------------------------------------------------ characters
     async def _character_or_404(self, character_id: str) -> dict:

@@ -5,6 +5,7 @@ import pytest
 import ray
 
 from actors.pair import MAX_SELF_TRIGGERS, pair_name
+from core.wire import EventDropped, PairEventRequest, TurnResult
 from memory import lzg, pg
 from tests.conftest import auth, pg_call, wait_for
 
@@ -68,13 +69,14 @@ def test_impulse_turn_and_the_self_trigger_limit(client, keys, settings, charact
                        headers=auth(keys["alice"])).status_code == 403
     # self-triggers: MAX_SELF_TRIGGERS run, the next is dropped and counted
     actor = ray.get_actor(pair_name("alice", ch), namespace=settings.namespace)
-    outs = [ray.get(actor.event.remote({"kind": "continue", "eigener_gedanke": f"Nachgedanke {i}"}))
+    outs = [ray.get(actor.event.remote(PairEventRequest(kind="continue", eigener_gedanke=f"Nachgedanke {i}")))
             for i in range(MAX_SELF_TRIGGERS + 1)]
-    assert all("reply" in o for o in outs[:MAX_SELF_TRIGGERS])
-    assert outs[-1] == {"dropped": True, "reason": "max_self_triggers", "counter": MAX_SELF_TRIGGERS + 1}
+    assert all(isinstance(o, TurnResult) for o in outs[:MAX_SELF_TRIGGERS]), outs
+    assert outs[-1] == EventDropped(reason="max_self_triggers", counter=MAX_SELF_TRIGGERS + 1)
     # a message of the human resets the counter
     _post(client, keys["alice"], "alice", ch, "Da bin ich wieder.")
-    assert "reply" in ray.get(actor.event.remote({"kind": "continue", "eigener_gedanke": "Noch etwas."}))
+    assert isinstance(ray.get(actor.event.remote(PairEventRequest(kind="continue", eigener_gedanke="Noch etwas."))),
+                      TurnResult)
 
 
 def test_background_writes_are_visible_to_the_next_turn(client, keys, settings, character):

@@ -385,6 +385,7 @@ def test_the_retry_recognises_itself_and_never_triggers_again():
 def test_the_pair_consumer_logs_every_arrival_and_queues_the_retry(caplog):
     from actors.pair import PairActor
     from core.settings import Settings
+    from core.wire import PairEventRequest
     from pipeline.state import DispatchRecord, PruefungRecord
 
     actor = PairActor("u", "nova", Settings().model_dump(mode="json"))
@@ -411,4 +412,4 @@ def test_the_pair_consumer_logs_every_arrival_and_queues_the_retry(caplog):
     assert len(arrivals) == 3
     assert "present=False, value=None" in arrivals[0] and "present=True, value=False" in arrivals[1]
     assert "present=True, value=True" in arrivals[2]
-    assert events == [{"kind": "continue", **payload.model_dump(exclude_none=True)}]
+    assert events == [PairEventRequest(kind="continue", **payload.model_dump(exclude_none=True))]
