@@ -1,0 +1,105 @@
+"""The characters: list, create, import from a Character Card, get, change, remove, export."""
+
+import asyncio
+import logging
+
+from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi.responses import Response
+
+from serve import charakterkarte
+from serve.routes.common import TheIngress, error, unknown_character
+from serve.schemas import ID_PATTERN, Character, CharacterCreate, CharacterImportResponse, CharacterPatch
+
+log = logging.getLogger("novaberg.ingress")
+
+router = APIRouter()
+
+
+@router.get("/v1/characters")
+async def list_characters(ing: TheIngress, authorization: str | None = Header(None)):
+    """Every character (any key may list them)."""
+    await ing.principal(authorization)
+    return {"characters": await ing.store.call.remote("charaktere.list_all")}
+
+
+@router.post("/v1/characters", status_code=201, response_model=Character)
+async def create_character(body: CharacterCreate, ing: TheIngress, authorization: str | None = Header(None)):
+    await ing.operator(authorization)
+    fields = body.model_dump(exclude={"character_id"}, exclude_none=True)
+    ch = await ing.store.create_character.remote(body.character_id, fields, [])
+    if ch is None:
+        raise error(409, "conflict", f"character {body.character_id!r} exists; "
+                                     f"PATCH /v1/characters/{body.character_id} changes it")
+    ing.remember_character(body.character_id)
+    log.info("ingress: character %s (%s) created", body.character_id, body.name)
+    return ch
+
+
+@router.post("/v1/characters/import", status_code=201, response_model=CharacterImportResponse)
+async def import_character(request: Request, ing: TheIngress,
+                           character_id: str | None = Query(None, pattern=ID_PATTERN),
+                           replace: bool = Query(False), authorization: str | None = Header(None)):
+    """A Character Card (V1/V2/V3, JSON or PNG) as the raw body becomes a character; its
+    lorebook becomes her background knowledge. The answer says what went where and what was
+    kept without a place."""
+    await ing.operator(authorization)
+    data = await request.body()  # its size is bounded by the BodyLimit middleware (the card limit)
+    if not data:
+        raise error(422, "invalid_card", "empty body: send the card as JSON or PNG")
+    try:
+        card = await asyncio.to_thread(charakterkarte.lesen, data)
+        cid = character_id or charakterkarte.character_id_aus(card.felder["name"])
+    except charakterkarte.KarteFehler as e:
+        raise error(422, "invalid_card", str(e))
+    ch = await ing.store.create_character.remote(cid, {**card.felder, "karte_rest": card.karte_rest},
+                                                 [w.model_dump() for w in card.wissen], replace)
+    if ch is None:
+        raise error(409, "conflict", f"character {cid!r} exists; pass replace=true to overwrite it, "
+                                     "or character_id=... for another id")
+    ing.remember_character(cid)
+    log.info("ingress: character %s imported from a %s card (%s): %d knowledge entries; kept without a place: %s",
+             cid, card.quelle, card.format, len(card.wissen), card.nicht_uebernommen or "nothing")
+    return {"character": ch, "format": card.format, "quelle": card.quelle, "abbildung": card.abbildung,
+            "nicht_uebernommen": card.nicht_uebernommen, "wissen_eintraege": len(card.wissen)}
+
+
+@router.get("/v1/characters/{character_id}", response_model=Character)
+async def get_character(ing: TheIngress, character_id: str = Path(pattern=ID_PATTERN),
+                        authorization: str | None = Header(None)):
+    await ing.principal(authorization)
+    return await ing.character_or_404(character_id)
+
+
+@router.patch("/v1/characters/{character_id}", response_model=Character)
+async def patch_character(body: CharacterPatch, ing: TheIngress, character_id: str = Path(pattern=ID_PATTERN),
+                          authorization: str | None = Header(None)):
+    await ing.operator(authorization)
+    fields = body.model_dump(exclude_none=True)
+    if not fields:
+        raise error(422, "invalid_request", "no field to change")
+    ch = await ing.store.call.remote("charaktere.update", character_id, fields)
+    if ch is None:
+        raise unknown_character(character_id)
+    return ch
+
+
+@router.delete("/v1/characters/{character_id}", status_code=204)
+async def delete_character(ing: TheIngress, character_id: str = Path(pattern=ID_PATTERN),
+                           authorization: str | None = Header(None)):
+    """Remove a character and her background knowledge; the pairs' own memories stay."""
+    await ing.operator(authorization)
+    ing.forget_character(character_id)
+    if not await ing.store.call.remote("charaktere.delete", character_id):
+        raise unknown_character(character_id)
+    log.info("ingress: character %s removed", character_id)
+    return Response(status_code=204)
+
+
+@router.get("/v1/characters/{character_id}/export")
+async def export_character(ing: TheIngress, character_id: str = Path(pattern=ID_PATTERN),
+                           authorization: str | None = Header(None)):
+    """The character as a Character Card V2 (JSON)."""
+    await ing.principal(authorization)
+    ch = await ing.character_or_404(character_id)
+    wissen = await ing.store.call.remote("charaktere.wissen", character_id)
+    return charakterkarte.exportieren(ch, wissen)

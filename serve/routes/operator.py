@@ -1,0 +1,78 @@
+"""The operators' routes: API keys, the dashboard (page and figures), one pair's last turns, the
+system's status."""
+
+import logging
+
+from fastapi import APIRouter, Header, Path, Query
+from fastapi.responses import HTMLResponse
+
+from serve import dashboard
+from serve.routes.common import TheIngress, error
+from serve.schemas import ID_PATTERN, KeyCreateRequest, KeyCreateResponse, KeyRevokeRequest
+
+log = logging.getLogger("novaberg.ingress")
+
+router = APIRouter()
+
+
+@router.post("/v1/operator/keys", response_model=KeyCreateResponse)
+async def create_key(body: KeyCreateRequest, ing: TheIngress, authorization: str | None = Header(None)):
+    await ing.operator(authorization)
+    key = await ing.store.create_api_key.remote(body.user_id, False, body.label)
+    return {"user_id": body.user_id, "api_key": key}
+
+
+@router.post("/v1/operator/keys/revoke")
+async def revoke_keys(body: KeyRevokeRequest, ing: TheIngress, authorization: str | None = Header(None)):
+    """Revoke one key, or every key of a user. This replica forgets them at once; every
+    other replica within its key cache time (30 s)."""
+    await ing.operator(authorization)
+    if (body.api_key is None) == (body.user_id is None):
+        raise error(422, "invalid_request", "exactly one of api_key / user_id must be set")
+    n = await ing.store.call.remote("pg.revoke_api_keys", body.api_key, body.user_id)
+    if not n:
+        raise error(404, "not_found", "no such active key")
+    ing.forget_keys(api_key=body.api_key, user_id=body.user_id)
+    log.info("ingress: %d API key(s) revoked (%s)", n, "one key" if body.api_key else f"user {body.user_id}")
+    return {"revoked": n}
+
+
+@router.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
+async def dashboard_page(ing: TheIngress):
+    """The operators' page. It carries no data: it reads the JSON endpoints with the operator
+    key from its URL fragment (never sent to the server): /dashboard#key=..."""
+    ing.dashboard_loop.ensure()
+    return HTMLResponse(dashboard.page())
+
+
+@router.get("/v1/operator/dashboard")
+async def dashboard_json(ing: TheIngress, window_s: float = Query(default=900.0, gt=0, le=7 * 24 * 3600),
+                         authorization: str | None = Header(None)):
+    """The dashboard's figures over the last `window_s` seconds."""
+    await ing.operator(authorization)
+    loop = ing.dashboard_loop
+    loop.ensure()
+    if not loop.sampler.samples:
+        await loop.sampler.sample()
+    return await dashboard.snapshot(ing.store, await ing.redis_client(), loop.sampler, window_s)
+
+
+@router.get("/v1/operator/pairs/{user_id}/{character_id}/turns")
+async def dashboard_pair(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
+                         character_id: str = Path(pattern=ID_PATTERN), limit: int = Query(default=10, ge=1, le=100),
+                         authorization: str | None = Header(None)):
+    """One pair's last turns with each node's duration and decisions."""
+    await ing.operator(authorization)
+    turns = await ing.store.call.remote("dashboard.pair_turns", user_id, character_id, limit)
+    return {"user_id": user_id, "character_id": character_id, "turns": turns}
+
+
+@router.get("/v1/operator/status")
+async def operator_status(ing: TheIngress, authorization: str | None = Header(None)):
+    await ing.operator(authorization)
+    from memory import outbox
+
+    r = await ing.redis_client()
+    live = await r.hlen("pairs:live")
+    return {"live_pairs": live, "outbox": await outbox.backlog(r),
+            "llm": await ing.llm.load.remote(), "embedder": await ing.embedder.load.remote()}

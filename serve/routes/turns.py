@@ -1,0 +1,160 @@
+"""The native turn API: a turn (plain or streamed), the history, the messages Nova produces without
+being asked, the pair's status, the character's greeting, and an operator's event."""
+
+import json
+import time
+import uuid
+from datetime import datetime, timezone
+
+from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
+from sse_starlette.sse import EventSourceResponse
+
+from core.wire import ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairTurnRequest
+from memory import session
+from pipeline.figur import einsetzen
+from serve.routes.common import ACTOR_GONE, TheIngress, error, turn_failed, turn_result
+from serve.schemas import ID_PATTERN, EventRequest, HistoryResponse, TurnRequest, TurnResponse
+
+router = APIRouter()
+
+
+@router.post("/v1/pairs/{user_id}/{character_id}/turns", response_model=TurnResponse)
+async def post_turn(body: TurnRequest, ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
+                    character_id: str = Path(pattern=ID_PATTERN), stream: bool = Query(False),
+                    authorization: str | None = Header(None)):
+    principal = await ing.principal(authorization)
+    ing.owner(principal, user_id)
+    text, turn_id = ing.validate_text(body.text), body.turn_id or uuid.uuid4().hex
+    await ing.known_character(character_id)
+    if not stream:
+        async with ing.admitted(user_id, character_id, ankunft=True) as seq:
+            request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
+            result = await ing.call(user_id, character_id, lambda h: h.turn.remote(request))
+        return turn_result(result).body()
+    lease, seq = await ing.admit(user_id, character_id, ankunft=True)  # held until the stream ends
+    request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
+
+    async def events():
+        try:
+            async for ev in ing.stream(user_id, character_id, request):
+                if isinstance(ev, ErrorEvent):  # the same body as a plain request's 502
+                    data = {"error": turn_failed(ev.failure)}
+                elif isinstance(ev, FinalEvent):
+                    data = ev.result.body()
+                else:
+                    data = ev.model_dump(exclude={"event"})
+                yield {"event": ev.event, "data": json.dumps(data)}
+        finally:
+            await ing.release(user_id, character_id, lease)
+
+    return EventSourceResponse(events())
+
+
+@router.get("/v1/pairs/{user_id}/{character_id}/turns", response_model=HistoryResponse)
+async def get_history(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
+                      character_id: str = Path(pattern=ID_PATTERN), limit: int = Query(50, ge=1, le=500),
+                      authorization: str | None = Header(None)):
+    principal = await ing.principal(authorization)
+    ing.owner(principal, user_id)
+    await ing.known_character(character_id)
+    # from the session store: reading the history never makes (or wakes) a pair actor
+    turns = await session.load_turns(await ing.redis_client(), user_id, character_id, limit)
+    return {"user_id": user_id, "character_id": character_id, "turns": turns}
+
+
+@router.get("/v1/pairs/{user_id}/{character_id}/events")
+async def get_events(request: Request, ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
+                     character_id: str = Path(pattern=ID_PATTERN),
+                     after: str | None = Query(None, max_length=30),
+                     last_event_id: str | None = Header(None, max_length=30),
+                     authorization: str | None = Header(None)):
+    """Server-sent events: every message Nova produces without being asked (the Thinker's
+    retry, a planned impulse, a `continue`), once it is committed. The cursor (`Last-Event-ID`
+    or `?after=`; `0` = every kept message) resumes where a client left; none = only new ones."""
+    principal = await ing.principal(authorization)
+    ing.owner(principal, user_id)
+    await ing.known_character(character_id)
+    r = await ing.redis_client()
+    cursor = last_event_id or after
+    if cursor is not None and not session.CURSOR.match(cursor):
+        raise error(422, "invalid_request", f"invalid cursor {cursor!r}: expected 0 or an event id "
+                                            "such as 1733011200000-0")
+    if ing.streams.get(user_id, 0) >= ing.settings.max_event_streams_per_user:
+        raise HTTPException(status_code=429, headers={"Retry-After": "5"}, detail={
+            "type": "limit", "message": f"at most {ing.settings.max_event_streams_per_user} open event streams "
+                                       "per user"})
+    cursor = cursor or await session.push_cursor_now(r, user_id, character_id)
+    ing.streams[user_id] = ing.streams.get(user_id, 0) + 1
+
+    async def events():
+        nonlocal cursor
+        try:
+            yield {"event": "bereit", "id": cursor, "data": json.dumps({"cursor": cursor})}
+            quiet_since = time.monotonic()
+            while not await request.is_disconnected():  # a client that left frees its place at once
+                # each wait stays below the Redis client's socket timeout (5 s)
+                got = await session.read_pushed(r, user_id, character_id, cursor, block_ms=session.PUSH_WAIT_MS)
+                if not got and time.monotonic() - quiet_since >= ing.settings.events_block_s:
+                    yield {"comment": "keep-alive"}
+                    quiet_since = time.monotonic()
+                for mid, message in got:
+                    cursor, quiet_since = mid, time.monotonic()
+                    yield {"event": "nachricht", "id": mid, "data": json.dumps(message)}
+        finally:
+            ing.streams[user_id] -= 1
+
+    return EventSourceResponse(events())
+
+
+@router.get("/v1/pairs/{user_id}/{character_id}/status")
+async def get_status(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
+                     character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
+    principal = await ing.principal(authorization)
+    ing.owner(principal, user_id)
+    await ing.known_character(character_id)
+    h = await ing.live_pair(user_id, character_id)
+    if h is not None:
+        try:
+            return {**await h.status.remote(), "live": True}
+        except ACTOR_GONE:
+            ing.forget(user_id, character_id)
+    # no actor: the pair is idle (or new); the answer comes from the stores and makes none
+    turns = await session.count_turns(await ing.redis_client(), user_id, character_id)
+    return {"user_id": user_id, "character_id": character_id, "live": False, "busy": False, "inflight": 0,
+            "session_turns": turns}
+
+
+@router.post("/v1/pairs/{user_id}/{character_id}/events")
+async def post_event(body: EventRequest, ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
+                     character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
+    """Operators: let Nova open from her own thought, or continue, on the pair's event queue."""
+    await ing.operator(authorization)
+    if (body.eigener_gedanke is None) == (body.user_prompt is None):
+        raise error(422, "invalid_request", "exactly one of eigener_gedanke / user_prompt must be set")
+    await ing.known_character(character_id)
+    event = PairEventRequest.model_validate(body.model_dump())
+    async with ing.admitted(user_id, character_id):
+        result = await ing.call(user_id, character_id, lambda h: h.event.remote(event))
+    if isinstance(result, EventDropped) and result.reason == "pending_agent":
+        raise error(409, "pending_agent", "event dropped: an order waits for the human's answer (pending_agent)")
+    if isinstance(result, EventDropped):
+        raise error(429, "limit", f"event dropped: {result.reason} (counter {result.counter})")
+    return turn_result(result).body()
+
+
+@router.get("/v1/pairs/{user_id}/{character_id}/greeting")
+async def greeting(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
+                   character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
+    """The character's greeting. For a pair without any turn it becomes the first message of
+    the conversation (stored once), so the character remembers having said it."""
+    principal = await ing.principal(authorization)
+    ing.owner(principal, user_id)
+    ch = await ing.character_or_404(character_id)
+    text = einsetzen(ch["begruessung"], ch["name"], "du").strip()
+    out = {"user_id": user_id, "character_id": character_id, "name": ch["name"], "begruessung": text or None,
+           "neu_im_verlauf": False}
+    if text:
+        turn = {"rolle": "assistant", "sprecher": ch["name"], "inhalt": text, "turn_id": "begruessung",
+                "herkunft": "begruessung", "time": datetime.now(timezone.utc).isoformat()}
+        out["neu_im_verlauf"] = await session.begruessen(await ing.redis_client(), user_id, character_id, turn)
+    return out
