@@ -10,7 +10,8 @@ from typing import Any
 
 from actors.delegation import DELEGATIONS, Delegation
 from memory import kzg, session
-from pipeline.runner import BACKGROUND_CHAIN, ChainRunner
+from pipeline.chains import BACKGROUND_CHAIN
+from pipeline.runner import ChainRunner
 from pipeline.services import Deps, Services
 from pipeline.state import DelegationSchreiben, KzgSchreiben, Schreibauftrag, Stimulus, TurnState
 from pipeline.trace import TurnTrace
@@ -157,7 +158,7 @@ async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> 
     delivered = 0
     for raw in await faellige_impulse_nehmen(r, DUE_KEY, limit):
         imp = json.loads(raw)
-        if not await services.store.call("charaktere.exists", imp["character_id"]):
+        if not await services.store.charaktere.exists(imp["character_id"]):
             log.warning("impulse %s dropped: fallback charakter_entfernt: character %r no longer exists",
                         imp["id"], imp["character_id"])
             await r.srem(f"impulse:offen:{imp['user_id']}:{imp['character_id']}", imp["id"])

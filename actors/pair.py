@@ -25,7 +25,8 @@ from core.wire import (DraftEvent, ErrorEvent, EventDropped, FinalEvent, PairEve
                        TurnFailure, TurnResult, TurnStreamEvent)
 from memory import ausstehender_auftrag, session
 from pipeline import metrics
-from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, NodeFailed, vorab_starten
+from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN, vorab_starten
+from pipeline.runner import ChainRunner, NodeFailed
 from pipeline.services import Deps, Services, transport
 from pipeline.nodes.dispatcher import keep_human
 from pipeline.reiz import stimulus_from_event
@@ -203,7 +204,7 @@ class PairActor:
     async def _verlauf_pruefen(self, services: Services) -> None:
         """Once per actor: a session history Redis lost is rebuilt from the turns in Postgres."""
         n = await session.verlauf_wiederherstellen(
-            services.redis, lambda limit: services.store.call("pg.recent_turn_records", self.user_id,
+            services.redis, lambda limit: services.store.pg.recent_turn_records(self.user_id,
                                                               self.character_id, limit),
             self.user_id, self.character_id, self.settings.session_keep_turns)
         if n:

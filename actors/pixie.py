@@ -144,7 +144,7 @@ def bericht_text(task: Delegation, recherche: Recherche | None, ergebnis: str) -
 
 async def _bericht(services, trace, user_id: str, character_id: str, task: Delegation, recherche, ergebnis: str,
                    vec) -> None:
-    await services.store.call("library.add", user_id, character_id, "bericht", f"Bericht: {task.aufgabe}"[:200],
+    await services.store.library.add(user_id, character_id, "bericht", f"Bericht: {task.aufgabe}"[:200],
                               bericht_text(task, recherche, ergebnis), vec, BERICHT_GEWICHT,
                               schluessel=f"{task.schluessel()}:bericht")
 
@@ -155,7 +155,7 @@ async def _arbeiten(services, trace, user_id: str, character_id: str, name: str,
     from pipeline.services import Deps
 
     vec = await services.embedder.embed(trace, task.aufgabe)
-    memories = (await services.store.call("lesepfad.erinnern", user_id, character_id, task.aufgabe, vec,
+    memories = (await services.store.lesepfad.erinnern(user_id, character_id, task.aufgabe, vec,
                                           services.memory_cfg, k=PIXIE_ERINNERUNGEN))["erinnerungen"]
     recherche = await recherchieren(services.web, task.aufgabe)
     trace.decision(NAME, "pixie.recherche", recherche.status,
@@ -176,7 +176,7 @@ async def _arbeiten(services, trace, user_id: str, character_id: str, name: str,
         return "aufgegeben"
     titel = answer.titel.strip()[:200]
     topic = await services.embedder.embed(trace, titel)
-    await services.store.call("library.add", user_id, character_id, "wissen", titel, answer.wissen.strip()[:2000],
+    await services.store.library.add(user_id, character_id, "wissen", titel, answer.wissen.strip()[:2000],
                               topic, WISSEN_GEWICHT, schluessel=f"{task.schluessel()}:wissen")
     # the bericht last: a task whose bericht exists is done
     await _bericht(services, trace, user_id, character_id, task, recherche, f"Wissen »{titel}« geschrieben", vec)
@@ -197,12 +197,12 @@ async def _bearbeiten(services, queue_key: str, raw) -> str:
         await r.lrem(work, 1, raw)
         return "verworfen"
     trace = TurnTrace(user_id, character_id, f"pixie-{uuid.uuid4().hex[:8]}")
-    charakter = await services.store.call("charaktere.get", character_id)
+    charakter = await services.store.charaktere.get(character_id)
     if charakter is None:
         log.warning("pixie: fallback charakter_entfernt: character %r no longer exists; task %r dropped",
                     character_id, task.aufgabe)
         outcome = "verworfen"
-    elif await services.store.call("library.vorhanden", user_id, character_id, f"{task.schluessel()}:bericht"):
+    elif await services.store.library.vorhanden(user_id, character_id, f"{task.schluessel()}:bericht"):
         log.info("pixie: task %r of %s:%s is done already (its bericht exists); not done twice", task.aufgabe,
                  user_id, character_id)
         outcome = "bereits_erledigt"

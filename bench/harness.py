@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import standin, turn_graph
+from core.wire import ChatRequest
 from pipeline.node_config import capped
 
 MESSAGES: dict[str, list[str]] = {
@@ -318,8 +319,8 @@ async def replay(llm, records: list[dict], concurrency: int, progress=None) -> d
         while not queue.empty():
             req = queue.get_nowait()
             t0 = time.perf_counter()
-            out = await llm.chat.remote({**req, "caller": f"replay:{req.get('caller', '?')}"})
-            done.append({"ms": (time.perf_counter() - t0) * 1000, "usage": out.get("usage", {})})
+            out = await llm.chat.remote(ChatRequest.model_validate({**req, "caller": f"replay:{req.get('caller', '?')}"}))
+            done.append({"ms": (time.perf_counter() - t0) * 1000, "usage": out.usage.model_dump() if out.usage else {}})
             if progress is not None:
                 progress.update(1)
 

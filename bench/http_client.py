@@ -18,10 +18,11 @@ from typing import Awaitable, Callable
 from bench import standin
 from bench.harness import _free_port
 from core.settings import Settings
+from core.wire import ChatRequest
 from serve.llm_backends import OpenAICompatBackend
 
-REQUEST = {"messages": [{"role": "system", "content": "Regeln " * 400}, {"role": "user", "content": "Hallo " * 100}],
-           "temperature": 0.7, "max_tokens": 50}
+REQUEST = ChatRequest(messages=[{"role": "system", "content": "Regeln " * 400},
+                                {"role": "user", "content": "Hallo " * 100}], temperature=0.7, max_tokens=50)
 """A prompt of about the size of a responder's (3,000 characters)."""
 
 

@@ -22,25 +22,25 @@ def critical_path_ms(per_node: dict[str, float], latency_ms: float) -> dict[str,
     """The human chain, then the character chain, each along its longest dependent path; a node's
     cost is its mean LLM calls per turn × the engine's latency (a node in both chains is counted
     in the character chain). `serial_ms` is the same calls one after another."""
-    from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, Loop, Voraus, load_node, mit_voraus, schedule_deps
-    from pipeline import schedule
+    from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN, NODES
+    from pipeline.runner import Loop, Voraus, mit_voraus, schedule_deps
 
     def names(step):
-        return step.names() if isinstance(step, (Loop, Voraus)) else (step,)
+        return step.names() if isinstance(step, (Loop, Voraus)) else (step.name,)
 
     in_character = {n for s in CHARACTER_CHAIN for n in names(s)}
     path, serial = 0.0, 0.0
     for chain in (HUMAN_CHAIN, CHARACTER_CHAIN):
-        mods = {n: load_node(n) for s in chain for n in names(s)}
+        mods = {n: NODES[n] for s in chain for n in names(s)}
         steps = mit_voraus(chain, mods)  # a node that starts early makes its model calls in its early step
         early = {s.name for s in steps if isinstance(s, Voraus)}
         own = [[n for n in names(s) if (chain is CHARACTER_CHAIN or n not in in_character)
                 and (isinstance(s, Voraus) or n not in early)] for s in steps]
         cost = [sum(per_node.get(n, 0.0) for n in nn) * latency_ms for nn in own]
-        # a node whose model call starts at the turn's start (`MODELL_VORAB`, from its `vorab`) waits for
+        # a node whose model call starts at the turn's start (`model_call_at_start`) waits for
         # that call, begun beside the human chain, and adds nothing after it
         at_start = [max((c for n, c in zip(nn, (per_node.get(n, 0.0) * latency_ms for n in nn))
-                         if getattr(mods[n], "MODELL_VORAB", False)), default=None) for nn in own]
+                         if mods[n].model_call_at_start), default=None) for nn in own]
         begin, finish = path, []
         for j, before in enumerate(schedule_deps(steps, mods)):
             done = max((finish[i] for i in before), default=begin)

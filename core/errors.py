@@ -34,6 +34,7 @@ The tree (a class, the module it is defined in, its builtin second base):
     │       ├── LLMBackendError     serve.llm_backends; RuntimeError (`transient`: worth a retry)
     │       └── NichtEndlich        pipeline.llm_json; ValueError
     └── ChainError                  a node broke its contract with the chain runner, or failed
+        ├── NodeDeclarationError    pipeline.node; ValueError (a node's declaration, at import)
         ├── NodeContractError       pipeline.runner; RuntimeError
         └── NodeFailed              pipeline.runner; RuntimeError (carries `node` and `cause`)
 

@@ -4,7 +4,7 @@
 - the chain runner ↔ the node deployment;
 - the LLM client ↔ the LLM deployment ↔ its backends (`LLMEngine`, the protocol every engine
   implements, the scripted one of the tests too);
-- the store's operations: declared in `memory/client.py`, one class per store module.
+- the store's operations: declared in `memory/clients.py`, one class per store module.
 
 Like everything in `core/`, it imports nothing of the project.
 """
@@ -191,6 +191,32 @@ then `token` and `final`, or `error`; `restart` comes from the ingress."""
 
 
 # ---------------------------------------------------------------------------- runner ↔ node deployment
+
+
+class NodeRunRequest(BaseModel):
+    """A node to run in the node deployment: its name, the records it declared to read (as JSON,
+    the stimulus always among them) and the chain it runs in."""
+
+    node: str
+    records: dict[str, Any]
+    chain: str = "character"
+
+
+class NodeRunResult(BaseModel):
+    """What the node deployment sends back: the node's records (as JSON, validated into the turn
+    state by the runner), the pipeline rows it recorded, its time at the LLM and the embedder, its
+    LLM calls and tokens (the turn's usage) and the system messages it sent (the leak guard compares
+    the reply with them)."""
+
+    update: dict[str, Any]
+    rows: list[dict[str, Any]] = []
+    llm_ms: float = 0.0
+    embed_ms: float = 0.0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    system_prompts: dict[str, str] = {}
+
 
 # ---------------------------------------------------------------------------- LLM client ↔ deployment ↔ engine
 class TextProtocol(BaseModel):

@@ -15,26 +15,26 @@ with common names, and strict where it matters: a field nobody names is never re
 from __future__ import annotations
 
 import ast
-import importlib
 import inspect
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from types import ModuleType
+from importlib import import_module
 from typing import Iterable, Sequence
 
-from pipeline.nodes import node_module
+from pipeline.node import Node
 from pipeline.state import RECORDS, TurnState
 
 CONSUMERS: dict[str, tuple[str, ...]] = {
     "dispatch": ("actors.pair",),
     "pruefung": ("actors.pair",),
     "hintergrund": ("actors.background",),
-    "urteil": ("pipeline.runner",),
-    "plan": ("pipeline.runner",),
+    "urteil": ("pipeline.chains",),
+    "plan": ("pipeline.chains",),
 }
 """Records read outside the chains: the pair actor takes the committed result and the
-self-trigger; the background worker routes the pending writes; the runner's loop conditions read
-the verdict and the planned agent."""
+self-trigger; the background worker routes the pending writes; the loops' conditions
+(`pipeline/chains.py`) read the verdict and the planned agent."""
 
 LOG_ONLY: dict[str, str] = {
     "PerzeptionRecord.fallback": "named fallback of the turn, for the pipeline log",
@@ -59,47 +59,43 @@ class Gap:
         return f"{self.node} {verb} {self.where}: {what}"
 
 
-def _flat(chain: Sequence) -> list[tuple[str, int]]:
+def _flat(chain: Sequence) -> list[tuple[Node, int]]:
     """(node, loop id or -1) in the order the chain first runs them."""
     out = []
     for i, step in enumerate(chain):
-        if isinstance(step, str):
+        if isinstance(step, Node):
             out.append((step, -1))
         else:
-            out.extend((n, i) for n in step.names())
+            out.extend((n, i) for n in step.nodes())
     return out
-
-
-def _modules(names: Iterable[str]) -> dict[str, ModuleType]:
-    """The node modules by name. Their declarations are the runner's to check (`load_node`, before
-    it asks this module); the contract only reads them."""
-    return {n: node_module(n) for n in names}
 
 
 def record_gaps(chain: Sequence, *, given: Iterable[str] = ("stimulus",), later_reads: Iterable[str] = (),
                 optional: bool = False) -> list[Gap]:
     """Record-level gaps of one chain: a read with no writer before it (or in its loop), a write
     no later node, loop member, consumer or `later_reads` takes. With `optional`, a node's
-    OPTIONAL_READS (each with its reason) may stay unwritten on this chain."""
+    `optional_reads` (each with its reason) may stay unwritten on this chain."""
     flat = _flat(chain)
-    mods = _modules(n for n, _ in flat)
     gaps, written = [], set(given)
     loop_writes = {}
-    for n, loop in flat:
+    for m, loop in flat:
         if loop >= 0:
-            loop_writes.setdefault(loop, set()).update(mods[n].WRITES)
-    for i, (n, loop) in enumerate(flat):
-        m = mods[n]
-        skip = set(getattr(m, "OPTIONAL_READS", {})) if optional else set()
-        for r in m.READS:
-            if r not in written and r not in m.WRITES and r not in loop_writes.get(loop, ()) and r not in skip:
-                gaps.append(Gap("ungeschrieben", r, n))
-        written.update(m.WRITES)
-        readers = {r for k, (o, ol) in enumerate(flat) if k > i or (loop >= 0 and ol == loop) for r in mods[o].READS}
-        for r in m.WRITES:
+            loop_writes.setdefault(loop, set()).update(m.writes)
+    for i, (m, loop) in enumerate(flat):
+        skip = set(m.optional_reads) if optional else set()
+        for r in m.reads:
+            if r not in written and r not in m.writes and r not in loop_writes.get(loop, ()) and r not in skip:
+                gaps.append(Gap("ungeschrieben", r, m.name))
+        written.update(m.writes)
+        readers = {r for k, (o, ol) in enumerate(flat) if k > i or (loop >= 0 and ol == loop) for r in o.reads}
+        for r in m.writes:
             if r not in readers and r not in CONSUMERS and r not in later_reads:
-                gaps.append(Gap("ungelesen", r, n))
+                gaps.append(Gap("ungelesen", r, m.name))
     return gaps
+
+
+_NOT_READERS = ("pipeline.state", "pipeline.runner", "pipeline.contract", "pipeline.chains")
+"""Modules a node imports that read no record's fields for it."""
 
 
 @lru_cache(maxsize=None)
@@ -112,7 +108,7 @@ def _names_read(module_name: str) -> frozenset[str]:
         if name in seen:
             continue
         seen.add(name)
-        tree = ast.parse(inspect.getsource(importlib.import_module(name)))
+        tree = ast.parse(inspect.getsource(sys.modules.get(name) or import_module(name)))
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 names.add(node.attr)
@@ -120,7 +116,7 @@ def _names_read(module_name: str) -> frozenset[str]:
                   and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)):
                 names.add(node.args[1].value)
             elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pipeline.") \
-                    and node.module not in ("pipeline.state", "pipeline.runner", "pipeline.contract"):
+                    and node.module not in _NOT_READERS:
                 todo.append(node.module)
     return frozenset(names)
 
@@ -128,16 +124,15 @@ def _names_read(module_name: str) -> frozenset[str]:
 def field_gaps(chains: Sequence[Sequence]) -> list[Gap]:
     """Fields written by a chain's node that no module reading their record names."""
     flat = [n for chain in chains for n, _ in _flat(chain)]
-    mods = _modules(flat)
     readers: dict[str, set[str]] = {}
     for n in flat:
-        for r in mods[n].READS:
-            readers.setdefault(r, set()).add(mods[n].__name__)
+        for r in n.reads:
+            readers.setdefault(r, set()).add(n.module)
     for r, consumers in CONSUMERS.items():
         readers.setdefault(r, set()).update(consumers)
     gaps = []
     for r in RECORDS:
-        writers = [n for n in dict.fromkeys(flat) if r in mods[n].WRITES]
+        writers = [n.name for n in dict.fromkeys(flat) if r in n.writes]
         if not writers:
             continue
         names = set().union(*(_names_read(m) for m in readers.get(r, ())))
@@ -158,10 +153,10 @@ def check(human: Sequence, character: Sequence, background: Sequence, carried: I
           fields: bool = True) -> list[Gap]:
     """All gaps of the three chains: the human chain feeds the character chain, whose dispatcher
     carries `carried` into the background chain. Only the human chain may leave a node's
-    OPTIONAL_READS unwritten: the character chain, which every turn runs, must write them."""
-    bg_reads = {r for n, _ in _flat(background) for r in _modules([n])[n].READS}
-    char_reads = {r for n, _ in _flat(character) for r in _modules([n])[n].READS}
-    human_writes = {r for n, _ in _flat(human) for r in _modules([n])[n].WRITES}
+    `optional_reads` unwritten: the character chain, which every turn runs, must write them."""
+    bg_reads = {r for n, _ in _flat(background) for r in n.reads}
+    char_reads = {r for n, _ in _flat(character) for r in n.reads}
+    human_writes = {r for n, _ in _flat(human) for r in n.writes}
     gaps = record_gaps(human, later_reads=char_reads | bg_reads, optional=True)
     gaps += record_gaps(character, given={"stimulus", *human_writes}, later_reads=bg_reads)
     gaps += record_gaps(background, given=set(carried))

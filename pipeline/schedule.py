@@ -1,22 +1,24 @@
 """Scheduling by data: which step of a chain waits for which.
 
 A chain is written in the order the seeds give (NODES.md). Each node declares the records it
-reads and writes (READS, WRITES) and, where it touches a store inside the turn, the stores it
-reads and writes (STORE_READS, STORE_WRITES: the op's prefix, e.g. `timeline`, or the Redis
+reads and writes (`Node.reads`, `writes`) and, where it touches a store inside the turn, the stores it
+reads and writes (`store_reads`, `store_writes`: the operation's module, e.g. `timeline`, or the Redis
 area, e.g. `session`). A step waits for every earlier step it conflicts with — one writes what
 the other reads or writes, on a record or on a store — and for nothing else, so steps without a
 conflict run side by side and the turn's result is the one the written order gives. A node that
-sets WAITS_FOR_ALL (the dispatcher, which commits the turn) waits for every step before it. A loop
+sets `waits_for_all` (the dispatcher, which commits the turn) waits for every step before it. A loop
 (planner ⇄ agent dispatch, tribunal ⇄ corrector) is one step: its nodes stay a loop. A node that
-declares `VORAUS_OHNE` (records or stores it can do without at first) gets an early start as a step of its
-own, placed right after the last step it needs (`voraus_access`); the node itself waits for it and
+declares `early_without` (records or stores it can do without at first) gets an early start as a step
+of its own, placed right after the last step it needs (`voraus_access`); the node itself waits for it and
 decides in `run` whether what started early holds.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from pipeline.node import Node
 
 SCHEDULES = ("daten", "reihe")
 """`daten`: steps run as soon as the steps they depend on are done; `reihe`: one after another
@@ -41,12 +43,12 @@ class Access:
                     or self.store_reads & later.store_writes)
 
 
-def node_access(mod: ModuleType) -> Access:
-    reads = frozenset(r for r in mod.READS if r != "stimulus")  # the stimulus is never written
-    if getattr(mod, "VORAUS_OHNE", ()):
-        reads |= {voraus_mark(mod.NAME)}  # the node waits for its early start, where the chain has one
-    return Access(reads, frozenset(mod.WRITES), frozenset(getattr(mod, "STORE_READS", ())),
-                  frozenset(getattr(mod, "STORE_WRITES", ())), bool(getattr(mod, "WAITS_FOR_ALL", False)))
+def node_access(node: Node) -> Access:
+    reads = frozenset(r for r in node.reads if r != "stimulus")  # the stimulus is never written
+    if node.early_without:
+        reads |= {voraus_mark(node.name)}  # the node waits for its early start, where the chain has one
+    return Access(reads, frozenset(node.writes), frozenset(node.store_reads), frozenset(node.store_writes),
+                  node.waits_for_all)
 
 
 def voraus_mark(name: str) -> str:
@@ -54,23 +56,23 @@ def voraus_mark(name: str) -> str:
     return f"voraus:{name}"
 
 
-def voraus_reads(mod: ModuleType) -> tuple[str, ...]:
-    """What a node's early start may read: its reads but the records named in `VORAUS_OHNE`."""
-    return tuple(r for r in mod.READS if r not in mod.VORAUS_OHNE)
+def voraus_reads(node: Node) -> tuple[str, ...]:
+    """What a node's early start may read: its reads but the records named in `early_without`."""
+    return tuple(r for r in node.reads if r not in node.early_without)
 
 
-def voraus_access(mod: ModuleType) -> Access:
-    """A node's early start (`VORAUS_OHNE`, its `voraus(state, deps)`): it waits for the writers of
+def voraus_access(node: Node) -> Access:
+    """A node's early start (`early_without`, its `early(state, deps)`): it waits for the writers of
     what it reads but the records and stores named there, writes nothing of the turn, and the node
     waits for it."""
-    reads = frozenset(r for r in voraus_reads(mod) if r != "stimulus")
-    stores = frozenset(s for s in getattr(mod, "STORE_READS", ()) if s not in mod.VORAUS_OHNE)
-    return Access(reads, frozenset({voraus_mark(mod.NAME)}), stores, frozenset())
+    reads = frozenset(r for r in voraus_reads(node) if r != "stimulus")
+    stores = frozenset(s for s in node.store_reads if s not in node.early_without)
+    return Access(reads, frozenset({voraus_mark(node.name)}), stores, frozenset())
 
 
-def step_access(names: Sequence[str], modules: Mapping[str, ModuleType]) -> Access:
+def step_access(names: Sequence[str], nodes: Mapping[str, Node]) -> Access:
     """A step's access: one node's, or the union over a loop's nodes."""
-    parts = [node_access(modules[n]) for n in names]
+    parts = [node_access(nodes[n]) for n in names]
     return Access(*(frozenset().union(*(getattr(p, f) for p in parts))
                     for f in ("reads", "writes", "store_reads", "store_writes")), any(p.barrier for p in parts))
 

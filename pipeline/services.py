@@ -17,8 +17,9 @@ from typing import Any
 from core.names import APP_NAME, EMBEDDER_DEPLOYMENT, LLM_DEPLOYMENT, STORE_DEPLOYMENT, WEB_DEPLOYMENT
 from core.settings import Settings
 from core.wire import ChatChunk, ChatRequest, ChatResponse
+from memory.clients import StoreOps
 from pipeline.node_config import budget, node_config
-from pipeline.trace import TurnTrace
+from pipeline.trace import Slot, TurnTrace
 from prompts import PromptLibrary
 
 log = logging.getLogger("novaberg.llm")
@@ -133,23 +134,23 @@ class LLMClient:
         return self._model[1]
 
 
+EMBEDDING: Slot[list[float]] = Slot("embedding")
+"""A text's embedding (`.of(text)`), computed once per turn."""
+
+
 class EmbedderClient:
     def __init__(self, handle):
         self.handle = handle
 
     async def embed(self, trace: TurnTrace, text: str) -> list[float]:
-        key = ("embedding", text)
-        if key not in trace.cache:  # the same text twice in one turn (both chains embed the stimulus)
-            self.prefetch(trace, text)
-        return await trace.cache[key]
+        # the same text twice in one turn (both chains embed the stimulus) is embedded once
+        return await trace.start_once(EMBEDDING.of(text), lambda: self._embed(trace, text))
 
     def prefetch(self, trace: TurnTrace, text: str) -> None:
         """Start embedding `text` now; the first `embed` of it in this turn waits for this one
         (the pair actor starts the stimulus's before the first node: it runs beside perzeption's
         model call instead of after it)."""
-        key = ("embedding", text)
-        if key not in trace.cache:
-            trace.cache[key] = asyncio.ensure_future(self._embed(trace, text))
+        trace.start_once(EMBEDDING.of(text), lambda: self._embed(trace, text))
 
     async def _embed(self, trace: TurnTrace, text: str) -> list[float]:
         t0 = time.perf_counter()
@@ -158,56 +159,59 @@ class EmbedderClient:
         return vec
 
 
-class StoreClient:
-    """Postgres work, run in the store deployment where the connections are pooled. Operations
+class StoreClient(StoreOps):
+    """Postgres work, run in the store deployment where the connections are pooled: the typed
+    clients of `memory/clients.py` (`store.lzg.add_nodes(…)`) over the store deployment. Operations
     asked for in the same moment — the reads nodes and the enricher make side by side — travel as
     one request (`StoreDeployment.batch`) and run side by side there: one round trip instead of one
     each, and the handle's cost once."""
 
     def __init__(self, handle):
+        super().__init__(self._run)
         self.handle = handle
-        self._wartend: list[tuple[str, tuple, dict, asyncio.Future]] = []
+        self._pending: list[tuple[str, tuple, dict, asyncio.Future]] = []
 
     async def load_pair(self, user_id: str, character_id: str) -> dict[str, Any]:
         return await self.handle.load_pair.remote(user_id, character_id)
 
-    async def call(self, op: str, *args, **kwargs) -> Any:
-        """A memory operation of memory/ops.py, run where the connections are pooled."""
+    async def _run(self, op: str, args: tuple, kwargs: dict) -> Any:
+        """The transport of the typed clients (`memory/clients.py`): one operation, run where the
+        connections are pooled, in the moment's batch."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
-        if not self._wartend:
-            loop.call_soon(self._senden)  # after every call made in this moment
-        self._wartend.append((op, args, kwargs, fut))
+        if not self._pending:
+            loop.call_soon(self._send)  # after every call made in this moment
+        self._pending.append((op, args, kwargs, fut))
         return await fut
 
-    def _senden(self) -> None:
-        calls, self._wartend = self._wartend, []
-        asyncio.ensure_future(self._einzeln(*calls[0]) if len(calls) == 1 else self._gebuendelt(calls))
+    def _send(self) -> None:
+        calls, self._pending = self._pending, []
+        asyncio.ensure_future(self._single(*calls[0]) if len(calls) == 1 else self._batched(calls))
 
-    async def _einzeln(self, op: str, args: tuple, kwargs: dict, fut: asyncio.Future) -> None:
+    async def _single(self, op: str, args: tuple, kwargs: dict, fut: asyncio.Future) -> None:
         try:
-            _setzen(fut, None, await self.handle.call.remote(op, *args, **kwargs))
+            _settle(fut, None, await self.handle.call.remote(op, *args, **kwargs))
         except Exception as e:
-            _setzen(fut, e, None)
+            _settle(fut, e, None)
 
-    async def _gebuendelt(self, calls: list[tuple[str, tuple, dict, asyncio.Future]]) -> None:
+    async def _batched(self, calls: list[tuple[str, tuple, dict, asyncio.Future]]) -> None:
         try:
             out = await self.handle.batch.remote([(op, args, kwargs) for op, args, kwargs, _ in calls])
         except Exception as e:  # the request failed as a whole (a replica died): every call fails
             for *_, fut in calls:
-                _setzen(fut, e, None)
+                _settle(fut, e, None)
             return
-        for (*_, fut), (fehler, wert) in zip(calls, out):
-            _setzen(fut, fehler, wert)
+        for (*_, fut), (error, value) in zip(calls, out):
+            _settle(fut, error, value)
 
 
-def _setzen(fut: asyncio.Future, fehler: BaseException | None, wert: Any) -> None:
+def _settle(fut: asyncio.Future, error: BaseException | None, value: Any) -> None:
     if fut.done():  # its caller was cancelled meanwhile
         return
-    if fehler is not None:
-        fut.set_exception(fehler)
+    if error is not None:
+        fut.set_exception(error)
     else:
-        fut.set_result(wert)
+        fut.set_result(value)
 
 
 class WebClient:

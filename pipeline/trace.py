@@ -6,9 +6,28 @@ import asyncio
 import logging
 import time
 from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Generic, TypeVar
 
 log = logging.getLogger("novaberg.pipeline")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Slot(Generic[T]):
+    """A place in one turn where work started early waits for the node that takes it: a node's
+    turn-start or early-start work for its own `run` (`enricher.REWRITE`), or a read one node starts
+    and another awaits (`enricher.SESSION`, which the router takes). A slot is a module constant the
+    taker imports, typed by what it holds — never a string typed at the place of use; `of(...)` keys
+    one per argument (the embedding of a text, the goals of a pair)."""
+
+    name: str
+    parts: tuple = ()
+
+    def of(self, *parts: Any) -> "Slot[T]":
+        return Slot(self.name, parts)
+
 
 
 class TurnTrace:
@@ -31,8 +50,8 @@ class TurnTrace:
         """Each node's time waiting for its model calls, as the pair actor saw them (the node's
         time less this is its own code; this less the LLM deployment's time is the call's hop)."""
         self.started = time.perf_counter()
-        self.cache: dict[str, Any] = {}
-        """Per-turn cache: lives exactly as long as this turn, inside the pair actor."""
+        self._slots: dict[Slot, Any] = {}
+        """What the turn's slots hold: lives exactly as long as this turn, inside the pair actor."""
         self.system_prompts: dict[str, str] = {}
         """The system message each node last sent to the LLM in this turn, by node (the leak guard
         compares the reply with what the model was told; a remote node's comes back with its result)."""
@@ -42,21 +61,29 @@ class TurnTrace:
         self.chain = "character"
         """Which chain is running: "human" or "character" (set by the runner)."""
 
-    def start_once(self, key: str, make: Callable[[], Awaitable[Any]]) -> asyncio.Future:
-        """Start `make()` under `key` once in this turn and return its future: a read a node starts
+    def start_once(self, slot: Slot[T], make: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
+        """Start `make()` in `slot` once in this turn and return its future: a read a node starts
         at the turn's start (`vorab`), or the first of the two chains, is awaited by whoever asks
         later. A failure is raised to whoever awaits it; one that nobody awaits (the turn ended
         before the node) is not reported as an exception never retrieved."""
-        fut = self.cache.get(key)
+        fut = self._slots.get(_slot(slot))
         if fut is None:
             fut = asyncio.ensure_future(make())
             fut.add_done_callback(lambda f: f.cancelled() or f.exception())
-            self.cache[key] = fut
+            self._slots[slot] = fut
         return fut
 
-    def gestartet(self, key: str) -> asyncio.Future | None:
-        """The future `start_once` started under `key` in this turn, or None."""
-        return self.cache.get(key)
+    def gestartet(self, slot: Slot[T]) -> asyncio.Future[T] | None:
+        """The future `start_once` started in `slot` in this turn, or None."""
+        return self._slots.get(_slot(slot))
+
+    def put(self, slot: Slot[T], value: T) -> None:
+        """Hold `value` in `slot` for the rest of the turn."""
+        self._slots[_slot(slot)] = value
+
+    def get(self, slot: Slot[T]) -> T | None:
+        """What `slot` holds in this turn, or None."""
+        return self._slots.get(_slot(slot))
 
     def _now(self) -> str:
         return datetime.now(timezone.utc).isoformat()
@@ -125,3 +152,9 @@ class TurnTrace:
                 "nodes_ms": {k: round(v, 2) for k, v in self.node_ms.items()},
                 "nodes_start_ms": {k: round(v, 2) for k, v in self.node_start_ms.items()},
                 "nodes_llm_ms": {k: round(v, 2) for k, v in self.node_llm_ms.items()}}
+
+
+def _slot(slot: Slot) -> Slot:
+    if not isinstance(slot, Slot):
+        raise TypeError(f"a turn's slots are keyed by Slot constants, not {slot!r}")
+    return slot

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.pair import EVICTED_PAIRS, LIVE_PAIRS, NODE_ERRORS
+from memory.clients import StoreOps
 
 log = logging.getLogger("novaberg.dashboard")
 
@@ -91,14 +92,14 @@ def decision_table(rates: list[dict]) -> list[dict]:
     return sorted(groups.values(), key=lambda g: g["entscheidung"])
 
 
-async def snapshot(store, redis, sampler: LoadSampler, window_s: float) -> dict[str, Any]:
+async def snapshot(store: StoreOps, redis, sampler: LoadSampler, window_s: float) -> dict[str, Any]:
     from memory import outbox
 
     now = datetime.now(timezone.utc)
     since = now - timedelta(seconds=window_s)
     turns, nodes, rates, recent, pairs, backlog, errors = await asyncio.gather(
-        store.call.remote("dashboard.turn_stats", since), store.call.remote("dashboard.node_stats", since),
-        store.call.remote("pg.decision_rates", since), store.call.remote("dashboard.recent_pairs", since, 20),
+        store.dashboard.turn_stats(since), store.dashboard.node_stats(since),
+        store.pg.decision_rates(since), store.dashboard.recent_pairs(since, 20),
         pairs_figures(redis), outbox.backlog(redis), node_errors(redis, since.timestamp()))
     llm, emb = sampler.rates(window_s)
     turns["per_minute"] = round(turns["count"] / (window_s / 60), 3)

@@ -21,6 +21,8 @@ from typing import Any, Awaitable, Callable
 
 from pydantic import BaseModel, Field
 
+from core.wire import ChatRequest, ChatResponse
+from memory.clients import StoreOps
 from pipeline.llm_json import engine_schema, first_json_object
 from prompts import PromptLibrary
 from serve.dateien import Dokument
@@ -75,10 +77,11 @@ class Werkzeuge:
     """What indexing works with: the deployments' calls (the ingress binds its handles, a test
     binds in-process stand-ins) and the limits."""
 
-    chat: Callable[[dict], Awaitable[dict]]
+    chat: Callable[[ChatRequest], Awaitable[ChatResponse]]
     model_name: Callable[[], Awaitable[str]]
     embed: Callable[[str], Awaitable[list[float]]]
-    store: Callable[..., Awaitable[Any]]
+    store: StoreOps
+    """The store's typed clients (memory/clients.py)."""
     prompts: PromptLibrary
     deadline_s: float
     max_tokens: int
@@ -206,10 +209,10 @@ async def _fragen(w: Werkzeuge, dok: Dokument, pair: str) -> tuple[str | None, s
         parts = w.prompts.render_parts(CALLER, ("identity", "rules", "task"), model, {
             "name": dok.name, "inhalt": dok.text[:ERSCHLIESSUNG_ZEICHEN], "max_zeichen": ZUSAMMENFASSUNG_MAX,
             "max_stichworte": STICHWORTE_MAX})
-        request = {"messages": [{"role": "system", "content": "\n\n".join(parts[:-1])},
-                                {"role": "user", "content": parts[-1]}],
-                   "temperature": 0.2, "max_tokens": w.max_tokens, "think": False, "caller": CALLER, "pair": pair,
-                   "response_schema": engine_schema(ErschliessungAntwort)}
+        request = ChatRequest(messages=[{"role": "system", "content": "\n\n".join(parts[:-1])},
+                                        {"role": "user", "content": parts[-1]}],
+                              temperature=0.2, max_tokens=w.max_tokens, think=False, caller=CALLER, pair=pair,
+                              response_schema=engine_schema(ErschliessungAntwort))
 
         async def call():
             return await w.chat(request)
@@ -218,7 +221,7 @@ async def _fragen(w: Werkzeuge, dok: Dokument, pair: str) -> tuple[str | None, s
     except Exception as e:  # the engine is down, refused or too slow: the fallbacks index the file
         log.warning("erschliessung: %s: fallback aufruf_gescheitert: %s: %s", dok.name, type(e).__name__, e)
         return None, "aufruf_gescheitert"
-    text = ((resp.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+    text = resp.content
     return (text.strip(), "ok") if text.strip() else (None, "leer")
 
 
@@ -230,7 +233,7 @@ async def erschliessen(w: Werkzeuge, dok: Dokument, pair: str) -> Erschliessung:
 # ---------------------------------------------------------------- indexing
 async def indizieren(w: Werkzeuge, dok: Dokument, user_id: str, character_id: str) -> dict[str, Any]:
     """Index the file for the pair: {"datei": the stored file, "neu": whether it was indexed now}."""
-    alt = await w.store("dateien.finden", user_id, character_id, dok.inhalt_hash)
+    alt = await w.store.dateien.finden(user_id, character_id, dok.inhalt_hash)
     if alt is not None:
         log.info("erschliessung: %s for %s:%s has the content of file %d (%s): not indexed again", dok.name,
                  user_id, character_id, alt["id"], alt["name"])
@@ -241,7 +244,7 @@ async def indizieren(w: Werkzeuge, dok: Dokument, user_id: str, character_id: st
     datei = {"name": dok.name, "art": dok.art, "inhalt_hash": dok.inhalt_hash, "bytes": dok.bytes,
              "zeichen": len(dok.text), "thema": e.thema, "zusammenfassung": e.zusammenfassung,
              "stichworte": e.stichworte, "erschliessung": e.herkunft}
-    gespeichert, neu = await w.store("dateien.speichern", user_id, character_id, datei,
+    gespeichert, neu = await w.store.dateien.speichern(user_id, character_id, datei,
                                      [{"inhalt": t, "embedding": v} for t, v in zip(teile, vektoren)])
     log.info("erschliessung: %s for %s:%s %s: %d chunks, topic %r (%s), keywords %s", dok.name, user_id,
              character_id, "indexed" if neu else "arrived twice at once, kept once", len(teile), e.thema,

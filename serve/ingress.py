@@ -23,7 +23,7 @@ from actors.pair import get_or_create_pair, pair_name
 from core.names import INGRESS_DEPLOYMENT
 from core.settings import Settings
 from core.wire import ErrorEvent, PairTurnRequest, RestartEvent, TurnFailure, TurnStreamEvent
-from pipeline.services import transport
+from pipeline.services import StoreClient, transport
 from serve import dashboard
 from serve.body_limit import BodyLimit
 from serve.direct_front import reuse_the_port
@@ -116,6 +116,8 @@ class Ingress:
             start_workers(self.settings)
             start_pixie(self.settings)
         self.store, self.llm, self.embedder = (transport(h, self.settings) for h in (store, llm, embedder))
+        self.store_ops = StoreClient(self.store)
+        """The store's typed operations (memory/clients.py) over the store deployment."""
         self._pairs: dict[str, Any] = {}
         self._keys: OrderedDict[str, tuple[float, dict | None]] = OrderedDict()
         self._characters: dict[str, float] = {}
@@ -126,7 +128,7 @@ class Ingress:
         self._redis = None
         self._zulassen = None
         self.dashboard_loop = dashboard.DashboardLoop(
-            store, self.redis_client, dashboard.LoadSampler(llm, embedder),
+            self.store_ops, self.redis_client, dashboard.LoadSampler(llm, embedder),
             interval_s=self.settings.dashboard_sample_s, window_s=self.settings.dashboard_window_s)
         try:  # the gauges are published from the start when the replica has its loop already
             self.dashboard_loop.ensure()
@@ -241,7 +243,7 @@ class Ingress:
         seen = self._characters.get(character_id)
         if seen is not None and now - seen < _CHARACTER_CACHE_S:
             return
-        if await self.store.call.remote("charaktere.exists", character_id):
+        if await self.store_ops.charaktere.exists(character_id):
             if len(self._characters) > 10_000:
                 self._characters.clear()
             self._characters[character_id] = now
@@ -250,7 +252,7 @@ class Ingress:
         raise unknown_character(character_id)
 
     async def character_or_404(self, character_id: str) -> dict:
-        ch = await self.store.call.remote("charaktere.get", character_id)
+        ch = await self.store_ops.charaktere.get(character_id)
         if ch is None:
             self._characters.pop(character_id, None)
             raise unknown_character(character_id)

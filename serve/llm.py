@@ -54,27 +54,24 @@ class LLMDeployment:
     def _constraints(self, request: ChatRequest) -> ChatRequest:
         return constraints(self.settings, request)
 
-    async def chat(self, request: ChatRequest | dict[str, Any]) -> ChatResponse | dict[str, Any]:
-        """The whole answer. A request sent as a dict of `ChatRequest`'s fields (the callers not
-        yet on the typed messages: file indexing, the benchmark's replay) gets its answer as a
-        dict of `ChatResponse`'s fields."""
-        req = ChatRequest.model_validate(request)
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        """The whole answer."""
+        req = _typed(request)
         await self._ensure_started()
         t0 = time.time()
         out = await self.backend.chat(self._constraints(req))
         self._count(req, out.usage, t0)
-        return out if isinstance(request, ChatRequest) else out.model_dump()
+        return out
 
-    async def chat_stream(self, request: ChatRequest | dict[str, Any]) -> AsyncIterator[ChatChunk | dict[str, Any]]:
-        """The answer in pieces (a dict request gets dicts, without their unset fields)."""
-        req = ChatRequest.model_validate(request)
-        typed = isinstance(request, ChatRequest)
+    async def chat_stream(self, request: ChatRequest) -> AsyncIterator[ChatChunk]:
+        """The answer in pieces; the last carries the usage."""
+        req = _typed(request)
         await self._ensure_started()
         t0 = time.time()
         async for c in self.backend.chat_stream(self._constraints(req)):
             if c.usage is not None:
                 self._count(req, c.usage, t0)
-            yield c if typed else c.model_dump(exclude_none=True)
+            yield c
 
     async def model_name(self) -> str:  # async: answered on the replica's loop, no thread hop
         return self.backend.model
@@ -156,3 +153,9 @@ def vllm_engine_kwargs(settings: Settings) -> dict:
     if parser:  # the engine hands the reasoning back in its own field, `reasoning_content`
         kw["reasoning_parser"] = parser
     return kw
+
+
+def _typed(request: ChatRequest) -> ChatRequest:
+    if not isinstance(request, ChatRequest):
+        raise TypeError(f"the LLM deployment takes a ChatRequest (core/wire.py), not {type(request).__name__}")
+    return request

@@ -346,10 +346,9 @@ class OpenAICompatBackend(LLMEngine):
             await self._session.close()
             self._session = None
 
-    def _body(self, req: ChatRequest | dict[str, Any], stream: bool) -> dict[str, Any]:
-        """The HTTP body. A dict of the request's fields is read as one (bench/http_client.py
-        sends the same body through this backend and through httpx)."""
-        req = ChatRequest.model_validate(req)
+    def _body(self, req: ChatRequest, stream: bool) -> dict[str, Any]:
+        """The HTTP body (bench/http_client.py sends the same body through this backend and through
+        httpx)."""
         body = {"model": self.model, "messages": req.messages, "temperature": req.temperature,
                 "max_tokens": _max_tokens(req, self.settings), "stream": stream,
                 # the `think` switch for templates that know it (Qwen3, vLLM's chat_template_kwargs)
@@ -375,7 +374,6 @@ class OpenAICompatBackend(LLMEngine):
             raise self._unreachable(e) from None
 
     async def chat(self, req: ChatRequest) -> ChatResponse:
-        req = ChatRequest.model_validate(req)  # a dict of its fields too (bench/http_client.py)
         t = time.perf_counter()
         self.queued += 1
         try:

@@ -5,13 +5,13 @@ LLM calls and tokens (the turn's usage in `pipeline_log`) and the system message
 guard compares the reply with them)."""
 from __future__ import annotations
 
-from typing import Any
-
 from ray import serve
 
 from core.names import NODES_DEPLOYMENT
 from core.settings import Settings
-from pipeline.runner import load_node, view_for
+from core.wire import NodeRunRequest, NodeRunResult
+from pipeline.chains import NODES
+from pipeline.runner import view_for
 from pipeline.services import Deps, Services
 from pipeline.state import TurnState
 from pipeline.trace import TurnTrace
@@ -23,19 +23,19 @@ class NodeDeployment:
         self.settings = Settings(**settings)
         self._services: Services | None = None
 
-    async def run_node(self, name: str, records: dict[str, Any], chain: str = "character") -> dict[str, Any]:
+    async def run_node(self, request: NodeRunRequest) -> NodeRunResult:
         if self._services is None:
             self._services = Services.connect(self.settings)
-        node = load_node(name)
-        state = TurnState.model_validate(records) if "stimulus" in records else None
-        if state is None:
-            raise ValueError(f"node {name} called without the stimulus record")
+        node = NODES[request.node]
+        if "stimulus" not in request.records:
+            raise ValueError(f"node {node.name} called without the stimulus record")
+        state = TurnState.model_validate(request.records)
         s = state.stimulus
         trace = TurnTrace(s.user_id, s.character_id, s.turn_id)
-        trace.chain = chain
+        trace.chain = request.chain
         # the same view the pair actor's runner gives: declared records only, an undeclared read fails
-        update = await node.run(view_for(state, node.READS, name), Deps(self._services, trace))
-        return {"update": {k: (v.model_dump(mode="json") if v is not None else None) for k, v in update.items()},
-                "rows": trace.rows, "llm_ms": trace.llm_ms, "embed_ms": trace.embed_ms,
-                "usage": [trace.llm_calls, trace.prompt_tokens, trace.completion_tokens],
-                "system_prompts": trace.system_prompts}
+        update = await node.run(view_for(state, node.reads, node.name), Deps(self._services, trace))
+        records = {k: (v.model_dump(mode="json") if v is not None else None) for k, v in update.items()}
+        return NodeRunResult(update=records, rows=trace.rows, llm_ms=trace.llm_ms, embed_ms=trace.embed_ms, llm_calls=trace.llm_calls,
+                             prompt_tokens=trace.prompt_tokens, completion_tokens=trace.completion_tokens,
+                             system_prompts=trace.system_prompts)

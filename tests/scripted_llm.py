@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from pipeline.services import ChatResult, Deps, Services
 from pipeline.trace import TurnTrace
+from memory.clients import StoreOps
 from memory.ops import PoolStore  # noqa: F401  (the tests import it from here)
 from prompts import PromptLibrary
 
@@ -39,8 +40,11 @@ class ScriptedLLM:
         return self.model
 
 
-class NoStore:
-    async def call(self, op, *a, **k):
+class NoStore(StoreOps):
+    def __init__(self):
+        super().__init__(self._run)
+
+    async def _run(self, op, args, kwargs):
         raise AssertionError(f"this test expects no store call ({op})")
 
 

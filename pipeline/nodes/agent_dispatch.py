@@ -7,20 +7,25 @@ from __future__ import annotations
 import logging
 
 from pipeline.agents import get_dispatch
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import AgentResult, PlanRecord, TurnState
 
 NAME = "agent_dispatch"
-READS = ("stimulus", "plan", "route", "pair")
-WRITES = ("plan",)
-STORE_READS = ("notizen", "timeline", "charakter")
-STORE_WRITES = ("notizen", "timeline", "charakter", "zaehler")
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "plan", "route", "pair"),
+    writes=("plan",),
+    store_reads=("notizen", "timeline", "charakter"),
+    store_writes=("notizen", "timeline", "charakter", "zaehler"),
+)
 DELIVERED = "agents:zugestellt"
 PROCESSED = "agents:bearbeitet"
 
 log = logging.getLogger("novaberg.node.agent_dispatch")
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     plan = state.plan or PlanRecord()
     name = plan.agent_name

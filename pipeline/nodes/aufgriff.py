@@ -11,14 +11,18 @@ import uuid
 from pydantic import BaseModel, ConfigDict
 
 from pipeline.llm_json import ask_json
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import HintergrundRecord, TurnState
 
 log = logging.getLogger("novaberg.node.aufgriff")
 
 NAME = "aufgriff"
-READS = ("stimulus", "pair", "hintergrund")
-WRITES = ()
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "hintergrund"),
+    writes=(),
+)
 DUE_KEY = "impulse:faellig"
 MAX_OFFEN_JE_PAAR = 3
 
@@ -42,6 +46,7 @@ return 0
 """The turn's marker, the impulse and its open entry, together or not at all."""
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     h = state.hintergrund or HintergrundRecord()

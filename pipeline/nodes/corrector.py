@@ -11,13 +11,17 @@ import logging
 from pipeline import satzende
 from pipeline.fakten import block as fakten_block
 from pipeline.llm_json import ask
+from pipeline.node import Node
 from pipeline.node_config import budget
 from pipeline.services import Deps
 from pipeline.state import TurnState
 
 NAME = "corrector"
-READS = ("stimulus", "pair", "kontext", "route", "plan", "urteil")
-WRITES = ("urteil",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "kontext", "route", "plan", "urteil"),
+    writes=("urteil",),
+)
 
 log = logging.getLogger("novaberg.node.corrector")
 
@@ -35,6 +39,7 @@ async def umschreiben(deps: Deps, state: TurnState, antwort: str, gruende: list[
     return text, outcome
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     u = state.urteil
     gruende = u.urteile[-1]["gruende"] if u.urteile else []

@@ -8,22 +8,31 @@ import logging
 from datetime import datetime
 
 from memory import session
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import PairRecord, Stimulus, TurnState
+from pipeline.trace import Slot
 
 NAME = "db_zugriff"
-READS = ("stimulus",)
-WRITES = ("pair",)
-STORE_READS = ("charakter", "zustand")
-VORAB_READS = ("charakter", "zustand")
+NODE = Node(
+    name=NAME,
+    reads=("stimulus",),
+    writes=("pair",),
+    store_reads=("charakter", "zustand"),
+    at_start_reads=("charakter", "zustand"),
+)
 """What `vorab` reads at the turn's start: only the character chain writes it, after this node."""
 
 log = logging.getLogger("novaberg.node.db_zugriff")
 
+PAAR: Slot[dict] = Slot("db_zugriff.pair")
+"""The pair's data, read from the turn's start on (`vorab`), for `run`."""
 
+
+@NODE.at_turn_start
 def vorab(deps: Deps, s: Stimulus) -> asyncio.Future:
     """The pair's data, read from the turn's start on (beside perzeption's model call) and once."""
-    return deps.trace.start_once("db_zugriff.pair", lambda: _lesen(deps, s))
+    return deps.trace.start_once(PAAR, lambda: _lesen(deps, s))
 
 
 async def _lesen(deps: Deps, s: Stimulus) -> dict:
@@ -44,6 +53,7 @@ def mit_zustand(row: dict, zustand: dict | None) -> dict:
             "emotion_found": True, "emotion_stand": zustand["stand"]}
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     row = await vorab(deps, s)

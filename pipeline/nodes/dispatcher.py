@@ -10,17 +10,21 @@ import time
 from datetime import datetime, timezone
 
 from memory import session
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import DispatchRecord, TurnState, current_reply
 
 NAME = "dispatcher"
-READS = ("stimulus", "pair", "memory", "draft", "pruefung", "urteil", "perzeption", "emotion", "route", "nova_perzeption",
-         "plan", "nova_zustand")
-WRITES = ("dispatch",)
-STORE_READS = ("session",)
-STORE_WRITES = ("session", "zustand")
-WAITS_FOR_ALL = True  # the commit: it runs after every node of the chain, so a failed node commits nothing
-SELF_LOGGED = True  # its pipeline_log row must be in the job it commits
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "memory", "draft", "pruefung", "urteil", "perzeption", "emotion", "route",
+           "nova_perzeption", "plan", "nova_zustand"),
+    writes=("dispatch",),
+    store_reads=("session",),
+    store_writes=("session", "zustand"),
+    waits_for_all=True,  # the commit: it runs after every node of the chain, so a failed node commits nothing
+    self_logged=True,  # its pipeline_log row must be in the job it commits
+)
 # records the background chain needs, copied into its job
 BACKGROUND_RECORDS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "nova_perzeption")
 MENSCH_LOG_SEQ_OFFSET = 20_000
@@ -122,6 +126,7 @@ async def keep_human(state: TurnState, deps: Deps, failed_node: str) -> bool:
     return True
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     t0 = time.perf_counter()
     s, np_ = state.stimulus, state.nova_perzeption

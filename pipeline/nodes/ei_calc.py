@@ -7,14 +7,18 @@ from __future__ import annotations
 import re
 
 from pipeline import vocab
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import EmotionRecord, PerzeptionRecord, TurnState
 
 NAME = "ei_calc"
-READS = ("stimulus", "pair", "perzeption", "memory")
-WRITES = ("emotion",)
-OPTIONAL_READS = {"pair": "the human chain computes the human's side; Nova's previous state is read by the "
-                          "character chain, after db_zugriff"}
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "perzeption", "memory"),
+    writes=("emotion",),
+    optional_reads={"pair": "the human chain computes the human's side; Nova's previous state is read by the "
+                           "character chain, after db_zugriff"},
+)
 DECAY = 0.7
 VERLAUF_MAX = 8
 KONFLIKT_AROUSAL = 0.6
@@ -108,6 +112,7 @@ def konflikt(emotion: str, arousal: float, nova_emotion: str, nova_arousal: floa
     return gegen and max(arousal, nova_arousal) >= KONFLIKT_AROUSAL
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     rec = run_sync(state)
     deps.trace.decision(NAME, "ei_calc.vektor", rec.emotions_vektor,

@@ -9,12 +9,16 @@ is gone). The turn's path no longer waits for a Postgres write of its own."""
 from __future__ import annotations
 
 from pipeline import vocab
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import GravitationRecord, NovaZustandRecord, TurnState
 
 NAME = "ei_calc_persist"
-READS = ("stimulus", "emotion", "nova_perzeption", "gravitation")
-WRITES = ("nova_zustand",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "emotion", "nova_perzeption", "gravitation"),
+    writes=("nova_zustand",),
+)
 ZUG_AROUSAL = 0.3
 """Share of the pull's term by which remembered emotion raises her arousal toward 1."""
 ZUG_RICHTUNG = 0.5
@@ -32,6 +36,7 @@ def gezogen(emotion: str, arousal: float, g: GravitationRecord | None) -> tuple[
     return emotion, arousal, "erregung"
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s, e, p = state.stimulus, state.emotion, state.nova_perzeption
     emotion = p.emotion if p else (e.nova_emotion if e else "neutral")

@@ -3,12 +3,16 @@ arousal-and-valence weighted pull of the emotional KZG and LZG entries, normalis
 from __future__ import annotations
 
 from pipeline import vocab
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import GravitationRecord, TurnState
 
 NAME = "emotionale_gravitation"
-READS = ("stimulus", "memory")
-WRITES = ("gravitation",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "memory"),
+    writes=("gravitation",),
+)
 
 
 def compute(punkte: list[dict]) -> GravitationRecord:
@@ -23,6 +27,7 @@ def compute(punkte: list[dict]) -> GravitationRecord:
     return GravitationRecord(term=round(total / (1.0 + total), 6), richtung=richtung, punkte=len(punkte))
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     rec = compute(state.memory.emotionale_gravitationspunkte if state.memory else [])
     deps.trace.decision(NAME, "emotionale_gravitation.zug", "zug" if rec.punkte else "kein_zug",

@@ -20,17 +20,27 @@ from memory.kzg import KZGIndex
 from memory.ziele import Aktivierung, aktivieren, wahrnehmung_verschieben, ziel_paar_bestimmen
 from pipeline import plugins
 from pipeline.llm_json import ask
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import MemoryRecord, SessionTurn, Stimulus, TurnState
+from pipeline.trace import Slot
 
 NAME = "enricher"
-READS = ("stimulus", "perzeption", "emotion")
-WRITES = ("memory",)
-STORE_READS = ("session", "kzg", "gv", "ziele", "aufzeichnungen", "library", "lzg", "timeline", "notizen",
-               "charaktere")
-STORE_WRITES = ("ziele",)
-OPTIONAL_READS = {"emotion": "the human chain runs before ei_calc; only the character chain's search shift "
-                             "uses Nova's sector"}
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "perzeption", "emotion"),
+    writes=("memory",),
+    store_reads=("session", "kzg", "gv", "ziele", "aufzeichnungen", "library", "lzg", "timeline", "notizen",
+                 "charaktere"),
+    store_writes=("ziele",),
+    optional_reads={"emotion": "the human chain runs before ei_calc; only the character chain's search shift "
+                              "uses Nova's sector"},
+    # the stores `vorab` reads at the turn's start: nothing the turn runs before the enricher writes them
+    at_start_reads=("session", "ziele", "kzg", "lzg", "library", "charaktere", "aufzeichnungen", "gv"),
+    # the character chain's model call (the query rewrite) starts at the turn's start, beside perzeption's:
+    # it reads the session and the utterance, nothing the turn writes before the enricher
+    model_call_at_start=True,
+)
 REWRITE_MIN_TURNS = 2
 REWRITE_MAX_CHARS = 300  # the plausibility limit of the rewritten key
 REWRITE_MAX_TOKENS = 48
@@ -39,13 +49,22 @@ REWRITE_VERLAUF_TURNS = 6
 log = logging.getLogger("novaberg.node.enricher")
 
 
+SESSION: Slot[list[SessionTurn]] = Slot("enricher.session")
+"""The session's turns, read once per turn (`vorab` starts it; both chains' enricher and the router
+take it)."""
+ZIELE: Slot[Aktivierung] = Slot("enricher.ziele")
+"""The goal pair's activation: both chains read the same goal pair, activated once per turn."""
+ZIELE_GELADEN: Slot[list] = Slot("enricher.ziele_geladen")
+"""A goal pair's goals (`.of(character_id, user_id)`), read once per turn."""
+
+
 class SessionDefect(StoreError, RuntimeError):
     """The session holds turns but none could be read: a defect, not an empty conversation."""
 
 
 async def _session(deps: Deps, user_id: str, character_id: str) -> list[SessionTurn]:
     # both chains of one turn run the enricher: the session is read once per turn (`vorab` starts it)
-    return await deps.trace.start_once("enricher.session", lambda: _read_session(deps, user_id, character_id))
+    return await deps.trace.start_once(SESSION, lambda: _read_session(deps, user_id, character_id))
 
 
 sitzung = _session
@@ -72,11 +91,11 @@ async def _zusammenfassung(deps: Deps, user_id: str, character_id: str) -> str |
 
 async def _goals(deps: Deps, state: TurnState, raw_vec) -> Aktivierung:
     # both chains read the same goal pair (ziel_paar_bestimmen): activate and reinforce once per turn
-    cached = deps.trace.cache.get("enricher.ziele")
+    cached = deps.trace.get(ZIELE)
     if cached is not None:
         return cached
     a = await _activate_goals(deps, state, raw_vec)
-    deps.trace.cache["enricher.ziele"] = a
+    deps.trace.put(ZIELE, a)
     return a
 
 
@@ -88,7 +107,7 @@ async def _activate_goals(deps: Deps, state: TurnState, raw_vec) -> Aktivierung:
     a = aktivieren(goals, raw_vec, deps.services.memory_cfg.goal_threshold)
     if a.ohne_embedding:
         log.error("enricher: goals without embedding %s cannot activate", a.ohne_embedding)
-    verstaerkt = await deps.store.call("ziele.verstaerken", a.aktivierte) if a.aktivierte else []
+    verstaerkt = await deps.store.ziele.verstaerken(a.aktivierte) if a.aktivierte else []
     if verstaerkt:
         deps.trace.decision(NAME, "enricher.ziele_verstaerkung", "verstaerkt", {"ziele": verstaerkt})
     return a
@@ -96,8 +115,8 @@ async def _activate_goals(deps: Deps, state: TurnState, raw_vec) -> Aktivierung:
 
 def _load_goals(deps: Deps, character_id: str, user_id: str) -> asyncio.Future:
     """The goal pair's goals, read once per turn (`vorab` starts the read)."""
-    return deps.trace.start_once(f"enricher.ziele_geladen:{character_id}:{user_id}",
-                                 lambda: deps.store.call("ziele.load_goals", character_id, user_id))
+    return deps.trace.start_once(ZIELE_GELADEN.of(character_id, user_id),
+                                 lambda: deps.store.ziele.load_goals(character_id, user_id))
 
 
 def gravitationsterm(a: Aktivierung) -> float:
@@ -165,7 +184,7 @@ async def _aufzeichnungen(deps: Deps, state: TurnState, suchtext: str, such_vekt
     s = state.stimulus
     worte = s.text if suchtext == s.text else f"{s.text}\n{suchtext}"
     try:
-        files = await deps.store.call("aufzeichnungen.suchen", s.user_id, s.character_id, worte, such_vektor,
+        files = await deps.store.aufzeichnungen.suchen(s.user_id, s.character_id, worte, such_vektor,
                                       deps.services.memory_cfg)
     except Exception as e:  # a failing source leaves its channel empty, loudly
         log.warning("enricher: file index failed (%s: %s); no records this turn", type(e).__name__, e)
@@ -181,7 +200,7 @@ async def lzg_lesen(store, user_id: str, character_id: str, suchtext: str, such_
     """The enricher's long-term memory read: the memory read path (`lesepfad.erinnern`) with the
     search text and the shifted search vector, bounded by `cfg.lesepfad_k`. `bench.locomo_recall`
     measures this very function."""
-    return await store.call("lesepfad.erinnern", user_id, character_id, suchtext, such_vektor, cfg,
+    return await store.lesepfad.erinnern(user_id, character_id, suchtext, such_vektor, cfg,
                             cluster=cluster, nova_sektor=nova_sektor)
 
 
@@ -206,18 +225,13 @@ async def _plugins(deps: Deps, s, such_vektor, *, suchschluessel: bool = True) -
     return dict(zip((p.NAME for p in found), await asyncio.gather(*(one(p) for p in found))))
 
 
-VORPRUEFUNG = "enricher.vorpruefung"
-VORAB_READS = ("session", "ziele", "kzg", "lzg", "library", "charaktere", "aufzeichnungen", "gv")
-"""The stores `vorab` reads at the turn's start: nothing the turn runs before the enricher writes
-them (tests/unit/test_schedule.py)."""
+VORPRUEFUNG: Slot[tuple] = Slot("enricher.vorpruefung")
+"""The character chain's pre-check reads, started once per turn."""
+FRUEHER_REWRITE: Slot[tuple] = Slot("enricher.rewrite")
+"""The character chain's query rewrite, started at the turn's start (`vorab`)."""
 
 
-MODELL_VORAB = True
-"""The character chain's model call (the query rewrite) starts at the turn's start (`vorab`), beside
-perzeption's: it reads the session and the utterance, nothing the turn writes before the enricher."""
-FRUEHER_REWRITE = "enricher.rewrite"
-
-
+@NODE.at_turn_start
 def vorab(deps: Deps, s: Stimulus) -> None:
     """The enricher's reads that need nothing of this turn, started at its start beside
     perzeption's model call (the pair actor calls it): the stimulus's vector, the session, the goal
@@ -225,7 +239,7 @@ def vorab(deps: Deps, s: Stimulus) -> None:
     query rewrite."""
     if s.text:
         deps.embedder.prefetch(deps.trace, s.text)
-    deps.trace.start_once("enricher.session", lambda: _read_session(deps, s.user_id, s.character_id))
+    deps.trace.start_once(SESSION, lambda: _read_session(deps, s.user_id, s.character_id))
     _load_goals(deps, *ziel_paar_bestimmen((s.user_id, s.character_id), "human"))
     vorpruefung_starten(deps, s.user_id, s.character_id)
     deps.trace.start_once(FRUEHER_REWRITE, lambda: _frueh_umschreiben(deps, s))
@@ -258,12 +272,13 @@ def vorpruefung_starten(deps: Deps, user_id: str, character_id: str) -> asyncio.
     cluster. The reads are independent: one round trip's time."""
     return deps.trace.start_once(VORPRUEFUNG, lambda: asyncio.gather(
         _zusammenfassung(deps, user_id, character_id), kzg.count(deps.redis, user_id, character_id),
-        deps.store.call("lzg.has_nodes", user_id, character_id),
-        deps.store.call("library.bestand", user_id, character_id),
-        deps.store.call("aufzeichnungen.bestand", user_id, character_id),
+        deps.store.lzg.has_nodes(user_id, character_id),
+        deps.store.library.bestand(user_id, character_id),
+        deps.store.aufzeichnungen.bestand(user_id, character_id),
         _cluster(deps, user_id, character_id)))
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     cfg = deps.services.memory_cfg

@@ -13,18 +13,23 @@ from __future__ import annotations
 
 import logging
 
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import TurnState
 
 NAME = "evaluate"
-READS = ("stimulus", "urteil")
-WRITES = ("urteil",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "urteil"),
+    writes=("urteil",),
+)
 MAX_RUNDEN = 2
 UNKLAR = "unklar_behalten"
 
 log = logging.getLogger("novaberg.node.evaluate")
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     u = state.urteil
     last = u.urteile[-1] if u.urteile else {"urteil": "unklar", "gruende": ["kein_urteil"]}

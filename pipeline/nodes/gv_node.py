@@ -10,14 +10,18 @@ from pydantic import BaseModel, ConfigDict
 from pipeline import vocab
 from pipeline.llm_json import ask_json, wort
 from memory.session import fenster
+from pipeline.node import Node
 from pipeline.nodes.perzeption import VERLAUF_TURNS, kurzverlauf
 from pipeline.services import Deps
 from pipeline.state import LandschaftRecord, TurnState
 
 NAME = "gv_node"
-READS = ("stimulus", "pair", "memory", "perzeption", "emotion", "route")
-WRITES = ("landschaft",)
-STORE_WRITES = ("gv",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "memory", "perzeption", "emotion", "route"),
+    writes=("landschaft",),
+    store_writes=("gv",),
+)
 
 log = logging.getLogger("novaberg.node.gv_node")
 
@@ -34,6 +38,7 @@ def gv_key(user_id: str, character_id: str) -> str:
     return f"gv:detail:{user_id}:{character_id}"
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     p, e, r = state.perzeption, state.emotion, state.route

@@ -24,12 +24,16 @@ Achsen — darunter die Initiative"; `responder.achsen`).
 from __future__ import annotations
 
 from pipeline import vocab
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import HaltungRecord, TurnState
 
 NAME = "haltungsraum"
-READS = ("stimulus", "perzeption", "emotion", "route", "memory")
-WRITES = ("haltung",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "perzeption", "emotion", "route", "memory"),
+    writes=("haltung",),
+)
 LEICHT_FAKTOR = 12
 """A light utterance may draw this many times its own length in characters. Set, not measured: the
 seed names the cap, not its figure."""
@@ -80,6 +84,7 @@ def compute(state: TurnState) -> tuple[HaltungRecord, dict]:
                  "spanne_tabelle": list(vocab.UMFANG_SPANNE[umfang])}
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     rec, info = compute(state)
     deps.trace.decision(NAME, "haltungsraum.umfang", rec.umfang, {**info, "spanne": rec.spanne})

@@ -31,13 +31,17 @@ import string
 from functools import lru_cache
 
 from pipeline.figur import einsetzen
+from pipeline.node import Node
 from pipeline.nodes.corrector import umschreiben
 from pipeline.services import Deps
 from pipeline.state import TurnState, UrteilRecord, current_reply
 
 NAME = "leckschutz"
-READS = ("stimulus", "pair", "kontext", "route", "plan", "draft", "pruefung", "urteil")
-WRITES = ("urteil",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "kontext", "route", "plan", "draft", "pruefung", "urteil"),
+    writes=("urteil",),
+)
 QUELLEN = ("responder", "thinker", "thinker_nachfass", "corrector", "fakten")
 """The prompts whose text can reach the reply: it is written, rewritten or corrected from them."""
 MIN_ZEICHEN = 20
@@ -168,6 +172,7 @@ async def ersetzen(state: TurnState, deps: Deps, reply: str, funde: list[str], f
     return ERSATZ_ANTWORT, "ersatzantwort", inputs
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     reply = current_reply(state)
     model = await deps.llm.model_name()

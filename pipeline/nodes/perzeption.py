@@ -10,13 +10,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory import session
 from pipeline import vocab
 from pipeline.llm_json import ask_json, woerter, wort
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import PerzeptionRecord, TurnState
 
 NAME = "perzeption"
-READS = ("stimulus",)
-WRITES = ("perzeption",)
-STORE_READS = ("session",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus",),
+    writes=("perzeption",),
+    store_reads=("session",),
+)
 VERLAUF_TURNS = 6
 VERLAUF_ZEICHEN = 100  # seed 001: the history form for perception is cut to 100 characters per turn
 
@@ -63,6 +67,7 @@ def normalise(a: _Antwort) -> tuple[PerzeptionRecord, list[str]]:
     return rec, fixed
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     turns = await session.load_window(deps.redis, s.user_id, s.character_id, VERLAUF_TURNS) if deps.redis else []

@@ -7,17 +7,23 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline import vocab
 from pipeline.llm_json import ask_json, wort
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import NovaPerzeptionRecord, TurnState, current_reply
+from pipeline.trace import Slot
 
 NAME = "perzeption_assistant"
-READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "emotion")
-WRITES = ("nova_perzeption",)
-VORAUS_OHNE = ("urteil",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "draft", "pruefung", "urteil", "emotion"),
+    writes=("nova_perzeption",),
+    early_without=("urteil",),
+)
 """Its model call starts early (`voraus`), on the reply as it stands after the Thinker, beside the
 tribunal loop and the leak guard, which pass it unchanged in most turns; `run` keeps that answer
 when the reply it perceives is the same text, and asks anew when not."""
-VORAUS = f"{NAME}.voraus"
+GEFRAGT: Slot[str] = Slot(f"{NAME}.gefragt")
+"""The reply text the early call asked about."""
 
 log = logging.getLogger("novaberg.node.perzeption_assistant")
 
@@ -29,8 +35,8 @@ class _Antwort(BaseModel):
     stil: str = wort(vocab.SPRACHSTILE, "locker")
 
 
-FRAGE = f"{VORAUS}.frage"
-"""The early call's future in the turn's cache; under `VORAUS` the reply text it was asked about."""
+FRAGE: Slot = Slot(f"{NAME}.frage")
+"""The early call's future; `GEFRAGT` holds the reply text it was asked about."""
 
 
 def _fragen(deps: Deps, name: str, antwort: str):
@@ -38,10 +44,11 @@ def _fragen(deps: Deps, name: str, antwort: str):
                                            "emotionen": ", ".join(vocab.EMOTIONEN), "stile": ", ".join(vocab.SPRACHSTILE)})
 
 
+@NODE.early_start
 def voraus(state: TurnState, deps: Deps) -> None:
     """The model call on the reply before the tribunal loop (the Thinker's, else the draft)."""
     antwort = state.pruefung.reply if state.pruefung and state.pruefung.reply else state.draft.reply
-    deps.trace.cache[VORAUS] = antwort
+    deps.trace.put(GEFRAGT, antwort)
     deps.trace.start_once(FRAGE, lambda: _fragen(deps, state.pair.character_name, antwort))
 
 
@@ -50,7 +57,7 @@ async def _wahrnehmung(state: TurnState, deps: Deps, antwort: str):
     `voraus_verworfen` when an early one was about another text: the tribunal loop or the leak
     guard changed the reply)."""
     frueh = deps.trace.gestartet(FRAGE)
-    if frueh is not None and deps.trace.cache.get(VORAUS) == antwort:
+    if frueh is not None and deps.trace.get(GEFRAGT) == antwort:
         try:
             return await frueh
         except Exception:
@@ -63,6 +70,7 @@ async def _wahrnehmung(state: TurnState, deps: Deps, antwort: str):
     return await _fragen(deps, state.pair.character_name, antwort)
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     answer, outcome = await _wahrnehmung(state, deps, current_reply(state))
     if answer is None:

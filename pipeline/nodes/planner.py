@@ -23,15 +23,19 @@ from memory.ausstehender_auftrag import VERFALL_NACH_TURNS, AusstehenderAuftrag,
 from pipeline import regeln
 from pipeline.agents import ergaenzung, registry, vorwaermen_starten
 from pipeline.llm_json import ask_json
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import AgentResult, Auftrag, AusstehendLage, PlanRecord, TurnState
 from pipeline.timefmt import local_now
 
 NAME = "planner"
-READS = ("stimulus", "pair", "route", "plan")
-WRITES = ("plan",)
-STORE_READS = ("ausstehend",)
-STORE_WRITES = ("ausstehend",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "route", "plan"),
+    writes=("plan",),
+    store_reads=("ausstehend",),
+    store_writes=("ausstehend",),
+)
 MAX_AUFTRAEGE = 3
 
 log = logging.getLogger("novaberg.node.planner")
@@ -418,6 +422,7 @@ RUNDEN_GRENZE = 4
 the last round would not run, so that round ends the loop itself (and writes the pending order)."""
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     plan = state.plan or PlanRecord()
     route = state.route

@@ -13,13 +13,17 @@ import logging
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.llm_json import ask_json
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import HintergrundRecord, Stimulus, TurnState, current_reply
 
 NAME = "praegung"
 ENTSCHEIDUNG = "praegung.ergebnis"
-READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "hintergrund")
-WRITES = ()
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "hintergrund"),
+    writes=(),
+)
 MAX_NEU = 2
 SYNAPSE_GEWICHT = 0.5
 MENSCH_KERN_SAETZE = 5
@@ -59,10 +63,11 @@ def _schon_erledigt(deps: Deps, s: Stimulus, ids: list[int], wie: str) -> dict:
     return {}
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     # once per turn: the turn's nodes carry it as their source; a second delivery finds them
-    schon = await deps.store.call("lzg.knoten_der_quelle", s.user_id, s.character_id, s.turn_id)
+    schon = await deps.store.lzg.knoten_der_quelle(s.user_id, s.character_id, s.turn_id)
     if schon:
         return _schon_erledigt(deps, s, schon, "vorab")
     h = state.hintergrund or HintergrundRecord()
@@ -77,18 +82,18 @@ async def run(state: TurnState, deps: Deps) -> dict:
         vec = await deps.embedder.embed(deps.trace, e["inhalt"])
         nodes.append({"inhalt": e["inhalt"], "embedding": vec, "dimension": e["dimension"][:30], "beobachter": "nova",
                       "emotion": emotion, "arousal": arousal, "quelle": s.turn_id})
-    out = await deps.store.call("lzg.add_nodes_einmal", s.user_id, s.character_id, s.turn_id, nodes)
+    out = await deps.store.lzg.add_nodes_einmal(s.user_id, s.character_id, s.turn_id, nodes)
     if not out["neu"]:  # a second delivery raced past the check: the source's lock decided
         return _schon_erledigt(deps, s, out["ids"], "beim_schreiben")
     ids = out["ids"]
     resonanz = (state.memory.lzg_resonanz or {}).get("ids", [])[:3] if state.memory else []
     edges = [(new, old, SYNAPSE_GEWICHT) for new in ids for old in resonanz]
     if edges:
-        await deps.store.call("lzg.add_synapses", edges, "praegung")
-        await deps.store.call("lzg.touch", resonanz)
+        await deps.store.lzg.add_synapses(edges, "praegung")
+        await deps.store.lzg.touch(resonanz)
     if answer is not None and answer.profil_mensch.strip():
         # slow growth, once per turn: the new sentence joins the last few, oldest dropped
-        await deps.store.call("charakter.profil_wachsen", s.user_id, s.character_id, f"{NAME}:{s.turn_id}",
+        await deps.store.charakter.profil_wachsen(s.user_id, s.character_id, f"{NAME}:{s.turn_id}",
                               {"mensch_kern": answer.profil_mensch.strip()[:200]}, {"mensch_kern": MENSCH_KERN_SAETZE})
     deps.trace.decision(NAME, ENTSCHEIDUNG, quelle, {"knoten": ids, "kanten": len(edges)})
     return {}

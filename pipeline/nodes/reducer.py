@@ -14,13 +14,17 @@ The appointments the router reads come after this node; the tribunal takes them 
 """
 from __future__ import annotations
 
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import KontextRecord, TurnState
 from pipeline.timefmt import termin_text
 
 NAME = "reducer"
-READS = ("stimulus", "memory")
-WRITES = ("kontext",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "memory"),
+    writes=("kontext",),
+)
 CAPS = {"kzg": 5, "bibliothek": 3, "notizen": 5, "timeline": 6}
 
 
@@ -79,6 +83,7 @@ def block_tribunal(kept: list[dict], resonanz: dict | None) -> str:
     return "\n".join(lines)
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     raw = entries(state.memory)
     kept = reduce(raw)

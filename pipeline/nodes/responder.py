@@ -22,14 +22,18 @@ import re
 
 from pipeline import satzende, vocab
 from pipeline.figur import du_fassung, einsetzen
+from pipeline.node import Node
 from pipeline.nodes.ei_calc import DECAY, VERLAUF_MAX, vektor
 from pipeline.services import Deps
 from pipeline.state import DraftRecord, HaltungRecord, SessionTurn, TurnState
 from pipeline.timefmt import local_now, wochentag
 
 NAME = "responder"
-READS = ("stimulus", "pair", "memory", "perzeption", "emotion", "plan", "landschaft", "haltung", "verfasser")
-WRITES = ("draft",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "memory", "perzeption", "emotion", "plan", "landschaft", "haltung", "verfasser"),
+    writes=("draft",),
+)
 DEFAULT_SPANNE = f"{HaltungRecord().umfang}, {HaltungRecord().spanne}"
 """The span of the direction when haltungsraum did not run: the record's defaults (`mittel`)."""
 ENERGIE_AROUSAL = 0.7
@@ -358,6 +362,7 @@ async def antwort(deps: Deps, messages: list[dict], max_tokens: int):
     return result, reply
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     model = await deps.llm.model_name()
     messages, info = build_messages(state, deps, model)

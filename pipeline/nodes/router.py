@@ -11,26 +11,31 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline import regeln, vocab
 from pipeline.llm_json import ask_json, wort
 from memory.session import fenster
+from pipeline.node import Node
 from pipeline.nodes.enricher import sitzung
 from pipeline.nodes.perzeption import VERLAUF_TURNS, kurzverlauf
 from pipeline.services import Deps
 from pipeline.state import RouteRecord, Stimulus, TurnState
 from pipeline.timefmt import local_now
+from pipeline.trace import Slot
 
 NAME = "router"
-READS = ("stimulus", "memory", "perzeption")
-WRITES = ("route",)
-STORE_READS = ("timeline", "session")
-VORAUS_OHNE = ("timeline",)
-"""Its model call needs nothing of the timeline (only the appointments it asks for are read after
-it): by data it starts early (`voraus`), beside the erinnerungsanker that writes the timeline, and
-`run` reads the appointments once that is done."""
-VORAB_READS = ("session",)
-MODELL_VORAB = True
-"""In the pair actor its model call starts at the turn's start (`vorab`), beside perzeption's: its
-prompt reads the session (the read the enricher's `vorab` starts, the turns the enricher hands on),
-the message and the date."""
-VORAUS = f"{NAME}.voraus"
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "memory", "perzeption"),
+    writes=("route",),
+    store_reads=("timeline", "session"),
+    # its model call needs nothing of the timeline (only the appointments it asks for are read after
+    # it): by data it starts early (`voraus`), beside the erinnerungsanker that writes the timeline,
+    # and `run` reads the appointments once that is done
+    early_without=("timeline",),
+    at_start_reads=("session",),
+    # in the pair actor its model call starts at the turn's start (`vorab`), beside perzeption's: its
+    # prompt reads the session (the read the enricher's `vorab` starts), the message and the date
+    model_call_at_start=True,
+)
+VORAUS: Slot = Slot(f"{NAME}.voraus")
+"""Its model call, started at the turn's start or early, for `run`."""
 
 log = logging.getLogger("novaberg.node.router")
 
@@ -62,9 +67,9 @@ async def read_appointments(deps: Deps, state: TurnState, query: dict | None) ->
     try:
         if art == "range":
             von, bis = date.fromisoformat(query["von"]), date.fromisoformat(query.get("bis") or query["von"])
-            return await deps.store.call("timeline.find_by_date_range", s.user_id, s.character_id, von, bis, tz), "range"
+            return await deps.store.timeline.find_by_date_range(s.user_id, s.character_id, von, bis, tz), "range"
         if art == "search" and str(query.get("stichwort", "")).strip():
-            return await deps.store.call("timeline.find_by_keyword", s.user_id, s.character_id,
+            return await deps.store.timeline.find_by_keyword(s.user_id, s.character_id,
                                          str(query["stichwort"]), tz), "search"
     except (KeyError, ValueError) as e:
         log.warning("router: fallback timeline_anfrage_unlesbar: %r (%s)", query, e)
@@ -96,12 +101,14 @@ def _klassifizieren(deps: Deps, text: str, session_turns) -> Awaitable:
         "management": ", ".join(vocab.MANAGEMENT), "momentum": ", ".join(vocab.MOMENTUM)})
 
 
+@NODE.early_start
 def voraus(state: TurnState, deps: Deps) -> None:
     """The classification's model call, as soon as the session and the perception are there."""
     turns = state.memory.session_turns if state.memory else []
     deps.trace.start_once(VORAUS, lambda: _klassifizieren(deps, state.stimulus.text, turns))
 
 
+@NODE.at_turn_start
 def vorab(deps: Deps, s: Stimulus) -> None:
     """The classification's model call at the turn's start, on the session the enricher reads."""
     async def frage():
@@ -110,6 +117,7 @@ def vorab(deps: Deps, s: Stimulus) -> None:
     deps.trace.start_once(VORAUS, frage)
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     frueh = deps.trace.gestartet(VORAUS)

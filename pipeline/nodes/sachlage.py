@@ -17,12 +17,16 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.llm_json import ask_json
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import SachlageRecord, TurnState
 
 NAME = "sachlage"
-READS = ("stimulus",)
-WRITES = ("sachlage",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus",),
+    writes=("sachlage",),
+)
 MAX_OBJEKTE = 3
 KURZWORT = 4
 """Words of a name shorter than this must stand as whole words in a hit ("ISS" is not in "Kiss");
@@ -66,6 +70,7 @@ async def _recherche(web, objekt: dict) -> tuple[str, dict]:
     return ("recherche_ohne_sache" if alle else "recherche_leer"), zahlen
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     answer, outcome = await ask_json(deps, NAME, _Antwort, {"nachricht": state.stimulus.text})
     objekte = [o.model_dump() for o in (answer.objekte if answer else [])][:MAX_OBJEKTE]

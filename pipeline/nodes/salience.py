@@ -6,12 +6,16 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.llm_json import ask_json
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import DelegationSchreiben, HintergrundRecord, KzgSchreiben, TurnState, current_reply
 
 NAME = "salience"
-READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "hintergrund")
-WRITES = ("hintergrund",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "hintergrund"),
+    writes=("hintergrund",),
+)
 KZG_SCHWELLE = 0.35
 
 
@@ -28,6 +32,7 @@ def score(wichtigkeit: float, arousal: float, zielsog: float) -> float:
     return round(min(1.0, 0.5 * wichtigkeit + 0.3 * arousal + 0.2 * zielsog), 4)
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     # a human's turn kept on its own (Nova's chain failed) has no reply: his words are scored alone

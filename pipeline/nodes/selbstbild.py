@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.figur import einsetzen
 from pipeline.llm_json import ask_json
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import TurnState, current_reply
 
@@ -43,8 +44,11 @@ if TYPE_CHECKING:  # the pair actor checks the chains and loads this module: no 
     from memory.charakter import Beobachtung
 
 NAME = "selbstbild"
-READS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "nova_perzeption")
-WRITES = ()
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "nova_perzeption"),
+    writes=(),
+)
 ENTSCHEIDUNG = "selbstbild.profile"
 GRUNDTON = "selbstbild.grundton"
 SATZ_ZEICHEN = 56
@@ -192,10 +196,11 @@ def _grundton_entscheidung(deps: Deps, out: dict, beobachtet: dict[str, Beobacht
                                                   "fenster": FENSTER, "gewachsen": gewachsen}, threshold=MINDESTENS)
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     schritt = f"{NAME}:{s.turn_id}"
-    if await deps.store.call("charakter.profil_schritt_erledigt", s.user_id, s.character_id, schritt):
+    if await deps.store.charakter.profil_schritt_erledigt(s.user_id, s.character_id, schritt):
         log.info("selbstbild: turn %s grew the profiles already (a redelivered job): nothing written", s.turn_id)
         deps.trace.decision(NAME, ENTSCHEIDUNG, "schon_erledigt", {"schritt": schritt})
         deps.trace.decision(NAME, GRUNDTON, "schon_erledigt", {"schritt": schritt})
@@ -203,7 +208,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     saetze, outcome, inputs = await _fragen(state, deps)
     beobachtet, grundton = _beobachtet(state)
     # the step is recorded also when nothing grows, so a second delivery does not ask or count again
-    out = await deps.store.call("charakter.profil_wachsen", s.user_id, s.character_id, schritt, saetze,
+    out = await deps.store.charakter.profil_wachsen(s.user_id, s.character_id, schritt, saetze,
                                 {k: GRENZEN[k] for k in (*saetze, *beobachtet)}, beobachtet=beobachtet)
     gewachsen = [f for f in out["gewachsen"] if f in saetze]
     if not out["neu"]:  # a second delivery raced past the check: the step's record decided

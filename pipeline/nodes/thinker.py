@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from pipeline.node import Node
 from pipeline.reiz import retry_nutzlast
 from pipeline.services import Deps
 from pipeline.state import PruefungRecord, TurnState
@@ -27,9 +28,12 @@ from pipeline.timefmt import local_now, wochentag
 
 NAME = "thinker"
 NACHFASS = "thinker_nachfass"
-READS = ("stimulus", "pair", "memory", "kontext", "sachlage", "anker", "route", "plan", "draft")
-WRITES = ("pruefung",)
-STORE_READS = ("timeline", "lzg")
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "memory", "kontext", "sachlage", "anker", "route", "plan", "draft"),
+    writes=("pruefung",),
+    store_reads=("timeline", "lzg"),
+)
 MAX_ITERATIONEN = 5
 GESTE = "Hmm... ich muss das nochmal durchgehen."
 """Neutral on purpose: it passes no responder directive and cannot break a form of address."""
@@ -81,6 +85,7 @@ def _werkzeug_nachricht(tool: str, arg: str, output: str) -> dict[str, str]:
                                        f"[ENDE WERKZEUG-ERGEBNIS]\nSchreibe den naechsten Schritt."}
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     reply = state.draft.reply

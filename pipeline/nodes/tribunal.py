@@ -21,12 +21,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.fakten import block as fakten_block
 from pipeline.figur import figur
 from pipeline.llm_json import ask_json, wort
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import TurnState, UrteilRecord, current_reply
 
 NAME = "tribunal"
-READS = ("stimulus", "pair", "kontext", "route", "plan", "draft", "pruefung", "urteil")
-WRITES = ("urteil",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "kontext", "route", "plan", "draft", "pruefung", "urteil"),
+    writes=("urteil",),
+)
 
 
 class _Antwort(BaseModel):
@@ -47,6 +51,7 @@ def verdict_of(answer: _Antwort | None, outcome: str, runde: int) -> dict:
     return {"urteil": v, "gruende": gruende, "runde": runde}
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     u = state.urteil or UrteilRecord(reply=current_reply(state))
     reply = u.reply or current_reply(state)

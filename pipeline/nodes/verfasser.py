@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from pipeline.figur import figur
 from pipeline.llm_json import ask
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import HaltungRecord, TurnState, VerfasserRecord
 
 NAME = "verfasser"
-READS = ("stimulus", "pair", "memory", "kontext", "route", "plan", "haltung")
-WRITES = ("verfasser",)
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair", "memory", "kontext", "route", "plan", "haltung"),
+    writes=("verfasser",),
+)
 
 
 def _termine(route) -> str:
@@ -19,6 +23,7 @@ def _termine(route) -> str:
     return "\n".join(f"- {t['wochentag']}, {t['beginn_lokal'][:16].replace('T', ' ')}: {t['titel']}" for t in route.termine)
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     if state.plan and state.plan.task_context_cut:
         deps.trace.decision(NAME, "verfasser.lauf", "uebersprungen_kontext_schnitt", {})

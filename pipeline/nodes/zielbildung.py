@@ -18,12 +18,16 @@ from pydantic import BaseModel, ConfigDict
 from memory.vectors import cosine
 from memory.ziele import HORIZONTE, ziel_paar_bestimmen
 from pipeline.llm_json import ask_json, wort
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import TurnState
 
 NAME = "zielbildung"
-READS = ("stimulus", "pair")
-WRITES = ()
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair"),
+    writes=(),
+)
 ENTSCHEIDUNG = "zielbildung.ziel"
 ZIEL_GLEICH_SCHWELLE = 0.80
 """Cosine at or above which a named goal is an existing one, for all-MiniLM-L6-v2: the same goal
@@ -78,20 +82,21 @@ async def _festhalten(deps: Deps, pair: tuple[str, str], turn_id: str, ziel: Zie
     inputs = {"ziel": ziel.inhalt, "horizont": ziel.horizont, "motivation": ziel.motivation,
               "aehnlichstes": gleich["id"] if gleich else None, "aehnlichkeit": aehnlichkeit}
     if gleich is not None and aehnlichkeit >= ZIEL_GLEICH_SCHWELLE:
-        neu = await deps.store.call("ziele.wiederholung_verstaerken", gleich["id"], turn_id, ziel.motivation)
+        neu = await deps.store.ziele.wiederholung_verstaerken(gleich["id"], turn_id, ziel.motivation)
         return ("verstaerkt" if neu else "schon_erledigt"), {**inputs, "id": gleich["id"]}
-    out = await deps.store.call("ziele.bilden", *pair, ziel.inhalt, ziel.horizont, ziel.motivation, vec,
+    out = await deps.store.ziele.bilden(*pair, ziel.inhalt, ziel.horizont, ziel.motivation, vec,
                                 quelle_turn=turn_id)
     return ("gebildet" if out["neu"] else "schon_erledigt"), {**inputs, "id": out["id"]}
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     if s.herkunft != "user":  # Nova's own thought names no goal of the human
         deps.trace.decision(NAME, ENTSCHEIDUNG, "kein_nutzerreiz", {})
         return {}
     pair = ziel_paar_bestimmen((s.character_id, s.user_id), "character")
-    frueher = await deps.store.call("ziele.turn_ereignis", *pair, s.turn_id)
+    frueher = await deps.store.ziele.turn_ereignis(*pair, s.turn_id)
     if frueher is not None:
         log.info("zielbildung: turn %s %s goal %d already (a redelivered job): nothing written", s.turn_id,
                  frueher["art"], frueher["id"])
@@ -105,7 +110,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
                             {"antwort": outcome})
         return {}
     vec = await deps.embedder.embed(deps.trace, ziel.inhalt)
-    goals = await deps.store.call("ziele.load_goals", *pair)
+    goals = await deps.store.ziele.load_goals(*pair)
     ergebnis, inputs = await _festhalten(deps, pair, s.turn_id, ziel, goals, vec)
     deps.trace.decision(NAME, ENTSCHEIDUNG, ergebnis, inputs, threshold=ZIEL_GLEICH_SCHWELLE)
     log.info("zielbildung: %s goal %d %r (%s) for %s:%s", ergebnis, inputs["id"], ziel.inhalt, ziel.horizont,

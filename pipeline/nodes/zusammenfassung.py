@@ -19,12 +19,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory import session
 from pipeline.llm_json import ask_json
+from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import SessionTurn, TurnState
 
 NAME = "zusammenfassung"
-READS = ("stimulus", "pair")
-WRITES = ()
+NODE = Node(
+    name=NAME,
+    reads=("stimulus", "pair"),
+    writes=(),
+)
 MAX_ZEICHEN = 400
 """The longest summary (characters): the model is held to it, the fallback and a longer answer are
 cut to it. It fits a node's default answer of 160 tokens."""
@@ -101,6 +105,7 @@ async def _falten(deps: Deps, state: TurnState, bisher: str, neue: list[SessionT
     return _kuerzen(text, MAX_ZEICHEN), "modell", outcome
 
 
+@NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     fenster = deps.settings.session_max_turns

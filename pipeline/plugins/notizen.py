@@ -30,10 +30,10 @@ def _treffer(n: dict) -> dict:
 
 async def gezielt(deps, user_id: str, ziel: str) -> tuple[list[dict], str]:
     """The notes the target names: by keyword, then by full text; (hits, branch)."""
-    hits = await deps.store.call("notizen.find_by_keyword", user_id, ziel, GEZIELT_KAPPUNG)
+    hits = await deps.store.notizen.find_by_keyword(user_id, ziel, GEZIELT_KAPPUNG)
     if hits:
         return [_treffer(n) for n in hits], "gezielt_stichwort"
-    hits = await deps.store.call("notizen.find_fulltext", user_id, ziel, GEZIELT_KAPPUNG)
+    hits = await deps.store.notizen.find_fulltext(user_id, ziel, GEZIELT_KAPPUNG)
     if hits:
         return [_treffer(n) for n in hits], "gezielt_volltext"
     return [], "gezielt_ohne_treffer"
@@ -46,7 +46,7 @@ async def enrich(state, deps, such) -> list[dict]:
     if not hits:
         if zweig == "gezielt_ohne_treffer":
             log.info("notizen: fallback gezielt_ohne_treffer: no note matches %r; listing all notes", ziel)
-        hits = await deps.store.call("notizen.proactive_listing", s.user_id)
+        hits = await deps.store.notizen.proactive_listing(s.user_id)
     deps.trace.decision("enricher", "enricher.notizen", zweig,
                         {"ziel": ziel, "treffer": len(hits), "kappung": GEZIELT_KAPPUNG if ziel else None})
     return hits

@@ -6,5 +6,5 @@ SUCHSCHLUESSEL = False
 
 async def enrich(state, deps, such) -> list[dict]:
     s, cfg = state.stimulus, deps.services.memory_cfg
-    return await deps.store.call("timeline.proaktives_fenster", s.user_id, s.character_id, deps.settings.timezone,
+    return await deps.store.timeline.proaktives_fenster(s.user_id, s.character_id, deps.settings.timezone,
                                  back_days=cfg.timeline_window_back_days, ahead_days=cfg.timeline_window_ahead_days)

@@ -69,7 +69,7 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
         day = parse_datum(arg)
         if day is None:
             return f"Kein Datum erkannt in '{arg}'. Erwartet: JJJJ-MM-TT."
-        rows = await store.call("timeline.find_by_date_range", user_id, character_id, day, day, tz,
+        rows = await store.timeline.find_by_date_range(user_id, character_id, day, day, tz,
                                 limit=TIMELINE_LIMIT)
         if not rows:
             return f"Keine Termine am {day.isoformat()}."
@@ -78,7 +78,7 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
     async def timeline_search(arg: str) -> str:
         if not arg.strip():
             return "Leeres Stichwort."
-        rows = await store.call("timeline.find_by_keyword", user_id, character_id, arg, tz, limit=TIMELINE_LIMIT)
+        rows = await store.timeline.find_by_keyword(user_id, character_id, arg, tz, limit=TIMELINE_LIMIT)
         if not rows:
             return f"Keine Termine zu '{arg}'."
         return "\n".join(format_termin(r) for r in rows)
@@ -86,7 +86,7 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
     async def memory_search(arg: str) -> str:
         vector = await deps.embedder.embed(deps.trace, arg)
         cfg = deps.services.memory_cfg  # the memory read path: top thinker_top_k (20), no floor, no spreading (§4.3)
-        rows = (await store.call("lesepfad.erinnern", user_id, character_id, arg, vector, cfg,
+        rows = (await store.lesepfad.erinnern(user_id, character_id, arg, vector, cfg,
                                  k=cfg.thinker_top_k, ausbreiten=False))["erinnerungen"]
         if not rows:
             return "Keine Eintraege im Langzeitgedaechtnis."

@@ -19,7 +19,7 @@ router = APIRouter()
 async def list_characters(ing: TheIngress, authorization: str | None = Header(None)):
     """Every character (any key may list them)."""
     await ing.principal(authorization)
-    return {"characters": await ing.store.call.remote("charaktere.list_all")}
+    return {"characters": await ing.store_ops.charaktere.list_all()}
 
 
 @router.post("/v1/characters", status_code=201, response_model=Character)
@@ -77,7 +77,7 @@ async def patch_character(body: CharacterPatch, ing: TheIngress, character_id: s
     fields = body.model_dump(exclude_none=True)
     if not fields:
         raise error(422, "invalid_request", "no field to change")
-    ch = await ing.store.call.remote("charaktere.update", character_id, fields)
+    ch = await ing.store_ops.charaktere.update(character_id, fields)
     if ch is None:
         raise unknown_character(character_id)
     return ch
@@ -89,7 +89,7 @@ async def delete_character(ing: TheIngress, character_id: str = Path(pattern=ID_
     """Remove a character and her background knowledge; the pairs' own memories stay."""
     await ing.operator(authorization)
     ing.forget_character(character_id)
-    if not await ing.store.call.remote("charaktere.delete", character_id):
+    if not await ing.store_ops.charaktere.delete(character_id):
         raise unknown_character(character_id)
     log.info("ingress: character %s removed", character_id)
     return Response(status_code=204)
@@ -101,5 +101,5 @@ async def export_character(ing: TheIngress, character_id: str = Path(pattern=ID_
     """The character as a Character Card V2 (JSON)."""
     await ing.principal(authorization)
     ch = await ing.character_or_404(character_id)
-    wissen = await ing.store.call.remote("charaktere.wissen", character_id)
+    wissen = await ing.store_ops.charaktere.wissen(character_id)
     return charakterkarte.exportieren(ch, wissen)

@@ -22,7 +22,7 @@ def _werkzeuge(ing) -> erschliessung.Werkzeuge:
     s = ing.settings
     return erschliessung.Werkzeuge(
         chat=ing.llm.chat.remote, model_name=ing.llm.model_name.remote, embed=ing.embedder.embed.remote,
-        store=ing.store.call.remote, prompts=PromptLibrary(), deadline_s=s.file_index_deadline_s,
+        store=ing.store_ops, prompts=PromptLibrary(), deadline_s=s.file_index_deadline_s,
         max_tokens=budget("erschliessung", s))
 
 
@@ -56,7 +56,7 @@ async def list_files(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
     ing.owner(principal, user_id)
     await ing.known_character(character_id)
     return {"user_id": user_id, "character_id": character_id,
-            "dateien": await ing.store.call.remote("dateien.liste", user_id, character_id)}
+            "dateien": await ing.store_ops.dateien.liste(user_id, character_id)}
 
 
 @router.delete("/v1/pairs/{user_id}/{character_id}/files/{datei_id}", status_code=204)
@@ -67,7 +67,7 @@ async def delete_file(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     await ing.known_character(character_id)
-    if not await ing.store.call.remote("dateien.loeschen", user_id, character_id, datei_id):
+    if not await ing.store_ops.dateien.loeschen(user_id, character_id, datei_id):
         raise error(404, "not_found", f"no file {datei_id} for {user_id}/{character_id}; "
                                       f"GET /v1/pairs/{user_id}/{character_id}/files lists them")
     log.info("ingress: file %d of %s:%s removed", datei_id, user_id, character_id)

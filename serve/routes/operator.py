@@ -29,7 +29,7 @@ async def revoke_keys(body: KeyRevokeRequest, ing: TheIngress, authorization: st
     await ing.operator(authorization)
     if (body.api_key is None) == (body.user_id is None):
         raise error(422, "invalid_request", "exactly one of api_key / user_id must be set")
-    n = await ing.store.call.remote("pg.revoke_api_keys", body.api_key, body.user_id)
+    n = await ing.store_ops.pg.revoke_api_keys(body.api_key, body.user_id)
     if not n:
         raise error(404, "not_found", "no such active key")
     ing.forget_keys(api_key=body.api_key, user_id=body.user_id)
@@ -54,7 +54,7 @@ async def dashboard_json(ing: TheIngress, window_s: float = Query(default=900.0,
     loop.ensure()
     if not loop.sampler.samples:
         await loop.sampler.sample()
-    return await dashboard.snapshot(ing.store, await ing.redis_client(), loop.sampler, window_s)
+    return await dashboard.snapshot(ing.store_ops, await ing.redis_client(), loop.sampler, window_s)
 
 
 @router.get("/v1/operator/pairs/{user_id}/{character_id}/turns")
@@ -63,7 +63,7 @@ async def dashboard_pair(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN
                          authorization: str | None = Header(None)):
     """One pair's last turns with each node's duration and decisions."""
     await ing.operator(authorization)
-    turns = await ing.store.call.remote("dashboard.pair_turns", user_id, character_id, limit)
+    turns = await ing.store_ops.dashboard.pair_turns(user_id, character_id, limit)
     return {"user_id": user_id, "character_id": character_id, "turns": turns}
 
 

@@ -10,7 +10,8 @@ from tests.app.conftest import LATENCY_S
 def test_the_harness_drives_the_pair_actors_and_measures_each_turn_against_its_own_path(system):
     from ray import serve
 
-    from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, Loop
+    from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN
+    from pipeline.runner import Loop
 
     llm = serve.get_deployment_handle("LLM", app_name="novaberg")
     sc = harness.Scenario(pairs=1, turns=3, think_s=0.0, mix={"smalltalk": 1.0}, latency_ms=LATENCY_S * 1000)
@@ -18,7 +19,7 @@ def test_the_harness_drives_the_pair_actors_and_measures_each_turn_against_its_o
     rows, records, g = out["rows"], out["records"], out["figures"]["turn_graph"]
     assert len(rows) == 3 and not any(r["error"] for r in rows)
     chain_nodes = {n for chain in (HUMAN_CHAIN, CHARACTER_CHAIN) for s in chain
-                   for n in (s.names() if isinstance(s, Loop) else (s,))}
+                   for n in (s.names() if isinstance(s, Loop) else (s.name,))}
     for r in rows:
         assert r["actor_ms"] <= r["client_ms"] and r["nodes_llm_ms"]
         calls = turn_graph.calls_of_turn(records, r["llm_pair"], r["began"], r["began"] + r["client_ms"] / 1000)

@@ -28,19 +28,19 @@ class Caller:
 
         svc = Services.connect(self.settings)
         out: dict = {}
-        out["character"] = (await svc.store.call("charaktere.get", "nova"))["name"]
+        out["character"] = (await svc.store.charaktere.get("nova"))["name"]
         # two in the same moment travel as one `batch` request
-        missing, alle = await asyncio.gather(svc.store.call("charaktere.get", "gibt-es-nicht"),
-                                             svc.store.call("charaktere.list_all"))
+        missing, alle = await asyncio.gather(svc.store.charaktere.get("gibt-es-nicht"),
+                                             svc.store.charaktere.list_all())
         out["missing"], out["batch"] = missing, sorted(c["character_id"] for c in alle)[:1]
         try:
-            await svc.store.call("keine.operation")
+            await svc.store.handle.call.remote("keine.operation")  # only the declared ones are asked for
             out["error"] = None
         except Exception as e:  # noqa: BLE001 - the class and text are what is compared
             # over Ray the error is also a RayTaskError; over both it is the store's own class
             out["error"] = (isinstance(e, UnknownOperation), "keine.operation" in str(e))
         # a call larger than gRPC's 4 MiB (a card's lorebook on its way to the store can be)
-        out["gross"] = await svc.store.call("charaktere.get", "x" * (5 * 1024 * 1024))
+        out["gross"] = await svc.store.charaktere.get("x" * (5 * 1024 * 1024))
         vec = await svc.embedder.handle.embed.remote("Ein Satz fuer beide Wege.")
         out["vector"] = [round(x, 6) for x in vec[:8]] + [len(vec)]
         # the typed messages of the LLM seam (core/wire.py) travel whole over both

@@ -23,14 +23,15 @@ class Turn:
         self.settings = Settings(**settings)
 
     async def run(self, remote: bool) -> dict:
-        from pipeline.runner import HUMAN_CHAIN, ChainRunner
+        from pipeline.chains import HUMAN_CHAIN
+        from pipeline.runner import ChainRunner
         from pipeline.services import Deps, Services, transport
         from pipeline.state import Stimulus, TurnState
         from pipeline.trace import TurnTrace
 
         svc = Services.connect(self.settings)
         handle = transport(serve.get_deployment_handle("Nodes", app_name=APP), self.settings) if remote else None
-        runner = ChainRunner(HUMAN_CHAIN, remote=list(HUMAN_CHAIN) if remote else [], nodes_handle=handle, name="human")
+        runner = ChainRunner(HUMAN_CHAIN, remote=[n.name for n in HUMAN_CHAIN] if remote else [], nodes_handle=handle, name="human")
         state = TurnState(stimulus=Stimulus(user_id="fern-probe", character_id="nova", turn_id="fern-1",
                                             user_prompt="Mein Bruder zieht naechste Woche nach Hamburg.", herkunft="user"))
         trace = TurnTrace("fern-probe", "nova", "fern-1")

@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo
 
 from memory import ausstehender_auftrag as ausstehend
 from pipeline.nodes import planner
-from pipeline.runner import PLANNER_LOOP, ChainRunner
+from pipeline.chains import PLANNER_LOOP
+from pipeline.runner import ChainRunner
 from pipeline.state import PairRecord, RouteRecord, Stimulus, TurnState
 from pipeline.timefmt import local_now
 from tests.conftest import with_pool
@@ -29,9 +30,9 @@ class ZaehlenderStore(PoolStore):
         super().__init__(pool)
         self.ops: list[str] = []
 
-    async def call(self, op, *args, **kwargs):
+    async def _run(self, op, args, kwargs):
         self.ops.append(op)
-        return await super().call(op, *args, **kwargs)
+        return await super()._run(op, args, kwargs)
 
 
 class Paar:

@@ -7,7 +7,8 @@ import json
 
 from memory import charakter
 from pipeline.agents.charakter.dispatch import CharakterAuftrag, finden
-from pipeline.runner import PLANNER_LOOP, ChainRunner
+from pipeline.chains import PLANNER_LOOP
+from pipeline.runner import ChainRunner
 from pipeline.state import Auftrag, PairRecord, RouteRecord, Stimulus, TurnState
 from tests.conftest import new_pair, with_pool
 from tests.scripted_llm import PoolStore, ScriptedLLM, deps_for

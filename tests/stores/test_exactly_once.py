@@ -6,7 +6,8 @@ import uuid
 
 from memory import charakter, notizen, timeline
 from pipeline.nodes import erinnerungsanker
-from pipeline.runner import PLANNER_LOOP, ChainRunner
+from pipeline.chains import PLANNER_LOOP
+from pipeline.runner import ChainRunner
 from pipeline.state import PairRecord, RouteRecord, Stimulus, TurnState
 from tests.conftest import with_pool
 from tests.scripted_llm import PoolStore, ScriptedLLM, deps_for
@@ -36,7 +37,7 @@ async def _run_turn(p, r, user, turn_id):
     deps = deps_for(llm, store=PoolStore(p), redis=r, turn=(user, "nova", turn_id))
     state = _state(user, turn_id)
     await ChainRunner(chain=(PLANNER_LOOP,)).run(state, deps)
-    anker = (await run_node(erinnerungsanker, state, deps))["anker"]
+    anker = (await run_node(erinnerungsanker.NODE, state, deps))["anker"]
     return [res.ergebnis.get("id") for res in state.plan.agent_results], anker.geschrieben[0].id
 
 
@@ -98,7 +99,7 @@ def test_a_redelivered_background_job_imprints_its_memories_once(pool):
                           pair=PairRecord(character_name="Nova"), draft=DraftRecord(reply="Oh nein.", model="m"),
                           perzeption=PerzeptionRecord(), hintergrund=HintergrundRecord(kern="Bello krank"),
                           memory=MemoryRecord(lzg_resonanz={"ids": resonanz, "erinnerungen": []}))
-        await run_node(praegung, state, deps)
+        await run_node(praegung.NODE, state, deps)
         return [(r["entscheidung"], r["outcome"]) for r in deps.trace.rows if r["art"] == "switch"], llm
 
     async def counts(p, user):

@@ -10,6 +10,7 @@ from core.settings import Settings
 from memory import kzg, ziele
 from memory.vectors import cosine
 from pipeline.nodes import enricher
+from pipeline.chains import NODES
 from pipeline.runner import ChainRunner
 from pipeline.services import Deps, Services
 from pipeline.state import PairRecord, Stimulus, TurnState
@@ -57,13 +58,13 @@ class _World:
         state = TurnState(stimulus=Stimulus(user_id=user, character_id="nova", turn_id=turn_id, **stim),
                           pair=PairRecord(character_name="Nova"))
         deps = self.deps(user, turn_id, llm, "background")
-        await ChainRunner(("zielbildung",), name="background").run(state, deps)
+        await ChainRunner((NODES["zielbildung"],), name="background").run(state, deps)
         return state, deps, llm
 
     async def enrich(self, user, turn_id, text):
         state = TurnState(stimulus=Stimulus(user_id=user, character_id="nova", turn_id=turn_id, user_prompt=text))
         deps = self.deps(user, turn_id, ScriptedLLM(), "character")
-        return (await run_node(enricher, state, deps))["memory"], deps
+        return (await run_node(enricher.NODE, state, deps))["memory"], deps
 
 
 def _on_world(stores, pool, minilm, fn):

@@ -67,7 +67,7 @@ def _werkzeuge(p, minilm, antwort, calls: list) -> erschliessung.Werkzeuge:
         calls.append(request)
         if isinstance(antwort, Exception):
             raise antwort
-        return {"choices": [{"message": {"content": antwort}}]}
+        return ChatResponse.model_validate({"choices": [{"message": {"content": antwort}}]})
 
     async def model_name():
         return "scripted"
@@ -75,7 +75,7 @@ def _werkzeuge(p, minilm, antwort, calls: list) -> erschliessung.Werkzeuge:
     async def embed(text):
         return encode(minilm, [text])[0]
 
-    return erschliessung.Werkzeuge(chat=chat, model_name=model_name, embed=embed, store=PoolStore(p).call,
+    return erschliessung.Werkzeuge(chat=chat, model_name=model_name, embed=embed, store=PoolStore(p),
                                    prompts=PromptLibrary(), deadline_s=5.0, max_tokens=200)
 
 
@@ -182,7 +182,7 @@ def test_the_enricher_searches_a_pair_that_holds_only_a_file(stores, pool, minil
                                                 user_prompt="Which medicine does Bello take in the morning?"))
             trace = TurnTrace(user, ch, "t")
             trace.chain = "character"
-            out = await run_node(enricher, state, Deps(services, trace))
+            out = await run_node(enricher.NODE, state, Deps(services, trace))
             return out["memory"], trace
         finally:
             await p.close()

@@ -3,7 +3,8 @@ import asyncio
 from datetime import datetime, timezone
 
 from pipeline.nodes import gv_node, reducer, responder, router
-from pipeline.runner import TRIBUNAL_LOOP, ChainRunner
+from pipeline.chains import TRIBUNAL_LOOP
+from pipeline.runner import ChainRunner
 from pipeline.state import (DraftRecord, EmotionRecord, HaltungRecord, LandschaftRecord, MemoryRecord, PairRecord,
                             PerzeptionRecord, PlanRecord, SessionTurn, Stimulus, TurnState, VerfasserRecord)
 from tests.scripted_llm import ScriptedLLM, deps_for
@@ -29,7 +30,7 @@ def test_reducer_dedups_scales_caps_and_passes_lzg_through():
         bibliothek=[{"titel": "Hunde", "inhalt": "Beagle jagen gern", "gewicht": 0.4}],
         plugins={"notizen": [{"name": "Einkauf", "zusammenfassung": "Milch"}]}, lzg_resonanz=resonanz)
     deps = deps_for(ScriptedLLM())
-    out = asyncio.run(run_node(reducer, _state(memory=mem), deps))["kontext"]
+    out = asyncio.run(run_node(reducer.NODE, _state(memory=mem), deps))["kontext"]
     kept = reducer.reduce(reducer.entries(mem))
     beagles = [e for e in kept if "beagle" in e["inhalt"].lower() and e["quelle"] == "kzg"]
     assert len(beagles) == 1 and beagles[0]["gewicht"] == 0.9  # highest weight wins
@@ -41,7 +42,7 @@ def test_reducer_dedups_scales_caps_and_passes_lzg_through():
 
 def test_router_fallback_and_asked_appointments():
     deps = deps_for(ScriptedLLM({"router": ["unverstaendlich"]}))
-    out = asyncio.run(run_node(router, _state(memory=MemoryRecord()), deps))["route"]
+    out = asyncio.run(run_node(router.NODE, _state(memory=MemoryRecord()), deps))["route"]
     assert out.fallback == "router_regeln" and out.management == "keins"
     flags = next(r["inputs"] for r in deps.trace.rows if r.get("entscheidung") == "router.management")
     assert flags["needs_memory"] is True and flags["needs_timeline"] is False
@@ -50,7 +51,7 @@ def test_router_fallback_and_asked_appointments():
     ans = ('{"intent": "frage", "management": "keins", "needs_timeline": true, '
            '"timeline_query": {"art": "search", "stichwort": "Zahnarzt"}, "momentum": "sehr hoch"}')
     deps = deps_for(ScriptedLLM({"router": [ans]}), store=store)
-    out = asyncio.run(run_node(router, _state("Wann war nochmal der Zahnarzt?", memory=MemoryRecord()), deps))["route"]
+    out = asyncio.run(run_node(router.NODE, _state("Wann war nochmal der Zahnarzt?", memory=MemoryRecord()), deps))["route"]
     assert out.termine == [{"id": 5, "titel": "Zahnarzt"}] and out.momentum == "mid"
     assert store.calls[0][0] == "timeline.find_by_keyword"
     assert ("router.termine", "search") in _decisions(deps)
@@ -60,19 +61,19 @@ def test_router_keeps_an_explicit_request_the_model_missed():
     # the model answered keins for an explicit note: the rules' reading stands, named
     ans = '{"intent": "mitteilung", "management": "keins", "momentum": "mid"}'
     deps = deps_for(ScriptedLLM({"router": [ans]}))
-    out = asyncio.run(run_node(router, _state("Notiz Einkauf: Milch und Brot", memory=MemoryRecord()), deps))["route"]
+    out = asyncio.run(run_node(router.NODE, _state("Notiz Einkauf: Milch und Brot", memory=MemoryRecord()), deps))["route"]
     assert out.management == "notizen" and out.fallback is None and out.intent == "mitteilung"
     assert ("router.management_quelle", "management_regel") in _decisions(deps)
     # a cut answer that ended before it named a management: the same
     deps = deps_for(ScriptedLLM({"router": ['{"intent": "auftrag", "needs_memory": false, "momen']}))
-    out = asyncio.run(run_node(router, _state("Trag einen Termin ein: Zahnarzt morgen", memory=MemoryRecord()),
+    out = asyncio.run(run_node(router.NODE, _state("Trag einen Termin ein: Zahnarzt morgen", memory=MemoryRecord()),
                                deps))["route"]
     assert out.management == "timeline" and ("router.antwort", "geschlossen") in _decisions(deps)
     # the model's reading of a plain message and its own management stay untouched
     for text, ans, want in (("Wie geht es dir?", '{"management": "keins"}', "keins"),
                             ("Notiz Einkauf: Milch", '{"management": "timeline"}', "timeline")):
         deps = deps_for(ScriptedLLM({"router": [ans]}))
-        out = asyncio.run(run_node(router, _state(text, memory=MemoryRecord()), deps))["route"]
+        out = asyncio.run(run_node(router.NODE, _state(text, memory=MemoryRecord()), deps))["route"]
         assert out.management == want
         assert not any(k == "router.management_quelle" for k, _ in _decisions(deps))
 
@@ -85,7 +86,7 @@ def test_gv_node_unknown_cluster_falls_back_to_paradox(stores):
         try:
             deps = deps_for(ScriptedLLM({"gv_node": ['{"cluster": "mondlandschaft", "gv_detail": "Still.", "werkzeug": "frage"}']}),
                             redis=r, turn=("gvu", "nova", "t"))
-            out = await run_node(gv_node, _state(memory=MemoryRecord()), deps)
+            out = await run_node(gv_node.NODE, _state(memory=MemoryRecord()), deps)
             stored = await r.hgetall(gv_node.gv_key("u", "nova"))
             return out["landschaft"], stored, deps
         finally:
@@ -173,7 +174,7 @@ def test_responder_impulse_variant_cut_and_missing_style(caplog):
 
 def test_responder_records_both_decisions_also_when_empty():
     deps = deps_for(ScriptedLLM({"responder": [""]}))
-    out = asyncio.run(run_node(responder, _full_state(), deps))["draft"]
+    out = asyncio.run(run_node(responder.NODE, _full_state(), deps))["draft"]
     assert out.reply == ""
     assert _decisions(deps) == [("responder.nachricht", "verlauf_mit_reiz"), ("responder.ergebnis", "leer"),
                                 ("responder.ergebnis", "leer")]
@@ -258,7 +259,7 @@ def test_a_dictated_note_is_written_as_dictated():
                           pair=PairRecord(character_name="Nova"), route=RouteRecord(management=management),
                           plan=PlanRecord())
         deps = deps_for(ScriptedLLM({"planner": [answer]}))
-        return asyncio.run(run_node(planner, state, deps))["plan"], deps
+        return asyncio.run(run_node(planner.NODE, state, deps))["plan"], deps
 
     # the model paraphrased the dictated content: the person's words are written
     plan, deps = plan_for("Notiz Einkauf: Milch, Brot und Kaese", "notizen",
@@ -294,7 +295,7 @@ def test_an_order_that_changes_or_deletes_runs_only_when_the_message_asks_for_it
                           pair=PairRecord(character_name="Nova"), route=RouteRecord(management="notizen"),
                           plan=PlanRecord())
         deps = deps_for(ScriptedLLM({"planner": [answer]}))
-        return asyncio.run(run_node(planner, state, deps))["plan"], deps
+        return asyncio.run(run_node(planner.NODE, state, deps))["plan"], deps
 
     loeschen = ('{"auftraege": [{"agent": "notizen", "aktion": "loeschen", "parameter": {"name": "Einkauf"}}, '
                 '{"agent": "notizen", "aktion": "finden", "parameter": {"name": "Einkauf"}}]}')
@@ -335,6 +336,6 @@ def test_a_dictation_is_read_whatever_management_the_router_named_and_stays_as_d
     deps = deps_for(ScriptedLLM({"planner": [
         '{"auftraege": [{"agent": "notizen", "aktion": "aendern", "parameter": {"name": "Einkauf", '
         '"inhalt": "Milch und Brot"}}, {"agent": "timeline", "aktion": "finden", "parameter": {"titel": "x"}}]}']}))
-    plan = asyncio.run(run_node(planner, state, deps))["plan"]
+    plan = asyncio.run(run_node(planner.NODE, state, deps))["plan"]
     assert (plan.auftrag.agent, plan.auftrag.aktion) == ("timeline", "finden") and plan.offen == []
     assert ("planner.quelle", "diktat_bleibt") in _decisions(deps)

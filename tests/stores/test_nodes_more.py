@@ -25,10 +25,10 @@ def _d(deps):
 
 def test_sachlage_names_the_missing_web_provider():
     deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": [{"name": "Tritium", "behauptung": "ist radioaktiv"}]}']}))
-    out = asyncio.run(run_node(sachlage, _state("Tritium ist radioaktiv, oder?"), deps))["sachlage"]
+    out = asyncio.run(run_node(sachlage.NODE, _state("Tritium ist radioaktiv, oder?"), deps))["sachlage"]
     assert out.objekte[0]["name"] == "Tritium" and ("sachlage.recherche", "keine_suchmaschine") in _d(deps)
     deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": []}']}))
-    assert asyncio.run(run_node(sachlage, _state(), deps))["sachlage"].objekte == []
+    assert asyncio.run(run_node(sachlage.NODE, _state(), deps))["sachlage"].objekte == []
     assert ("sachlage.recherche", "keine_objekte") in _d(deps)
 
     class _Web:
@@ -39,7 +39,7 @@ def test_sachlage_names_the_missing_web_provider():
             return {"anbieter": "searxng", "treffer": [{"titel": "Tritium", "url": "https://x", "snippet": "H-3"}]}
 
     deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": [{"name": "Tritium"}]}']}), web=_Web())
-    out = asyncio.run(run_node(sachlage, _state("Tritium?"), deps))["sachlage"]
+    out = asyncio.run(run_node(sachlage.NODE, _state("Tritium?"), deps))["sachlage"]
     assert ("sachlage.recherche", "recherchiert") in _d(deps) and out.objekte[0]["recherche"][0]["snippet"] == "H-3"
 
 
@@ -62,7 +62,7 @@ def test_sachlage_searches_with_the_wording_filter(caplog):
     def lauf(name, treffer):
         web = _Web(treffer)
         deps = deps_for(ScriptedLLM({"sachlage": [json.dumps({"objekte": [{"name": name}]})]}), web=web)
-        out = asyncio.run(run_node(sachlage, _state(f"Was ist mit {name}?"), deps))["sachlage"]
+        out = asyncio.run(run_node(sachlage.NODE, _state(f"Was ist mit {name}?"), deps))["sachlage"]
         entry = next(r for r in deps.trace.rows if r.get("entscheidung") == "sachlage.recherche")
         return out.objekte[0], entry, web.queries
 
@@ -85,16 +85,16 @@ def test_erinnerungsanker_writes_an_anchor_for_a_dated_experience():
     store = RecordingStore({"timeline.add": 77})
     deps = deps_for(ScriptedLLM({"erinnerungsanker": ['{"datiert": true, "datum": "2026-11-24", "titel": "Konzert"}']}),
                     store=store)
-    out = asyncio.run(run_node(erinnerungsanker, _state("Letzten Dienstag war ich im Konzert"), deps))["anker"]
+    out = asyncio.run(run_node(erinnerungsanker.NODE, _state("Letzten Dienstag war ich im Konzert"), deps))["anker"]
     assert ("erinnerungsanker.ergebnis", "geschrieben") in _d(deps) and out.geschrieben[0].id == 77
     op, args, kwargs = store.calls[0]
     assert op == "timeline.add" and args[2] == "Konzert" and args[3] == datetime(2026, 11, 24, 12, 0)
     assert kwargs == {"typ": "erinnerungs_anker", "turn_id": "t9", "schritt": "erinnerungsanker:0"}
     deps = deps_for(ScriptedLLM({"erinnerungsanker": ['{"datiert": true, "datum": "letzte Woche"}']}), store=RecordingStore())
-    assert asyncio.run(run_node(erinnerungsanker, _state(), deps))["anker"].geschrieben == []
+    assert asyncio.run(run_node(erinnerungsanker.NODE, _state(), deps))["anker"].geschrieben == []
     assert ("erinnerungsanker.ergebnis", "datum_unlesbar") in _d(deps)
     deps = deps_for(ScriptedLLM())
-    assert asyncio.run(run_node(erinnerungsanker, _state("gedanke", herkunft="eigener_impuls"), deps))["anker"].geschrieben == []
+    assert asyncio.run(run_node(erinnerungsanker.NODE, _state("gedanke", herkunft="eigener_impuls"), deps))["anker"].geschrieben == []
     assert ("erinnerungsanker.lauf", "kein_nutzerreiz") in _d(deps)
 
 
@@ -102,26 +102,26 @@ def test_verfasser_skips_on_a_context_cut_and_without_material():
     deps = deps_for(ScriptedLLM({"verfasser": ["Nova stellt fest: Bello ist ein Beagle."]}))
     base = dict(memory=MemoryRecord(), kontext=KontextRecord(gedaechtnis_verfasser="- (kzg) Bello ist ein Beagle"),
                 haltung=HaltungRecord())
-    out = asyncio.run(run_node(verfasser, _state(**base, plan=PlanRecord(task_context_cut=True)), deps))["verfasser"]
+    out = asyncio.run(run_node(verfasser.NODE, _state(**base, plan=PlanRecord(task_context_cut=True)), deps))["verfasser"]
     assert out.inhalt == "" and ("verfasser.lauf", "uebersprungen_kontext_schnitt") in _d(deps)
-    out = asyncio.run(run_node(verfasser, _state(**base), deps))["verfasser"]
+    out = asyncio.run(run_node(verfasser.NODE, _state(**base), deps))["verfasser"]
     assert out.inhalt.startswith("Nova stellt fest")
     deps = deps_for(ScriptedLLM())
-    out = asyncio.run(run_node(verfasser, _state(memory=MemoryRecord(), kontext=KontextRecord()), deps))
+    out = asyncio.run(run_node(verfasser.NODE, _state(memory=MemoryRecord(), kontext=KontextRecord()), deps))
     assert ("verfasser.lauf", "ohne_material") in _d(deps)
 
 
 def test_perzeption_assistant_falls_back_to_the_computed_state_and_persist_consolidates_it():
     deps = deps_for(ScriptedLLM({"perzeption_assistant": ["?"]}))
     st = _state(draft=DraftRecord(reply="Oh nein.", model="m"), emotion=EmotionRecord(nova_emotion="traurigkeit", nova_arousal=0.6))
-    out = asyncio.run(run_node(perzeption_assistant, st, deps))["nova_perzeption"]
+    out = asyncio.run(run_node(perzeption_assistant.NODE, st, deps))["nova_perzeption"]
     assert (out.emotion, out.arousal) == ("traurigkeit", 0.6)
     store = RecordingStore()
     deps = deps_for(ScriptedLLM(), store=store)
     st = _state(emotion=EmotionRecord(nova_arousal=0.4, emotions_vektor="einbruch",
                                       emotions_verlauf=[{"emotion": "angst"}]),
                 nova_perzeption=NovaPerzeptionRecord(emotion="traurigkeit", arousal=0.8))
-    z = asyncio.run(run_node(ei_calc_persist, st, deps))["nova_zustand"]
+    z = asyncio.run(run_node(ei_calc_persist.NODE, st, deps))["nova_zustand"]
     # the state goes with the turn's commit (the dispatcher), not in a store write of its own
     assert (z.emotion, z.arousal, z.vektor, z.verlauf) == ("traurigkeit", 0.6, "einbruch", [{"emotion": "angst"}])
     assert z.stand == st.stimulus.received_at and store.calls == []
@@ -132,13 +132,13 @@ def test_salience_scores_and_decides_the_writes():
     deps = deps_for(ScriptedLLM({"salience": [ans]}))
     st = _state("Bello ist krank", draft=DraftRecord(reply="Das tut mir leid.", model="m"),
                 perzeption=PerzeptionRecord(emotion="angst", arousal=0.8), memory=MemoryRecord(zielsog_roh=0.5))
-    out = asyncio.run(run_node(salience, st, deps))["hintergrund"]
+    out = asyncio.run(run_node(salience.NODE, st, deps))["hintergrund"]
     entry = next(r for r in deps.trace.rows if r.get("entscheidung") == "salience.schreiben")
     assert entry["inputs"]["salienz"] == salience.score(0.9, 0.8, 0.5) and out.kern == "Bello ist krank"
     assert [w.art for w in out.pending_writes] == ["kzg", "delegation"]
     deps = deps_for(ScriptedLLM({"salience": ['{"wichtigkeit": 0.0}']}))
     st = _state("ok", draft=DraftRecord(reply="ok", model="m"), perzeption=PerzeptionRecord(arousal=0.1))
-    out = asyncio.run(run_node(salience, st, deps))["hintergrund"]
+    out = asyncio.run(run_node(salience.NODE, st, deps))["hintergrund"]
     assert out.pending_writes == [] and ("salience.schreiben", "nichts") in _d(deps)
 
 
@@ -153,7 +153,7 @@ def test_praegung_imprints_and_links_to_the_resonating_anchors():
                                               '"profil_mensch": "sorgt sich um Bello"}']}), store=store, embedder=_Embedder())
     st = _state("Bello ist krank", draft=DraftRecord(reply="Oh.", model="m"), hintergrund=HintergrundRecord(kern="Bello krank"),
                 memory=MemoryRecord(lzg_resonanz={"ids": [5, 6], "erinnerungen": []}))
-    asyncio.run(run_node(praegung, st, deps))
+    asyncio.run(run_node(praegung.NODE, st, deps))
     ops = [c[0] for c in store.calls]
     assert ops == ["lzg.knoten_der_quelle", "lzg.add_nodes_einmal", "lzg.add_synapses", "lzg.touch",
                    "charakter.profil_wachsen"]
@@ -176,7 +176,7 @@ def test_aufgriff_plans_an_impulse_and_skips_non_user_turns(stores):
                             redis=r)
             st = _state("Bello ist krank", hintergrund=HintergrundRecord(kern="Bello krank"))
             st.stimulus.user_id = f"auf-{id(st)}"
-            assert await run_node(aufgriff, st, deps) == {}
+            assert await run_node(aufgriff.NODE, st, deps) == {}
             due = await r.zrange(aufgriff.DUE_KEY, 0, -1, withscores=True)
             mine = [json.loads(m) for m, _ in due if json.loads(m)["user_id"] == st.stimulus.user_id]
             assert mine and mine[0]["gedanke"] == "Wie geht es Bello?"
@@ -184,12 +184,12 @@ def test_aufgriff_plans_an_impulse_and_skips_non_user_turns(stores):
             # the same turn's job delivered again plans nothing twice, and asks no model
             nochmal = ScriptedLLM()
             again = deps_for(nochmal, redis=r)
-            await run_node(aufgriff, st, again)
+            await run_node(aufgriff.NODE, st, again)
             due = await r.zrange(aufgriff.DUE_KEY, 0, -1)
             assert len([m for m in due if json.loads(m)["user_id"] == st.stimulus.user_id]) == 1
             assert ("aufgriff.plan", "schon_geplant") in _d(again) and nochmal.calls == []
             deps2 = deps_for(ScriptedLLM(), redis=r)
-            await run_node(aufgriff, _state("x", herkunft="eigener_impuls"), deps2)
+            await run_node(aufgriff.NODE, _state("x", herkunft="eigener_impuls"), deps2)
             assert ("aufgriff.plan", "kein_nutzerreiz") in _d(deps2)
         finally:
             await r.aclose()
@@ -205,7 +205,7 @@ def test_the_pull_of_emotional_memories_moves_novas_persisted_state():
         deps = deps_for(ScriptedLLM(), store=store)
         st = _state(emotion=EmotionRecord(nova_arousal=0.4), gravitation=gravitation,
                     nova_perzeption=NovaPerzeptionRecord(emotion="freude", arousal=0.4))
-        z = asyncio.run(run_node(ei_calc_persist, st, deps))["nova_zustand"]
+        z = asyncio.run(run_node(ei_calc_persist.NODE, st, deps))["nova_zustand"]
         return (z.emotion, z.arousal), _d(deps)
 
     (emotion, arousal), d = saved(None)

@@ -6,22 +6,25 @@ import types
 
 import pytest
 
+from memory.clients import StoreOps
 from pipeline import agents
 from pipeline.nodes import agent_dispatch, planner
-from pipeline.runner import PLANNER_LOOP, ChainRunner
+from pipeline.chains import PLANNER_LOOP
+from pipeline.runner import ChainRunner
 from pipeline.state import AgentResult, PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
 from tests.scripted_llm import ScriptedLLM, deps_for
 from pipeline.runner import run_node
 
 
-class RecordingStore:
+class RecordingStore(StoreOps):
     """Stands in for the store deployment: records the memory operations a node asks for."""
 
     def __init__(self, answers=None):
+        super().__init__(self._run)
         self.calls = []
         self.answers = answers or {}
 
-    async def call(self, op, *args, **kwargs):
+    async def _run(self, op, args, kwargs):
         self.calls.append((op, args, kwargs))
         value = self.answers.get(op, 1)
         return value(*args, **kwargs) if callable(value) else value
@@ -45,7 +48,7 @@ def test_missing_dispatch_and_failing_agent_become_fehler(stores, monkeypatch):
         try:
             deps = deps_for(ScriptedLLM(), redis=r)
             before = int(await r.hget(agent_dispatch.DELIVERED, "geist:character") or 0)
-            out = await run_node(agent_dispatch, _state("x", agent_name="geist"), deps)
+            out = await run_node(agent_dispatch.NODE, _state("x", agent_name="geist"), deps)
             res = out["plan"].agent_results[-1]
             assert res.status == "fehler" and "Kein Dispatch" in res.fehler and out["plan"].agent_name == ""
             assert int(await r.hget(agent_dispatch.DELIVERED, "geist:character")) == before + 1
@@ -54,10 +57,10 @@ def test_missing_dispatch_and_failing_agent_become_fehler(stores, monkeypatch):
                 raise RuntimeError("kaputt")
 
             monkeypatch.setitem(agents.registry(), "notizen", boom)
-            out = await run_node(agent_dispatch, _state("x", agent_name="notizen"), deps)
+            out = await run_node(agent_dispatch.NODE, _state("x", agent_name="notizen"), deps)
             assert out["plan"].agent_results[-1].fehler == "RuntimeError: kaputt"
             assert int(await r.hget(agent_dispatch.PROCESSED, "notizen:character:fehler")) >= 1
-            assert await run_node(agent_dispatch, _state("x", agent_name=""), deps) == {}
+            assert await run_node(agent_dispatch.NODE, _state("x", agent_name=""), deps) == {}
         finally:
             await r.aclose()
 
@@ -152,7 +155,7 @@ def test_the_planner_keeps_its_plan_when_it_cannot_decide_again():
     state = _state("Notiz Einkauf: Milch, und Zahnarzt am 3.12.", management="notizen", schleifen=1,
                    agent_results=[done], offen=[Auftrag(agent="timeline", aktion="anlegen", parameter={"titel": "Z"})])
     deps = deps_for(ScriptedLLM({"planner": ["kein json"]}))
-    out = asyncio.run(run_node(planner, state, deps))["plan"]
+    out = asyncio.run(run_node(planner.NODE, state, deps))["plan"]
     assert out.agent_name == "timeline" and out.auftrag.parameter == {"titel": "Z"} and out.offen == []
     assert ("planner.neu", "plan_beibehalten") in [(r.get("entscheidung"), r.get("outcome")) for r in deps.trace.rows]
 
@@ -160,10 +163,10 @@ def test_the_planner_keeps_its_plan_when_it_cannot_decide_again():
 def test_planner_without_management_makes_no_call_and_unusable_orders_ask_back():
     llm = ScriptedLLM()
     state = _state("Wie geht's?")
-    out = asyncio.run(run_node(planner, state, deps_for(llm)))
+    out = asyncio.run(run_node(planner.NODE, state, deps_for(llm)))
     assert out["plan"].agent_name == "" and llm.calls == []
     llm = ScriptedLLM({"planner": ["weiss nicht"]})
-    out = asyncio.run(run_node(planner, _state("Mach mal was mit Terminen", management="timeline"), deps_for(llm)))
+    out = asyncio.run(run_node(planner.NODE, _state("Mach mal was mit Terminen", management="timeline"), deps_for(llm)))
     assert out["plan"].task_block.startswith("Rueckfrage:") and not out["plan"].task_context_cut
 
 
@@ -199,7 +202,7 @@ def test_rules_read_plain_management_requests():
 def test_planner_falls_back_to_the_rules():
     llm = ScriptedLLM({"planner": ["kein json"]})
     deps = deps_for(llm)
-    out = asyncio.run(run_node(planner, _state("Notiz Einkauf: Milch und Brot", management="notizen"), deps))
+    out = asyncio.run(run_node(planner.NODE, _state("Notiz Einkauf: Milch und Brot", management="notizen"), deps))
     assert out["plan"].agent_name == "notizen"
     assert out["plan"].auftrag.parameter == {"name": "Einkauf", "inhalt": "Milch und Brot"}
     assert any(r.get("outcome") == "planner_regeln" for r in deps.trace.rows)
@@ -208,8 +211,8 @@ def test_planner_falls_back_to_the_rules():
 def test_the_planner_warms_the_agents_only_on_a_turn_that_may_delegate(monkeypatch):
     started = []
     monkeypatch.setattr(planner, "vorwaermen_starten", lambda: started.append(True) or [])
-    asyncio.run(run_node(planner, _state("Wie geht's?"), deps_for(ScriptedLLM())))
+    asyncio.run(run_node(planner.NODE, _state("Wie geht's?"), deps_for(ScriptedLLM())))
     assert started == []  # no management: no agent runs, nothing to load
     llm = ScriptedLLM({"planner": ['{"auftraege": []}']})
-    asyncio.run(run_node(planner, _state("Trag mir morgen was ein", management="timeline"), deps_for(llm)))
+    asyncio.run(run_node(planner.NODE, _state("Trag mir morgen was ein", management="timeline"), deps_for(llm)))
     assert started == [True] and len(llm.calls) == 1

@@ -12,7 +12,8 @@ from memory import charakter, pg
 from pipeline import vocab
 from pipeline.nodes import db_zugriff, praegung, responder, selbstbild
 from pipeline.nodes.dispatcher import BACKGROUND_RECORDS
-from pipeline.runner import BACKGROUND_CHAIN, run_node
+from pipeline.chains import BACKGROUND_CHAIN, NODES
+from pipeline.runner import run_node
 from pipeline.services import Deps, Services
 from pipeline.state import (DraftRecord, HintergrundRecord, MemoryRecord, NovaPerzeptionRecord, PerzeptionRecord,
                             Stimulus, TurnState)
@@ -71,14 +72,14 @@ async def _background(p, user, turn_id, text, answers, *, reply="Erzaehl mir meh
     at the start of the turn; the records travel through the job as the dispatcher copies them
     (`nova`: how her reply was perceived, None for a job without it)."""
     start = TurnState(stimulus=_stimulus(user, turn_id, text, impulse))
-    await run_node(db_zugriff, start, _deps(p, user, turn_id, ScriptedLLM(), "character"))
+    await run_node(db_zugriff.NODE, start, _deps(p, user, turn_id, ScriptedLLM(), "character"))
     llm = ScriptedLLM({"selbstbild": list(answers)})
     turn = TurnState(stimulus=start.stimulus, pair=start.pair, draft=DraftRecord(reply=reply, model="m"),
                      perzeption=PerzeptionRecord(beziehungs_dynamik=dynamik), nova_perzeption=nova)
     job = {r: getattr(turn, r).model_dump(mode="json") for r in BACKGROUND_RECORDS if getattr(turn, r) is not None}
     state = TurnState.model_validate(json.loads(json.dumps(job)))
     deps = _deps(p, user, turn_id, llm, "background")
-    await run_node(selbstbild, state, deps)
+    await run_node(selbstbild.NODE, state, deps)
     return deps, llm
 
 
@@ -88,8 +89,8 @@ async def _next_prompt(p, user, turn_id, text="Hallo Nova"):
     chat = ScriptedLLM({"responder": ["Schoen, dass du wieder da bist."]})
     deps = _deps(p, user, turn_id, chat, "character")
     state = TurnState(stimulus=_stimulus(user, turn_id, text), memory=MemoryRecord())
-    await run_node(db_zugriff, state, deps)
-    await run_node(responder, state, deps)
+    await run_node(db_zugriff.NODE, state, deps)
+    await run_node(responder.NODE, state, deps)
     [call] = [c for c in chat.calls if c["node"] == "responder"]
     system, user = (m["content"] for m in call["messages"])
     assert "[PERSON A — WER SIE IST]" not in system and "[ZWISCHEN BEIDEN]" not in system
@@ -99,11 +100,11 @@ async def _next_prompt(p, user, turn_id, text="Hallo Nova"):
 async def _praegung(p, user, turn_id, answer):
     """One delivery of the turn's background job to praegung (the human's core)."""
     start = TurnState(stimulus=_stimulus(user, turn_id, "Ich habe Bienen."))
-    await run_node(db_zugriff, start, _deps(p, user, turn_id, ScriptedLLM(), "character"))
+    await run_node(db_zugriff.NODE, start, _deps(p, user, turn_id, ScriptedLLM(), "character"))
     state = TurnState(stimulus=start.stimulus, pair=start.pair, draft=DraftRecord(reply="Wie schoen.", model="m"),
                       hintergrund=HintergrundRecord(kern="Bienen"), memory=MemoryRecord(),
                       perzeption=PerzeptionRecord())
-    await run_node(praegung, state, _deps(p, user, turn_id, ScriptedLLM({"praegung": [answer]}), "background"))
+    await run_node(praegung.NODE, state, _deps(p, user, turn_id, ScriptedLLM({"praegung": [answer]}), "background"))
 
 
 def _block(text, name):
@@ -162,7 +163,7 @@ def test_after_some_turns_nova_and_the_relationship_have_grown_and_the_next_prom
     assert "Gewachsene Persoenlichkeit: Nova merkt, dass sie gern nachfragt." in wer
     assert "Was sie gerade beschaeftigt: Nova denkt an Bienen. Nova denkt an den Stich." in wer
     assert wer.startswith("Wie sie angelegt ist: Nova ist")  # what grew stands after how she was created
-    assert BACKGROUND_CHAIN.index("selbstbild") > BACKGROUND_CHAIN.index("praegung")
+    assert BACKGROUND_CHAIN.index(NODES["selbstbild"]) > BACKGROUND_CHAIN.index(NODES["praegung"])
 
 
 def test_growth_is_bounded_repeats_are_not_added_and_an_own_thought_leaves_his_side_alone(pool):

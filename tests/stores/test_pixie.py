@@ -13,6 +13,7 @@ from actors.delegation import DELEGATIONS
 from core.settings import Settings
 from memory import charaktere, library
 from memory.config import MemoryConfig
+from memory.ops import PoolStore
 from pipeline.services import Services
 from prompts import PromptLibrary
 from tests.conftest import unit, with_pool
@@ -35,18 +36,16 @@ class _Embedder:
         return unit(len(text) % 300).tolist()
 
 
-class _Store:
+class _Store(PoolStore):
     """The memory operations in-process; `crash_after` names a library type whose write succeeds
     and then raises, as a round that dies right after the write."""
 
     def __init__(self, pool):
-        self.pool = pool
+        super().__init__(pool)
         self.crash_after: str | None = None
 
-    async def call(self, op, *args, **kwargs):
-        from memory.ops import lookup
-
-        out = await lookup(op)(self.pool, *args, **kwargs)
+    async def _run(self, op, args, kwargs):
+        out = await super()._run(op, args, kwargs)
         if op == "library.add" and args[2] == self.crash_after:
             self.crash_after = None
             raise RuntimeError(f"round died after writing {args[2]}")

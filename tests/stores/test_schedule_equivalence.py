@@ -10,7 +10,8 @@ import uuid
 from redis.asyncio import Redis
 
 from memory import notizen
-from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner
+from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN
+from pipeline.runner import ChainRunner
 from pipeline.state import Stimulus, TurnState
 from tests.conftest import unit, with_pool
 from tests.scripted_engine import instance

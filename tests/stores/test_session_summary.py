@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from core.settings import Settings
 from memory import session
 from pipeline.nodes import enricher, responder, zusammenfassung
+from pipeline.chains import NODES
 from pipeline.runner import ChainRunner
 from pipeline.services import Deps, Services
 from pipeline.state import PairRecord, SessionTurn, Stimulus, TurnState
@@ -63,7 +64,7 @@ def _deps(llm, r, user: str, tid: str, settings: Settings, store=None, chain: st
 async def _background(llm, r, user: str, tid: str, settings: Settings) -> Deps:
     """One delivery of the turn's background job, through the runner (the node contract holds)."""
     deps = _deps(llm, r, user, tid, settings)
-    await ChainRunner(("zusammenfassung",), name="background").run(_job_state(user, tid), deps)
+    await ChainRunner((NODES["zusammenfassung"],), name="background").run(_job_state(user, tid), deps)
     return deps
 
 
@@ -109,8 +110,8 @@ def test_turns_that_left_the_window_reach_the_next_reply_as_a_summary(stores, po
                             pair=PairRecord(character_name="Nova"))
             chat = ScriptedLLM({"responder": ["Natuerlich, Bello1!"]})
             deps = _deps(chat, r, user, "t26", settings, store=PoolStore(p), chain="character")
-            nxt.memory = (await run_node(enricher, nxt, deps))["memory"]
-            await run_node(responder, nxt, deps)
+            nxt.memory = (await run_node(enricher.NODE, nxt, deps))["memory"]
+            await run_node(responder.NODE, nxt, deps)
             return llm, outcomes, stored, nxt.memory, _prompts(chat, "responder")[0]
         finally:
             await p.close()

@@ -40,7 +40,7 @@ def test_one_shared_services_keeps_each_pairs_short_term_memory_apart(stores, po
                                                     user_prompt="Was ist mein Geheimnis?"))
                 trace = TurnTrace(user, "nova", "t")
                 trace.chain = "character"
-                out = await run_node(enricher, state, Deps(shared, trace))
+                out = await run_node(enricher.NODE, state, Deps(shared, trace))
                 seen.setdefault(user, []).append([h["inhalt"] for h in out["memory"].kzg])
             return alice, bob, seen, shared
         finally:

@@ -17,6 +17,7 @@ from pipeline.state import (AgentResult, DraftRecord, KontextRecord, MemoryRecor
 from pipeline.thinker.budget import LEITTEXT
 from pipeline.thinker.cache import HINWEIS_ARGUMENTE, HINWEIS_TREFFER
 from tests.conftest import new_pair, unit, with_pool
+from memory.clients import StoreOps
 from tests.scripted_llm import PoolStore, ScriptedLLM, deps_for
 from tests.web_servers import LocalWeb, WebServers
 from pipeline.runner import run_node
@@ -37,7 +38,7 @@ def _decisions(deps):
 
 
 def _run(state, deps):
-    return asyncio.run(run_node(thinker, state, deps))["pruefung"]
+    return asyncio.run(run_node(thinker.NODE, state, deps))["pruefung"]
 
 
 class VectorEmbedder:
@@ -108,7 +109,7 @@ def test_a_correction_overwrites_the_reply_and_goes_to_the_tribunal():
     assert current_reply(state) == "Dein Termin ist am Dienstag um 14 Uhr."
     from pipeline.nodes import tribunal
 
-    asyncio.run(run_node(tribunal, state, deps))
+    asyncio.run(run_node(tribunal.NODE, state, deps))
     tribunal_prompt = llm.calls[-1]["messages"][1]["content"]
     assert "Thinker-Korrektur: Der Termin ist am Dienstag." in tribunal_prompt
     assert "Dein Termin ist am Dienstag um 14 Uhr." in tribunal_prompt
@@ -179,7 +180,7 @@ def test_timeline_tools_read_the_pair_without_anchors(migrated):
                                        "ERGEBNIS: OK"]})
         store = PoolStore(pool)
         deps = deps_for(llm, store=store, turn=(user, ch, "t1"))
-        p = await run_node(thinker, _state(user=user, character=ch), deps)
+        p = await run_node(thinker.NODE, _state(user=user, character=ch), deps)
         return llm, store, p["pruefung"]
 
     llm, store, p = asyncio.run(with_pool(migrated.database_url, go))
@@ -217,7 +218,7 @@ def test_memory_search_keeps_read_order_and_both_cache_stages(migrated):
         llm = ScriptedLLM({"thinker": ["TOOL: memory_search(Wo wohnt Anna?)", "TOOL: memory_search(Wo wohnt Anna?)",
                                        "TOOL: memory_search(Annas Wohnort)", "ERGEBNIS: OK"]})
         deps = deps_for(llm, store=PoolStore(pool), embedder=emb, turn=(user, ch, "t1"))
-        p = await run_node(thinker, _state("Anna wohnt am Markt.", "Wo wohnt Anna?", user=user, character=ch), deps)
+        p = await run_node(thinker.NODE, _state("Anna wohnt am Markt.", "Wo wohnt Anna?", user=user, character=ch), deps)
         return llm, deps, p["pruefung"]
 
     llm, deps, p = asyncio.run(with_pool(migrated.database_url, go))
@@ -317,8 +318,11 @@ def test_the_second_follow_up_can_still_decide():
                       model="qwen3.8:27b")
     llm.script["thinker"] = [("", "hm"), "ERGEBNIS: OK"]
 
-    class Store:
-        async def call(self, op, *a, **k):
+    class Store(StoreOps):
+        def __init__(self):
+            super().__init__(self._run)
+
+        async def _run(self, op, args, kwargs):
             return []
 
     deps = deps_for(llm, store=Store())

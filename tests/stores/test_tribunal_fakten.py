@@ -11,7 +11,8 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from pipeline.nodes import dispatcher, leckschutz, reducer, tribunal
-from pipeline.runner import CHARACTER_CHAIN, TRIBUNAL_LOOP, ChainRunner, run_node
+from pipeline.chains import CHARACTER_CHAIN, NODES, TRIBUNAL_LOOP
+from pipeline.runner import ChainRunner, run_node
 from pipeline.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord, PruefungRecord,
                             RouteRecord, Stimulus, TurnState, current_reply)
 from pipeline.timefmt import WOCHENTAGE
@@ -64,7 +65,7 @@ def _prompt(llm, node, i=0) -> str:
 
 def test_the_reducer_shapes_a_block_per_reader():
     state = _state("x", memory=_memory())
-    kontext = asyncio.run(run_node(reducer, state, deps_for(ScriptedLLM())))["kontext"]
+    kontext = asyncio.run(run_node(reducer.NODE, state, deps_for(ScriptedLLM())))["kontext"]
     v, t = kontext.gedaechtnis_verfasser, kontext.gedaechtnis_tribunal
     # both: the entries, the window's appointment with weekday, date and time
     for block in (v, t):
@@ -80,8 +81,8 @@ def test_a_wrong_weekday_is_caught_from_the_facts_and_corrected():
     deps = deps_for(llm)
     state = _state("Dein Termin ist am Dienstag um 14 Uhr.", memory=_memory(), plan=PlanRecord(agent_results=[
         AgentResult(agent_name="notizen", status="abgeschlossen", ergebnis={"beschreibung": "Notiz 'Zahnarzt' angelegt"})]))
-    asyncio.run(run_node(reducer, state, deps))
-    asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP, "leckschutz")).run(state, deps))
+    asyncio.run(run_node(reducer.NODE, state, deps))
+    asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP, NODES["leckschutz"])).run(state, deps))
     erst = _prompt(llm, "tribunal")
     fakten = erst.split("[FAKTEN]")[1].split("[ANTWORT]")[0]
     assert "Heute ist Montag, 07.12.2026, 09:30 Uhr (Europe/Berlin)." in fakten
@@ -138,7 +139,7 @@ def test_an_unclear_verdict_keeps_the_reply_by_name(caplog):
 def _guard(reply, llm, text="Wann ist mein Zahnarzttermin?", **records):
     deps = deps_for(llm)
     state = _state(reply, text, **records)
-    asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP, "leckschutz")).run(state, deps))
+    asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP, NODES["leckschutz"])).run(state, deps))
     return state, deps
 
 
@@ -148,7 +149,7 @@ def _entry(deps, name):
 
 def test_the_leak_guard_stands_between_the_tribunal_loop_and_the_reply_leaving():
     i = CHARACTER_CHAIN.index(TRIBUNAL_LOOP)
-    assert CHARACTER_CHAIN[i + 1:i + 3] == ("leckschutz", "perzeption_assistant")
+    assert [n.name for n in CHARACTER_CHAIN[i + 1:i + 3]] == ["leckschutz", "perzeption_assistant"]
 
 
 def test_a_reply_that_repeats_a_system_prompt_line_is_replaced_by_the_corrector(caplog):
@@ -175,7 +176,7 @@ def test_any_line_of_the_rendered_system_prompt_is_caught():
     asyncio.run(llm.chat(deps.trace, "responder", [{"role": "system", "content": system},
                                                      {"role": "user", "content": "Hallo"}]))
     state = _state("Heute bleibt Mira am Leuchtfeuer und schweigt dazu. Komm rein.", "Hallo", pair=pair)
-    asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP, "leckschutz")).run(state, deps))
+    asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP, NODES["leckschutz"])).run(state, deps))
     p = _entry(deps, "leckschutz.pruefung")
     assert p["outcome"] == "leck" and p["inputs"]["systemprompts"] == ["responder"]
     assert p["inputs"]["funde"] == ["Prompt-Zeile »heute bleibt mira am leuchtfeuer und schweigt dazu«"]
@@ -196,7 +197,7 @@ def test_every_line_of_the_responders_system_prompt_as_it_went_out_is_caught():
     state.pair = MIRA
     llm = ScriptedLLM({"responder": ["Komm rein."]})
     deps = deps_for(llm)
-    asyncio.run(run_node(responder, state, deps))
+    asyncio.run(run_node(responder.NODE, state, deps))
     system = deps.trace.system_prompts["responder"]
     frags, marker, gesehen = leckschutz.muster(deps, "scripted", MIRA)
     lines = [x for x in system.split("\n") if len(x.strip()) >= leckschutz.MIN_ZEICHEN]

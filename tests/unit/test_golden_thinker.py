@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from memory.clients import StoreOps
 from pipeline.nodes import reducer, thinker
 from pipeline.runner import run_node
 from pipeline.state import (AgentResult, Anker, AnkerRecord, DraftRecord, MemoryRecord, PairRecord, PlanRecord,
@@ -64,10 +65,13 @@ def golden_state() -> TurnState:
         draft=DraftRecord(reply="Dein Zahnarzttermin ist am Dienstag um 14 Uhr.", model="m"))
 
 
-class Store:
+class Store(StoreOps):
     """The store's answers for the pair: the dentist on Monday, two anchors of the LZG."""
 
-    async def call(self, op, *args, **kwargs):
+    def __init__(self):
+        super().__init__(self._run)
+
+    async def _run(self, op, args, kwargs):
         return {"timeline.find_by_date_range": [TERMIN], "timeline.find_by_keyword": [TERMIN],
                 "lesepfad.erinnern": {"erinnerungen": LZG}}[op]
 
@@ -108,7 +112,7 @@ def _lauf(model: str, script: dict) -> tuple[list[dict], dict]:
     async def go():
         state = golden_state()
         for node in (reducer, thinker):
-            state = state.model_copy(update=await run_node(node, state, deps))
+            state = state.model_copy(update=await run_node(node.NODE, state, deps))
         return state
     return llm.calls, asyncio.run(go()).pruefung.model_dump()
 

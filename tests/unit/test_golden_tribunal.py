@@ -57,7 +57,7 @@ def render() -> dict[str, str]:
 
     async def go():
         for node in (reducer, tribunal, corrector):
-            await run_node(node, state, deps)
+            await run_node(node.NODE, state, deps)
     asyncio.run(go())
     return {c["node"]: "\n".join(m["content"] for m in c["messages"]) for c in llm.calls}
 
@@ -130,7 +130,7 @@ def _tribunal_prompt(state: TurnState) -> str:
 
     async def go():
         for node in (reducer, tribunal):
-            await run_node(node, state, deps)
+            await run_node(node.NODE, state, deps)
     asyncio.run(go())
     return "".join(f"<{m['role']}>{m['content']}" for m in llm.calls[0]["messages"])
 

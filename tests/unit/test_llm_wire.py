@@ -1,6 +1,6 @@
 """The LLM seam's typed messages (core/wire.py): the deployment takes a `ChatRequest` and answers
-with a `ChatResponse` or `ChatChunk`s from any `LLMEngine`; a request sent as a dict gets dicts of
-the same shape as before; the recording stays plain dicts; the messages survive pickling (Ray's
+with a `ChatResponse` or `ChatChunk`s from any `LLMEngine`, and refuses a dict; the recording stays
+plain dicts the replay sends again as requests; the messages survive pickling (Ray's
 seam); an engine that does not implement `LLMEngine` is refused."""
 import asyncio
 import pickle
@@ -49,21 +49,17 @@ def test_typed_in_typed_out_plain_and_streamed():
     assert load["requests"] == 2 and load["prompt_tokens"] == 20 and load["scripted_calls"] == 2
 
 
-def test_a_dict_request_gets_the_dict_answer_of_before():
-    """File indexing and the benchmark's replay still send dicts: they read dicts back."""
+def test_a_dict_request_is_refused_with_its_type_named():
     d = _deployment()
-    req = REQUEST.as_dict()
+    with pytest.raises(TypeError, match="takes a ChatRequest"):
+        asyncio.run(d.chat(REQUEST.as_dict()))
 
-    async def go():
-        return await d.chat(req), [c async for c in d.chat_stream(req)]
+    async def stream():
+        return [c async for c in d.chat_stream(REQUEST.as_dict())]
 
-    whole, pieces = asyncio.run(go())
-    assert set(whole) == {"id", "object", "created", "model", "choices", "usage"}
-    assert whole["choices"][0]["message"] == {"role": "assistant", "content": "Schoen, dass du da bist.",
-                                              "reasoning_content": None}
-    assert whole["usage"] == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-    assert pieces[0]["choices"][0]["delta"] == {"content": "Schoen, "} and "usage" not in pieces[0]
-    assert pieces[-1]["choices"][0]["delta"] == {} and pieces[-1]["usage"]["completion_tokens"] == 5
+    with pytest.raises(TypeError, match="takes a ChatRequest"):
+        asyncio.run(stream())
+    assert d.load()["requests"] == 0
 
 
 def test_the_recording_holds_plain_dicts_the_replay_can_send_again():
@@ -76,8 +72,8 @@ def test_the_recording_holds_plain_dicts_the_replay_can_send_again():
                               "max_tokens": 16, "think": False, "caller": "tribunal", "pair": "u:nova",
                               "response_schema": schema}
     assert rec["usage"] == {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
-    again = asyncio.run(d.chat({**rec["request"], "caller": "replay:tribunal"}))  # as bench/harness.py replays
-    assert again["usage"]["prompt_tokens"] == 10
+    again = asyncio.run(d.chat(ChatRequest.model_validate({**rec["request"], "caller": "replay:tribunal"})))
+    assert again.usage.prompt_tokens == 10  # as bench/harness.py replays
 
 
 def test_constraints_leave_the_request_or_drop_both():

@@ -4,7 +4,9 @@ import pytest
 
 from pipeline import contract
 from pipeline.nodes.dispatcher import BACKGROUND_RECORDS
-from pipeline.runner import BACKGROUND_CHAIN, CHARACTER_CHAIN, HUMAN_CHAIN, Loop
+from pipeline.chains import BACKGROUND_CHAIN, CHARACTER_CHAIN, HUMAN_CHAIN, NODES, check_chains
+from pipeline.node import NodeDeclarationError
+from pipeline.runner import Loop, NodeContractError
 
 OFFEN: dict[str, str] = {
     # written and not yet read: each closes with the issue named (then leaves this list)
@@ -37,11 +39,11 @@ def test_the_check_finds_an_unread_field_and_an_unwritten_read(monkeypatch):
     from pipeline.nodes import haltungsraum, responder
 
     # a record read before anyone writes it
-    late = ("db_zugriff", "responder", "haltungsraum")
+    late = tuple(NODES[n] for n in ("db_zugriff", "responder", "haltungsraum"))
     assert "responder reads haltung: never written upstream" in {str(g) for g in contract.record_gaps(late)}
     # a record written and read by nobody
     assert "haltungsraum writes haltung: never read downstream" in {
-        str(g) for g in contract.record_gaps(("haltungsraum",))}
+        str(g) for g in contract.record_gaps((haltungsraum.NODE,))}
     # a field no reader names: the responder no longer reading the initiative is caught
     contract._names_read.cache_clear()
     real = contract._names_read
@@ -53,13 +55,13 @@ def test_the_check_finds_an_unread_field_and_an_unwritten_read(monkeypatch):
     monkeypatch.setattr(contract, "_names_read", without_initiative)
     assert "haltungsraum writes HaltungRecord.initiative: never read downstream" in {
         str(g) for g in contract.field_gaps([HUMAN_CHAIN, CHARACTER_CHAIN, BACKGROUND_CHAIN])}
-    assert haltungsraum.WRITES == ("haltung",)
+    assert haltungsraum.NODE.writes == ("haltung",)
 
 
 def test_optional_reads_are_only_optional_on_the_human_chain():
     from pipeline.nodes import ei_calc
 
-    assert "pair" in ei_calc.OPTIONAL_READS
+    assert "pair" in ei_calc.NODE.optional_reads
     # the character chain must write every optional read before its reader runs
     char = {(g.node, g.where) for g in contract.record_gaps(CHARACTER_CHAIN, given={"stimulus"})}
     assert ("ei_calc", "pair") not in char and ("enricher", "emotion") not in char
@@ -70,7 +72,7 @@ def test_optional_reads_are_only_optional_on_the_human_chain():
 def test_loops_are_checked_as_loops():
     loop = next(s for s in CHARACTER_CHAIN if isinstance(s, Loop) and s.name == "tribunal_schleife")
     # the judging nodes read the facts of the turn too: the reducer's block, the route, the plan
-    upstream = ("db_zugriff", "reducer", "router", "planner", "responder", "thinker")
+    upstream = tuple(NODES[n] for n in ("db_zugriff", "reducer", "router", "planner", "responder", "thinker"))
     assert [g for g in contract.record_gaps((*upstream, loop)) if g.kind == "ungeschrieben"
             and g.node in loop.names()] == []
 
@@ -81,12 +83,19 @@ def test_every_log_only_field_is_really_unread(monkeypatch):
     assert unread == set(contract._LOG_ONLY_KEYS)  # an entry that someone reads leaves the list
 
 
-def test_building_a_product_chain_checks_the_contract(monkeypatch):
-    from pipeline import runner
+def test_the_product_chains_are_checked_when_they_are_built():
+    import dataclasses
+
     from pipeline.nodes import router
 
-    runner.ChainRunner(CHARACTER_CHAIN, name="character")  # the real chains pass
-    # a node that reads a record nothing upstream writes: the chain is refused when it is built
-    monkeypatch.setattr(router, "READS", router.READS + ("verfasser",))
-    with pytest.raises(runner.NodeContractError, match="router reads verfasser: never written upstream"):
-        runner.ChainRunner(CHARACTER_CHAIN, name="character")
+    check_chains()  # the real chains pass (and were checked when pipeline.chains was imported)
+    # a node that reads a record nothing upstream writes: the chain is refused
+    greedy = dataclasses.replace(router.NODE, reads=router.NODE.reads + ("verfasser",), run=router.run,
+                                 early=router.voraus, at_start=router.vorab)
+    character = tuple(greedy if s is router.NODE else s for s in CHARACTER_CHAIN)
+    with pytest.raises(NodeContractError, match="router reads verfasser: never written upstream"):
+        check_chains(character=character)
+    # a node whose declaration promises an early start it does not bind
+    unbound = dataclasses.replace(router.NODE, early=None)
+    with pytest.raises(NodeDeclarationError, match="router: early_without without an early start"):
+        check_chains(character=tuple(unbound if s is router.NODE else s for s in CHARACTER_CHAIN))

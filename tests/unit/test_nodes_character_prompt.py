@@ -89,9 +89,9 @@ def test_verfasser_and_tribunal_see_who_she_is():
     state = _full_state()
     state.pair = MIRA
     state.kontext = KontextRecord(gedaechtnis_verfasser="- (bibliothek) Fenja: Miras Schwester")
-    asyncio.run(run_node(verfasser, state, deps))
+    asyncio.run(run_node(verfasser.NODE, state, deps))
     state.draft = DraftRecord(reply="Komm rein.", model="m")
-    asyncio.run(run_node(tribunal, state, deps))
+    asyncio.run(run_node(tribunal.NODE, state, deps))
     prompts = {c["node"]: "\n".join(m["content"] for m in c["messages"]) for c in llm.calls}
     for node in ("verfasser", "tribunal"):
         assert "Mira ist Leuchtturmwaerterin auf Hallig Nordlicht." in prompts[node], node

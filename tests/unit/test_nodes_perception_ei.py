@@ -23,7 +23,7 @@ def test_perzeption_reads_the_answer_and_fits_the_vocabulary():
                                       '"tone": "froh", "gespraechs_modus": "plaudern", "beziehungs_dynamik": "vertrauen",'
                                       ' "user_intentionen": ["smalltalk", "erfunden"]}']})
     deps = deps_for(llm)
-    out = asyncio.run(run_node(perzeption, _state("Ich hab heute frei!"), deps))["perzeption"]
+    out = asyncio.run(run_node(perzeption.NODE, _state("Ich hab heute frei!"), deps))["perzeption"]
     assert (out.emotion, out.arousal, out.gespraechs_modus, out.user_intentionen) == ("freude", 1.0, "plaudern", ["smalltalk"])
     d = _decisions(deps)
     assert d["perzeption.antwort"]["outcome"] == "ok"
@@ -34,7 +34,7 @@ def test_perzeption_reads_the_answer_and_fits_the_vocabulary():
 def test_perzeption_falls_back_by_name():
     for answer, outcome in (("kein json hier", "kein_json"), ("", "leer"), ('{"arousal": "hoch"}', "ungueltig")):
         deps = deps_for(ScriptedLLM({"perzeption": [answer]}))
-        out = asyncio.run(run_node(perzeption, _state(), deps))["perzeption"]
+        out = asyncio.run(run_node(perzeption.NODE, _state(), deps))["perzeption"]
         assert out.fallback == f"perzeption_{outcome}" and out.emotion == "neutral"
         assert _decisions(deps)["perzeption.antwort"]["outcome"] == outcome
         if answer:  # the unusable answer stands in the decision entry, to be looked at
@@ -42,7 +42,7 @@ def test_perzeption_falls_back_by_name():
     llm = ScriptedLLM()
     llm.fail.add("perzeption")
     deps = deps_for(llm)
-    assert asyncio.run(run_node(perzeption, _state(), deps))["perzeption"].fallback == "perzeption_aufruf_gescheitert"
+    assert asyncio.run(run_node(perzeption.NODE, _state(), deps))["perzeption"].fallback == "perzeption_aufruf_gescheitert"
 
 
 def _turn(emotion, arousal=0.5):

@@ -7,7 +7,8 @@ def test_chain_modules_import_nothing_heavy():
     code = (
         "import sys\n"
         "import actors.pair\n"
-        "from pipeline.runner import ChainRunner, CHARACTER_CHAIN, HUMAN_CHAIN\n"
+        "from pipeline.runner import ChainRunner\n"
+        "from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN\n"
         "ChainRunner(CHARACTER_CHAIN); ChainRunner(HUMAN_CHAIN)\n"
         "import pipeline.agents, pipeline.plugins\n"
         "pipeline.agents.registry(); pipeline.plugins.discover()\n"

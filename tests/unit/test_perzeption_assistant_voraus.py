@@ -6,8 +6,10 @@ import asyncio
 import logging
 
 from pipeline import schedule
+from pipeline.nodes import enricher
 from pipeline.nodes import perzeption_assistant as pa
 from pipeline.runner import run_node, view_for
+from pipeline.services import EMBEDDING
 from pipeline.state import DraftRecord, PairRecord, Stimulus, TurnState, UrteilRecord
 from tests.scripted_llm import ScriptedLLM, deps_for
 
@@ -26,14 +28,14 @@ def _perceived(llm: ScriptedLLM) -> list[str]:
 
 async def _turn(final: str, llm: ScriptedLLM):
     deps = deps_for(llm)
-    # what else a turn's cache holds by then: the embedder's prefetch (tuple keys), plain values
-    deps.trace.cache[("embed", "Hallo")] = asyncio.get_running_loop().create_future()
-    deps.trace.cache["enricher.ziele"] = object()
+    # what else the turn's slots hold by then: the embedder's prefetch (a keyed slot), plain values
+    deps.trace.put(EMBEDDING.of("Hallo"), asyncio.get_running_loop().create_future())
+    deps.trace.put(enricher.ZIELE, object())
     state = _state("Schoen, dass du da bist.")
-    pa.voraus(view_for(state, schedule.voraus_reads(pa), pa.NAME), deps)  # what the runner does after the Thinker
+    pa.voraus(view_for(state, schedule.voraus_reads(pa.NODE), pa.NAME), deps)  # what the runner does after the Thinker
     await asyncio.sleep(0)  # the early call is on its way while the tribunal judges
     state.urteil = UrteilRecord(reply=final, runden=1)
-    await run_node(pa, state, deps)
+    await run_node(pa.NODE, state, deps)
     return state, deps
 
 
@@ -62,5 +64,5 @@ def test_without_an_early_start_the_node_asks_once():
     llm = ScriptedLLM({pa.NAME: [ANTWORT]})
     state = _state("Gute Nacht.")
     state.urteil = UrteilRecord(reply="Gute Nacht.", runden=1)
-    asyncio.run(run_node(pa, state, deps_for(llm)))  # the written order, or the node deployment
+    asyncio.run(run_node(pa.NODE, state, deps_for(llm)))  # the written order, or the node deployment
     assert len(_perceived(llm)) == 1 and state.nova_perzeption.emotion == "freude"

@@ -97,11 +97,11 @@ def test_store_calls_made_in_the_same_moment_travel_as_one_request():
     async def go():
         h = _Handle()
         c = StoreClient(h)
-        together = await asyncio.gather(c.call("a", 1), c.call("b", 2), c.call("c", 3))
-        alone = await c.call("d", 4)
+        together = await asyncio.gather(c._run("a", (1,), {}), c._run("b", (2,), {}), c._run("c", (3,), {}))
+        alone = await c._run("d", (4,), {})
         with pytest.raises(KeyError):  # a failing operation fails its own caller only
-            await asyncio.gather(c.call("e"), c.call("kaputt"))
-        mixed = await asyncio.gather(c.call("f"), c.call("kaputt"), return_exceptions=True)
+            await asyncio.gather(c._run("e", (), {}), c._run("kaputt", (), {}))
+        mixed = await asyncio.gather(c._run("f", (), {}), c._run("kaputt", (), {}), return_exceptions=True)
         return h.requests, together, alone, mixed
 
     requests, together, alone, mixed = asyncio.run(go())
@@ -114,7 +114,7 @@ def test_store_calls_made_in_the_same_moment_travel_as_one_request():
 def test_a_failed_request_fails_every_call_it_carried():
     async def go():
         c = StoreClient(_Handle(fail_batch=True))
-        return await asyncio.gather(c.call("a"), c.call("b"), return_exceptions=True)
+        return await asyncio.gather(c._run("a", (), {}), c._run("b", (), {}), return_exceptions=True)
 
     out = asyncio.run(go())
     assert all(isinstance(e, ConnectionError) for e in out)

@@ -57,7 +57,7 @@ def _state(umfang: str, spanne: tuple[int, int] | None = None):
 
 def _run(llm: ScriptedLLM, state, settings: Settings | None = None):
     deps = deps_for(llm, settings=settings)
-    update = asyncio.run(run_node(responder, state, deps))
+    update = asyncio.run(run_node(responder.NODE, state, deps))
     return update["draft"].reply, deps
 
 
@@ -235,7 +235,7 @@ def _corrector_state():
 def test_a_cut_rewrite_of_the_corrector_is_closed_the_same_way(caplog):
     caplog.set_level(logging.WARNING, logger="novaberg.node.corrector")
     deps = deps_for(ScriptedLLM({"corrector": [(GEKAPPT, None, "length")]}))
-    update = asyncio.run(run_node(corrector, _corrector_state(), deps))
+    update = asyncio.run(run_node(corrector.NODE, _corrector_state(), deps))
     assert update["urteil"].reply == GESCHLOSSEN
     assert "corrector: fallback antwort_gekappt_satzende" in caplog.text
     [kappung] = _decisions(deps, "corrector.kappung")
@@ -245,6 +245,6 @@ def test_a_cut_rewrite_of_the_corrector_is_closed_the_same_way(caplog):
 
 def test_a_rewrite_that_stopped_on_its_own_is_untouched():
     deps = deps_for(ScriptedLLM({"corrector": ["Dein Termin ist am Montag, und"]}))
-    update = asyncio.run(run_node(corrector, _corrector_state(), deps))
+    update = asyncio.run(run_node(corrector.NODE, _corrector_state(), deps))
     assert update["urteil"].reply == "Dein Termin ist am Montag, und"
     assert not _decisions(deps, "corrector.kappung")

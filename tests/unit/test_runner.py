@@ -1,10 +1,11 @@
 """The chain runner enforces the node contract: declared reads, declared writes, typed records."""
 import asyncio
-import types
 
 import pytest
 
-from pipeline.runner import ChainRunner, NodeContractError, NodeFailed, apply_update, load_node, view_for
+from pipeline.chains import NODES
+from pipeline.node import Node, NodeDeclarationError
+from pipeline.runner import ChainRunner, NodeContractError, NodeFailed, apply_update, view_for
 from pipeline.services import Deps
 from pipeline.state import DraftRecord, PairRecord, Stimulus, TurnState
 from pipeline.trace import TurnTrace
@@ -14,8 +15,8 @@ def _state():
     return TurnState(stimulus=Stimulus(user_id="u", character_id="c", turn_id="t1", user_prompt="hi"))
 
 
-def _node(name, reads, writes, fn):
-    return types.SimpleNamespace(NAME=name, READS=reads, WRITES=writes, run=fn)
+def _node(name, reads, writes, fn, **more):
+    return Node(name=name, reads=reads, writes=writes, run=fn, **more)
 
 
 def test_a_node_sees_only_what_it_declared():
@@ -90,14 +91,40 @@ def test_runner_runs_in_order_records_rows_and_names_a_failed_node():
 
 def test_spine_nodes_declare_valid_contracts():
     for name in ("db_zugriff", "enricher", "responder", "dispatcher"):
-        mod = load_node(name)
-        assert mod.NAME == name
-        assert "stimulus" not in mod.WRITES
+        node = NODES[name]
+        assert node.name == name and node.run is not None
+        assert "stimulus" not in node.writes
+
+
+def test_a_declaration_is_checked_when_it_is_made():
+    async def run(state, deps):
+        return {}
+
+    with pytest.raises(TypeError):  # a misspelt field is an error, not a feature switched off
+        Node(name="x", reads=("stimulus",), writes=(), early_withot=("route",))
+    with pytest.raises(NodeDeclarationError, match="unknown records"):
+        Node(name="x", reads=("stimulus", "routen"), writes=())
+    with pytest.raises(NodeDeclarationError, match="read-only"):
+        Node(name="x", reads=(), writes=("stimulus",))
+    with pytest.raises(NodeDeclarationError, match="tuple of names"):
+        Node(name="x", reads="stimulus", writes=())
+    with pytest.raises(NodeDeclarationError, match="early_without names"):
+        Node(name="x", reads=("stimulus",), writes=(), early_without=("route",))
+    with pytest.raises(NodeDeclarationError, match="at_start_reads names"):
+        Node(name="x", reads=("stimulus",), writes=(), at_start_reads=("session",))
+    node = Node(name="x", reads=("stimulus", "route"), writes=(), early_without=("route",))
+    with pytest.raises(NodeDeclarationError, match="no `run`"):
+        node.check_complete()
+    node.runs(run)
+    with pytest.raises(NodeDeclarationError, match="without an early start"):
+        node.check_complete()
+    with pytest.raises(NodeDeclarationError, match="bound twice"):
+        node.runs(run)
 
 
 def test_by_data_a_failed_node_ends_the_turn_before_the_commit():
     """Side by side, a node that fails stops the turn: the commit waits for every node before it
-    (WAITS_FOR_ALL), steps after the failure never start, and the error names the node."""
+    (`waits_for_all`), steps after the failure never start, and the error names the node."""
     ran = []
 
     async def langsam(state, deps):
@@ -116,8 +143,7 @@ def test_by_data_a_failed_node_ends_the_turn_before_the_commit():
         ran.append("commit")
         return {}
 
-    commit_node = _node("commit", ("stimulus",), (), commit)
-    commit_node.WAITS_FOR_ALL = True
+    commit_node = _node("commit", ("stimulus",), (), commit, waits_for_all=True)
     runner = ChainRunner(chain=())
     runner.nodes = [_node("langsam", ("stimulus",), ("pair",), langsam), _node("kaputt", ("stimulus",), (), kaputt),
                     _node("danach", ("stimulus", "pair"), ("draft",), danach), commit_node]

@@ -3,6 +3,8 @@ real deployment: tests/app/test_remote_nodes.py)."""
 import asyncio
 import types
 
+from core.wire import NodeRunRequest, NodeRunResult
+from pipeline.node import Node
 from pipeline.runner import ChainRunner
 from pipeline.services import Deps
 from pipeline.state import PairRecord, Stimulus, TurnState
@@ -17,9 +19,9 @@ class _Remote:
         self.calls = []
         self.run_node = types.SimpleNamespace(remote=self._remote)
 
-    async def _remote(self, name, records, chain="character"):
-        self.calls.append((name, records, chain))
-        return await self.fn(name, records)
+    async def _remote(self, request: NodeRunRequest) -> NodeRunResult:
+        self.calls.append((request.node, request.records, request.chain))
+        return NodeRunResult.model_validate(await self.fn(request.node, request.records))
 
 
 def test_remote_node_roundtrip():
@@ -28,10 +30,11 @@ def test_remote_node_roundtrip():
         return {"update": {"pair": {"character_name": records["stimulus"]["character_id"].title()}},
                 "rows": [{"seq": 0, "node": name, "art": "switch", "entscheidung": "x.y", "outcome": "z",
                           "inputs": {}, "at": "2026-11-30T00:00:00+00:00"}],
-                "llm_ms": 5.0, "embed_ms": 1.0, "usage": [1, 30, 4], "system_prompts": {name: "[ROLLE]"}}
+                "llm_ms": 5.0, "embed_ms": 1.0, "llm_calls": 1, "prompt_tokens": 30, "completion_tokens": 4,
+                "system_prompts": {name: "[ROLLE]"}}
 
     handle = _Remote(fake)
-    node = types.SimpleNamespace(NAME="db_zugriff", READS=("stimulus",), WRITES=("pair",), run=None)
+    node = Node(name="db_zugriff", reads=("stimulus",), writes=("pair",))
     runner = ChainRunner(chain=(), remote=["db_zugriff"], nodes_handle=handle)
     runner.nodes = [node]
     state = TurnState(stimulus=Stimulus(user_id="u", character_id="nova", turn_id="t", user_prompt="hi"))

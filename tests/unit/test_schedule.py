@@ -5,10 +5,13 @@ import re
 
 import pytest
 
+from memory import clients
 from pipeline import schedule
-from pipeline.runner import CHARACTER_CHAIN, HUMAN_CHAIN, ChainRunner, Loop, Voraus, load_node
+from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN, NODES
+from pipeline.runner import ChainRunner, Loop, Voraus
 
-OP = re.compile(r"""store\.call\(\s*["']([a-z_]+)\.""")
+OP = re.compile(r"store\.(" + "|".join(c.MODULE for c in clients.MODULES) + r")\.\w+\(")
+"""A store operation called through the typed clients: `deps.store.timeline.add(`."""
 STORE_OF_OP = {"lesepfad": "lzg"}  # the read path reads the LZG
 HELPERS = {"agent_dispatch": ("pipeline.agents.notizen.dispatch", "pipeline.agents.timeline.dispatch",
                               "pipeline.agents.charakter.dispatch", "pipeline.agents.direktiven.dispatch"),
@@ -19,7 +22,7 @@ HELPERS = {"agent_dispatch": ("pipeline.agents.notizen.dispatch", "pipeline.agen
 def _name(step):
     if isinstance(step, Loop):
         return step.name
-    return f"voraus:{step.name}" if isinstance(step, Voraus) else step.NAME
+    return f"voraus:{step.name}" if isinstance(step, Voraus) else step.name
 
 
 def _waves(chain, **kw):
@@ -85,18 +88,19 @@ def test_a_step_waits_for_every_conflict_and_nothing_else():
     assert deps == [frozenset(), {0}, frozenset(), frozenset(), {3}, {0, 1}]
     assert schedule.critical_path(deps, lambda j: 1.0) == 3.0  # a → reads_x → a
     with pytest.raises(ValueError):
-        ChainRunner(("sachlage",), schedule="irgendwie")
+        ChainRunner((NODES["sachlage"],), schedule="irgendwie")
 
 
 @pytest.mark.parametrize("name", sorted({n for c in (HUMAN_CHAIN, CHARACTER_CHAIN) for s in c
-                                         for n in (s.names() if isinstance(s, Loop) else (s,))}))
+                                         for n in (s.names() if isinstance(s, Loop) else (s.name,))}))
 def test_every_store_a_node_calls_is_declared(name):
     import importlib
 
-    mod = load_node(name)
+    node = NODES[name]
+    mod = importlib.import_module(node.module)
     sources = [inspect.getsource(mod)] + [inspect.getsource(importlib.import_module(h)) for h in HELPERS.get(name, ())]
     used = {STORE_OF_OP.get(op, op) for src in sources for op in OP.findall(src)}
-    declared = set(getattr(mod, "STORE_READS", ())) | set(getattr(mod, "STORE_WRITES", ()))
+    declared = set(node.store_reads) | set(node.store_writes)
     assert used <= declared, f"{name} calls stores it does not declare: {sorted(used - declared)}"
     if re.search(r"session\.\w+\(deps\.redis|deps\.redis\.", inspect.getsource(mod)):
         assert declared, f"{name} touches Redis without declaring it"
@@ -105,19 +109,19 @@ def test_every_store_a_node_calls_is_declared(name):
 def _turn_order():
     """Every node of a turn in the written order: the human chain, then the character chain."""
     return list(dict.fromkeys(n for c in (HUMAN_CHAIN, CHARACTER_CHAIN) for s in c
-                              for n in (s.names() if isinstance(s, Loop) else (s,))))
+                              for n in (s.names() if isinstance(s, Loop) else (s.name,))))
 
 
 def _vorab_conflicts(order, modules):
-    """Per node with `vorab`: the stores it reads at the turn's start that a node before it writes."""
+    """Per node with `at_start`: the stores it reads at the turn's start that a node before it writes."""
     out = {}
     for i, name in enumerate(order):
-        mod = modules[name]
-        if not hasattr(mod, "vorab"):
+        node = modules[name]
+        if node.at_start is None:
             continue
-        early = set(mod.VORAB_READS)
-        assert early <= set(getattr(mod, "STORE_READS", ())), f"{name} reads early what it does not declare"
-        writers = {w: set(getattr(modules[w], "STORE_WRITES", ())) & early for w in order[:i] if w != name}
+        early = set(node.at_start_reads)
+        assert early <= set(node.store_reads), f"{name} reads early what it does not declare"
+        writers = {w: set(modules[w].store_writes) & early for w in order[:i] if w != name}
         out[name] = {w: sorted(s) for w, s in writers.items() if s}
     return out
 
@@ -127,7 +131,7 @@ def test_what_a_node_reads_at_the_turns_start_no_node_before_it_writes():
     those stores would go unseen. None does in the product's chains; moved before them, a writer is
     found."""
     order = _turn_order()
-    modules = {n: load_node(n) for n in order}
+    modules = {n: NODES[n] for n in order}
     early = _vorab_conflicts(order, modules)
     assert set(early) == {"enricher", "db_zugriff", "erinnerungsanker", "router"} and not any(early.values())
     # the dispatcher commits Nova's state db_zugriff reads early: placed before it, it is caught

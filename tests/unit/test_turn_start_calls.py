@@ -1,11 +1,11 @@
-"""Model calls that start with the turn (`MODELL_VORAB`): the erinnerungsanker's and the router's
+"""Model calls that start with the turn (`model_call_at_start`): the erinnerungsanker's and the router's
 prompts read only what the turn's start has (the message, the session the enricher hands on), so
 the pair actor's `vorab` sends them beside perzeption's; the nodes use those answers in their
 places in the chain, and the prompts are byte for byte the ones the nodes would have sent there."""
 import asyncio
 from datetime import datetime, timezone
 
-from pipeline.nodes import erinnerungsanker, router
+from pipeline.nodes import enricher, erinnerungsanker, router
 from pipeline.runner import run_node
 from pipeline.state import MemoryRecord, PerzeptionRecord, SessionTurn, Stimulus, TurnState
 from tests.scripted_llm import ScriptedLLM, deps_for
@@ -34,7 +34,7 @@ async def _turn(early: bool, s: Stimulus):
     deps = deps_for(llm)
     session = asyncio.get_running_loop().create_future()
     session.set_result(TURNS)
-    deps.trace.cache["enricher.session"] = session  # the enricher's vorab read of this turn
+    deps.trace.put(enricher.SESSION, session)  # the enricher's vorab read of this turn
     if early:
         erinnerungsanker.vorab(deps, s)
         router.vorab(deps, s)
@@ -42,8 +42,8 @@ async def _turn(early: bool, s: Stimulus):
             await asyncio.sleep(0)
     sent_early = [c["node"] for c in llm.calls]
     state = _state(s)
-    await run_node(erinnerungsanker, state, deps)
-    await run_node(router, state, deps)
+    await run_node(erinnerungsanker.NODE, state, deps)
+    await run_node(router.NODE, state, deps)
     return sent_early, llm.calls, state
 
 

@@ -242,14 +242,14 @@ async def dispatch_charakter(state, deps) -> AgentResult:
         return _fertig(deps, "ohne_text", _rueckfrage("Wie genau soll sich die Figur veraendern?", "text",
                                                       "wie genau sich die Figur veraendern soll"), aktion=aktion)
     if aktion == "anweisung" and not a.verweise:
-        out = await deps.store.call("charakter.anweisungen_aendern", s.user_id, s.character_id, neu=[a.text],
+        out = await deps.store.charakter.anweisungen_aendern(s.user_id, s.character_id, neu=[a.text],
                                     max_active=cfg.max_active_instructions,
                                     vormerken=cfg.instruction_pending_s > 0, **key)
         result, zweig = _ergebnis(aktion, out)
         return _fertig(deps, "schon_erledigt" if out.get("wiederholt") else zweig, result, aktion=aktion,
                        aktiv=len(out["aktiv"]), grenze=cfg.max_active_instructions)
 
-    lage = await deps.store.call("charakter.anweisungen_lage", s.user_id, s.character_id,
+    lage = await deps.store.charakter.anweisungen_lage(s.user_id, s.character_id,
                                  cfg.instruction_pending_s, **key)
     if lage["schritt"] is not None:  # this step ran before (the turn runs again): its first result
         result, _ = _ergebnis(aktion, {**lage["schritt"], "aktiv": lage["aktiv"]})
@@ -313,7 +313,7 @@ async def dispatch_charakter(state, deps) -> AgentResult:
             neu.append(vorgemerkt["text"])  # a merge left room: the instruction kept aside comes in too
     if vorgemerkt and vorgemerkt["text"] in neu:
         log.info("charakter: the instruction kept aside (%s) comes in", vorgemerkt["id"])
-    out = await deps.store.call("charakter.anweisungen_aendern", s.user_id, s.character_id, neu=neu, aufheben=ids,
+    out = await deps.store.charakter.anweisungen_aendern(s.user_id, s.character_id, neu=neu, aufheben=ids,
                                 max_active=cfg.max_active_instructions, vormerkung_schliessen=True, **key)
     result, zweig = _ergebnis(aktion, out)
     return _fertig(deps, "schon_erledigt" if out.get("wiederholt") else zweig, result, aktion=aktion, ids=ids,

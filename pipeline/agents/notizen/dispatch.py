@@ -21,12 +21,12 @@ async def dispatch_notizen(state, deps) -> AgentResult:
         return AgentResult(agent_name="notizen", status="rueckfrage", ergebnis={
             "frage": "Wie soll die Notiz heissen?", "fehlt": "name", "angabe": "der Name der Notiz"})
     if aktion == "anlegen":
-        nid = await deps.store.call("notizen.create", user, name, str(p.get("inhalt") or ""),
+        nid = await deps.store.notizen.create(user, name, str(p.get("inhalt") or ""),
                                     str(p.get("zusammenfassung") or p.get("inhalt") or "")[:200],
                                     liste(p.get("themen")), **schreibschluessel(state, "notizen"))
         return AgentResult(agent_name="notizen", status="abgeschlossen",
                            ergebnis={"aktion": "anlegen", "id": nid, "beschreibung": f"Notiz '{name}' angelegt"})
-    found = await deps.store.call("notizen.find_by_keyword", user, name)
+    found = await deps.store.notizen.find_by_keyword(user, name)
     if aktion == "finden":
         return AgentResult(agent_name="notizen", status="abgeschlossen",
                            ergebnis={"aktion": "finden", "notizen": found,
@@ -36,9 +36,9 @@ async def dispatch_notizen(state, deps) -> AgentResult:
                            ergebnis={"grund": f"keine Notiz mit dem Namen '{name}'"})
     target = found[0]
     if aktion == "aendern":
-        await deps.store.call("notizen.update", user, target["id"], inhalt=str(p.get("inhalt") or target["inhalt"]))
+        await deps.store.notizen.update(user, target["id"], inhalt=str(p.get("inhalt") or target["inhalt"]))
         return AgentResult(agent_name="notizen", status="abgeschlossen",
                            ergebnis={"aktion": "aendern", "id": target["id"], "beschreibung": f"Notiz '{target['name']}' geaendert"})
-    await deps.store.call("notizen.delete", user, target["id"])
+    await deps.store.notizen.delete(user, target["id"])
     return AgentResult(agent_name="notizen", status="abgeschlossen",
                        ergebnis={"aktion": "loeschen", "id": target["id"], "beschreibung": f"Notiz '{target['name']}' geloescht"})

@@ -102,21 +102,21 @@ async def dispatch_timeline(state, deps) -> AgentResult:
             return AgentResult(agent_name="timeline", status="rueckfrage", ergebnis={
                 "frage": f"Wann genau ist '{titel}' (Tag und Uhrzeit)?", "fehlt": "wann", "angabe": ANGABEN["wann"]})
     if aktion == "anlegen":
-        tid = await deps.store.call("timeline.add", s.user_id, s.character_id, titel, when, tz,
+        tid = await deps.store.timeline.add(s.user_id, s.character_id, titel, when, tz,
                                     personen=liste(p.get("personen")),
                                     **schreibschluessel(state, "timeline"))
         return AgentResult(agent_name="timeline", status="abgeschlossen", ergebnis={
             "aktion": "anlegen", "id": tid, "beginn_lokal": when.isoformat(),
             "beschreibung": f"Termin '{titel}' am {when.strftime('%d.%m.%Y um %H:%M')} eingetragen"})
-    found = await deps.store.call("timeline.find_by_keyword", s.user_id, s.character_id, titel, tz)
+    found = await deps.store.timeline.find_by_keyword(s.user_id, s.character_id, titel, tz)
     if not found:
         return AgentResult(agent_name="timeline", status="verworfen", ergebnis={"grund": f"kein Termin '{titel}' gefunden"})
     target = found[0]
     if aktion == "verschieben":
-        await deps.store.call("timeline.move", s.user_id, s.character_id, target["id"], when, tz)
+        await deps.store.timeline.move(s.user_id, s.character_id, target["id"], when, tz)
         return AgentResult(agent_name="timeline", status="abgeschlossen", ergebnis={
             "aktion": "verschieben", "id": target["id"],
             "beschreibung": f"Termin '{target['titel']}' auf {when.strftime('%d.%m.%Y um %H:%M')} verschoben"})
-    await deps.store.call("timeline.delete", s.user_id, s.character_id, target["id"])
+    await deps.store.timeline.delete(s.user_id, s.character_id, target["id"])
     return AgentResult(agent_name="timeline", status="abgeschlossen",
                        ergebnis={"aktion": "loeschen", "id": target["id"], "beschreibung": f"Termin '{target['titel']}' geloescht"})

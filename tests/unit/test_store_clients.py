@@ -1,0 +1,44 @@
+"""The store's typed clients (memory/clients.py) against the operations the store deployment runs
+(memory/ops.py): every declared operation has its implementation, with the same parameters as the
+caller sees them, and a wrong argument fails in the caller before anything travels."""
+import asyncio
+import inspect
+
+import pytest
+
+from memory import clients
+from memory.ops import OPS
+
+
+def _declared():
+    return {f"{c.MODULE}.{name}": getattr(c, name) for c in clients.MODULES for name in c.ops()}
+
+
+def test_every_declared_operation_is_run_by_the_store_and_nothing_else():
+    assert set(_declared()) == set(OPS) and len(OPS) > 60
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_a_declaration_has_its_implementations_parameters(name):
+    declared = list(inspect.signature(_declared()[name]).parameters.values())[1:]  # without self
+    implemented = list(inspect.signature(OPS[name]).parameters.values())[1:]  # without the pool
+    assert [(p.name, p.kind, p.default) for p in declared] == [(p.name, p.kind, p.default) for p in implemented]
+
+
+def test_the_transport_gets_the_operations_name_and_a_wrong_call_fails_in_the_caller():
+    sent = []
+
+    async def transport(op, args, kwargs):
+        sent.append((op, args, kwargs))
+        return "ok"
+
+    ops = clients.StoreOps(transport)
+    assert asyncio.run(ops.lzg.has_nodes("u", "nova")) == "ok"
+    assert asyncio.run(ops.timeline.find_by_keyword("u", "nova", "Zahnarzt", "Europe/Berlin", limit=3)) == "ok"
+    assert sent == [("lzg.has_nodes", ("u", "nova"), {}),
+                    ("timeline.find_by_keyword", ("u", "nova", "Zahnarzt", "Europe/Berlin"), {"limit": 3})]
+    with pytest.raises(TypeError):
+        asyncio.run(ops.lzg.has_nodes("u"))
+    with pytest.raises(TypeError):
+        asyncio.run(ops.timeline.find_by_keyword("u", "nova", "Zahnarzt", "Europe/Berlin", grenze=3))
+    assert len(sent) == 2
