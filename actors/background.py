@@ -10,7 +10,7 @@ from typing import Any
 
 from actors.delegation import DELEGATIONS, Delegation
 from memory import kzg, session
-from pipeline.chains import BACKGROUND_CHAIN
+from pipeline.chains import BACKGROUND_CHAIN, MENSCH_CHAIN
 from pipeline.runner import ChainRunner
 from pipeline.services import Deps, Services
 from pipeline.state import DelegationSchreiben, KzgSchreiben, Schreibauftrag, Stimulus, TurnState
@@ -29,12 +29,6 @@ def erledigt_key(user_id: str, character_id: str, turn_id: str) -> str:
 def delegation_key(user_id: str, character_id: str, turn_id: str, nummer: int) -> str:
     """The marker of a turn's `nummer`-th queued delegation."""
     return f"bg:delegation:{user_id}:{character_id}:{turn_id}:{nummer}"
-
-
-MENSCH_CHAIN: tuple = ("salience",)
-"""The background of a human's turn kept on its own (Nova's chain failed; seed 001 §2: the human's
-path ends in `salience → dispatcher`): his words scored, a KZG entry when they matter. The turn's
-later success runs the whole chain and its KZG entry takes the same place (keyed by the turn)."""
 
 
 async def run_background(services: Services, pool, job: dict[str, Any]) -> None:

@@ -73,7 +73,7 @@ class PairActor:
         self._watch: asyncio.Task | None = None
         self._started = time.time()
         self._pending: set[asyncio.Task] = set()
-        self._verlauf_geprueft = False
+        self._history_checked = False
 
     # ------------------------------------------------------------------ plumbing
     def _ensure(self) -> Services:
@@ -180,9 +180,9 @@ class PairActor:
             self._order.prime(int(raw) if raw is not None else 0)
         await self._order.acquire(seq)
         try:
-            stored = await self._beginnen(services, turn_id, seq)
-            if not self._verlauf_geprueft:
-                await self._verlauf_pruefen(services)
+            stored = await self._begin(services, turn_id, seq)
+            if not self._history_checked:
+                await self._check_history(services)
             if stored is not None:
                 log.info("pair %s:%s: turn %s answered from its stored result", self.user_id,
                          self.character_id, turn_id)
@@ -191,7 +191,7 @@ class PairActor:
         finally:
             self._order.release()
 
-    async def _beginnen(self, services: Services, turn_id: str, seq: int | None) -> dict | None:
+    async def _begin(self, services: Services, turn_id: str, seq: int | None) -> dict | None:
         """A turn's start in one round trip: the arrival number it starts under (a new actor of the
         pair continues after it) and the stored result of a turn_id that ran before."""
         async with services.redis.pipeline(transaction=False) as p:
@@ -201,7 +201,7 @@ class PairActor:
             raw = (await p.execute())[-1]
         return session.result_from(raw)
 
-    async def _verlauf_pruefen(self, services: Services) -> None:
+    async def _check_history(self, services: Services) -> None:
         """Once per actor: a session history Redis lost is rebuilt from the turns in Postgres."""
         n = await session.verlauf_wiederherstellen(
             services.redis, lambda limit: services.store.pg.recent_turn_records(self.user_id,
@@ -210,7 +210,7 @@ class PairActor:
         if n:
             log.warning("pair %s:%s: fallback verlauf_aus_postgres: the session history was empty in Redis; "
                         "%d entries rebuilt from the stored turns", self.user_id, self.character_id, n)
-        self._verlauf_geprueft = True
+        self._history_checked = True
 
     async def _run_chain(self, services: Services, turn_id: str, request: PairTurnRequest | None,
                          events: asyncio.Queue | None, stimulus: Stimulus | None = None) -> TurnResult | TurnFailure:
@@ -221,19 +221,19 @@ class PairActor:
         trace = TurnTrace(self.user_id, self.character_id, turn_id, events)
         # Redis writes beside the turn instead of on its path: the dashboard's registry of live pairs
         # and, once the human's message is perceived, the self-trigger count starting again
-        nebenher = [asyncio.ensure_future(self._lebend(services))]
+        nebenher = [asyncio.ensure_future(self._alive(services))]
         try:
             deps = Deps(services, trace)
             # the nodes' reads that need nothing of this turn start beside perzeption's model call,
             # once that call is on its way (issued before it, they delayed it by several ms)
-            trace.nach_erstem_aufruf(lambda: vorab_starten(deps, stimulus, self.settings.remote_nodes))
+            trace.after_first_call(lambda: vorab_starten(deps, stimulus, self.settings.remote_nodes))
             if stimulus.herkunft != "user" or "perzeption" in self.settings.remote_nodes:
-                trace.aufruf_gesendet()  # no model call of this actor's comes first: the reads start now
+                trace.call_sent()  # no model call of this actor's comes first: the reads start now
             if stimulus.herkunft == "user":
                 # a message of the human: perceive and remember it, then Nova answers
                 await self._human.run(state, deps)
-                nebenher.append(asyncio.ensure_future(self._zuruecksetzen(services)))
-            trace.aufruf_gesendet()  # the first node made no model call (its fallback): the reads start now
+                nebenher.append(asyncio.ensure_future(self._reset(services)))
+            trace.call_sent()  # the first node made no model call (its fallback): the reads start now
             await self._character.run(state, deps)
         except NodeFailed as e:
             metrics.turn_finished("error")
@@ -263,13 +263,13 @@ class PairActor:
                           self.user_id, self.character_id, state.stimulus.turn_id, node)
             return False
 
-    async def _lebend(self, services: Services) -> None:
+    async def _alive(self, services: Services) -> None:
         try:
             await services.redis.hset(LIVE_PAIRS, pair_name(self.user_id, self.character_id), time.time())
         except Exception:
             log.warning("pair registry update failed", exc_info=True)
 
-    async def _zuruecksetzen(self, services: Services) -> None:
+    async def _reset(self, services: Services) -> None:
         """The human spoke: Nova's self-triggers count from zero again (MAX_SELF_TRIGGERS)."""
         try:
             await services.redis.delete(self._self_trigger_key())

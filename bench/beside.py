@@ -151,7 +151,7 @@ def patch_bench(root: Path, tree: Path, rev: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", required=True, help="the earlier commit (any git revision)")
-    ap.add_argument("--base-args", default="", help="harness arguments for the base only, e.g. '--schedule reihe'")
+    ap.add_argument("--base-args", default="", help="harness arguments for the base only, e.g. '--schedule written'")
     ap.add_argument("--head-args", default="", help="harness arguments for this checkout only")
     ap.add_argument("--base-patch", action="append", default=[], metavar="REV",
                     help="apply the change REV made under bench/ onto the base: a later fix of the benchmark itself "

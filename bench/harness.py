@@ -15,7 +15,7 @@ whether the pipeline keeps the engine busy.
     python -m bench.harness --pairs 1 --turns 6 --think-s 0 --sweep 8,32 --standin-ms 200 --no-engine-baseline
         # the pipeline's own cost: every LLM call answered after 200 ms by a stand-in (bench/standin.py);
         # adds the turn against its critical path, LLM calls in flight, when the reply starts, CPU per turn
-        # (by part of the system; measure on an otherwise idle machine); --schedule reihe for the written order,
+        # (by part of the system; measure on an otherwise idle machine); --schedule written for the written order,
         # --transport ray for the internal deployments called as Ray actor calls instead of over gRPC
 
 Every pair has one unmeasured turn first (its actor is made then); `--cold` measures it too.
@@ -522,7 +522,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="the stand-in's free text (with --standin-ms): always `x` (fest, the default), or worded "
                          "anew for every request (neu), so profiles and memories grow turn by turn as with a real "
                          "engine (prefix reuse as in use)")
-    ap.add_argument("--schedule", choices=("daten", "reihe"), default="daten", help="the runner's schedule")
+    ap.add_argument("--schedule", choices=("data", "written"), default="data", help="the runner's schedule")
     ap.add_argument("--transport", choices=("grpc", "ray"), default="grpc",
                     help="how the internal deployments are called (Settings.handle_transport)")
     ap.add_argument("--dump-prompts", action="store_true",

@@ -23,19 +23,19 @@ def critical_path_ms(per_node: dict[str, float], latency_ms: float) -> dict[str,
     cost is its mean LLM calls per turn × the engine's latency (a node in both chains is counted
     in the character chain). `serial_ms` is the same calls one after another."""
     from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN, NODES
-    from pipeline.runner import Loop, Voraus, mit_voraus, schedule_deps
+    from pipeline.runner import Loop, EarlyStart, with_early_starts, schedule_deps
 
     def names(step):
-        return step.names() if isinstance(step, (Loop, Voraus)) else (step.name,)
+        return step.names() if isinstance(step, (Loop, EarlyStart)) else (step.name,)
 
     in_character = {n for s in CHARACTER_CHAIN for n in names(s)}
     path, serial = 0.0, 0.0
     for chain in (HUMAN_CHAIN, CHARACTER_CHAIN):
         mods = {n: NODES[n] for s in chain for n in names(s)}
-        steps = mit_voraus(chain, mods)  # a node that starts early makes its model calls in its early step
-        early = {s.name for s in steps if isinstance(s, Voraus)}
+        steps = with_early_starts(chain, mods)  # a node that starts early makes its model calls in its early step
+        early = {s.name for s in steps if isinstance(s, EarlyStart)}
         own = [[n for n in names(s) if (chain is CHARACTER_CHAIN or n not in in_character)
-                and (isinstance(s, Voraus) or n not in early)] for s in steps]
+                and (isinstance(s, EarlyStart) or n not in early)] for s in steps]
         cost = [sum(per_node.get(n, 0.0) for n in nn) * latency_ms for nn in own]
         # a node whose model call starts at the turn's start (`model_call_at_start`) waits for
         # that call, begun beside the human chain, and adds nothing after it

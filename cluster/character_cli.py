@@ -3,7 +3,6 @@ system's HTTP API (the operator key writes; any key reads)."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from cluster.cli_common import request

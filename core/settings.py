@@ -310,9 +310,9 @@ class PairSettings(Section):
     """How long a turn's stored result is kept in Redis (a turn sent again with its id gets it back)."""
     timezone: str = "Europe/Berlin"
     """The pairs' time zone: the clock the prompts and the date rules read (not the machine's)."""
-    schedule: Literal["daten", "reihe"] = "daten"
-    """How the runner orders a turn's nodes: `daten` runs a node as soon as the nodes it depends on
-    by data are done (side by side where nothing conflicts); `reihe` one after another, as written."""
+    schedule: Literal["data", "written"] = "data"
+    """How the runner orders a turn's nodes: `data` runs a node as soon as the nodes it depends on
+    by data are done (side by side where nothing conflicts); `written` one after another, as written."""
     remote_nodes: list[str] = Field(default_factory=list)
     """Names of nodes that run in the stateless node deployment (`Nodes`) instead of in the pair actor."""
 

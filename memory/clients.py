@@ -19,8 +19,9 @@ import inspect
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Iterable, Sequence
 
 if TYPE_CHECKING:
-    from datetime import datetime
+    from datetime import date, datetime
 
+    from memory.charakter import Beobachtung
     from memory.config import MemoryConfig
 
 Transport = Callable[[str, tuple, dict], Awaitable[Any]]

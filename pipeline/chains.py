@@ -31,8 +31,8 @@ def _correction_due(state: TurnState) -> bool:
     return bool(state.urteil and not state.urteil.bestanden)
 
 
-PLANNER_LOOP = Loop((planner.NODE,), (agent_dispatch.NODE,), _agent_requested, max_runden=4, name="planner_schleife")
-TRIBUNAL_LOOP = Loop((tribunal.NODE, evaluate.NODE), (corrector.NODE,), _correction_due, max_runden=2,
+PLANNER_LOOP = Loop((planner.NODE,), (agent_dispatch.NODE,), _agent_requested, max_rounds=4, name="planner_schleife")
+TRIBUNAL_LOOP = Loop((tribunal.NODE, evaluate.NODE), (corrector.NODE,), _correction_due, max_rounds=2,
                      name="tribunal_schleife")
 
 HUMAN_CHAIN: tuple = (perzeption.NODE, enricher.NODE, ei_calc.NODE)
@@ -44,6 +44,10 @@ CHARACTER_CHAIN: tuple = (
 )
 BACKGROUND_CHAIN: tuple = (salience.NODE, zielbildung.NODE, praegung.NODE, selbstbild.NODE, aufgriff.NODE,
                            zusammenfassung.NODE)
+MENSCH_CHAIN: tuple = (salience.NODE,)
+"""The background of a human's turn kept on its own (Nova's chain failed; seed 001 §2: the human's
+path ends in `salience → dispatcher`): his words scored, a KZG entry when they matter. The turn's
+later success runs the whole chain and its KZG entry takes the same place (keyed by the turn)."""
 
 NODES: dict[str, Node] = {}
 """Every node of the three chains by its name (the node deployment and `Settings.remote_nodes`
@@ -58,7 +62,7 @@ def check_chains(human: Sequence = HUMAN_CHAIN, character: Sequence = CHARACTER_
                  background: Sequence = BACKGROUND_CHAIN) -> None:
     """Raise `NodeDeclarationError` for a declaration whose functions are not bound, and
     `NodeContractError` for a record-level gap."""
-    for chain in (human, character, background):
+    for chain in (human, character, background, MENSCH_CHAIN):
         for step in chain:
             for node in (step.nodes() if isinstance(step, Loop) else (step,)):
                 node.check_complete()

@@ -26,12 +26,12 @@ log = logging.getLogger("novaberg.runner")
 
 @dataclass(frozen=True)
 class Loop:
-    """`head`, then while `weiter(state)` holds and fewer than `max_runden` rounds ran: `tail`, `head`."""
+    """`head`, then while `again(state)` holds and fewer than `max_rounds` rounds ran: `tail`, `head`."""
 
     head: tuple[Node, ...]
     tail: tuple[Node, ...]
-    weiter: Callable[[TurnState], bool]
-    max_runden: int
+    again: Callable[[TurnState], bool]
+    max_rounds: int
     name: str
 
     def nodes(self) -> tuple[Node, ...]:
@@ -42,10 +42,10 @@ class Loop:
 
 
 @dataclass(frozen=True)
-class Voraus:
+class EarlyStart:
     """The early start of a node that declares `early_without`: its `early(state, deps)` runs once
     the steps it needs are done (not those writing the records it can do without), and the node
-    waits for it (`pipeline/schedule.py`, `mit_voraus`)."""
+    waits for it (`pipeline/schedule.py`, `with_early_starts`)."""
 
     name: str
 
@@ -88,7 +88,7 @@ class NodeView:
 
 
 def _names(step) -> tuple[str, ...]:
-    return step.names() if isinstance(step, (Loop, Voraus)) else (step.name,)
+    return step.names() if isinstance(step, (Loop, EarlyStart)) else (step.name,)
 
 
 def steps_names(steps: Sequence) -> list[str]:
@@ -97,15 +97,15 @@ def steps_names(steps: Sequence) -> list[str]:
 
 
 def _access(step, nodes: Mapping[str, Node]) -> schedule.Access:
-    if isinstance(step, Voraus):
-        return schedule.voraus_access(nodes[step.name])
+    if isinstance(step, EarlyStart):
+        return schedule.early_access(nodes[step.name])
     if isinstance(step, Loop):
         return schedule.step_access(step.names(), nodes)
     return schedule.node_access(step)
 
 
-def mit_voraus(chain: Sequence, nodes: Mapping[str, Node], remote: Sequence[str] = ()) -> list:
-    """`chain` with an early start (`Voraus`) for each of its nodes that declares `early_without`,
+def with_early_starts(chain: Sequence, nodes: Mapping[str, Node], remote: Sequence[str] = ()) -> list:
+    """`chain` with an early start (`EarlyStart`) for each of its nodes that declares `early_without`,
     placed right after the last step it needs. A node run in the node deployment starts nothing
     early (its model call happens there)."""
     steps = list(chain)
@@ -113,9 +113,9 @@ def mit_voraus(chain: Sequence, nodes: Mapping[str, Node], remote: Sequence[str]
         if isinstance(step, Loop) or step.name in remote or not step.early_without:
             continue
         at = steps.index(step)
-        early = schedule.voraus_access(step)
+        early = schedule.early_access(step)
         last = max((i for i in range(at) if _access(steps[i], nodes).conflicts(early)), default=-1)
-        steps.insert(last + 1, Voraus(step.name))
+        steps.insert(last + 1, EarlyStart(step.name))
     return steps
 
 
@@ -141,12 +141,12 @@ def apply_update(state: TurnState, node: Node, update: dict[str, Any]) -> None:
 
 
 class ChainRunner:
-    """Runs a chain over the turn state. `schedule="daten"` (the default) runs each step as soon as
+    """Runs a chain over the turn state. `schedule="data"` (the default) runs each step as soon as
     the steps it depends on by data are done (`pipeline/schedule.py`), side by side where nothing
-    conflicts; `"reihe"` runs them one after another in the written order — the same result."""
+    conflicts; `"written"` runs them one after another in the written order — the same result."""
 
     def __init__(self, chain: Sequence = (), remote: Sequence[str] = (), nodes_handle=None,
-                 name: str = "character", schedule: str = "daten"):
+                 name: str = "character", schedule: str = "data"):
         if schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {schedule!r}: one of {SCHEDULES}")
         self.name = name
@@ -169,7 +169,7 @@ class ChainRunner:
 
     async def run(self, state: TurnState, deps: Deps) -> TurnState:
         deps.trace.chain = self.name
-        if self.schedule == "reihe":
+        if self.schedule == "written":
             for step in self.nodes:
                 await self._step(step, state, deps)
             return state
@@ -188,12 +188,12 @@ class ChainRunner:
     @property
     def steps(self) -> list:
         """The steps the data schedule runs: the chain's, and the early start of each node that can do
-        without some of its records at first (`Voraus`; none in the written order); derived again
+        without some of its records at first (`EarlyStart`; none in the written order); derived again
         when the steps change."""
         key = tuple(map(id, self.nodes))
         if self._steps[0] != key:
-            early = self.schedule == "daten"
-            self._steps = (key, mit_voraus(self.nodes, self._modules, self.remote) if early else list(self.nodes))
+            early = self.schedule == "data"
+            self._steps = (key, with_early_starts(self.nodes, self._modules, self.remote) if early else list(self.nodes))
         return self._steps[1]
 
     @property
@@ -212,16 +212,16 @@ class ChainRunner:
     async def _step(self, step, state: TurnState, deps: Deps) -> None:
         if isinstance(step, Loop):
             await self._loop(step, state, deps)
-        elif isinstance(step, Voraus):
-            self._voraus(self._modules[step.name], state, deps)
+        elif isinstance(step, EarlyStart):
+            self._early(self._modules[step.name], state, deps)
         else:
             await self._node(step, state, deps)
 
     @staticmethod
-    def _voraus(node: Node, state: TurnState, deps: Deps) -> None:
+    def _early(node: Node, state: TurnState, deps: Deps) -> None:
         """A node's early start: it sees what it may read without the records it waits not for."""
         try:
-            node.early(view_for(state, schedule.voraus_reads(node), node.name), deps)
+            node.early(view_for(state, schedule.early_reads(node), node.name), deps)
         except Exception:
             log.warning("runner: fallback voraus_nicht_gestartet: %s started nothing early on turn %s of %s:%s; it "
                         "does all its work when it runs", node.name, deps.trace.turn_id, deps.trace.user_id,
@@ -231,12 +231,12 @@ class ChainRunner:
         for n in loop.head:
             await self._node(n, state, deps)
         runden = 0
-        while loop.weiter(state):
-            if runden >= loop.max_runden:
+        while loop.again(state):
+            if runden >= loop.max_rounds:
                 log.warning("runner: %s stopped at its limit of %d rounds (pair %s:%s, turn %s)", loop.name,
-                            loop.max_runden, deps.trace.user_id, deps.trace.character_id, deps.trace.turn_id)
+                            loop.max_rounds, deps.trace.user_id, deps.trace.character_id, deps.trace.turn_id)
                 deps.trace.decision(loop.name, f"{loop.name}.grenze", "erreicht", {"runden": runden},
-                                    threshold=loop.max_runden)
+                                    threshold=loop.max_rounds)
                 break
             runden += 1
             for n in loop.tail + loop.head:

@@ -9,7 +9,7 @@ conflict run side by side and the turn's result is the one the written order giv
 sets `waits_for_all` (the dispatcher, which commits the turn) waits for every step before it. A loop
 (planner ⇄ agent dispatch, tribunal ⇄ corrector) is one step: its nodes stay a loop. A node that
 declares `early_without` (records or stores it can do without at first) gets an early start as a step
-of its own, placed right after the last step it needs (`voraus_access`); the node itself waits for it and
+of its own, placed right after the last step it needs (`early_access`); the node itself waits for it and
 decides in `run` whether what started early holds.
 """
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 if TYPE_CHECKING:
     from pipeline.node import Node
 
-SCHEDULES = ("daten", "reihe")
-"""`daten`: steps run as soon as the steps they depend on are done; `reihe`: one after another
+SCHEDULES = ("data", "written")
+"""`data`: steps run as soon as the steps they depend on are done; `written`: one after another
 in the written order (the reference the data schedule must equal)."""
 
 
@@ -46,28 +46,28 @@ class Access:
 def node_access(node: Node) -> Access:
     reads = frozenset(r for r in node.reads if r != "stimulus")  # the stimulus is never written
     if node.early_without:
-        reads |= {voraus_mark(node.name)}  # the node waits for its early start, where the chain has one
+        reads |= {early_mark(node.name)}  # the node waits for its early start, where the chain has one
     return Access(reads, frozenset(node.writes), frozenset(node.store_reads), frozenset(node.store_writes),
                   node.waits_for_all)
 
 
-def voraus_mark(name: str) -> str:
+def early_mark(name: str) -> str:
     """What a node's early start "writes" and the node reads: the node waits for it."""
-    return f"voraus:{name}"
+    return f"early:{name}"
 
 
-def voraus_reads(node: Node) -> tuple[str, ...]:
+def early_reads(node: Node) -> tuple[str, ...]:
     """What a node's early start may read: its reads but the records named in `early_without`."""
     return tuple(r for r in node.reads if r not in node.early_without)
 
 
-def voraus_access(node: Node) -> Access:
+def early_access(node: Node) -> Access:
     """A node's early start (`early_without`, its `early(state, deps)`): it waits for the writers of
     what it reads but the records and stores named there, writes nothing of the turn, and the node
     waits for it."""
-    reads = frozenset(r for r in voraus_reads(node) if r != "stimulus")
+    reads = frozenset(r for r in early_reads(node) if r != "stimulus")
     stores = frozenset(s for s in node.store_reads if s not in node.early_without)
-    return Access(reads, frozenset({voraus_mark(node.name)}), stores, frozenset())
+    return Access(reads, frozenset({early_mark(node.name)}), stores, frozenset())
 
 
 def step_access(names: Sequence[str], nodes: Mapping[str, Node]) -> Access:

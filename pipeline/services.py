@@ -104,7 +104,7 @@ class LLMClient:
         reasoning: list[str] = []
         final: ChatChunk | None = None
         gen = self.handle.options(stream=True).chat_stream.remote(request)
-        trace.aufruf_gesendet()
+        trace.call_sent()
         chunk: ChatChunk
         async for chunk in gen:
             if chunk.content:
@@ -122,7 +122,7 @@ class LLMClient:
 
     async def _call(self, trace: TurnTrace, request: ChatRequest) -> ChatResult:
         call = self.handle.chat.remote(request)
-        trace.aufruf_gesendet()
+        trace.call_sent()
         resp: ChatResponse = await call
         return ChatResult(resp.content, resp.reasoning, resp.model, resp.usage.prompt_tokens,
                           resp.usage.completion_tokens, resp.finish_reason)

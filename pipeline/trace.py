@@ -55,7 +55,7 @@ class TurnTrace:
         self.system_prompts: dict[str, str] = {}
         """The system message each node last sent to the LLM in this turn, by node (the leak guard
         compares the reply with what the model was told; a remote node's comes back with its result)."""
-        self._nach_erstem_aufruf: Callable[[], Any] | None = None
+        self._after_first_call: Callable[[], Any] | None = None
         """What starts once this turn's first model call is on its way (the pair actor's `vorab`
         reads): the call goes out first, the reads beside it."""
         self.chain = "character"
@@ -73,7 +73,7 @@ class TurnTrace:
             self._slots[slot] = fut
         return fut
 
-    def gestartet(self, slot: Slot[T]) -> asyncio.Future[T] | None:
+    def started_in(self, slot: Slot[T]) -> asyncio.Future[T] | None:
         """The future `start_once` started in `slot` in this turn, or None."""
         return self._slots.get(_slot(slot))
 
@@ -120,14 +120,14 @@ class TurnTrace:
         if system:
             self.system_prompts[node] = system
 
-    def nach_erstem_aufruf(self, start: Callable[[], Any]) -> None:
-        """Run `start` once this turn's first model call has been sent (or at `aufruf_gesendet`
+    def after_first_call(self, start: Callable[[], Any]) -> None:
+        """Run `start` once this turn's first model call has been sent (or at `call_sent`
         from whoever needs it to have run by then)."""
-        self._nach_erstem_aufruf = start
+        self._after_first_call = start
 
-    def aufruf_gesendet(self) -> None:
+    def call_sent(self) -> None:
         """A model call has been sent (or the reads are needed now): what waited for it runs, once."""
-        start, self._nach_erstem_aufruf = self._nach_erstem_aufruf, None
+        start, self._after_first_call = self._after_first_call, None
         if start is None:
             return
         try:

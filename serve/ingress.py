@@ -126,7 +126,7 @@ class Ingress:
         _LIMITS.update(body=self.settings.max_body_bytes, card=self.settings.character_card_max_bytes,
                        file=self.settings.file_max_bytes)
         self._redis = None
-        self._zulassen = None
+        self._admission = None
         self.dashboard_loop = dashboard.DashboardLoop(
             self.store_ops, self.redis_client, dashboard.LoadSampler(llm, embedder),
             interval_s=self.settings.dashboard_sample_s, window_s=self.settings.dashboard_window_s)
@@ -204,12 +204,12 @@ class Ingress:
         Redis was down at the release) expires after `admission_lease_s` on its own, however often
         the user calls again meanwhile. One round trip: `_ZULASSEN` does all of it at once."""
         r = await self.redis_client()
-        if self._zulassen is None:
-            self._zulassen = r.register_script(_ZULASSEN)
+        if self._admission is None:
+            self._admission = r.register_script(_ZULASSEN)
         s = self.settings
         lease = uuid.uuid4().hex
         user_key, pair_key = self._inflight_keys(user_id, character_id)
-        ok, u, q, seq = await self._zulassen(
+        ok, u, q, seq = await self._admission(
             keys=[user_key, pair_key, f"pair:seq:{user_id}:{character_id}"],
             args=[lease, repr(time.time()), repr(float(s.admission_lease_s)), int(s.admission_lease_s) + 1,
                   s.max_turns_in_flight_per_user, s.max_turns_queued_per_pair, int(ankunft)])

@@ -261,7 +261,7 @@ async def _frueh_umschreiben(deps: Deps, s: Stimulus) -> tuple[str, str] | None:
 
 async def _umschreiben(deps: Deps, s: Stimulus, turns: list[SessionTurn]) -> tuple[str, str]:
     """The rewrite started at the turn's start, else asked now (the written order, a remote enricher)."""
-    frueh = deps.trace.gestartet(FRUEHER_REWRITE)
+    frueh = deps.trace.started_in(FRUEHER_REWRITE)
     got = await frueh if frueh is not None else None
     return got if got is not None else await rewrite(deps, turns, s.text, _sprecher(s, turns))
 
@@ -319,7 +319,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if anweisung:
         suchtext, herkunft = s.text, "anweisung"  # imperative override: search the raw utterance
         such_basis = raw_vec
-        frueh = deps.trace.gestartet(FRUEHER_REWRITE)
+        frueh = deps.trace.started_in(FRUEHER_REWRITE)
         if frueh is not None:
             frueh.cancel()
             log.info("enricher: rewrite_verworfen: the rewrite started at the turn's start is dropped, the "

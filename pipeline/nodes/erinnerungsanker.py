@@ -56,7 +56,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if s.user_prompt is None:
         deps.trace.decision(NAME, "erinnerungsanker.lauf", "kein_nutzerreiz", {})
         return {"anker": AnkerRecord()}
-    frueh = deps.trace.gestartet(FRAGE)
+    frueh = deps.trace.started_in(FRAGE)
     answer, outcome = await (frueh if frueh is not None else _fragen(deps, s))
     status, written = "nicht_datiert", []
     if answer is None:

@@ -56,7 +56,7 @@ async def _wahrnehmung(state: TurnState, deps: Deps, antwort: str):
     """The early answer when it was asked about this very text, else a call now (named fallback
     `voraus_verworfen` when an early one was about another text: the tribunal loop or the leak
     guard changed the reply)."""
-    frueh = deps.trace.gestartet(FRAGE)
+    frueh = deps.trace.started_in(FRAGE)
     if frueh is not None and deps.trace.get(GEFRAGT) == antwort:
         try:
             return await frueh

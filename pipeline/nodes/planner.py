@@ -418,7 +418,7 @@ def _rueckfrage_ohne_auftrag(deps: Deps, state: TurnState, plan: PlanRecord) -> 
 
 
 RUNDEN_GRENZE = 4
-"""The planner loop's rounds (`PLANNER_LOOP.max_runden`, pipeline/runner.py): an order named in
+"""The planner loop's rounds (`PLANNER_LOOP.max_rounds`, pipeline/runner.py): an order named in
 the last round would not run, so that round ends the loop itself (and writes the pending order)."""
 
 

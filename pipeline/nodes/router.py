@@ -120,7 +120,7 @@ def vorab(deps: Deps, s: Stimulus) -> None:
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
-    frueh = deps.trace.gestartet(VORAUS)
+    frueh = deps.trace.started_in(VORAUS)
     turns = state.memory.session_turns if state.memory else []
     answer, outcome = await (frueh if frueh is not None else _klassifizieren(deps, s.text, turns))
     if answer is None:

@@ -7,7 +7,6 @@ import io
 import json
 import uuid
 
-import httpx
 import pyte
 import pytest
 

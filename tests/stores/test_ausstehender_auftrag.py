@@ -267,4 +267,4 @@ def test_a_turn_run_again_under_its_turn_id_doubles_nothing(stores, pool):
 
 
 def test_the_planner_ends_the_loop_in_its_last_round():
-    assert planner.RUNDEN_GRENZE == PLANNER_LOOP.max_runden
+    assert planner.RUNDEN_GRENZE == PLANNER_LOOP.max_rounds

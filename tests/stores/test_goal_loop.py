@@ -8,7 +8,6 @@ import psycopg
 
 from core.settings import Settings
 from memory import kzg, ziele
-from memory.vectors import cosine
 from pipeline.nodes import enricher
 from pipeline.chains import NODES
 from pipeline.runner import ChainRunner

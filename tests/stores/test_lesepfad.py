@@ -9,7 +9,7 @@ from pathlib import Path
 from redis.asyncio import Redis
 
 from core.settings import Settings
-from memory import lzg, pg, session
+from memory import lzg, session
 from memory.config import MemoryConfig, for_model
 from memory.lesepfad import erinnern
 from memory.ops import OPS, PoolStore
@@ -133,7 +133,7 @@ def test_what_the_enricher_reads_at_the_turns_start_is_what_it_reads_with(stores
             assert vorab_starten(deps, state.stimulus) == ["enricher", "db_zugriff", "erinnerungsanker", "router"]
             enricher.vorab(deps, state.stimulus)  # once per turn, however often asked
             await enricher.vorpruefung_starten(deps, user, ch)
-            await trace.gestartet(enricher.SESSION)
+            await trace.started_in(enricher.SESSION)
             before = [c[0] for c in store.calls]
             trace.chain = "character"
             out = (await run_node(enricher.NODE, state, deps))["memory"]

@@ -7,6 +7,7 @@ the enricher searches the index of a pair that holds nothing but a file."""
 import asyncio
 import json
 
+from core.wire import ChatResponse
 from memory import aufzeichnungen, dateien
 from memory.config import MemoryConfig, for_model
 from prompts import PromptLibrary

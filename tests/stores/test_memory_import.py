@@ -1,14 +1,13 @@
 """Import round trip on LoCoMo data: every turn lands in LZG with its source id, neighbours are
 linked, the session and KZG are filled, and the read path finds an evidence turn."""
 import asyncio
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from memory import kzg, lzg, session
+from memory import kzg, session
 from memory.config import for_model
 from memory.importer import ImportFormatError, import_conversation, load_conversation, node_text
 from memory.lesepfad import erinnern

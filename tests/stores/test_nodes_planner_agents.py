@@ -1,10 +1,7 @@
 """Planner ⇄ agent_dispatch: the registry and its error paths, the counters in Redis, the
 [AUFGABE] block variants and the context cut; the agents do real store operations."""
 import asyncio
-import sys
-import types
 
-import pytest
 
 from memory.clients import StoreOps
 from pipeline import agents

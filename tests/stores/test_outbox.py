@@ -6,7 +6,6 @@ import uuid
 
 from memory import outbox, pg
 from memory.outbox import GROUP, OutboxConsumer
-from tests.conftest import pg_call
 
 
 def _job(user):

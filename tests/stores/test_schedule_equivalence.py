@@ -98,7 +98,7 @@ def test_the_data_schedule_gives_the_turn_the_written_order_gives(stores, pool):
     async def go(p):
         r = Redis.from_url(stores.redis_url)
         try:
-            return await _turns(p, r, "reihe"), await _turns(p, r, "daten")
+            return await _turns(p, r, "written"), await _turns(p, r, "data")
         finally:
             await r.aclose()
 

@@ -1,6 +1,5 @@
 """A turn is committed atomically and at most once per turn_id."""
 import asyncio
-import json
 import uuid
 
 from memory import session

@@ -12,7 +12,7 @@ from memory import lzg, timeline
 from pipeline.node_config import node_config
 from pipeline.nodes import thinker
 from pipeline.reiz import retry_nutzlast, stimulus_from_event
-from pipeline.state import (AgentResult, DraftRecord, KontextRecord, MemoryRecord, PairRecord, PlanRecord,
+from pipeline.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord,
                             RouteRecord, SachlageRecord, SessionTurn, Stimulus, TurnState, current_reply)
 from pipeline.thinker.budget import LEITTEXT
 from pipeline.thinker.cache import HINWEIS_ARGUMENTE, HINWEIS_TREFFER

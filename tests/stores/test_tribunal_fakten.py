@@ -10,7 +10,7 @@ import re
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from pipeline.nodes import dispatcher, leckschutz, reducer, tribunal
+from pipeline.nodes import dispatcher, leckschutz, reducer
 from pipeline.chains import CHARACTER_CHAIN, NODES, TRIBUNAL_LOOP
 from pipeline.runner import ChainRunner, run_node
 from pipeline.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord, PruefungRecord,

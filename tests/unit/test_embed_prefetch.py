@@ -68,13 +68,13 @@ def test_the_turns_reads_start_once_its_first_model_call_is_on_its_way():
 
     log: list[str] = []
     trace = TurnTrace("u", "c", "t")
-    trace.nach_erstem_aufruf(lambda: log.append("vorab"))
+    trace.after_first_call(lambda: log.append("vorab"))
     client = LLMClient(_LLMHandle(log), Settings())
 
     async def go():
         await client.chat(trace, "perzeption", [{"role": "user", "content": "hallo"}])
         await client.chat(trace, "enricher", [{"role": "user", "content": "hallo"}])
-        trace.aufruf_gesendet()  # the pair actor's later call: nothing left to start
+        trace.call_sent()  # the pair actor's later call: nothing left to start
 
     asyncio.run(go())
     assert log == ["gesendet:perzeption", "vorab", "beantwortet:perzeption", "gesendet:enricher", "beantwortet:enricher"]
@@ -90,7 +90,7 @@ def test_early_reads_that_fail_to_start_do_not_fail_the_model_call(caplog):
     def kaputt():
         raise RuntimeError("no embedder handle")
 
-    trace.nach_erstem_aufruf(kaputt)
+    trace.after_first_call(kaputt)
     client = LLMClient(_LLMHandle(log), Settings())
     res = asyncio.run(client.chat(trace, "perzeption", [{"role": "user", "content": "hallo"}]))
     assert res.content == "ok" and log == ["gesendet:perzeption", "beantwortet:perzeption"]

@@ -99,3 +99,15 @@ def test_the_product_chains_are_checked_when_they_are_built():
     unbound = dataclasses.replace(router.NODE, early=None)
     with pytest.raises(NodeDeclarationError, match="router: early_without without an early start"):
         check_chains(character=tuple(unbound if s is router.NODE else s for s in CHARACTER_CHAIN))
+
+
+def test_every_chain_a_runner_takes_is_built_of_node_objects():
+    """The worker runs the background's human part (`MENSCH_CHAIN`) for a turn whose character
+    chain failed; a chain of names is refused when the runner is built, so each chain is built here."""
+    from pipeline.chains import MENSCH_CHAIN
+    from pipeline.runner import ChainRunner
+
+    for chain in (HUMAN_CHAIN, CHARACTER_CHAIN, BACKGROUND_CHAIN, MENSCH_CHAIN):
+        ChainRunner(chain, name="check")
+    with pytest.raises(TypeError):
+        ChainRunner(("salience",), name="names")

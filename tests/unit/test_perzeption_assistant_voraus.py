@@ -32,7 +32,7 @@ async def _turn(final: str, llm: ScriptedLLM):
     deps.trace.put(EMBEDDING.of("Hallo"), asyncio.get_running_loop().create_future())
     deps.trace.put(enricher.ZIELE, object())
     state = _state("Schoen, dass du da bist.")
-    pa.voraus(view_for(state, schedule.voraus_reads(pa.NODE), pa.NAME), deps)  # what the runner does after the Thinker
+    pa.voraus(view_for(state, schedule.early_reads(pa.NODE), pa.NAME), deps)  # what the runner does after the Thinker
     await asyncio.sleep(0)  # the early call is on its way while the tribunal judges
     state.urteil = UrteilRecord(reply=final, runden=1)
     await run_node(pa.NODE, state, deps)

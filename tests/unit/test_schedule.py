@@ -8,7 +8,7 @@ import pytest
 from memory import clients
 from pipeline import schedule
 from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN, NODES
-from pipeline.runner import ChainRunner, Loop, Voraus
+from pipeline.runner import ChainRunner, Loop, EarlyStart
 
 OP = re.compile(r"store\.(" + "|".join(c.MODULE for c in clients.MODULES) + r")\.\w+\(")
 """A store operation called through the typed clients: `deps.store.timeline.add(`."""
@@ -22,7 +22,7 @@ HELPERS = {"agent_dispatch": ("pipeline.agents.notizen.dispatch", "pipeline.agen
 def _name(step):
     if isinstance(step, Loop):
         return step.name
-    return f"voraus:{step.name}" if isinstance(step, Voraus) else step.name
+    return f"early:{step.name}" if isinstance(step, EarlyStart) else step.name
 
 
 def _waves(chain, **kw):
@@ -46,23 +46,23 @@ def test_perzeption_assistant_starts_beside_the_tribunal_loop_and_waits_for_its_
     waves = _waves(CHARACTER_CHAIN)
     where = {n: k for k, w in enumerate(waves) for n in w}
     # her reply is perceived once the Thinker is done, beside the tribunal loop and the leak guard
-    assert where["voraus:perzeption_assistant"] == where["tribunal_schleife"] == where["thinker"] + 1
+    assert where["early:perzeption_assistant"] == where["tribunal_schleife"] == where["thinker"] + 1
     assert where["leckschutz"] < where["perzeption_assistant"] < where["ei_calc_persist"]
     runner = ChainRunner(CHARACTER_CHAIN, name="x")
     names = [_name(s) for s in runner.steps]
-    assert names.index("voraus:perzeption_assistant") in runner.waits_for[names.index("perzeption_assistant")]
+    assert names.index("early:perzeption_assistant") in runner.waits_for[names.index("perzeption_assistant")]
     # in the node deployment, or in the written order, nothing starts early
-    for kw in ({"remote": ["perzeption_assistant"], "nodes_handle": object()}, {"schedule": "reihe"}):
-        assert "voraus:perzeption_assistant" not in [_name(s) for s in ChainRunner(CHARACTER_CHAIN, **kw).steps]
+    for kw in ({"remote": ["perzeption_assistant"], "nodes_handle": object()}, {"schedule": "written"}):
+        assert "early:perzeption_assistant" not in [_name(s) for s in ChainRunner(CHARACTER_CHAIN, **kw).steps]
 
 
 def test_the_routers_model_call_starts_beside_the_erinnerungsanker_and_reads_the_timeline_after_it():
     where = {n: k for k, w in enumerate(_waves(CHARACTER_CHAIN)) for n in w}
-    assert where["voraus:router"] == where["erinnerungsanker"] == where["enricher"] + 1
+    assert where["early:router"] == where["erinnerungsanker"] == where["enricher"] + 1
     assert where["erinnerungsanker"] < where["router"]  # its timeline read waits for the anchor's write
     runner = ChainRunner(CHARACTER_CHAIN, name="x")
     names = [_name(s) for s in runner.steps]
-    assert {names.index("voraus:router"), names.index("erinnerungsanker")} <= runner.waits_for[names.index("router")]
+    assert {names.index("early:router"), names.index("erinnerungsanker")} <= runner.waits_for[names.index("router")]
 
 
 def test_the_critical_path_follows_the_early_starts():
