@@ -144,7 +144,7 @@ def bericht_text(task: Delegation, recherche: Recherche | None, ergebnis: str) -
 
 async def _bericht(services, trace, user_id: str, character_id: str, task: Delegation, recherche, ergebnis: str,
                    vec) -> None:
-    await services.store.library.add(user_id, character_id, "bericht", f"Bericht: {task.aufgabe}"[:200],
+    await services.store.bibliothek.add(user_id, character_id, "bericht", f"Bericht: {task.aufgabe}"[:200],
                               bericht_text(task, recherche, ergebnis), vec, BERICHT_GEWICHT,
                               schluessel=f"{task.schluessel()}:bericht")
 
@@ -176,7 +176,7 @@ async def _arbeiten(services, trace, user_id: str, character_id: str, name: str,
         return "aufgegeben"
     titel = answer.titel.strip()[:200]
     topic = await services.embedder.embed(trace, titel)
-    await services.store.library.add(user_id, character_id, "wissen", titel, answer.wissen.strip()[:2000],
+    await services.store.bibliothek.add(user_id, character_id, "wissen", titel, answer.wissen.strip()[:2000],
                               topic, WISSEN_GEWICHT, schluessel=f"{task.schluessel()}:wissen")
     # the bericht last: a task whose bericht exists is done
     await _bericht(services, trace, user_id, character_id, task, recherche, f"Wissen »{titel}« geschrieben", vec)
@@ -202,7 +202,7 @@ async def _bearbeiten(services, queue_key: str, raw) -> str:
         log.warning("pixie: fallback charakter_entfernt: character %r no longer exists; task %r dropped",
                     character_id, task.aufgabe)
         outcome = "verworfen"
-    elif await services.store.library.vorhanden(user_id, character_id, f"{task.schluessel()}:bericht"):
+    elif await services.store.bibliothek.vorhanden(user_id, character_id, f"{task.schluessel()}:bericht"):
         log.info("pixie: task %r of %s:%s is done already (its bericht exists); not done twice", task.aufgabe,
                  user_id, character_id)
         outcome = "bereits_erledigt"

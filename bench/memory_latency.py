@@ -46,7 +46,7 @@ async def run(nodes: int, queries: int) -> dict:
     import numpy as np
     from redis.asyncio import Redis
 
-    from memory import aufzeichnungen, kzg, lesepfad, library, lzg, pg
+    from memory import aufzeichnungen, bibliothek, kzg, lesepfad, lzg, pg
     from memory.config import MemoryConfig
     from memory.embedded import EmbeddedStores
     from memory.kzg import KZGIndex
@@ -85,7 +85,7 @@ async def run(nodes: int, queries: int) -> dict:
         for i, v in enumerate(vecs(500)):
             await kzg.add_entry(r, user, ch, f"kurz {i}", v)
         for i, v in enumerate(vecs(1000)):
-            await library.add(pool, user, ch, "wissen", f"W{i}", "Wissen", v)
+            await bibliothek.add(pool, user, ch, "wissen", f"W{i}", "Wissen", v)
             await aufzeichnungen.add(pool, user, ch, f"/f/{i}", f"F{i}", "notiz datei", "inhalt", v)
         async with pool.connection() as conn:  # the steady state autovacuum keeps: statistics, visibility map
             await conn.execute("VACUUM ANALYZE")
@@ -104,7 +104,7 @@ async def run(nodes: int, queries: int) -> dict:
             "plain_pgvector_knn": plain,
             "memory_read_path": lambda q, text: lesepfad.erinnern(pool, user, ch, text, q, cfg),
             "kzg_knn": lambda q, _t: index.search(r, q, threshold=0.0, top_k=10),
-            "library": lambda q, _t: library.suchen(pool, user, ch, q, cfg),
+            "bibliothek": lambda q, _t: bibliothek.suchen(pool, user, ch, q, cfg),
             "file_index": lambda q, _t: aufzeichnungen.suchen(pool, user, ch, "notiz", q, cfg),
         }
         times: dict[str, list[float]] = {k: [] for k in ops}

@@ -22,7 +22,7 @@ The tree (a class, the module it is defined in, its builtin second base):
     │   │                           may not be fetched, a body too large, one instruction too many
     │   ├── FetchRefused            serve.web_guard; ValueError
     │   ├── _TooLarge               serve.body_limit; fastapi.HTTPException (413)
-    │   └── TooManyInstructions     memory.charakter; ValueError
+    │   └── TooManyInstructions     memory.beziehung; ValueError
     ├── StoreError                  the memory stores (Postgres, Redis) hold or are asked something
     │   │                           they cannot serve
     │   ├── SchemaMismatch          memory.migrate; RuntimeError

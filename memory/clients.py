@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Iterable, 
 if TYPE_CHECKING:
     from datetime import date, datetime
 
-    from memory.charakter import Beobachtung
+    from memory.beziehung import Beobachtung
     from memory.config import MemoryConfig
 
 Transport = Callable[[str, tuple, dict], Awaitable[Any]]
@@ -165,10 +165,10 @@ class Ziele(StoreModule):
         this turn had reinforced it already (a redelivered job) or the goal is no longer active."""
 
 
-class Library(StoreModule):
-    """memory/library.py"""
+class Bibliothek(StoreModule):
+    """memory/bibliothek.py"""
 
-    MODULE = "library"
+    MODULE = "bibliothek"
 
     @op
     async def add(
@@ -357,10 +357,10 @@ class Notizen(StoreModule):
         """Name, summary and topics of the user's active notes, newest first."""
 
 
-class Charakter(StoreModule):
-    """memory/charakter.py"""
+class Beziehung(StoreModule):
+    """memory/beziehung.py"""
 
-    MODULE = "charakter"
+    MODULE = "beziehung"
 
     @op
     async def add_directive(
@@ -568,12 +568,12 @@ MODULES: tuple[type[StoreModule], ...] = (
     Lzg,
     Lesepfad,
     Ziele,
-    Library,
+    Bibliothek,
     Aufzeichnungen,
     Dateien,
     Timeline,
     Notizen,
-    Charakter,
+    Beziehung,
     Charaktere,
     Pg,
     Dashboard,
@@ -587,12 +587,12 @@ class StoreOps:
         self.lzg = Lzg(transport)
         self.lesepfad = Lesepfad(transport)
         self.ziele = Ziele(transport)
-        self.library = Library(transport)
+        self.bibliothek = Bibliothek(transport)
         self.aufzeichnungen = Aufzeichnungen(transport)
         self.dateien = Dateien(transport)
         self.timeline = Timeline(transport)
         self.notizen = Notizen(transport)
-        self.charakter = Charakter(transport)
+        self.beziehung = Beziehung(transport)
         self.charaktere = Charaktere(transport)
         self.pg = Pg(transport)
         self.dashboard = Dashboard(transport)

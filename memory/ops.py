@@ -6,10 +6,10 @@ connection. Long-term memory is read through `lesepfad.erinnern` only (memory/le
 from __future__ import annotations
 
 from core.errors import StoreError
-from memory import aufzeichnungen, clients, charakter, charaktere, dashboard, dateien, lesepfad, library, lzg, notizen, pg, timeline, ziele
+from memory import aufzeichnungen, beziehung, bibliothek, charaktere, clients, dashboard, dateien, lesepfad, lzg, notizen, pg, timeline, ziele
 
-_MODULES = {"lzg": lzg, "lesepfad": lesepfad, "ziele": ziele, "library": library, "aufzeichnungen": aufzeichnungen,
-            "dateien": dateien, "timeline": timeline, "notizen": notizen, "charakter": charakter,
+_MODULES = {"lzg": lzg, "lesepfad": lesepfad, "ziele": ziele, "bibliothek": bibliothek, "aufzeichnungen": aufzeichnungen,
+            "dateien": dateien, "timeline": timeline, "notizen": notizen, "beziehung": beziehung,
             "charaktere": charaktere, "pg": pg, "dashboard": dashboard}
 
 OPS = {f"{c.MODULE}.{name}": getattr(_MODULES[c.MODULE], name) for c in clients.MODULES for name in c.ops()}

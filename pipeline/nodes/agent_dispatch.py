@@ -16,8 +16,8 @@ NODE = Node(
     name=NAME,
     reads=("stimulus", "plan", "route", "pair"),
     writes=("plan",),
-    store_reads=("notizen", "timeline", "charakter"),
-    store_writes=("notizen", "timeline", "charakter", "zaehler"),
+    store_reads=("notizen", "timeline", "beziehung"),
+    store_writes=("notizen", "timeline", "beziehung", "zaehler"),
 )
 DELIVERED = "agents:zugestellt"
 PROCESSED = "agents:bearbeitet"

@@ -18,8 +18,8 @@ NODE = Node(
     name=NAME,
     reads=("stimulus",),
     writes=("pair",),
-    store_reads=("charakter", "zustand"),
-    at_start_reads=("charakter", "zustand"),
+    store_reads=("beziehung", "zustand"),
+    at_start_reads=("beziehung", "zustand"),
 )
 """What `vorab` reads at the turn's start: only the character chain writes it, after this node."""
 

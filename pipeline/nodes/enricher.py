@@ -30,13 +30,13 @@ NODE = Node(
     name=NAME,
     reads=("stimulus", "perzeption", "emotion"),
     writes=("memory",),
-    store_reads=("session", "kzg", "gv", "ziele", "aufzeichnungen", "library", "lzg", "timeline", "notizen",
+    store_reads=("session", "kzg", "gv", "ziele", "aufzeichnungen", "bibliothek", "lzg", "timeline", "notizen",
                  "charaktere"),
     store_writes=("ziele",),
     optional_reads={"emotion": "the human chain runs before ei_calc; only the character chain's search shift "
                               "uses Nova's sector"},
     # the stores `vorab` reads at the turn's start: nothing the turn runs before the enricher writes them
-    at_start_reads=("session", "ziele", "kzg", "lzg", "library", "charaktere", "aufzeichnungen", "gv"),
+    at_start_reads=("session", "ziele", "kzg", "lzg", "bibliothek", "charaktere", "aufzeichnungen", "gv"),
     # the character chain's model call (the query rewrite) starts at the turn's start, beside perzeption's:
     # it reads the session and the utterance, nothing the turn writes before the enricher
     model_call_at_start=True,
@@ -273,7 +273,7 @@ def vorpruefung_starten(deps: Deps, user_id: str, character_id: str) -> asyncio.
     return deps.trace.start_once(VORPRUEFUNG, lambda: asyncio.gather(
         _zusammenfassung(deps, user_id, character_id), kzg.count(deps.redis, user_id, character_id),
         deps.store.lzg.has_nodes(user_id, character_id),
-        deps.store.library.bestand(user_id, character_id),
+        deps.store.bibliothek.bestand(user_id, character_id),
         deps.store.aufzeichnungen.bestand(user_id, character_id),
         _cluster(deps, user_id, character_id)))
 

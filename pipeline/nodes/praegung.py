@@ -93,7 +93,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         await deps.store.lzg.touch(resonanz)
     if answer is not None and answer.profil_mensch.strip():
         # slow growth, once per turn: the new sentence joins the last few, oldest dropped
-        await deps.store.charakter.profil_wachsen(s.user_id, s.character_id, f"{NAME}:{s.turn_id}",
+        await deps.store.beziehung.profil_wachsen(s.user_id, s.character_id, f"{NAME}:{s.turn_id}",
                               {"mensch_kern": answer.profil_mensch.strip()[:200]}, {"mensch_kern": MENSCH_KERN_SAETZE})
     deps.trace.decision(NAME, ENTSCHEIDUNG, quelle, {"knoten": ids, "kanten": len(edges)})
     return {}

@@ -41,7 +41,7 @@ from pipeline.services import Deps
 from pipeline.state import TurnState, current_reply
 
 if TYPE_CHECKING:  # the pair actor checks the chains and loads this module: no database driver here
-    from memory.charakter import Beobachtung
+    from memory.beziehung import Beobachtung
 
 NAME = "selbstbild"
 NODE = Node(
@@ -200,7 +200,7 @@ def _grundton_entscheidung(deps: Deps, out: dict, beobachtet: dict[str, Beobacht
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     schritt = f"{NAME}:{s.turn_id}"
-    if await deps.store.charakter.profil_schritt_erledigt(s.user_id, s.character_id, schritt):
+    if await deps.store.beziehung.profil_schritt_erledigt(s.user_id, s.character_id, schritt):
         log.info("selbstbild: turn %s grew the profiles already (a redelivered job): nothing written", s.turn_id)
         deps.trace.decision(NAME, ENTSCHEIDUNG, "schon_erledigt", {"schritt": schritt})
         deps.trace.decision(NAME, GRUNDTON, "schon_erledigt", {"schritt": schritt})
@@ -208,7 +208,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     saetze, outcome, inputs = await _fragen(state, deps)
     beobachtet, grundton = _beobachtet(state)
     # the step is recorded also when nothing grows, so a second delivery does not ask or count again
-    out = await deps.store.charakter.profil_wachsen(s.user_id, s.character_id, schritt, saetze,
+    out = await deps.store.beziehung.profil_wachsen(s.user_id, s.character_id, schritt, saetze,
                                 {k: GRENZEN[k] for k in (*saetze, *beobachtet)}, beobachtet=beobachtet)
     gewachsen = [f for f in out["gewachsen"] if f in saetze]
     if not out["neu"]:  # a second delivery raced past the check: the step's record decided

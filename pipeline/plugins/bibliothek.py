@@ -11,6 +11,6 @@ async def enrich(state, deps, such) -> list[dict]:
     s = state.stimulus
     cfg = deps.services.memory_cfg
     eigene, charakter = await asyncio.gather(  # independent reads: side by side
-        deps.store.library.suchen(s.user_id, s.character_id, such, cfg),
+        deps.store.bibliothek.suchen(s.user_id, s.character_id, such, cfg),
         deps.store.charaktere.wissen_suchen(s.character_id, such, s.text, cfg))
     return sorted(eigene + charakter, key=lambda h: -h["gewicht"])

@@ -5,7 +5,7 @@ fourth in; a replace, a lift by words of the text, an unknown reference; a turn 
 import asyncio
 import json
 
-from memory import charakter
+from memory import beziehung
 from pipeline.agents.charakter.dispatch import CharakterAuftrag, finden
 from pipeline.chains import PLANNER_LOOP
 from pipeline.runner import ChainRunner
@@ -55,7 +55,7 @@ async def _drei(p, r, user):
 
 
 async def _aktiv(p, user):
-    return [a["text"] for a in await charakter.instructions(p, user, "nova")]
+    return [a["text"] for a in await beziehung.instructions(p, user, "nova")]
 
 
 def test_a_fourth_instruction_asks_to_consolidate_and_adds_nothing(stores, pool):

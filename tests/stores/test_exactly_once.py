@@ -4,7 +4,7 @@ the timeline anchor each carry the turn and their step as idempotency key, on th
 import asyncio
 import uuid
 
-from memory import charakter, notizen, timeline
+from memory import beziehung, notizen, timeline
 from pipeline.nodes import erinnerungsanker
 from pipeline.chains import PLANNER_LOOP
 from pipeline.runner import ChainRunner
@@ -48,8 +48,8 @@ def _counts(p, user):
         async with p.connection() as conn:
             cur = await conn.execute("SELECT count(*) FROM timeline WHERE user_id=%s AND typ='erinnerungs_anker'", (user,))
             anker = (await cur.fetchone())[0]
-        return (len(notes), len(found), len(await charakter.directives(p, user, "nova")),
-                len(await charakter.instructions(p, user, "nova")), anker)
+        return (len(notes), len(found), len(await beziehung.directives(p, user, "nova")),
+                len(await beziehung.instructions(p, user, "nova")), anker)
     return go()
 
 
@@ -110,7 +110,7 @@ def test_a_redelivered_background_job_imprints_its_memories_once(pool):
             cur = await conn.execute("SELECT count(*) FROM lzg_synapsen s JOIN lzg_knoten k ON k.id = s.von_id"
                                      " WHERE k.user_id=%s", (user,))
             synapsen = (await cur.fetchone())[0]
-        return knoten, vom_turn, synapsen, (await charakter.profile(p, user, "nova"))["mensch_kern"]
+        return knoten, vom_turn, synapsen, (await beziehung.profile(p, user, "nova"))["mensch_kern"]
 
     async def go(p):
         user = new_pair("praeg-once")[0]

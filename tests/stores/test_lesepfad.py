@@ -142,7 +142,7 @@ def test_what_the_enricher_reads_at_the_turns_start_is_what_it_reads_with(stores
             await r.aclose()
 
     before, calls, prefetched, out = asyncio.run(with_pool(migrated.database_url, go))
-    assert sorted(before) == ["aufzeichnungen.bestand", "library.bestand", "lzg.has_nodes", "ziele.load_goals"]
+    assert sorted(before) == ["aufzeichnungen.bestand", "bibliothek.bestand", "lzg.has_nodes", "ziele.load_goals"]
     assert set(prefetched) == {"Wie heisst Annas Hund?"}  # the stimulus's vector, started early
     assert all(calls.count(op) == 1 for op in before) and calls.index("lesepfad.erinnern") >= len(before)
     assert out.lzg_resonanz["erinnerungen"][0]["inhalt"] == "Anna hat einen Hund namens Bello."

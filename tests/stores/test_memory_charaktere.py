@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from memory import charaktere, library, pg
+from memory import bibliothek, charaktere, pg
 from memory.config import for_model
 from tests.conftest import embed_with, with_pool
 
@@ -79,8 +79,8 @@ def test_knowledge_by_key_by_topic_and_for_every_pair(pool, minilm):
         assert by["Leuchtturm"]["weg"] == "thema" and by["Leuchtturm"]["similarity"] >= cfg.library_threshold
         assert "Fenja" not in by
         # the enricher's pre-check sees it for any pair of the character, none of another
-        assert (await library.bestand(p, "anyone", cid))["charakter"] == 3
-        assert (await library.bestand(p, "anyone", "nova"))["charakter"] == 0
+        assert (await bibliothek.bestand(p, "anyone", cid))["charakter"] == 3
+        assert (await bibliothek.bestand(p, "anyone", "nova"))["charakter"] == 0
         # removing the character removes its knowledge
         await charaktere.delete(p, cid)
         assert await charaktere.wissen(p, cid) == []

@@ -94,8 +94,8 @@ def test_indexing_once_and_both_channels(pool, minilm):
         assert d["thema"] == MODELL["thema"] and d["stichworte"] == MODELL["stichworte"]
         assert d["erschliessung"] == {"antwort": "ok", "thema": "modell", "zusammenfassung": "modell",
                                       "stichworte": "modell"}
-        assert calls[0]["caller"] == "erschliessung" and "carprofen" in calls[0]["messages"][1]["content"]
-        assert calls[0]["response_schema"]["properties"]["stichworte"]["maxItems"] == erschliessung.STICHWORTE_MAX
+        assert calls[0].caller == "erschliessung" and "carprofen" in calls[0].messages[1]["content"]
+        assert calls[0].response_schema["properties"]["stichworte"]["maxItems"] == erschliessung.STICHWORTE_MAX
         again = await erschliessung.indizieren(w, dok, user, ch)  # the same content: found, not indexed again
         assert not again["neu"] and again["datei"]["id"] == d["id"] and len(calls) == 1
         assert [x["id"] for x in await dateien.liste(p, user, ch)] == [d["id"]]

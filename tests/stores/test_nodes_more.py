@@ -156,7 +156,7 @@ def test_praegung_imprints_and_links_to_the_resonating_anchors():
     asyncio.run(run_node(praegung.NODE, st, deps))
     ops = [c[0] for c in store.calls]
     assert ops == ["lzg.knoten_der_quelle", "lzg.add_nodes_einmal", "lzg.add_synapses", "lzg.touch",
-                   "charakter.profil_wachsen"]
+                   "beziehung.profil_wachsen"]
     # the turn is the nodes' source: what makes the imprint once per turn (tests/stores/test_exactly_once.py)
     assert store.calls[0][1] == ("u", "nova", "t9") and store.calls[1][1][:3] == ("u", "nova", "t9")
     assert store.calls[2][1][0] == [(101, 5, 0.5), (101, 6, 0.5)]

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from core.settings import Settings
-from memory import charakter, pg
+from memory import beziehung, pg
 from pipeline import vocab
 from pipeline.nodes import db_zugriff, praegung, responder, selbstbild
 from pipeline.nodes.dispatcher import BACKGROUND_RECORDS
@@ -141,7 +141,7 @@ def test_after_some_turns_nova_and_the_relationship_have_grown_and_the_next_prom
         user = new_pair("selbst-a")[0]
         before = await _next_prompt(p, user, "t0")
         runs = [await _background(p, user, tid, text, [answer]) for tid, text, answer in turns]
-        return before, runs, await charakter.profile(p, user, C), await _next_prompt(p, user, "t4")
+        return before, runs, await beziehung.profile(p, user, C), await _next_prompt(p, user, "t4")
 
     before, runs, prof, after = _on_pool(pool, go)
     assert _block(before, "[ZWISCHEN BEIDEN]") == NEU
@@ -174,7 +174,7 @@ def test_growth_is_bounded_repeats_are_not_added_and_an_own_thought_leaves_his_s
         same, _ = await _background(p, user, "t6", "Nachricht 6", [_antwort(thema="nova denkt an thema 5")])
         own, _ = await _background(p, user, "t7", "Ob er die Bienen heute gesehen hat?", impulse=True,
                                    answers=[_antwort(sie="Nova denkt oft an ihn.", er="Person B vermisst Nova.")])
-        return same, own, await charakter.profile(p, user, C)
+        return same, own, await beziehung.profile(p, user, C)
 
     same, own, prof = _on_pool(pool, go)
     assert prof["nova_adaptiv"].splitlines() == [f"Nova denkt an Thema {i}." for i in (3, 4, 5)]  # oldest dropped
@@ -190,15 +190,15 @@ def test_a_redelivered_job_writes_nothing_twice(pool):
     async def go(p):
         user = new_pair("selbst-c")[0]
         first, _ = await _background(p, user, "t1", "Du bist mir wichtig.", [answer])
-        after_first = await charakter.profile(p, user, C)
+        after_first = await beziehung.profile(p, user, C)
         again, llm = await _background(p, user, "t1", "Du bist mir wichtig.", [answer])
         # two deliveries racing past the check: the step's record under the row lock admits one
-        race = [await charakter.profil_wachsen(p, user, C, "selbstbild:t9", {"nova_kern": "Nova lacht viel."},
+        race = [await beziehung.profil_wachsen(p, user, C, "selbstbild:t9", {"nova_kern": "Nova lacht viel."},
                                                {"nova_kern": 5}) for _ in range(2)]
         # the human's core (praegung) grows once per turn the same way
         for _ in range(2):
             await _praegung(p, user, "t1", '{"erinnerungen": [], "profil_mensch": "Person B haelt Bienen."}')
-        return after_first, again, llm, race, await charakter.profile(p, user, C)
+        return after_first, again, llm, race, await beziehung.profile(p, user, C)
 
     after_first, again, llm, race, prof = _on_pool(pool, go)
     assert _outcomes(again) == ["schon_erledigt"] and llm.calls == []
@@ -217,9 +217,9 @@ def test_an_unusable_answer_takes_the_named_fallback(pool, caplog):
     async def go(p):
         user = new_pair("selbst-d")[0]
         dyn, _ = await _background(p, user, "t1", "Du hilfst mir wirklich.", ["keine Ahnung"], dynamik="vertrauen")
-        after_dyn = await charakter.profile(p, user, C)
+        after_dyn = await beziehung.profile(p, user, C)
         none, _ = await _background(p, user, "t2", "Na gut.", ['{"selbst": '], dynamik="neutral")
-        return dyn, after_dyn, none, await charakter.profile(p, user, C), await _next_prompt(p, user, "t3")
+        return dyn, after_dyn, none, await beziehung.profile(p, user, C), await _next_prompt(p, user, "t3")
 
     dyn, after_dyn, none, prof, prompt = _on_pool(pool, go)
     assert _outcomes(dyn) == ["dynamik_kein_json"]
@@ -254,7 +254,7 @@ def test_her_base_mood_and_way_of_speaking_grow_from_how_her_replies_were_percei
         runs = [(await _background(p, user, f"t{i}", f"Nachricht {i}", [_antwort()],
                                    nova=NovaPerzeptionRecord(emotion=e, arousal=0.6, stil=st)))[0]
                 for i, (e, st) in enumerate(gesehen, start=1)]
-        after_runs = await charakter.profile(p, user, C), await _zaehlung(p, user)
+        after_runs = await beziehung.profile(p, user, C), await _zaehlung(p, user)
         # a turn whose perception fell back to her computed state: its default style is not counted
         fallback, _ = await _background(p, user, "t8", "Nachricht 8", [_antwort()],
                                         nova=NovaPerzeptionRecord(emotion="freude", wahrgenommen=False))
@@ -299,16 +299,16 @@ def test_the_base_mood_follows_what_recurs_now_bounded_and_once_per_turn(pool):
             n += 1
             await _background(p, user, f"t{n}", f"Nachricht {n}", [_antwort()],
                               nova=NovaPerzeptionRecord(emotion=emotion, stil="formell"))
-        prof, tally = await charakter.profile(p, user, C), await _zaehlung(p, user)
+        prof, tally = await beziehung.profile(p, user, C), await _zaehlung(p, user)
         # the last turn's job once more: neither the profile nor the tally changes, no model call
         again, llm = await _background(p, user, f"t{n}", f"Nachricht {n}", [_antwort()],
                                        nova=NovaPerzeptionRecord(emotion="aerger", stil="formell"))
         # two deliveries racing past the check: the step's record under the row lock admits one
-        beob = {"nova_emotions": charakter.Beobachtung(wert="aerger", satz="{{char}} ist oft veraergert.",
+        beob = {"nova_emotions": beziehung.Beobachtung(wert="aerger", satz="{{char}} ist oft veraergert.",
                                                        fenster=8, mindestens=4)}
-        race = [await charakter.profil_wachsen(p, user, C, "selbstbild:t99", {}, {"nova_emotions": 3},
+        race = [await beziehung.profil_wachsen(p, user, C, "selbstbild:t99", {}, {"nova_emotions": 3},
                                                beobachtet=beob) for _ in range(2)]
-        return prof, tally, again, llm, race, await charakter.profile(p, user, C), await _zaehlung(p, user)
+        return prof, tally, again, llm, race, await beziehung.profile(p, user, C), await _zaehlung(p, user)
 
     prof, tally, again, llm, race, prof_end, tally_end = _on_pool(pool, go)
     # three sentences at most, the oldest mood dropped for the one that recurs now

@@ -11,7 +11,7 @@ import pytest
 from actors import pixie
 from actors.delegation import DELEGATIONS
 from core.settings import Settings
-from memory import charaktere, library
+from memory import bibliothek, charaktere
 from memory.config import MemoryConfig
 from memory.ops import PoolStore
 from pipeline.services import Services
@@ -46,7 +46,7 @@ class _Store(PoolStore):
 
     async def _run(self, op, args, kwargs):
         out = await super()._run(op, args, kwargs)
-        if op == "library.add" and args[2] == self.crash_after:
+        if op == "bibliothek.add" and args[2] == self.crash_after:
             self.crash_after = None
             raise RuntimeError(f"round died after writing {args[2]}")
         return out
@@ -112,7 +112,7 @@ def test_delegation_becomes_bericht_and_wissen_under_the_real_name(stores, migra
         assert "Schnipsel 1 ueber Magnetare" in prompt and "extrem starken Magnetfeld" in prompt
         assert web_servers.calls["serper"] == 1 and web_servers.calls["pages"] == 1
 
-        entries = await library.eintraege(p, user, ch)
+        entries = await bibliothek.eintraege(p, user, ch)
         assert sorted(e["typ"] for e in entries) == ["bericht", "wissen"]
         bericht = next(e for e in entries if e["typ"] == "bericht")
         assert "Aufgabe: Was sind Magnetare?" in bericht["inhalt"]
@@ -120,9 +120,9 @@ def test_delegation_becomes_bericht_and_wissen_under_the_real_name(stores, migra
         assert "Recherche: recherchiert ueber serper" in bericht["inhalt"]
         assert "Wissen »Magnetare« geschrieben" in bericht["inhalt"]
         # the reading path finds the wissen, never the bericht
-        got = await library.suchen(p, user, ch, unit(len("Magnetare") % 300), MemoryConfig(library_threshold=0.9))
+        got = await bibliothek.suchen(p, user, ch, unit(len("Magnetare") % 300), MemoryConfig(library_threshold=0.9))
         assert [h["titel"] for h in got] == ["Magnetare"]
-        assert await library.eintraege(p, user, "nova") == []  # the pair's library, no other's
+        assert await bibliothek.eintraege(p, user, "nova") == []  # the pair's library, no other's
 
     try:
         _run(stores, migrated, go)
@@ -144,20 +144,20 @@ def test_a_crash_after_the_take_leaves_the_task_and_a_redo_writes_nothing_twice(
         assert await r.get(pixie.LOCK) is None
         queue, work = await _lists(r, user, ch)
         assert queue == [] and [t["aufgabe"] for t in work] == ["Was sind Magnetare?"]
-        assert await library.eintraege(p, user, ch) == []
+        assert await bibliothek.eintraege(p, user, ch) == []
 
         # 2. the next round takes it back and dies right after writing the wissen
         services.store.crash_after = "wissen"
         with pytest.raises(RuntimeError, match="after writing wissen"):
             await pixie.pixie_round(services)
-        assert [e["typ"] for e in await library.eintraege(p, user, ch)] == ["wissen"]
+        assert [e["typ"] for e in await bibliothek.eintraege(p, user, ch)] == ["wissen"]
         queue, work = await _lists(r, user, ch)
         assert queue == [] and [t["versuche"] for t in work] == [1]
 
         # 3. done again: the bericht is added, the wissen not written a second time
         out = await pixie.pixie_round(services)
         assert out["wiederaufgenommen"] == 1 and out["ausgaenge"] == ["geschrieben"]
-        entries = await library.eintraege(p, user, ch)
+        entries = await bibliothek.eintraege(p, user, ch)
         assert sorted(e["typ"] for e in entries) == ["bericht", "wissen"]
         assert next(e for e in entries if e["typ"] == "wissen")["titel"] == "Magnetare"
         bericht = next(e for e in entries if e["typ"] == "bericht")["inhalt"]
@@ -169,7 +169,7 @@ def test_a_crash_after_the_take_leaves_the_task_and_a_redo_writes_nothing_twice(
         await r.rpush(f"{DELEGATIONS}:{user}:{ch}", delegation)
         out = await pixie.pixie_round(services)
         assert out["ausgaenge"] == ["bereits_erledigt"] and len(llm.calls) == calls
-        assert len(await library.eintraege(p, user, ch)) == 2
+        assert len(await bibliothek.eintraege(p, user, ch)) == 2
         assert await _lists(r, user, ch) == ([], [])
 
     _run(stores, migrated, go)
@@ -187,11 +187,11 @@ def test_unusable_answers_return_the_task_then_give_it_up(stores, migrated):
         assert sorted(out["ausgaenge"]) == ["verworfen", "zurueck"]  # the removed character's task is dropped
         assert [t["versuche"] for t in (await _lists(r, user, ch))[0]] == [1]
         assert (await pixie.pixie_round(services))["ausgaenge"] == ["zurueck"]
-        assert await library.eintraege(p, user, ch) == []
+        assert await bibliothek.eintraege(p, user, ch) == []
 
         out = await pixie.pixie_round(services)
         assert out["ausgaenge"] == ["aufgegeben"] and out["geschrieben"] == 0
-        entries = await library.eintraege(p, user, ch)
+        entries = await bibliothek.eintraege(p, user, ch)
         assert [e["typ"] for e in entries] == ["bericht"]
         assert "aufgegeben: keine verwertbare Antwort des Modells (kein_json)" in entries[0]["inhalt"]
         assert await _lists(r, user, ch) == ([], [])

@@ -12,7 +12,7 @@ A fourth instruction is not added: the result asks to consolidate (status `rueck
 the three active ones and what is missing (`fehlt`: `alt`), and the fourth is kept aside for a
 while (`MemoryConfig.instruction_pending_s`): the answer — lift one, or merge two — brings it in
 with the same change; so does the fourth order completed with the one to give way (`alt`).
-Each change is one store operation (`charakter.anweisungen_aendern`, lift and add in one
+Each change is one store operation (`beziehung.anweisungen_aendern`, lift and add in one
 transaction) with the turn's step as idempotency key; a turn that runs again gets the first run's
 result. Every branch is named in the log and as a decision entry (`charakter.auftrag`, and
 `charakter.verweis` for each reference)."""
@@ -242,14 +242,14 @@ async def dispatch_charakter(state, deps) -> AgentResult:
         return _fertig(deps, "ohne_text", _rueckfrage("Wie genau soll sich die Figur veraendern?", "text",
                                                       "wie genau sich die Figur veraendern soll"), aktion=aktion)
     if aktion == "anweisung" and not a.verweise:
-        out = await deps.store.charakter.anweisungen_aendern(s.user_id, s.character_id, neu=[a.text],
+        out = await deps.store.beziehung.anweisungen_aendern(s.user_id, s.character_id, neu=[a.text],
                                     max_active=cfg.max_active_instructions,
                                     vormerken=cfg.instruction_pending_s > 0, **key)
         result, zweig = _ergebnis(aktion, out)
         return _fertig(deps, "schon_erledigt" if out.get("wiederholt") else zweig, result, aktion=aktion,
                        aktiv=len(out["aktiv"]), grenze=cfg.max_active_instructions)
 
-    lage = await deps.store.charakter.anweisungen_lage(s.user_id, s.character_id,
+    lage = await deps.store.beziehung.anweisungen_lage(s.user_id, s.character_id,
                                  cfg.instruction_pending_s, **key)
     if lage["schritt"] is not None:  # this step ran before (the turn runs again): its first result
         result, _ = _ergebnis(aktion, {**lage["schritt"], "aktiv": lage["aktiv"]})
@@ -313,7 +313,7 @@ async def dispatch_charakter(state, deps) -> AgentResult:
             neu.append(vorgemerkt["text"])  # a merge left room: the instruction kept aside comes in too
     if vorgemerkt and vorgemerkt["text"] in neu:
         log.info("charakter: the instruction kept aside (%s) comes in", vorgemerkt["id"])
-    out = await deps.store.charakter.anweisungen_aendern(s.user_id, s.character_id, neu=neu, aufheben=ids,
+    out = await deps.store.beziehung.anweisungen_aendern(s.user_id, s.character_id, neu=neu, aufheben=ids,
                                 max_active=cfg.max_active_instructions, vormerkung_schliessen=True, **key)
     result, zweig = _ergebnis(aktion, out)
     return _fertig(deps, "schon_erledigt" if out.get("wiederholt") else zweig, result, aktion=aktion, ids=ids,

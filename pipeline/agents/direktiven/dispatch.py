@@ -11,16 +11,16 @@ async def dispatch_direktiven(state, deps) -> AgentResult:
     s = state.stimulus
     text = str(p.get("text") or "").strip()
     if aktion == "anlegen" and text:
-        did = await deps.store.charakter.add_directive(s.user_id, s.character_id, text,
+        did = await deps.store.beziehung.add_directive(s.user_id, s.character_id, text,
                                     **schreibschluessel(state, "direktiven"))
         return AgentResult(agent_name="direktiven", status="abgeschlossen",
                            ergebnis={"aktion": "anlegen", "id": did, "beschreibung": f"Vorgabe gemerkt: {text}"})
     if aktion == "aufheben" and text:
-        current = await deps.store.charakter.directives(s.user_id, s.character_id)
+        current = await deps.store.beziehung.directives(s.user_id, s.character_id)
         match = [d for d in current if text.lower() in d["text"].lower()]
         if not match:
             return AgentResult(agent_name="direktiven", status="verworfen", ergebnis={"grund": "keine passende Vorgabe"})
-        await deps.store.charakter.set_directive_active(s.user_id, s.character_id, match[0]["id"], False)
+        await deps.store.beziehung.set_directive_active(s.user_id, s.character_id, match[0]["id"], False)
         return AgentResult(agent_name="direktiven", status="abgeschlossen",
                            ergebnis={"aktion": "aufheben", "id": match[0]["id"], "beschreibung": f"Vorgabe aufgehoben: {match[0]['text']}"})
     fehlt, angabe = ("text", "der Wortlaut der Vorgabe") if not text else ("aktion", "ob sie gemerkt oder aufgehoben wird")

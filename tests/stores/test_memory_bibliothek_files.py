@@ -3,7 +3,7 @@ keyword channel has no floor, the dense channel has one, cap and excerpt, and th
 import asyncio
 import logging
 
-from memory import aufzeichnungen, library
+from memory import aufzeichnungen, bibliothek
 from memory.config import MemoryConfig
 from tests.conftest import at_cosine, new_pair, unit, with_pool
 
@@ -13,18 +13,18 @@ def test_library_reading_path(pool):
 
     async def go(p):
         user, ch = new_pair("lib")
-        await library.add(p, user, ch, "bericht", "Bericht", "nah, aber ein Bericht", at_cosine(0.99), 5.0)
-        ok = await library.add(p, user, ch, "wissen", "Drueber", "knapp ueber der Schwelle", at_cosine(0.5001, 2), 25.0)
-        await library.add(p, user, ch, "wissen", "Drunter", "knapp unter der Schwelle", at_cosine(0.4999, 3), 5.0)
-        hits = await library.suchen(p, user, ch, unit(0), cfg)
+        await bibliothek.add(p, user, ch, "bericht", "Bericht", "nah, aber ein Bericht", at_cosine(0.99), 5.0)
+        ok = await bibliothek.add(p, user, ch, "wissen", "Drueber", "knapp ueber der Schwelle", at_cosine(0.5001, 2), 25.0)
+        await bibliothek.add(p, user, ch, "wissen", "Drunter", "knapp unter der Schwelle", at_cosine(0.4999, 3), 5.0)
+        hits = await bibliothek.suchen(p, user, ch, unit(0), cfg)
         assert [h["id"] for h in hits] == [ok]
         assert hits[0]["gewicht"] == 1.0  # 25 / 10 capped at 1
         for i in range(5):
-            await library.add(p, user, ch, "wissen", f"W{i}", "x", at_cosine(0.9 - i * 0.01, 4 + i), 3.0)
-        hits = await library.suchen(p, user, ch, unit(0), cfg)
+            await bibliothek.add(p, user, ch, "wissen", f"W{i}", "x", at_cosine(0.9 - i * 0.01, 4 + i), 3.0)
+        hits = await bibliothek.suchen(p, user, ch, unit(0), cfg)
         assert len(hits) == 3 and [h["titel"] for h in hits] == ["W0", "W1", "W2"]
         assert hits[0]["gewicht"] == 0.3
-        assert await library.bestand(p, user, ch) == {"lesbar": 7, "aktiv": 8, "charakter": 0}
+        assert await bibliothek.bestand(p, user, ch) == {"lesbar": 7, "aktiv": 8, "charakter": 0}
 
     asyncio.run(with_pool(pool, go))
 

@@ -1,5 +1,5 @@
-"""Directives, character instructions (at most three active), both sides' profiles and Nova's
-emotion state, per pair."""
+"""The relationship of a pair (its `Beziehungsprofil`, seed 004): directives, character
+instructions (at most three active), both sides' profiles and Nova's emotion state."""
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -5,7 +5,7 @@ import asyncio
 import psycopg
 import pytest
 
-from memory import charakter, notizen, pg
+from memory import beziehung, notizen, pg
 from tests.conftest import new_pair, with_pool
 
 
@@ -34,25 +34,25 @@ def test_notes(pool):
 def test_instructions_directives_profiles_emotion(pool):
     async def go(p):
         user, ch = new_pair("char")
-        ids = [await charakter.add_instruction(p, user, ch, f"Anweisung {i}") for i in range(3)]
-        with pytest.raises(charakter.TooManyInstructions):
-            await charakter.add_instruction(p, user, ch, "vierte")
-        assert await charakter.deactivate_instruction(p, user, ch, ids[0])
-        await charakter.add_instruction(p, user, ch, "vierte")
-        assert [i["text"] for i in await charakter.instructions(p, user, ch)] == ["Anweisung 1", "Anweisung 2", "vierte"]
-        d = await charakter.add_directive(p, user, ch, "Sprich mich mit Du an.")
-        assert await charakter.directives(p, user, ch) == [{"id": d, "text": "Sprich mich mit Du an."}]
-        await charakter.set_directive_active(p, user, ch, d, False)
-        assert await charakter.directives(p, user, ch) == []
-        await charakter.set_profile(p, user, ch, nova_kern="neugierig", mensch_kern="Gaertnerin")
-        await charakter.set_profile(p, user, ch, nova_beziehung="vertraut")
-        prof = await charakter.profile(p, user, ch)
+        ids = [await beziehung.add_instruction(p, user, ch, f"Anweisung {i}") for i in range(3)]
+        with pytest.raises(beziehung.TooManyInstructions):
+            await beziehung.add_instruction(p, user, ch, "vierte")
+        assert await beziehung.deactivate_instruction(p, user, ch, ids[0])
+        await beziehung.add_instruction(p, user, ch, "vierte")
+        assert [i["text"] for i in await beziehung.instructions(p, user, ch)] == ["Anweisung 1", "Anweisung 2", "vierte"]
+        d = await beziehung.add_directive(p, user, ch, "Sprich mich mit Du an.")
+        assert await beziehung.directives(p, user, ch) == [{"id": d, "text": "Sprich mich mit Du an."}]
+        await beziehung.set_directive_active(p, user, ch, d, False)
+        assert await beziehung.directives(p, user, ch) == []
+        await beziehung.set_profile(p, user, ch, nova_kern="neugierig", mensch_kern="Gaertnerin")
+        await beziehung.set_profile(p, user, ch, nova_beziehung="vertraut")
+        prof = await beziehung.profile(p, user, ch)
         assert prof["nova_kern"] == "neugierig" and prof["mensch_kern"] == "Gaertnerin"
         assert prof["nova_beziehung"] == "vertraut"
         assert (await pg.load_pair(p, user, ch))["nova_kern"] == "neugierig"
-        assert await charakter.load_emotion(p, user, ch) is None
-        await charakter.save_emotion(p, user, ch, "freude", 0.7, "erholung", [{"emotion": "freude"}])
-        assert (await charakter.load_emotion(p, user, ch))["vektor"] == "erholung"
+        assert await beziehung.load_emotion(p, user, ch) is None
+        await beziehung.save_emotion(p, user, ch, "freude", 0.7, "erholung", [{"emotion": "freude"}])
+        assert (await beziehung.load_emotion(p, user, ch))["vektor"] == "erholung"
 
     asyncio.run(with_pool(pool, go))
 
