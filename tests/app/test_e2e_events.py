@@ -3,6 +3,7 @@ such as the Thinker's retry) reach an open events stream once committed, and a s
 later replays them from its cursor; replies to the human are not pushed."""
 import json
 import queue
+import socket
 import threading
 
 import httpx
@@ -18,6 +19,7 @@ class Listener:
 
     def __init__(self, url: str, key: str, path: str, cursor: str | None = None):
         self.got: queue.Queue = queue.Queue()
+        self._response: httpx.Response | None = None
         headers = {**auth(key), **({"Last-Event-ID": cursor} if cursor else {})}
         self._client = httpx.Client(base_url=url, timeout=httpx.Timeout(10, read=None))
         self._thread = threading.Thread(target=self._read, args=(path, headers), daemon=True)
@@ -26,6 +28,7 @@ class Listener:
     def _read(self, path, headers):
         try:
             with self._client.stream("GET", path, headers=headers) as r:
+                self._response = r
                 if r.status_code != 200:
                     self.got.put(("status", r.status_code, r.read().decode()))
                     return
@@ -37,14 +40,24 @@ class Listener:
                         eid = line[3:].strip()
                     elif line.startswith("data:"):
                         self.got.put((event, eid, json.loads(line[5:])))
-        except httpx.HTTPError:
-            pass
+        except (httpx.HTTPError, httpx.StreamError, OSError, RuntimeError):
+            pass  # the stream was closed under the reading thread (`close`)
 
     def next(self, timeout: float = 60):
         return self.got.get(timeout=timeout)
 
     def close(self):
+        """Hang up: the connection closes at once, so the server frees this user's stream place
+        (at most `max_event_streams_per_user` are open at a time)."""
+        stream = self._response.extensions.get("network_stream") if self._response is not None else None
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the reading thread; the server sees the hang-up
+            except OSError:
+                pass
         self._client.close()
+        self._thread.join(timeout=10)
 
 
 def _event(client, keys, character, **body):

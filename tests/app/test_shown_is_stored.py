@@ -147,7 +147,8 @@ def test_push_channel_carries_the_stored_reply(system, client, keys, character):
     path = f"/v1/pairs/alice/{ch}/events"
     live = Listener(system.url, keys["alice"], path)
     try:
-        assert live.next()[0] == "bereit"
+        first = live.next()
+        assert first[0] == "bereit", first
         turn_id = f"weiter-{uuid.uuid4().hex[:8]}"
         r = client.post(path, headers=auth(keys["operator"]),
                         json={"kind": "continue", "user_prompt": f"{LECK} Erzaehl weiter.", "turn_id": turn_id})
