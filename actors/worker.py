@@ -11,6 +11,7 @@ import asyncio
 import logging
 import threading
 import time
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import ray
@@ -22,6 +23,31 @@ log = logging.getLogger("novaberg.worker")
 
 def worker_name(i: int) -> str:
     return f"outbox-worker-{i}"
+
+
+async def retention_pass(pool, r, settings: Settings, now: datetime | None = None,
+                         dead_stream: str | None = None) -> dict[str, int]:
+    """Delete what is past its retention (`pipeline_log_keep_days`, `turn_records_keep_days`,
+    `dead_letters_keep_days`; 0 keeps that kind for good) and log what went. Returns the counts."""
+    from memory import outbox, pg
+
+    now = now or datetime.now(timezone.utc)
+
+    def before(days: float) -> datetime | None:
+        return now - timedelta(days=days) if days > 0 else None
+
+    deleted = await pg.prune(pool, log_before=before(settings.pipeline_log_keep_days),
+                             turns_before=before(settings.turn_records_keep_days))
+    dead_before = before(settings.dead_letters_keep_days)
+    deleted["dead_letters"] = (await outbox.trim_dead(r, int(dead_before.timestamp() * 1000),
+                                                      dead_stream or outbox.DEAD_STREAM)
+                               if dead_before is not None else 0)
+    if any(deleted.values()):
+        log.info("retention: deleted %d pipeline_log rows (kept %s days), %d turn records (kept %s days), "
+                 "%d dead letters (kept %s days)", deleted["pipeline_log"], settings.pipeline_log_keep_days or "all",
+                 deleted["turns"], settings.turn_records_keep_days or "all", deleted["dead_letters"],
+                 settings.dead_letters_keep_days or "all")
+    return deleted
 
 
 class BackgroundWorker:
@@ -79,6 +105,7 @@ class BackgroundWorker:
         self.ready.set()
         log.info("outbox worker %d consuming", self.index)
         last_impulse_check = 0.0
+        last_retention = time.monotonic()
         while True:
             try:
                 self.processed += await consumer.step()
@@ -89,6 +116,9 @@ class BackgroundWorker:
                     services = services or Services.connect(self.settings)
                     last_impulse_check = time.monotonic()
                     self.impulses += await deliver_due_impulses(services, self.settings)
+                if self.index == 0 and time.monotonic() - last_retention > self.settings.retention_every_s:
+                    last_retention = time.monotonic()
+                    await retention_pass(pool, r, self.settings)
             except Exception:
                 self.errors += 1
                 log.exception("outbox worker %d: round failed; retrying in 1s", self.index)

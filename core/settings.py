@@ -339,6 +339,19 @@ class BackgroundSettings(Section):
     """How long a worker's read of the outbox waits for a job before it looks again."""
     pixie_interval_s: float = Field(default=900.0, gt=0)
     """How often the pixie looks for delegated tasks."""
+    retention_every_s: float = Field(default=3600.0, gt=0)
+    """How often the first outbox worker deletes what is past its retention (below); the first
+    pass runs this long after the worker started."""
+    pipeline_log_keep_days: float = Field(default=30.0, ge=0)
+    """Days a turn's `pipeline_log` rows (its decisions and timings; their inputs may quote the
+    person) are kept. 0: kept for good."""
+    turn_records_keep_days: float = Field(default=0.0, ge=0)
+    """Days a turn's record in Postgres (`turns`: the person's message, the reply, the result) is
+    kept. 0: kept for good. A pair's session is restored from these records, so a shorter time
+    also bounds what a restarted pair remembers of its earlier conversation."""
+    dead_letters_keep_days: float = Field(default=14.0, ge=0)
+    """Days a job that kept failing stays in the dead-letter stream for the operator to look at.
+    0: kept for good."""
 
 
 class MemorySettings(Section):

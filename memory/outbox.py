@@ -62,6 +62,12 @@ async def trim(r: Redis, stream: str = OUTBOX_STREAM) -> int:
     return await r.xtrim(stream, minid=f"{floor[0]}-{floor[1]}", approximate=False)
 
 
+async def trim_dead(r: Redis, before_ms: int, stream: str = DEAD_STREAM) -> int:
+    """Retention of the dead letters: remove those that died before `before_ms` (ms since the
+    epoch; an entry's id is its time). Returns how many went."""
+    return await r.xtrim(stream, minid=f"{max(before_ms, 0)}-0", approximate=False)
+
+
 def _id_key(entry_id: str) -> tuple[int, int]:
     ms, _, seq = entry_id.partition("-")
     return int(ms), int(seq or 0)

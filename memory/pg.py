@@ -239,6 +239,32 @@ async def decision_rates(pool: AsyncConnectionPool, since: datetime | None = Non
     return [{"entscheidung": e, "outcome": o, "count": n, "rate": round(n / totals[e], 6)} for e, o, n in rows]
 
 
+PRUNE_BATCH = 5000
+"""Rows one retention statement deletes at most; it repeats until none older is left, so a long
+backlog never holds one long transaction."""
+
+
+async def prune(pool: AsyncConnectionPool, *, log_before: datetime | None,
+                turns_before: datetime | None) -> dict[str, int]:
+    """Retention: delete `pipeline_log` rows written before `log_before` and turn records made
+    before `turns_before` (None: that table is kept). Returns the rows deleted per table."""
+    deleted = {"pipeline_log": 0, "turns": 0}
+    statements = (
+        ("pipeline_log", log_before, "DELETE FROM pipeline_log WHERE id IN"
+                                     " (SELECT id FROM pipeline_log WHERE created_at < %s LIMIT %s)"),
+        ("turns", turns_before, "DELETE FROM turns WHERE ctid IN"
+                                " (SELECT ctid FROM turns WHERE created_at < %s LIMIT %s)"),
+    )
+    async with pool.connection() as conn:
+        for table, before, sql in statements:
+            while before is not None:
+                cur = await conn.execute(sql, (before, PRUNE_BATCH))
+                deleted[table] += cur.rowcount
+                if cur.rowcount < PRUNE_BATCH:
+                    break
+    return deleted
+
+
 async def revoke_api_keys(pool: AsyncConnectionPool, key: str | None = None, user_id: str | None = None) -> int:
     """Revoke one key (given in plain text) or every active key of a user; how many were revoked."""
     if (key is None) == (user_id is None):
