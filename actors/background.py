@@ -97,8 +97,8 @@ async def delegieren(redis, user_id: str, character_id: str, turn_id: str, aufga
     queued = await redis.eval(_DELEGIEREN, 2, f"{DELEGATIONS}:{user_id}:{character_id}",
                               delegation_key(user_id, character_id, turn_id, nummer), task.model_dump_json(), DONE_TTL_S)
     if not queued:
-        log.info("background: delegation %d of turn %s is queued already (a job delivered again); %r not queued",
-                 nummer, turn_id, aufgabe)
+        log.info("background: delegation %d of turn %s is queued already (a job delivered again); not queued "
+                 "twice", nummer, turn_id)
     return bool(queued)
 
 

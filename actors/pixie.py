@@ -103,16 +103,16 @@ async def recherchieren(web, aufgabe: str) -> Recherche:
     """One search for the task (the search provider's budget is shared with the turns'), and the
     first hit's page through the guarded fetch. Fetched text is data for the task prompt."""
     if web is None or not web.configured:
-        log.warning("pixie: fallback keine_suchmaschine: no web provider configured; %r unresearched", aufgabe)
+        log.warning("pixie: fallback keine_suchmaschine: no web provider configured; the task stays unresearched")
         return Recherche(status="keine_suchmaschine", fallbacks=["keine_suchmaschine"])
     try:
         found = await web.search(aufgabe)
     except Exception as e:
-        log.warning("pixie: fallback recherche_gescheitert: %s: %s (task %r)", type(e).__name__, e, aufgabe)
+        log.warning("pixie: fallback recherche_gescheitert: %s", type(e).__name__)
         return Recherche(status="recherche_gescheitert", fallbacks=["recherche_gescheitert"])
     treffer = found.get("treffer", [])[:RECHERCHE_TREFFER]
     if not treffer:
-        log.warning("pixie: fallback recherche_leer: no hits for %r", aufgabe)
+        log.warning("pixie: fallback recherche_leer: the search found nothing")
         return Recherche(status="recherche_leer", anbieter=found.get("anbieter"), fallbacks=["recherche_leer"])
     out = Recherche(status="recherchiert", anbieter=found.get("anbieter"), treffer=treffer)
     seite = await web.fetch(treffer[0]["url"]) if treffer[0].get("url") else {"ok": False, "fehler": "ohne URL"}
@@ -165,11 +165,11 @@ async def _arbeiten(services, trace, user_id: str, character_id: str, name: str,
         "erinnerungen": "\n".join(f"- {m['inhalt']}" for m in memories) or "(nichts)"})
     if answer is None or not answer.wissen.strip() or not answer.titel.strip():
         if task.versuche + 1 < MAX_VERSUCHE:
-            log.warning("pixie: fallback aufgabe_zurueck: no usable answer (%s) for %r; attempt %d of %d, "
-                        "task returned", outcome, task.aufgabe, task.versuche + 1, MAX_VERSUCHE)
+            log.warning("pixie: fallback aufgabe_zurueck: no usable answer (%s) for %s; attempt %d of %d, "
+                        "task returned", outcome, task.schluessel(), task.versuche + 1, MAX_VERSUCHE)
             return "zurueck"
-        log.warning("pixie: fallback aufgegeben: no usable answer (%s) for %r after %d attempts", outcome,
-                    task.aufgabe, MAX_VERSUCHE)
+        log.warning("pixie: fallback aufgegeben: no usable answer (%s) for %s after %d attempts", outcome,
+                    task.schluessel(), MAX_VERSUCHE)
         await _bericht(services, trace, user_id, character_id, task, recherche,
                        f"aufgegeben: keine verwertbare Antwort des Modells ({outcome}) nach {MAX_VERSUCHE} Versuchen",
                        vec)
@@ -180,7 +180,8 @@ async def _arbeiten(services, trace, user_id: str, character_id: str, name: str,
                               topic, WISSEN_GEWICHT, schluessel=f"{task.schluessel()}:wissen")
     # the bericht last: a task whose bericht exists is done
     await _bericht(services, trace, user_id, character_id, task, recherche, f"Wissen »{titel}« geschrieben", vec)
-    log.info("pixie: wrote %r (wissen and bericht) to the library of %s:%s", titel, user_id, character_id)
+    log.info("pixie: wrote %s (wissen and bericht, %s) to the library of %s:%s", services.settings.said(titel),
+             task.schluessel(), user_id, character_id)
     return "geschrieben"
 
 
@@ -193,21 +194,22 @@ async def _bearbeiten(services, queue_key: str, raw) -> str:
     try:
         task = Delegation.model_validate_json(raw)
     except ValidationError as e:
-        log.warning("pixie: fallback delegation_unlesbar: %r dropped (%s)", raw, e.errors()[:1])
+        log.warning("pixie: fallback delegation_unlesbar: an entry of %d bytes dropped (%s)", len(raw),
+                    [err.get("type") for err in e.errors()[:1]])
         await r.lrem(work, 1, raw)
         return "verworfen"
     trace = TurnTrace(user_id, character_id, f"pixie-{uuid.uuid4().hex[:8]}")
     charakter = await services.store.charaktere.get(character_id)
     if charakter is None:
-        log.warning("pixie: fallback charakter_entfernt: character %r no longer exists; task %r dropped",
-                    character_id, task.aufgabe)
+        log.warning("pixie: fallback charakter_entfernt: character %r no longer exists; task %s dropped",
+                    character_id, task.schluessel())
         outcome = "verworfen"
     elif await services.store.bibliothek.vorhanden(user_id, character_id, f"{task.schluessel()}:bericht"):
-        log.info("pixie: task %r of %s:%s is done already (its bericht exists); not done twice", task.aufgabe,
-                 user_id, character_id)
+        log.info("pixie: task %s of %s:%s is done already (its bericht exists); not done twice",
+                 task.schluessel(), user_id, character_id)
         outcome = "bereits_erledigt"
     elif task.versuche >= MAX_VERSUCHE:
-        log.warning("pixie: fallback aufgegeben: task %r failed %d times", task.aufgabe, task.versuche)
+        log.warning("pixie: fallback aufgegeben: task %s failed %d times", task.schluessel(), task.versuche)
         await _bericht(services, trace, user_id, character_id, task, None,
                        f"aufgegeben nach {task.versuche} abgebrochenen Versuchen", None)
         outcome = "aufgegeben"

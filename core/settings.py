@@ -17,7 +17,7 @@ project): the node token budgets against `llm_max_tokens` are checked where the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -411,16 +411,26 @@ class DashboardSettings(Section):
     """The window of the published gauges."""
 
 
+class LogSettings(Section):
+    """What the logs may show."""
+
+    title: ClassVar[str] = "Logs"
+
+    log_utterances: bool = False
+    """Log lines quote what the person said and what was made of it (search texts, goals, tasks,
+    leaked fragments); off: they carry ids and lengths only (`Settings.said`)."""
+
+
 SECTIONS: tuple[type[Section], ...] = (
     StoreSettings, RaySettings, HttpSettings, ApiBoundsSettings, LLMSettings, EmbedderSettings, PairSettings,
-    BackgroundSettings, MemorySettings, ThinkerSettings, WebSettings, DashboardSettings,
+    BackgroundSettings, MemorySettings, ThinkerSettings, WebSettings, DashboardSettings, LogSettings,
 )
 """The sections of `Settings`, in the order of the reference (docs/SETTINGS.md)."""
 
 
 class Settings(BaseSettings, StoreSettings, RaySettings, HttpSettings, ApiBoundsSettings, LLMSettings,
                EmbedderSettings, PairSettings, BackgroundSettings, MemorySettings, ThinkerSettings, WebSettings,
-               DashboardSettings):
+               DashboardSettings, LogSettings):
     """Every setting, one flat class of all sections: `settings.<field>`, read from `NOVABERG_<FIELD>`
     (three from their conventional names: `DATABASE_URL`, `REDIS_URL`, `RAY_ADDRESS`). A process
     edge passes it on as `Settings(**settings.model_dump(...))`."""
@@ -432,6 +442,12 @@ class Settings(BaseSettings, StoreSettings, RaySettings, HttpSettings, ApiBounds
     @property
     def url(self) -> str:
         return f"http://{self.http_host}:{self.http_port}"
+
+    def said(self, text: Any) -> str:
+        """What a log line shows of something the person said, or of what was made of it: the
+        quoted text with `log_utterances`, otherwise its length only."""
+        s = text if isinstance(text, str) else str(text)
+        return repr(s) if self.log_utterances else f"<{len(s)} chars>"
 
 
 def load_settings(**overrides) -> Settings:

@@ -246,7 +246,7 @@ async def indizieren(w: Werkzeuge, dok: Dokument, user_id: str, character_id: st
              "stichworte": e.stichworte, "erschliessung": e.herkunft}
     gespeichert, neu = await w.store.dateien.speichern(user_id, character_id, datei,
                                      [{"inhalt": t, "embedding": v} for t, v in zip(teile, vektoren)])
-    log.info("erschliessung: %s for %s:%s %s: %d chunks, topic %r (%s), keywords %s", dok.name, user_id,
-             character_id, "indexed" if neu else "arrived twice at once, kept once", len(teile), e.thema,
-             e.herkunft, e.stichworte)
+    log.info("erschliessung: %s for %s:%s %s: %d chunks, topic and %d keywords (%s)", dok.name, user_id,
+             character_id, "indexed" if neu else "arrived twice at once, kept once", len(teile), len(e.stichworte),
+             e.herkunft)
     return {"datei": gespeichert, "neu": neu}

@@ -156,7 +156,7 @@ async def rewrite(deps: Deps, turns: list[SessionTurn], raw: str, sprecher: str 
                 exit_ = "zu_lang"
             else:
                 return line, "rewrite"
-    log.warning("enricher: query rewrite exit %s: searching with the raw utterance %r", exit_, raw)
+    log.warning("enricher: query rewrite exit %s: searching with the raw utterance %s", exit_, deps.settings.said(raw))
     return raw, exit_
 
 
@@ -349,8 +349,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
         punkte += [{"quelle": "lzg", "inhalt": e["inhalt"], "emotion": e["emotion"], "arousal": e.get("arousal")}
                    for e in resonanz["erinnerungen"] if e.get("emotion") and e["emotion"] != "neutral"]
     ids = resonanz["ids"] if resonanz else []
-    log.info("enricher: herkunft=%s suchtext=%r verschiebung=%s kzg=%d lzg_resonanz_count=%d lzg_resonanz_ids=%s "
-             "bibliothek=%d aufzeichnungen=%d", herkunft, suchtext, verschiebung, len(kzg_hits), len(ids), ids,
+    log.info("enricher: herkunft=%s suchtext=%s verschiebung=%s kzg=%d lzg_resonanz_count=%d lzg_resonanz_ids=%s "
+             "bibliothek=%d aufzeichnungen=%d", herkunft, deps.settings.said(suchtext), verschiebung, len(kzg_hits), len(ids), ids,
              len(plugin_out.get("bibliothek", [])), len(aufzeichnungen))
     return {"memory": MemoryRecord(
         **base, kzg=kzg_hits, lzg_resonanz=resonanz, bibliothek=plugin_out.pop("bibliothek", []), plugins=plugin_out,

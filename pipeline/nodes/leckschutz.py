@@ -186,7 +186,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
                          "systemprompts": gesehen}, threshold=MIN_ZEICHEN)
     if not funde:
         return {}
-    log.warning("leckschutz: the reply of turn %s reproduces the prompt: %s", state.stimulus.turn_id, "; ".join(funde[:3]))
+    log.warning("leckschutz: the reply of turn %s reproduces the prompt: %d findings %s", state.stimulus.turn_id,
+                len(funde), deps.settings.said("; ".join(funde[:3])))
     neu, outcome, inputs = await ersetzen(state, deps, reply, funde, frags, marker)
     deps.trace.decision(NAME, "leckschutz.ergebnis", outcome, {**inputs, "zeichen_vorher": len(reply),
                                                                "zeichen_nachher": len(neu)})

@@ -72,9 +72,9 @@ async def read_appointments(deps: Deps, state: TurnState, query: dict | None) ->
             return await deps.store.timeline.find_by_keyword(s.user_id, s.character_id,
                                          str(query["stichwort"]), tz), "search"
     except (KeyError, ValueError) as e:
-        log.warning("router: fallback timeline_anfrage_unlesbar: %r (%s)", query, e)
+        log.warning("router: fallback timeline_anfrage_unlesbar: %s (%s)", deps.settings.said(query), type(e).__name__)
         return [], "anfrage_unlesbar"
-    log.warning("router: fallback timeline_anfrage_unbekannt: %r", query)
+    log.warning("router: fallback timeline_anfrage_unbekannt: %s", deps.settings.said(query))
     return [], "anfrage_unbekannt"
 
 

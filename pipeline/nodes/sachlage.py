@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,7 +55,7 @@ def nennt_die_sache(name: str, treffer: dict) -> bool:
     return any(w in text if len(w) >= KURZWORT else re.search(rf"\b{re.escape(w)}\b", text) for w in woerter)
 
 
-async def _recherche(web, objekt: dict) -> tuple[str, dict]:
+async def _recherche(web, objekt: dict, said: Callable[[str], str]) -> tuple[str, dict]:
     """One search for the object's name; only the hits that name it stay (the wording filter)."""
     try:
         found = await web.search(objekt["name"])
@@ -64,7 +65,7 @@ async def _recherche(web, objekt: dict) -> tuple[str, dict]:
     alle = found["treffer"]
     objekt["recherche"] = [h for h in alle if nennt_die_sache(objekt["name"], h)]
     zahlen = {"treffer": len(alle), "nennen_die_sache": len(objekt["recherche"])}
-    log.info("sachlage: wording filter: %d hits, %d name %r", len(alle), len(objekt["recherche"]), objekt["name"])
+    log.info("sachlage: wording filter: %d hits, %d name %s", len(alle), len(objekt["recherche"]), said(objekt["name"]))
     if objekt["recherche"]:
         return "recherchiert", zahlen
     return ("recherche_ohne_sache" if alle else "recherche_leer"), zahlen
@@ -83,6 +84,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
         status = "keine_suchmaschine"
         log.warning("sachlage: fallback keine_suchmaschine: %d objects found, no web provider configured", len(objekte))
     else:
-        status, zahlen = await _recherche(web, objekte[0])
+        status, zahlen = await _recherche(web, objekte[0], deps.settings.said)
     deps.trace.decision(NAME, "sachlage.recherche", status, {"objekte": len(objekte), "antwort": outcome, **zahlen})
     return {"sachlage": SachlageRecord(objekte=objekte)}

@@ -113,6 +113,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     goals = await deps.store.ziele.load_goals(*pair)
     ergebnis, inputs = await _festhalten(deps, pair, s.turn_id, ziel, goals, vec)
     deps.trace.decision(NAME, ENTSCHEIDUNG, ergebnis, inputs, threshold=ZIEL_GLEICH_SCHWELLE)
-    log.info("zielbildung: %s goal %d %r (%s) for %s:%s", ergebnis, inputs["id"], ziel.inhalt, ziel.horizont,
+    log.info("zielbildung: %s goal %d %s (%s) for %s:%s", ergebnis, inputs["id"], deps.settings.said(ziel.inhalt),
+             ziel.horizont,
              s.user_id, s.character_id)
     return {}

@@ -45,7 +45,8 @@ async def enrich(state, deps, such) -> list[dict]:
     hits, zweig = await gezielt(deps, s.user_id, ziel) if ziel else ([], "proaktiv")
     if not hits:
         if zweig == "gezielt_ohne_treffer":
-            log.info("notizen: fallback gezielt_ohne_treffer: no note matches %r; listing all notes", ziel)
+            log.info("notizen: fallback gezielt_ohne_treffer: no note matches %s; listing all notes",
+                     deps.settings.said(ziel))
         hits = await deps.store.notizen.proactive_listing(s.user_id)
     deps.trace.decision("enricher", "enricher.notizen", zweig,
                         {"ziel": ziel, "treffer": len(hits), "kappung": GEZIELT_KAPPUNG if ziel else None})

@@ -20,8 +20,8 @@ class SearchBudget:
         self.sachlage_treffer = sachlage_treffer or []
         self.sachlage_objekt = sachlage_objekt
         if self.sachlage_treffer:
-            log.info("thinker: sachlage research of this turn — %d hits on %r serve the first web search",
-                     len(self.sachlage_treffer), sachlage_objekt)
+            log.info("thinker: sachlage research of this turn — %d hits serve the first web search",
+                     len(self.sachlage_treffer))
         else:
             log.info("thinker: sachlage research of this turn — no hits, the first web search goes to the provider")
 
@@ -36,8 +36,8 @@ class SearchBudget:
         None means: the caller asks the provider (and the search counts however it ends)."""
         self.used += 1
         if self.used == 1 and self.sachlage_treffer:
-            log.info("thinker search budget: %r served from the sachlage research (%d hits), no new search",
-                     query, len(self.sachlage_treffer))
+            log.info("thinker search budget: the first search is served from the sachlage research (%d hits), "
+                     "no new search", len(self.sachlage_treffer))
             return self.sachlage_treffer
         self.provider_calls += 1
         log.info("thinker search budget: one search booked, %d left", max(0, self.limit - self.used))

@@ -42,7 +42,12 @@ def test_every_other_exit_returns_the_raw_utterance(caplog):
     ]
     for ((text, origin), _), expected in cases:
         assert (text, origin) == (RAW, expected)
-    assert "query rewrite exit zu_lang" in caplog.text and RAW in caplog.text
+    # the log names the exit and the utterance's length; it quotes the person only with log_utterances
+    assert "query rewrite exit zu_lang: searching with the raw utterance <27 chars>" in caplog.text
+    assert RAW not in caplog.text
+    caplog.clear()
+    _rw("a" * (REWRITE_MAX_CHARS + 1), settings=Settings(log_utterances=True))
+    assert f"query rewrite exit zu_lang: searching with the raw utterance {RAW!r}" in caplog.text
 
 
 def test_the_utterance_is_the_history_s_last_line_and_the_next_prompt_extends_this_one():
