@@ -367,7 +367,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
     model = await deps.llm.model_name()
     messages, info = build_messages(state, deps, model)
     deps.trace.decision(NAME, "responder.nachricht", info.pop("form"), info)
-    log.debug("Responder: System-Prompt:\n%s", messages[0]["content"])
+    if deps.settings.log_utterances:  # the prompt holds the history, the memories and the profiles
+        log.debug("Responder: System-Prompt:\n%s", messages[0]["content"])
     max_tokens = antwort_budget(state, deps)
     result, reply = await antwort(deps, messages, max_tokens)
     # the reply's characters next to the span it was asked for: the measurement of 05.09.2026 (seed 004 §3.3)
