@@ -564,6 +564,24 @@ class Dashboard(StoreModule):
         """The pair's last turns, newest first, each with its node durations and decisions."""
 
 
+class Erasure(StoreModule):
+    """memory/erasure.py (its Postgres part; the Redis part runs where the Redis client is)"""
+
+    MODULE = "erasure"
+
+    @op
+    async def count_rows(self, user_id: str | None = None, character_id: str | None = None) -> dict[str, int]:
+        """Rows per table in the scope (a user, or every pair of a character)."""
+
+    @op
+    async def erase_rows(self, user_id: str | None = None, character_id: str | None = None) -> dict[str, int]:
+        """Delete the scope's rows in one transaction; returns the rows deleted per table."""
+
+    @op
+    async def export_table(self, user_id: str, table: str) -> list[dict[str, Any]]:
+        """A user's rows of one table (`memory.erasure.EXPORT_TABLES`), each a JSON object of its columns."""
+
+
 MODULES: tuple[type[StoreModule], ...] = (
     Lzg,
     Lesepfad,
@@ -577,6 +595,7 @@ MODULES: tuple[type[StoreModule], ...] = (
     Charaktere,
     Pg,
     Dashboard,
+    Erasure,
 )
 
 
@@ -596,3 +615,4 @@ class StoreOps:
         self.charaktere = Charaktere(transport)
         self.pg = Pg(transport)
         self.dashboard = Dashboard(transport)
+        self.erasure = Erasure(transport)

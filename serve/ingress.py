@@ -23,11 +23,12 @@ from actors.pair import get_or_create_pair, pair_name
 from core.names import INGRESS_DEPLOYMENT
 from core.settings import Settings
 from core.wire import ErrorEvent, PairTurnRequest, RestartEvent, TurnFailure, TurnStreamEvent
+from memory import erasure
 from pipeline.services import StoreClient, transport
 from serve import dashboard
 from serve.body_limit import BodyLimit
 from serve.direct_front import reuse_the_port
-from serve.routes import characters, common, files, openai, operator, turns
+from serve.routes import characters, common, files, openai, operator, turns, users
 from serve.routes.common import ACTOR_GONE, error, turn_failed, unknown_character  # noqa: F401 (turn_failed)
 
 log = logging.getLogger("novaberg.ingress")
@@ -100,7 +101,7 @@ async def _http_error(request: Request, exc: HTTPException):
 
 
 # before `serve.ingress(app)` below: it freezes the app as it is then
-for _routes in (common, turns, openai, operator, characters, files):
+for _routes in (common, turns, openai, operator, characters, files, users):
     app.include_router(_routes.router)
 
 
@@ -289,6 +290,42 @@ class Ingress:
 
     def forget(self, user_id: str, character_id: str) -> None:
         self._pairs.pop(f"{user_id}\x00{character_id}", None)
+
+    async def erase(self, user_id: str | None = None, character_id: str | None = None) -> dict[str, int]:
+        """Erase everything stored about a user, or about every pair of a character
+        (memory/erasure.py): their pair actors stop first (a live one would write again), then
+        the queued jobs and the Redis keys, then the Postgres rows. Returns what went, by store."""
+        stopped = await asyncio.to_thread(self._stop_pairs, user_id, character_id)
+        for k in [k for k in self._pairs if self._in_scope(k.split("\x00"), user_id, character_id)]:
+            self._pairs.pop(k, None)
+        if user_id is not None:
+            self.forget_keys(user_id=user_id)  # the user's keys go with the rows (other replicas: ≤ 30 s)
+        gone = await erasure.erase_keys(await self.redis_client(), user_id, character_id)
+        gone.update(await self.store_ops.erasure.erase_rows(user_id, character_id))
+        gone["actors"] = stopped
+        log.info("ingress: erased %s: %d pair actors stopped, %d rows, %d keys and entries",
+                 f"user {user_id}" if user_id is not None else f"the pairs of character {character_id}", stopped,
+                 sum(n for k, n in gone.items() if k.startswith("pg:")),
+                 sum(n for k, n in gone.items() if k.startswith("redis:")))
+        return gone
+
+    @staticmethod
+    def _in_scope(pair: list[str], user_id: str | None, character_id: str | None) -> bool:
+        return (user_id is not None and pair[0] == user_id) or (character_id is not None and pair[1:] == [character_id])
+
+    def _stop_pairs(self, user_id: str | None, character_id: str | None) -> int:
+        stopped = 0
+        for a in ray.util.list_named_actors(all_namespaces=True):
+            parts = a["name"].split(":")
+            if a["namespace"] != self.settings.namespace or len(parts) != 3 or parts[0] != "pair":
+                continue
+            if self._in_scope(parts[1:], user_id, character_id):
+                try:
+                    ray.kill(ray.get_actor(a["name"], namespace=self.settings.namespace), no_restart=True)
+                    stopped += 1
+                except ValueError:
+                    pass  # it went on its own (idle)
+        return stopped
 
     async def call(self, user_id: str, character_id: str, send: Callable[[Any], Awaitable[T]]) -> T:
         """Call the pair's actor: `send` calls one of its methods on the handle, e.g.

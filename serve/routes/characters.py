@@ -86,12 +86,17 @@ async def patch_character(body: CharacterPatch, ing: TheIngress, character_id: s
 @router.delete("/v1/characters/{character_id}", status_code=204)
 async def delete_character(ing: TheIngress, character_id: str = Path(pattern=ID_PATTERN),
                            authorization: str | None = Header(None)):
-    """Remove a character and her background knowledge; the pairs' own memories stay."""
+    """Remove a character, her background knowledge and every pair with her — each user's
+    conversation with her and what it left in memory (`Ingress.erase`): a character made again
+    under the same id starts with nobody's history."""
     await ing.operator(authorization)
     ing.forget_character(character_id)
+    if not await ing.store_ops.charaktere.exists(character_id):
+        raise unknown_character(character_id)
+    await ing.erase(character_id=character_id)
     if not await ing.store_ops.charaktere.delete(character_id):
         raise unknown_character(character_id)
-    log.info("ingress: character %s removed", character_id)
+    log.info("ingress: character %s removed with her pairs", character_id)
     return Response(status_code=204)
 
 
