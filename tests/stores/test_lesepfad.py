@@ -52,6 +52,8 @@ def test_long_term_memory_is_read_one_way_only():
             calls = _calls(path)
             assert not any(c.endswith("ausbreiten") for c in calls if "(" not in c), f"{rel} spreads on its own"
             for text in calls:
+                if text in ("lzg_knoten", "lzg_stichworte"):
+                    continue  # a table's bare name (erasure names every table of a pair) queries nothing
                 if "lzg_knoten" in text or "lzg_stichworte" in text:
                     if rel == "bench/memory_latency.py" and "ORDER BY embedding <=>" in text:
                         continue  # the plain nearest-neighbour baseline the read path is measured against
