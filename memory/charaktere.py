@@ -9,19 +9,24 @@ it back.
 """
 from __future__ import annotations
 
-import re
+import logging
+from collections.abc import Sequence
 from typing import Any
 
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from core.errors import InputError
+from memory import wissen_schluessel
 from memory.config import MemoryConfig
 from memory.vectors import normalise
 
 FIELDS = ("name", "identitaet", "sprechweise", "szenario", "begruessung", "beispieldialog", "charakter_anweisung",
           "karte_rest")
 _COLUMNS = ", ".join(("character_id",) + FIELDS + ("created_at", "updated_at"))
+
+
+log = logging.getLogger("novaberg.memory")
 
 
 class CharacterExists(InputError, ValueError):
@@ -63,9 +68,12 @@ async def create(pool: AsyncConnectionPool, character_id: str, fields: dict[str,
             for w in wissen or []:
                 await conn.execute(
                     "INSERT INTO charakter_wissen (character_id, titel, inhalt, schluessel, gross_klein, immer, aktiv,"
-                    " embedding) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
+                    " sekundaer, selektiv, logik, ganze_woerter, reihenfolge, scan_tiefe, embedding)"
+                    " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                     (character_id, w["titel"], w["inhalt"], list(w.get("schluessel") or []),
                      bool(w.get("gross_klein")), bool(w.get("immer")), bool(w.get("aktiv", True)),
+                     list(w.get("sekundaer") or []), bool(w.get("selektiv")), w.get("logik") or "and_any",
+                     bool(w.get("ganze_woerter")), int(w.get("reihenfolge", 100)), w.get("scan_tiefe"),
                      normalise(w["embedding"])))
     return _row(row)
 
@@ -85,10 +93,12 @@ async def exists(pool: AsyncConnectionPool, character_id: str) -> bool:
 
 async def list_all(pool: AsyncConnectionPool, limit: int = 500) -> list[dict[str, Any]]:
     async with pool.connection() as conn:
-        cur = await conn.execute("SELECT character_id, name, left(identitaet, 200), begruessung <> '' FROM characters"
+        cur = await conn.execute("SELECT character_id, name, left(identitaet, 200), begruessung <> '',"
+                                 " extract(epoch FROM created_at)::bigint FROM characters"
                                  " ORDER BY character_id LIMIT %s", (limit,))
         rows = await cur.fetchall()
-    return [{"character_id": r[0], "name": r[1], "identitaet": r[2], "hat_begruessung": r[3]} for r in rows]
+    return [{"character_id": r[0], "name": r[1], "identitaet": r[2], "hat_begruessung": r[3], "created": r[4]}
+            for r in rows]
 
 
 async def update(pool: AsyncConnectionPool, character_id: str, fields: dict[str, Any]) -> dict[str, Any] | None:
@@ -114,14 +124,23 @@ async def delete(pool: AsyncConnectionPool, character_id: str) -> bool:
         return cur.rowcount == 1
 
 
+_WISSEN_COLUMNS = ("id", "titel", "inhalt", "schluessel", "gross_klein", "immer", "aktiv", "sekundaer", "selektiv",
+                   "logik", "ganze_woerter", "reihenfolge", "scan_tiefe")
+
+
+def _wissen_row(r) -> dict[str, Any]:
+    out = dict(zip(_WISSEN_COLUMNS, r))
+    out["schluessel"], out["sekundaer"] = list(out["schluessel"]), list(out["sekundaer"])
+    return out
+
+
 async def wissen(pool: AsyncConnectionPool, character_id: str) -> list[dict[str, Any]]:
     """The character's knowledge entries, in the order they were added (for export and review)."""
     async with pool.connection() as conn:
-        cur = await conn.execute("SELECT id, titel, inhalt, schluessel, gross_klein, immer, aktiv FROM charakter_wissen"
+        cur = await conn.execute(f"SELECT {', '.join(_WISSEN_COLUMNS)} FROM charakter_wissen"
                                  " WHERE character_id=%s ORDER BY id", (character_id,))
         rows = await cur.fetchall()
-    return [{"id": r[0], "titel": r[1], "inhalt": r[2], "schluessel": list(r[3]), "gross_klein": r[4],
-             "immer": r[5], "aktiv": r[6]} for r in rows]
+    return [_wissen_row(r) for r in rows]
 
 
 async def wissen_bestand(pool: AsyncConnectionPool, character_id: str) -> int:
@@ -131,45 +150,71 @@ async def wissen_bestand(pool: AsyncConnectionPool, character_id: str) -> int:
         return (await cur.fetchone())[0]
 
 
-def schluessel_trifft(schluessel: list[str], text: str, gross_klein: bool) -> bool:
-    """A key matches as a whole word (or phrase) of the text; case-insensitive unless the entry says so."""
-    flags = 0 if gross_klein else re.IGNORECASE
-    return any(k.strip() and re.search(rf"(?<!\w){re.escape(k.strip())}(?!\w)", text, flags) for k in schluessel)
+def _buch_zahl(v: Any, low: int, high: int) -> int | None:
+    """A number the card's book holds (`scan_depth`, `token_budget`); anything else is no setting."""
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        return None
+    return n if low <= n <= high else None
 
 
-async def wissen_suchen(pool: AsyncConnectionPool, character_id: str, vector, text: str | None, cfg: MemoryConfig,
-                        top_k: int | None = None) -> list[dict[str, Any]]:
-    """The character's knowledge for one turn, best first: entries marked `immer`, entries one of
-    whose keys occurs in the text as a word (the card's own trigger), then entries whose topic lies
-    within the library threshold of the search vector. Weights on the library's 0–1 scale.
+CANDIDATES = 200
+"""The most entries one turn reads of a lorebook (keyed and regex candidates first)."""
 
-    Postgres narrows the candidates (a key anywhere in the text, or the topic within the threshold)
-    and bounds them, so a large lorebook is not read whole on every turn."""
+
+async def wissen_suchen(pool: AsyncConnectionPool, character_id: str, vector, nachrichten: Sequence[str] | str | None,
+                        cfg: MemoryConfig, top_k: int | None = None) -> list[dict[str, Any]]:
+    """The character's knowledge for one turn: the lorebook's activated entries (`constant`, or
+    their keys in the scanned messages, memory/wissen_schluessel.py) within the token budget, in
+    their placement order, then up to `top_k` further entries whose topic lies within the library
+    threshold of the search vector. `nachrichten`: the newest messages, newest first (the current
+    one first). Weights on the library's 0–1 scale.
+
+    Postgres narrows the candidates (a key anywhere in the messages, a regex key, or the topic
+    within the threshold) and bounds them, so a large lorebook is not read whole on every turn."""
+    if isinstance(nachrichten, str) or nachrichten is None:
+        nachrichten = [nachrichten] if nachrichten else []
     k = top_k or cfg.library_top_k
-    q = normalise(vector)
     async with pool.connection() as conn:
         cur = await conn.execute(
-            "WITH w AS (SELECT id, titel, inhalt, schluessel, gross_klein, immer, 1 - (embedding <=> %(q)s) AS sim,"
+            "SELECT karte_rest #>> '{character_book,scan_depth}', karte_rest #>> '{character_book,token_budget}'"
+            " FROM characters WHERE character_id = %s", (character_id,))
+        buch = await cur.fetchone() or (None, None)
+        cur = await conn.execute(
+            f"WITH w AS (SELECT {', '.join(_WISSEN_COLUMNS)}, 1 - (embedding <=> %(q)s) AS sim,"
             "   EXISTS (SELECT 1 FROM unnest(schluessel) s WHERE btrim(s) <> ''"
-            "           AND strpos(lower(%(t)s), lower(btrim(s))) > 0) AS kandidat"
+            "           AND (strpos(lower(%(t)s), lower(btrim(s))) > 0 OR btrim(s) ~ '^/.+/[gimsuy]*$')) AS kandidat"
             " FROM charakter_wissen WHERE character_id = %(c)s AND aktiv)"
-            " SELECT id, titel, inhalt, schluessel, gross_klein, immer, sim FROM w"
-            " WHERE immer OR kandidat OR sim >= %(thr)s"
+            " SELECT * FROM w WHERE immer OR kandidat OR sim >= %(thr)s"
             " ORDER BY immer DESC, kandidat DESC, sim DESC, id LIMIT %(lim)s",
-            {"q": q, "t": text or "", "c": character_id, "thr": cfg.library_threshold, "lim": k * 4})
+            {"q": normalise(vector), "t": "\n".join(nachrichten), "c": character_id,
+             "thr": cfg.library_threshold, "lim": CANDIDATES})
         rows = await cur.fetchall()
-    hits = []
-    for r in rows:
-        sim = float(r[6])
-        if r[5]:
-            weg, gewicht = "immer", 1.0
-        elif text and schluessel_trifft(list(r[3]), text, r[4]):
-            weg, gewicht = "schluessel", 1.0
-        elif sim >= cfg.library_threshold:
-            weg, gewicht = "thema", max(0.0, min(1.0, sim))
-        else:
-            continue
-        hits.append({"id": r[0], "titel": r[1], "inhalt": r[2], "gewicht": round(gewicht, 6), "weg": weg,
-                     "similarity": round(sim, 6)})
-    hits.sort(key=lambda h: (-h["gewicht"], -h["similarity"], h["id"]))
-    return hits[:k]
+    tiefe = _buch_zahl(buch[0], 0, 1000)
+    budget = _buch_zahl(buch[1], 1, 1_000_000) or cfg.lorebook_token_budget
+    return _auswahl([(_wissen_row(r[:-2]), float(r[-2])) for r in rows], nachrichten,
+                    cfg.lorebook_scan_depth if tiefe is None else tiefe, budget, k, cfg, character_id)
+
+
+def _auswahl(rows: list[tuple[dict[str, Any], float]], nachrichten: Sequence[str], tiefe: int, budget: int,
+             k: int, cfg: MemoryConfig, character_id: str) -> list[dict[str, Any]]:
+    """The activated entries within the budget, then the topic's nearest (not activated) ones."""
+    aktiv, weg, sims = [], {}, {}
+    for w, sim in rows:
+        e = wissen_schluessel.Eintrag(**{f: w[f] for f in wissen_schluessel.Eintrag.__dataclass_fields__})
+        sims[e.id] = (w, sim)
+        if e.immer or wissen_schluessel.durch_schluessel(e, nachrichten, tiefe):
+            aktiv.append(e)
+            weg[e.id] = "immer" if e.immer else "schluessel"
+    drin, draussen = wissen_schluessel.im_budget(aktiv, budget)
+    if draussen:
+        log.info("lorebook: %s: %d activated entries over the token budget (%d) left out: %s",
+                 character_id, len(draussen), budget, [e.id for e in draussen])
+    hits = [{"id": e.id, "titel": sims[e.id][0]["titel"], "inhalt": e.inhalt, "gewicht": 1.0, "weg": weg[e.id],
+             "similarity": round(sims[e.id][1], 6)} for e in drin]
+    gewaehlt = set(weg)
+    thema = sorted(((w, sim) for w, sim in sims.values() if w["id"] not in gewaehlt and sim >= cfg.library_threshold),
+                   key=lambda x: (-x[1], x[0]["id"]))[:k]
+    return hits + [{"id": w["id"], "titel": w["titel"], "inhalt": w["inhalt"], "gewicht": round(max(0.0, min(1.0, sim)), 6),
+                    "weg": "thema", "similarity": round(sim, 6)} for w, sim in thema]

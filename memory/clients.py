@@ -515,12 +515,13 @@ class Charaktere(StoreModule):
 
     @op
     async def wissen_suchen(
-        self, character_id: str, vector, text: str | None, cfg: MemoryConfig, top_k: int | None = None
+        self, character_id: str, vector, nachrichten: Sequence[str] | str | None, cfg: MemoryConfig,
+        top_k: int | None = None
     ) -> list[dict[str, Any]]:
-        """The character's knowledge for one turn, best first: entries marked `immer`, entries one
-        of whose keys occurs in the text as a word (the card's own trigger), then entries whose
-        topic lies within the library threshold of the search vector. Weights on the library's 0–1
-        scale."""
+        """The character's knowledge for one turn: the lorebook's activated entries (`constant`,
+        or their keys in the newest messages, memory/wissen_schluessel.py) within the token budget,
+        in placement order, then the entries whose topic lies within the library threshold of the
+        search vector. Weights on the library's 0–1 scale."""
 
 
 class Pg(StoreModule):

@@ -40,6 +40,12 @@ class MemoryConfig(BaseModel):
     library_threshold: float = Field(default=0.50, ge=-1, le=1)
     library_top_k: int = Field(default=3, ge=1)
     library_weight_cap: float = Field(default=10.0, gt=0)
+    lorebook_scan_depth: int = Field(default=2, ge=0, le=1000)
+    """The messages a lorebook entry's keys are looked for in, newest first, the current one included
+    (SillyTavern's default); a card's book (`scan_depth`) and an entry's own depth stand before it."""
+    lorebook_token_budget: int = Field(default=512, ge=1)
+    """The most tokens of activated lorebook entries one turn takes (a card's `token_budget` stands
+    before it); the entries of lowest insertion order are left out first."""
     files_dense_floor: float = Field(default=0.30, ge=-1, le=1)
     files_cap: int = Field(default=3, ge=1)
     files_excerpt_chars: int = Field(default=300, ge=20)

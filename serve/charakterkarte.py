@@ -33,7 +33,11 @@ _ORIGINAL = re.compile(r"\{\{\s*original\s*\}\}", re.IGNORECASE)
 _ABBILDUNG = {"name": "name", "description": "identitaet", "personality": "identitaet", "scenario": "szenario",
               "first_mes": "begruessung", "mes_example": "beispieldialog", "system_prompt": "charakter_anweisung",
               "post_history_instructions": "charakter_anweisung"}
-_ENTRY_USED = {"keys", "content", "enabled", "case_sensitive", "constant", "name"}
+_ENTRY_USED = {"keys", "content", "enabled", "case_sensitive", "constant", "name", "secondary_keys", "selective",
+               "insertion_order"}
+_EXTENSIONS_USED = {"selectiveLogic", "match_whole_words", "scan_depth", "case_sensitive"}
+"""SillyTavern's entry extensions that activation reads; the entry's `extensions` are kept whole
+for the export."""
 _V2_DATA = {"name", "description", "personality", "scenario", "first_mes", "mes_example", "creator_notes",
             "system_prompt", "post_history_instructions", "alternate_greetings", "character_book", "tags", "creator",
             "character_version", "extensions"}
@@ -44,12 +48,21 @@ class KarteFehler(InputError, ValueError):
 
 
 class Wissenseintrag(BaseModel):
+    """A lorebook entry as the character's background knowledge; how it activates is
+    memory/wissen_schluessel.py."""
+
     titel: str
     inhalt: str
     schluessel: list[str] = Field(default_factory=list)
+    sekundaer: list[str] = Field(default_factory=list)
+    selektiv: bool = False
+    logik: Literal["and_any", "not_all", "not_any", "and_all"] = "and_any"
     gross_klein: bool = False
+    ganze_woerter: bool = False
     immer: bool = False
     aktiv: bool = True
+    reihenfolge: int = Field(default=100, ge=-2**31, lt=2**31)
+    scan_tiefe: int | None = Field(default=None, ge=0, le=1000)
 
 
 class KartenImport(BaseModel):
@@ -176,14 +189,32 @@ def abbilden(card: Any, quelle: Literal["json", "png"]) -> KartenImport:
     if buch_rest:
         rest["character_book"] = buch_rest
     nicht = [f"{where}{k}" for k in sorted(rest) if k != "character_book"]
-    nicht += [f"{where}character_book.{k}" for k in sorted(buch_rest) if k not in ("entries", "ohne_inhalt")]
+    nicht += [f"{where}character_book.{k}" for k in sorted(buch_rest) if k not in ("entries", "ohne_inhalt", *_BUCH_USED)]
     nicht += [f"{where}character_book.entries[] without content ({len(buch_rest['ohne_inhalt'])})"] \
         if "ohne_inhalt" in buch_rest else []
-    nicht += sorted({f"{where}character_book.entries[].{k}" for e in eintrag_rest for k in e})
+    nicht += sorted({f"{where}character_book.entries[].{k}" for e in eintrag_rest for k in _ungenutzt(e)})
     if wissen:
         abbildung[f"{where}character_book.entries"] = "wissen"
+    for k, ours in _BUCH_USED.items():
+        if k in buch_rest:  # read from the kept book by memory/charaktere.wissen_suchen
+            abbildung[f"{where}character_book.{k}"] = ours
     return KartenImport(format=fmt, quelle=quelle, felder=felder, wissen=wissen, karte_rest=rest,
                         abbildung=abbildung, nicht_uebernommen=nicht)
+
+
+_BUCH_USED = {"scan_depth": "wissen (scan depth)", "token_budget": "wissen (token budget)"}
+"""The book's own activation settings; they stay in `karte_rest.character_book`, where activation
+reads them."""
+
+
+def _ungenutzt(rest: dict[str, Any]) -> list[str]:
+    """An entry's kept fields that activation does not read, SillyTavern's extensions one by one."""
+    out = [k for k in rest if k != "extensions"]
+    if isinstance(rest.get("extensions"), dict):
+        out += [f"extensions.{k}" for k, v in rest["extensions"].items() if k not in _EXTENSIONS_USED and _belegt(v)]
+    elif "extensions" in rest:
+        out.append("extensions")
+    return out
 
 
 def _belegt(v: Any) -> bool:
@@ -216,16 +247,39 @@ def _lorebook(book: Any, where: str) -> tuple[list[Wissenseintrag], dict[str, An
             ohne_inhalt.append(e)
             continue
         eintrag_rest.append({k: v for k, v in e.items() if k not in _ENTRY_USED and _belegt(v)})
-        titel = (_text(e, "name", at) or _text(e, "comment", at) or ", ".join(keys) or inhalt[:60]).strip()
-        wissen.append(Wissenseintrag(titel=titel, inhalt=inhalt, schluessel=[k for k in keys if k.strip()],
-                                     gross_klein=bool(e.get("case_sensitive")), immer=bool(e.get("constant")),
-                                     aktiv=e.get("enabled", True) is not False))
+        wissen.append(_eintrag(e, keys, inhalt, at))
     buch_rest = {k: v for k, v in book.items() if k != "entries" and _belegt(v)}
     if any(eintrag_rest):
         buch_rest["entries"] = eintrag_rest
     if ohne_inhalt:
         buch_rest["ohne_inhalt"] = ohne_inhalt
     return wissen, buch_rest, eintrag_rest
+
+
+def _eintrag(e: dict[str, Any], keys: list[str], inhalt: str, at: str) -> Wissenseintrag:
+    """One entry's activation: the spec's fields, SillyTavern's extensions where the spec has none
+    (an entry's own `case_sensitive` before the extension's)."""
+    ext = e.get("extensions") if isinstance(e.get("extensions"), dict) else {}
+    sekundaer = e.get("secondary_keys") or []
+    if not isinstance(sekundaer, list) or not all(isinstance(k, str) for k in sekundaer):
+        raise KarteFehler(f"{at}secondary_keys: expected a list of strings")
+    logik = ext.get("selectiveLogic", 0)
+    if logik not in (0, 1, 2, 3):
+        raise KarteFehler(f"{at}extensions.selectiveLogic: expected 0-3 (and_any, not_all, not_any, and_all)")
+    order, tiefe = e.get("insertion_order", 100), ext.get("scan_depth")
+    if isinstance(order, bool) or not isinstance(order, (int, float)) or not -2**31 <= order < 2**31:
+        raise KarteFehler(f"{at}insertion_order: expected a number")
+    if tiefe is not None and (isinstance(tiefe, bool) or not isinstance(tiefe, int) or not 0 <= tiefe <= 1000):
+        raise KarteFehler(f"{at}extensions.scan_depth: expected a whole number from 0 to 1000")
+    gross_klein = e.get("case_sensitive")
+    titel = (_text(e, "name", at) or _text(e, "comment", at) or ", ".join(keys) or inhalt[:60]).strip()
+    return Wissenseintrag(
+        titel=titel, inhalt=inhalt, schluessel=[k for k in keys if k.strip()],
+        sekundaer=[k for k in sekundaer if k.strip()], selektiv=bool(e.get("selective")),
+        logik=("and_any", "not_all", "not_any", "and_all")[logik],
+        gross_klein=bool(ext.get("case_sensitive") if gross_klein is None else gross_klein),
+        ganze_woerter=ext.get("match_whole_words") is True, immer=bool(e.get("constant")),
+        aktiv=e.get("enabled", True) is not False, reihenfolge=int(order), scan_tiefe=tiefe)
 
 
 def character_id_aus(name: str) -> str:
@@ -262,9 +316,24 @@ def exportieren(character: dict[str, Any], wissen: list[dict[str, Any]]) -> dict
         entries = []
         for i, w in enumerate(wissen):
             extra = eintrag_rest[i] if i < len(eintrag_rest) else {}
-            entries.append({"keys": w["schluessel"], "content": w["inhalt"], "extensions": {}, "enabled": w["aktiv"],
-                            "insertion_order": i, "case_sensitive": w["gross_klein"], "constant": w["immer"],
-                            "name": w["titel"], **extra})
+            entries.append({"keys": w["schluessel"], "content": w["inhalt"], "extensions": _extensions(w, extra),
+                            "enabled": w["aktiv"], "insertion_order": w["reihenfolge"],
+                            "case_sensitive": w["gross_klein"], "constant": w["immer"], "name": w["titel"],
+                            "secondary_keys": w["sekundaer"], "selective": w["selektiv"],
+                            **{k: v for k, v in extra.items() if k != "extensions"}})
         entries += ohne_inhalt
         data["character_book"] = {**buch_rest, "extensions": buch_rest.get("extensions", {}), "entries": entries}
     return {"spec": "chara_card_v2", "spec_version": "2.0", "data": data}
+
+
+def _extensions(w: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """An exported entry's extensions: what the card brought, with SillyTavern's activation keys
+    as the entry holds them now."""
+    ext = dict(extra.get("extensions") or {})
+    if w["logik"] != "and_any" or "selectiveLogic" in ext:
+        ext["selectiveLogic"] = ("and_any", "not_all", "not_any", "and_all").index(w["logik"])
+    if w["ganze_woerter"] or "match_whole_words" in ext:
+        ext["match_whole_words"] = w["ganze_woerter"]
+    if w["scan_tiefe"] is not None or "scan_depth" in ext:
+        ext["scan_depth"] = w["scan_tiefe"]
+    return ext

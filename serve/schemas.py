@@ -133,26 +133,52 @@ class ChatMessage(BaseModel):
     _content = field_validator("content")(classmethod(lambda cls, v: no_control(v) if isinstance(v, str) else v))
 
 
-class ChatCompletionRequest(BaseModel):
-    """The fields the OpenAI clients send; others are refused. Sampling fields are accepted and
-    ignored: every node sets its own temperature and budget."""
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "top_a", "typical_p", "repetition_penalty",
+                   "presence_penalty", "frequency_penalty", "logit_bias", "stop", "seed", "max_tokens",
+                   "max_completion_tokens", "logprobs", "top_logprobs")
+"""The sampling fields chat clients send (SillyTavern always sends most of them): accepted and
+ignored, because every node of the chain sets its own temperature, budget and stops."""
 
-    model_config = ConfigDict(extra="forbid")
+
+class ChatCompletionRequest(BaseModel):
+    """The fields the OpenAI clients send. The sampling fields (`SAMPLING_FIELDS`) and any other
+    field a client adds are accepted and ignored, and `ignored()` names them: the answer's
+    `X-Novaberg-Ignored` header and the log say which (as vLLM's OpenAI server does)."""
+
+    model_config = ConfigDict(extra="allow")
 
     model: str = Field(pattern=ID_PATTERN, description="The character.")
     messages: list[ChatMessage] = Field(min_length=1)
     user: str | None = Field(default=None, pattern=ID_PATTERN)
     stream: bool = False
     stream_options: dict[str, Any] | None = None
+    n: int | None = Field(default=None, ge=1, le=1, description="One reply per request.")
     temperature: float | None = None
     top_p: float | None = None
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
-    n: int | None = Field(default=None, ge=1, le=1)
-    stop: str | list[str] | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    top_a: float | None = None
+    typical_p: float | None = None
+    repetition_penalty: float | None = None
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
+    logit_bias: dict[str, float] | None = None
+    stop: str | list[str] | None = None
     seed: int | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+
+    def ignored(self) -> list[str]:
+        """The fields this request set that the turn does not use: sampling fields, fields no
+        OpenAI client is known to send, and the client's system messages (the character's card
+        lives server-side, `GET /v1/characters/{id}`)."""
+        out = [f for f in SAMPLING_FIELDS if getattr(self, f) not in (None, {}, [], "")]
+        out += sorted(self.model_extra or {})
+        if any(m.role in ("system", "developer") for m in self.messages):
+            out.append("messages[role=system]")
+        return out
 
 
 class EventRequest(BaseModel):

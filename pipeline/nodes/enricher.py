@@ -208,10 +208,11 @@ async def _nichts(value):
     return value
 
 
-async def _plugins(deps: Deps, s, such_vektor, *, suchschluessel: bool = True) -> dict[str, list[dict]]:
+async def _plugins(deps: Deps, s, such_vektor, turns: list, *, suchschluessel: bool = True) -> dict[str, list[dict]]:
     """The context of every plugin that reads the search key (`suchschluessel`) or of every one that
-    does not, read side by side; a failing source leaves its channel empty, loudly."""
-    partial = TurnState.model_construct(stimulus=s)
+    does not, read side by side; a failing source leaves its channel empty, loudly. A plugin sees
+    the stimulus and the session's turns (a lorebook scans the newest messages)."""
+    partial = TurnState.model_construct(stimulus=s, memory=MemoryRecord.model_construct(session_turns=turns))
 
     async def one(plugin) -> list[dict]:
         try:
@@ -309,7 +310,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         return {"memory": MemoryRecord(**base)}
 
     # the plugins that read no search key, and the pair's KZG vectors, read beside the rewrite's model call
-    ohne_schluessel = asyncio.ensure_future(_plugins(deps, s, None, suchschluessel=False))
+    ohne_schluessel = asyncio.ensure_future(_plugins(deps, s, None, turns, suchschluessel=False))
     ohne_schluessel.add_done_callback(lambda t: t.cancelled() or t.exception())  # read only: nothing to undo
     index = deps.services.pair_cache(s.user_id, s.character_id).setdefault(
         "kzg_index", KZGIndex(s.user_id, s.character_id))
@@ -339,7 +340,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         index.search(deps.redis, such_vektor, threshold=cfg.kzg_threshold, top_k=cfg.kzg_top_k, refreshed=has_kzg),
         lzg_lesen(deps.store, s.user_id, s.character_id, suchtext, such_vektor, cfg, cluster=cluster,
                   nova_sektor=nova_sektor) if has_lzg else _nichts(None),
-        _plugins(deps, s, such_vektor),
+        _plugins(deps, s, such_vektor, turns),
         _aufzeichnungen(deps, state, suchtext, such_vektor) if n_dateien else _nichts([]),
         ohne_schluessel)
     plugin_out = {**plugin_frueh, **plugin_out}

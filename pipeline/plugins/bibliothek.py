@@ -1,8 +1,16 @@
 """Nova's library: the pair's `wissen` entries near the search key, and the character's own
-background knowledge (a Character Card's lorebook) — by its keys in the message or near the key."""
+background knowledge (a Character Card's lorebook) — activated by its keys in the newest messages
+(memory/wissen_schluessel.py) or near the key."""
 import asyncio
 
 NAME = "bibliothek"
+
+
+def nachrichten(state) -> list[str]:
+    """The messages a lorebook scans, newest first: the current one, then the session's."""
+    s = state.stimulus
+    verlauf = state.memory.session_turns if state.memory is not None else []
+    return [t for t in (s.text, *(v.inhalt for v in reversed(verlauf))) if t]
 
 
 async def enrich(state, deps, such) -> list[dict]:
@@ -12,5 +20,5 @@ async def enrich(state, deps, such) -> list[dict]:
     cfg = deps.services.memory_cfg
     eigene, charakter = await asyncio.gather(  # independent reads: side by side
         deps.store.bibliothek.suchen(s.user_id, s.character_id, such, cfg),
-        deps.store.charaktere.wissen_suchen(s.character_id, such, s.text, cfg))
+        deps.store.charaktere.wissen_suchen(s.character_id, such, nachrichten(state), cfg))
     return sorted(eigene + charakter, key=lambda h: -h["gewicht"])

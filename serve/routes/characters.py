@@ -7,7 +7,7 @@ from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import Response
 
 from serve import charakterkarte
-from serve.routes.common import TheIngress, error, unknown_character
+from serve.routes.common import TheIngress, error, unknown_character, upload
 from serve.schemas import ID_PATTERN, Character, CharacterCreate, CharacterImportResponse, CharacterPatch
 
 log = logging.getLogger("novaberg.ingress")
@@ -39,13 +39,13 @@ async def create_character(body: CharacterCreate, ing: TheIngress, authorization
 async def import_character(request: Request, ing: TheIngress,
                            character_id: str | None = Query(None, pattern=ID_PATTERN),
                            replace: bool = Query(False), authorization: str | None = Header(None)):
-    """A Character Card (V1/V2/V3, JSON or PNG) as the raw body becomes a character; its
-    lorebook becomes her background knowledge. The answer says what went where and what was
-    kept without a place."""
+    """A Character Card (V1/V2/V3, JSON or PNG), as the raw body or as the file of a multipart
+    form, becomes a character; its lorebook becomes her background knowledge. The answer says
+    what went where and what was kept without a place."""
     await ing.operator(authorization)
-    data = await request.body()  # its size is bounded by the BodyLimit middleware (the card limit)
+    data = (await upload(request, "card")).data  # its size is bounded by the BodyLimit middleware
     if not data:
-        raise error(422, "invalid_card", "empty body: send the card as JSON or PNG")
+        raise error(422, "invalid_card", "empty card: send it as JSON or PNG")
     try:
         card = await asyncio.to_thread(charakterkarte.lesen, data)
         cid = character_id or charakterkarte.character_id_aus(card.felder["name"])

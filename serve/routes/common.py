@@ -4,10 +4,12 @@ Serve pickles the app into each ingress replica (`serve.ingress(app)`), so a rou
 replica's `serve.ingress.Ingress` through `ingress()`, set by the constructor in the replica's
 process, never through the app object of the module."""
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import ray
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, Depends, HTTPException, Request
+from starlette.datastructures import UploadFile
 
 from core.wire import TurnFailure, TurnResult
 
@@ -58,6 +60,37 @@ def turn_result(result: TurnResult | TurnFailure) -> TurnResult:
     if isinstance(result, TurnFailure):
         raise HTTPException(status_code=502, detail=turn_failed(result))
     return result
+
+
+@dataclass(frozen=True)
+class Upload:
+    """An uploaded file's bytes, with the name and type its sender gave (either may be missing)."""
+
+    data: bytes
+    name: str | None
+    content_type: str | None
+
+
+async def upload(request: Request, what: str) -> Upload:
+    """The uploaded file of a request: the raw body, or the one file part of a multipart form
+    (`curl -F file=@card.png`, a browser's form, most clients). The body's size is bounded by the
+    BodyLimit middleware before either is read; a form with no file, or more than one, is refused."""
+    content_type = request.headers.get("content-type")
+    if not (content_type or "").lower().startswith("multipart/form-data"):
+        return Upload(await request.body(), None, content_type)
+    try:
+        form = await request.form(max_files=1, max_fields=16)
+    except HTTPException as e:  # Starlette's: a malformed form, or more than one file
+        raise error(422, "invalid_upload", f"multipart form: {e.detail}")
+    files = [v for v in form.values() if isinstance(v, UploadFile)]
+    if len(files) != 1:
+        raise error(422, "invalid_upload", f"multipart form without a file part: send the {what} as a file "
+                                           f"field (curl -F file=@{what}.ext), or as the raw body")
+    f = files[0]
+    try:
+        return Upload(await f.read(), f.filename, f.content_type)
+    finally:
+        await form.close()
 
 
 router = APIRouter()

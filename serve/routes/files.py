@@ -9,7 +9,7 @@ from fastapi.responses import Response
 from pipeline.node_config import budget
 from prompts import PromptLibrary
 from serve import dateien, erschliessung
-from serve.routes.common import TheIngress, error
+from serve.routes.common import TheIngress, error, upload
 from serve.schemas import ID_PATTERN, DateiListe, DateiUploadResponse
 
 log = logging.getLogger("novaberg.ingress")
@@ -29,16 +29,18 @@ def _werkzeuge(ing) -> erschliessung.Werkzeuge:
 @router.post("/v1/pairs/{user_id}/{character_id}/files", status_code=201, response_model=DateiUploadResponse)
 async def upload_file(request: Request, response: Response, ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
                       character_id: str = Path(pattern=ID_PATTERN), name: str | None = Query(None, max_length=1000),
-                      content_type: str | None = Header(None), authorization: str | None = Header(None)):
-    """A file (plain text, Markdown or PDF) as the raw body joins the pair's file index: read,
-    its topic, summary and keywords written once, its chunks embedded. The same content again
-    answers 200 with the stored file (`neu: false`) and indexes nothing."""
+                      authorization: str | None = Header(None)):
+    """A file (plain text, Markdown or PDF), as the raw body or as the file of a multipart form,
+    joins the pair's file index: read, its topic, summary and keywords written once, its chunks
+    embedded. The same content again answers 200 with the stored file (`neu: false`) and indexes
+    nothing. A form's file name and type stand in for `name` and Content-Type."""
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     await ing.known_character(character_id)
-    data = await request.body()  # its size is bounded by the BodyLimit middleware (the file limit)
+    up = await upload(request, "file")  # its size is bounded by the BodyLimit middleware (the file limit)
     try:
-        dok = await asyncio.to_thread(dateien.lesen, data, content_type, name, ing.settings.file_max_chars)
+        dok = await asyncio.to_thread(dateien.lesen, up.data, up.content_type, name or up.name,
+                                      ing.settings.file_max_chars)
     except dateien.DateiFehler as e:
         raise error(e.status, e.typ, str(e))
     async with ing.admitted(user_id, character_id):

@@ -1,22 +1,38 @@
-"""The OpenAI-compatible chat completions: the character is the model, the history lives
-server-side (only the last user message is read)."""
+"""The OpenAI-compatible door: the characters are the models (`GET /v1/models`); a chat
+completion's history lives server-side (only the last user message is read); what a request sets
+and the turn does not use is named in the `X-Novaberg-Ignored` header."""
 
 import json
+import logging
 import time
 import uuid
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Response
 from fastapi.responses import StreamingResponse
 
 from core.wire import ErrorEvent, FinalEvent, PairTurnRequest, TokenEvent
 from serve.routes.common import TheIngress, error, turn_failed, turn_result
 from serve.schemas import TURN_ID_PATTERN, ChatCompletionRequest
 
+log = logging.getLogger("novaberg.ingress")
+
 router = APIRouter()
+
+IGNORED_HEADER = "X-Novaberg-Ignored"
+
+
+@router.get("/v1/models")
+async def list_models(ing: TheIngress, authorization: str | None = Header(None)):
+    """The characters, as an OpenAI client lists models: the id is what `model` names."""
+    await ing.principal(authorization)
+    return {"object": "list", "data": [
+        {"id": c["character_id"], "object": "model", "created": c["created"], "owned_by": "novaberg", "name": c["name"]}
+        for c in await ing.store_ops.charaktere.list_all()]}
 
 
 @router.post("/v1/chat/completions")
-async def chat_completions(body: ChatCompletionRequest, ing: TheIngress, authorization: str | None = Header(None),
+async def chat_completions(body: ChatCompletionRequest, response: Response, ing: TheIngress,
+                           authorization: str | None = Header(None),
                            x_turn_id: str | None = Header(None, pattern=TURN_ID_PATTERN)):
     principal = await ing.principal(authorization)
     user_id = body.user or principal["user_id"]
@@ -32,11 +48,16 @@ async def chat_completions(body: ChatCompletionRequest, ing: TheIngress, authori
     await ing.known_character(character_id)
     cid = f"chatcmpl-{turn_id}"
     created = int(time.time())
+    ignored = body.ignored()
+    headers = {IGNORED_HEADER: ", ".join(ignored)} if ignored else {}
+    if ignored:
+        log.info("ingress: turn %s over the OpenAI door; ignored: %s", turn_id, ", ".join(ignored))
     if not body.stream:
         async with ing.admitted(user_id, character_id, ankunft=True) as seq:
             request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
             result = await ing.call(user_id, character_id, lambda h: h.turn.remote(request))
         result = turn_result(result)
+        response.headers.update(headers)
         u = result.usage
         return {"id": cid, "object": "chat.completion", "created": created, "model": character_id,
                 "choices": [{"index": 0, "finish_reason": "stop",
@@ -79,4 +100,4 @@ async def chat_completions(body: ChatCompletionRequest, ing: TheIngress, authori
                 yield sse({"error": turn_failed(ev.failure)})
         yield "data: [DONE]\n\n"
 
-    return StreamingResponse(chunks(), media_type="text/event-stream")
+    return StreamingResponse(chunks(), media_type="text/event-stream", headers=headers)

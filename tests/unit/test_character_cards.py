@@ -59,9 +59,13 @@ def test_v2_json_maps_onto_our_fields_and_reports_the_rest():
     # nothing silently dropped: every unmapped field is kept and named
     for name in ("data.alternate_greetings", "data.tags", "data.creator", "data.character_version",
                  "data.creator_notes", "data.extensions", "data.character_book.name",
-                 "data.character_book.scan_depth", "data.character_book.entries[].priority",
-                 "data.character_book.entries[].secondary_keys"):
+                 "data.character_book.entries[].priority"):
         assert name in imp.nicht_uebernommen, name
+    # the lorebook's activation fields are read (memory/wissen_schluessel.py), not reported as unused
+    assert imp.abbildung["data.character_book.scan_depth"] == "wissen (scan depth)"
+    for name in ("data.character_book.scan_depth", "data.character_book.entries[].secondary_keys"):
+        assert name not in imp.nicht_uebernommen, name
+    assert imp.karte_rest["character_book"]["scan_depth"] == 4  # kept where activation reads it
     assert imp.karte_rest["alternate_greetings"] == ["Na, auch verirrt?"]
     assert imp.karte_rest["character_book"]["name"] == "Halliglore"
     assert any("without content" in n for n in imp.nicht_uebernommen)
@@ -72,7 +76,48 @@ def test_lorebook_entries_become_knowledge():
     assert [w.titel for w in imp.wissen] == ["Fenja", "Leuchtfeuer"]  # the empty entry is reported, not stored
     fenja, feuer = imp.wissen
     assert fenja.schluessel == ["Fenja"] and fenja.aktiv and not fenja.immer
+    assert fenja.sekundaer == ["Faehre"] and not fenja.selektiv  # secondary keys count only when selective
+    assert (fenja.reihenfolge, feuer.reihenfolge) == (0, 1)
     assert feuer.immer and not feuer.aktiv
+
+
+def test_sillytavern_entry_extensions_set_the_activation():
+    """A SillyTavern export: logic, whole words, case and scan depth live in the entry's extensions;
+    the entry's own `case_sensitive` stands before the extension's; the export gives them back."""
+    entries = [
+        {"keys": ["inn", "tavern"], "secondary_keys": ["Rusty Flagon"], "selective": True, "content": "Das Gasthaus.",
+         "insertion_order": 50, "enabled": True, "extensions": {"selectiveLogic": 2, "match_whole_words": None,
+                                                                "scan_depth": None, "position": 1, "depth": 4}},
+        {"keys": ["ASH"], "content": "Die Aschengarde.", "insertion_order": 80, "enabled": True,
+         "extensions": {"selectiveLogic": 0, "match_whole_words": True, "case_sensitive": True, "scan_depth": 4}},
+        {"keys": ["AI"], "content": "Synths.", "insertion_order": 5, "case_sensitive": False,
+         "extensions": {"case_sensitive": True}}]
+    imp = karte.lesen(json.dumps(v2_card(character_book={"entries": entries})).encode())
+    inn, ash, ai = imp.wissen
+    assert (inn.selektiv, inn.logik, inn.sekundaer, inn.ganze_woerter, inn.scan_tiefe) == \
+        (True, "not_any", ["Rusty Flagon"], False, None)
+    assert (ash.ganze_woerter, ash.gross_klein, ash.scan_tiefe, ash.reihenfolge) == (True, True, 4, 80)
+    assert ai.gross_klein is False
+    assert "data.character_book.entries[].extensions.position" in imp.nicht_uebernommen
+    assert "data.character_book.entries[].extensions.scan_depth" not in imp.nicht_uebernommen
+    out = karte.exportieren({"character_id": "mira", "sprechweise": "", "karte_rest": imp.karte_rest,
+                             **imp.felder}, [w.model_dump() for w in imp.wissen])
+    back = karte.lesen(json.dumps(out).encode())
+    assert [w.model_dump() for w in back.wissen] == [w.model_dump() for w in imp.wissen]
+    assert out["data"]["character_book"]["entries"][0]["extensions"]["position"] == 1
+
+
+@pytest.mark.parametrize("entry, fragment", [
+    ({"secondary_keys": "Faehre"}, "secondary_keys: expected a list of strings"),
+    ({"extensions": {"selectiveLogic": 7}}, "selectiveLogic: expected 0-3"),
+    ({"insertion_order": "first"}, "insertion_order: expected a number"),
+    ({"extensions": {"scan_depth": -1}}, "scan_depth: expected a whole number"),
+])
+def test_bad_activation_fields_say_which(entry, fragment):
+    card = v2_card(character_book={"entries": [{"keys": ["a"], "content": "x", **entry}]})
+    with pytest.raises(karte.KarteFehler) as e:
+        karte.lesen(json.dumps(card).encode())
+    assert fragment in str(e.value)
 
 
 def test_v3_png_is_read_from_its_ccv3_chunk_before_chara():
