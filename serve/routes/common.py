@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import ray
 from fastapi import APIRouter, Depends, HTTPException, Request
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException as FormError
 
 from core.wire import TurnFailure, TurnResult
 
@@ -80,7 +81,7 @@ async def upload(request: Request, what: str) -> Upload:
         return Upload(await request.body(), None, content_type)
     try:
         form = await request.form(max_files=1, max_fields=16)
-    except HTTPException as e:  # Starlette's: a malformed form, or more than one file
+    except FormError as e:  # Starlette's: a malformed form, or more than one file
         raise error(422, "invalid_upload", f"multipart form: {e.detail}")
     files = [v for v in form.values() if isinstance(v, UploadFile)]
     if len(files) != 1:

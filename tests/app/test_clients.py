@@ -1,0 +1,139 @@
+"""The chat clients people use, at the OpenAI door: request bodies shaped exactly as SillyTavern
+(Chat Completion, custom OpenAI-compatible source) and Open WebUI send them (tests/app/clients/,
+written from their public source: SillyTavern's server forwards a fixed list of keys, older
+versions add `logit_bias: {}`; Open WebUI 0.12 adds its built-in `tools`), the official client's
+model list, and a Character Card and a file uploaded as a multipart form, the card's lorebook
+reaching the prompt the way its author wrote the keys."""
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from httpx_sse import connect_sse
+from ray import serve
+
+from memory import session
+from tests.conftest import auth, redis_call
+
+pytestmark = pytest.mark.e2e
+
+BODIES = Path(__file__).parent / "clients"
+
+
+def _body(name: str, model: str, **extra) -> dict:
+    return {**json.loads((BODIES / f"{name}.json").read_text()), "model": model, **extra}
+
+
+def _streamed(system, key: str, body: dict) -> tuple[str, str]:
+    """The reply a streamed completion carried, and its X-Novaberg-Ignored header."""
+    parts = []
+    with httpx.Client(base_url=system.url, timeout=180) as c, \
+            connect_sse(c, "POST", "/v1/chat/completions", json=body, headers=auth(key)) as es:
+        assert es.response.status_code == 200, es.response.read()
+        ignored = es.response.headers.get("x-novaberg-ignored", "")
+        for ev in es.iter_sse():
+            if ev.data == "[DONE]":
+                break
+            chunk = json.loads(ev.data)
+            assert "error" not in chunk, chunk
+            parts += [ch["delta"].get("content") or "" for ch in chunk["choices"]]
+    return "".join(parts), ignored
+
+
+def test_sillytavern_and_open_webui_bodies_hold_a_conversation(system, keys, settings, character):
+    cid = character("client")
+    st = _body("sillytavern", cid)
+    reply, ignored = _streamed(system, keys["alice"], st)
+    assert reply.strip()
+    named = ignored.split(", ")
+    for field in ("temperature", "top_p", "max_tokens", "presence_penalty", "frequency_penalty",
+                  "messages[role=system]"):
+        assert field in named, (field, ignored)
+    # an older SillyTavern, and one whose user set the sampler fields it forwards
+    older = _body("sillytavern", cid, logit_bias={}, top_k=40, seed=7, n=1, stop=["\nUser:"],
+                  messages=[*st["messages"], {"role": "assistant", "content": reply},
+                            {"role": "user", "content": "Und was machst du gern?"}])
+    reply2, ignored = _streamed(system, keys["alice"], older)
+    assert reply2.strip() and {"top_k", "seed", "stop"} <= set(ignored.split(", "))
+    # Open WebUI 0.12: its built-in tools come along; nothing else is set
+    owui = _body("openwebui", cid, tools=[{"type": "function", "function": {"name": "get_current_timestamp",
+                                                                              "parameters": {"type": "object"}}}],
+                 messages=[{"role": "user", "content": "Erzaehl mir vom Meer."}])
+    reply3, ignored = _streamed(system, keys["alice"], owui)
+    assert reply3.strip() and ignored == "tools"
+    # each human message is stored once, each reply as the client was shown it
+    turns = redis_call(settings.redis_url, session.load_turns, "alice", cid, 20)
+    human = [t["inhalt"] for t in turns if t["rolle"] == "user"]
+    assert human == ["Hi Nova! Where are we headed today?", "Und was machst du gern?", "Erzaehl mir vom Meer."]
+    assert [t["inhalt"] for t in turns if t["rolle"] == "assistant"][-3:] == [reply, reply2, reply3]
+
+
+def test_a_sampling_field_of_the_wrong_type_is_a_clear_error(client, keys, character):
+    cid = character("client")
+    r = client.post("/v1/chat/completions", headers=auth(keys["alice"]),
+                    json=_body("sillytavern", cid, stream=False, top_k="many"))
+    assert r.status_code == 422 and "top_k" in r.text
+    r = client.post("/v1/chat/completions", headers=auth(keys["alice"]), json=_body("openwebui", cid, n=2))
+    assert r.status_code == 422 and "n" in r.text
+
+
+def test_models_lists_the_characters(system, keys, character):
+    from openai import OpenAI
+
+    cid = character("modell", name="Modell-Mira")
+    models = {m.id: m for m in OpenAI(base_url=f"{system.url}/v1", api_key=keys["alice"]).models.list()}
+    assert "nova" in models and cid in models
+    assert models[cid].owned_by == "novaberg" and models[cid].model_extra["name"] == "Modell-Mira"
+    assert httpx.get(f"{system.url}/v1/models").status_code == 401
+
+
+LOREBOOK_CARD = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+    "name": "Seraphine", "description": "{{char}} is a ranger of Emberfall.", "first_mes": "Well met.",
+    "character_book": {"name": "Emberfall Lore", "entries": [
+        {"keys": ["dragon", "wyrm"], "content": "Dragons sleep beneath the Cinder Peaks and wake only in winter.",
+         "enabled": True, "insertion_order": 90, "selective": True, "secondary_keys": [], "constant": False,
+         "extensions": {"selectiveLogic": 0, "match_whole_words": None, "case_sensitive": None, "position": 1}},
+        {"keys": ["inn", "tavern"], "secondary_keys": ["Rusty Flagon"], "selective": True,
+         "content": "The only inn in town burned down last spring.", "enabled": True, "insertion_order": 50,
+         "extensions": {"selectiveLogic": 2}}]}}}
+
+
+def test_a_card_by_multipart_form_and_its_lorebook_in_the_prompt(client, keys):
+    op = auth(keys["operator"])
+    files = {"file": ("seraphine.json", json.dumps(LOREBOOK_CARD).encode(), "application/json")}
+    r = client.post("/v1/characters/import", params={"character_id": "seraphine-form", "replace": True},
+                    files=files, headers=op)
+    assert r.status_code == 201, r.text
+    assert r.json()["wissen_eintraege"] == 2 and r.json()["character"]["name"] == "Seraphine"
+    form = b'--b\r\nContent-Disposition: form-data; name="note"\r\n\r\nx\r\n--b--\r\n'
+    no_file = client.post("/v1/characters/import", content=form,
+                          headers={**op, "Content-Type": "multipart/form-data; boundary=b"})
+    assert no_file.status_code == 422 and "without a file part" in no_file.json()["error"]["message"]
+    r = client.post("/v1/characters/import", content=b"--x\r\n", headers={**op, "Content-Type": "multipart/form-data"})
+    assert r.status_code == 422 and r.json()["error"]["type"] == "invalid_upload"
+
+    llm = serve.get_deployment_handle("LLM", app_name="novaberg")
+    prompts = {}
+    for text in ("Are there Dragons up there?", "Let's get dinner at an inn.", "At the Rusty Flagon inn, then."):
+        llm.record.remote(True).result()
+        try:
+            t = client.post("/v1/pairs/alice/seraphine-form/turns", json={"text": text}, headers=auth(keys["alice"]))
+        finally:
+            recorded = llm.record.remote(False).result()
+        assert t.status_code == 200, t.text
+        prompts[text] = "\n".join(m["content"] or "" for rec in recorded for m in rec["request"]["messages"])
+    assert "Cinder Peaks" in prompts["Are there Dragons up there?"]  # "dragon" inside "Dragons"
+    assert "burned down" in prompts["Let's get dinner at an inn."]
+    assert "burned down" not in prompts["At the Rusty Flagon inn, then."]  # its secondary key says not there
+
+
+def test_a_file_by_multipart_form(client, keys, character):
+    cid = character("form")
+    note = b"# Bello's medication\n\nBello gets half a tablet of carprofen every morning at seven."
+    r = client.post(f"/v1/pairs/alice/{cid}/files", files={"file": ("notes/bello.md", note, "text/markdown")},
+                    headers=auth(keys["alice"]))
+    assert r.status_code == 201, r.text
+    assert r.json()["datei"]["name"] == "bello.md" and r.json()["datei"]["art"] == "markdown"
+    again = client.post(f"/v1/pairs/alice/{cid}/files", content=note,
+                        headers={**auth(keys["alice"]), "Content-Type": "text/markdown"})
+    assert again.status_code == 200 and not again.json()["neu"]  # the raw body: the same file
