@@ -79,13 +79,26 @@ class KartenImport(BaseModel):
 # ------------------------------------------------------------------ reading
 def lesen(data: bytes) -> KartenImport:
     """A card from its bytes: PNG by its signature, JSON otherwise."""
-    if data.startswith(PNG_SIGNATURE):
-        return abbilden(_aus_png(data), "png")
     try:
-        card = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        if data.startswith(PNG_SIGNATURE):
+            return abbilden(_aus_png(data), "png")
+        card = _json(data.decode("utf-8-sig"), "not a PNG and not JSON")
+        return abbilden(card, "json")
+    except UnicodeDecodeError as e:
         raise KarteFehler(f"not a PNG and not JSON: {e}") from e
-    return abbilden(card, "json")
+    except RecursionError:
+        raise KarteFehler("the card is nested too deeply to be a Character Card") from None
+
+
+def _json(text: str, what: str) -> Any:
+    """JSON, or KarteFehler: malformed, nested past the parser's depth, or a number of more digits
+    than Python converts."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise KarteFehler(f"{what}: nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError, and an integer of more than 4,300 digits
+        raise KarteFehler(f"{what}: {e}") from e
 
 
 def _aus_png(data: bytes) -> Any:
@@ -109,9 +122,10 @@ def _aus_png(data: bytes) -> Any:
     if raw is None:
         raise KarteFehler("the PNG carries no card (no 'ccv3' or 'chara' text chunk)")
     try:
-        return json.loads(base64.b64decode(raw, validate=False).decode("utf-8"))
-    except (binascii.Error, UnicodeDecodeError, json.JSONDecodeError) as e:
+        text = base64.b64decode(raw, validate=False).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError) as e:
         raise KarteFehler(f"the PNG's card chunk is not base64 JSON: {e}") from e
+    return _json(text, "the PNG's card chunk is not base64 JSON")
 
 
 def _format(card: Any) -> tuple[str, dict[str, Any]]:

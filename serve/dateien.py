@@ -103,6 +103,8 @@ def _text_dekodieren(data: bytes, charset: str | None) -> str:
         raise DateiFehler(422, "unreadable_file", f"unknown charset {charset!r}") from None
     try:
         return data.decode("utf-8-sig" if codec == "utf-8" else codec)
+    except LookupError:  # a codec that is no text encoding (rot13, base64, zlib …)
+        raise DateiFehler(422, "unreadable_file", f"charset {charset!r} is no text encoding") from None
     except UnicodeDecodeError as e:
         raise DateiFehler(422, "unreadable_file", f"the text is not valid {encoding} (byte {e.start}); "
                                                   "send it as UTF-8 or name its charset") from None

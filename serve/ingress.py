@@ -121,6 +121,8 @@ class Ingress:
         """The store's typed operations (memory/clients.py) over the store deployment."""
         self._pairs: dict[str, Any] = {}
         self._keys: OrderedDict[str, tuple[float, dict | None]] = OrderedDict()
+        self._refused: OrderedDict[str, tuple[float, dict | None]] = OrderedDict()
+        """Refused key strings, cached apart: random keys cannot evict the valid ones."""
         self._characters: dict[str, float] = {}
         self.streams: dict[str, int] = {}
         """Open event streams per user on this replica."""
@@ -139,18 +141,22 @@ class Ingress:
 
     # ------------------------------------------------------------------ auth
     async def principal(self, authorization: str | None) -> dict:
-        if not authorization or not authorization.lower().startswith("bearer "):
+        parts = (authorization or "").split(None, 1)
+        if len(parts) != 2 or parts[0].lower() != "bearer" or not parts[1].strip():
             raise error(401, "unauthorized", "missing bearer API key")
-        key = authorization.split(None, 1)[1].strip()
+        key = parts[1].strip()
         now = time.monotonic()
-        hit = self._keys.get(key)
+        cache = self._keys if key in self._keys else self._refused
+        hit = cache.get(key)
         if hit is None or now - hit[0] > _KEY_CACHE_S:
+            cache.pop(key, None)
             hit = (now, await self.store.lookup_api_key.remote(key))
-            self._keys[key] = hit
-            while len(self._keys) > self.settings.key_cache_size:  # refused strings too: bounded
-                self._keys.popitem(last=False)
+            cache = self._keys if hit[1] is not None else self._refused
+            cache[key] = hit
+            while len(cache) > self.settings.key_cache_size:  # each bounded
+                cache.popitem(last=False)
         else:
-            self._keys.move_to_end(key)
+            cache.move_to_end(key)
         if hit[1] is None:
             raise error(401, "unauthorized", "unknown or revoked API key")
         return hit[1]
@@ -171,6 +177,7 @@ class Ingress:
         """Revoked: one key, or every key of a user, leaves this replica's key cache at once."""
         if api_key:
             self._keys.pop(api_key, None)
+            self._refused.pop(api_key, None)
         else:
             for k in [k for k, (_, p) in self._keys.items() if p and p.get("user_id") == user_id]:
                 del self._keys[k]

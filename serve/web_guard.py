@@ -4,14 +4,17 @@ door into its own network).
 http/https only; the host is resolved once and the connection pinned to the checked address (no
 second DNS answer between check and connect); private, loopback, link-local (cloud metadata),
 multicast, reserved, ULA and IPv4-mapped addresses are refused unless an allowed network names
-them; every redirect is checked again; size and time are capped. Fetched text is data: callers
-never put it into a system message.
+them, and so are Teredo addresses and the IPv4 address a 6to4 or NAT64 address carries; every
+redirect is checked again; size and time are capped, the size after decompression (a gzip page
+is inflated only up to the limit). Fetched text is data: callers never put it into a system
+message.
 """
 from __future__ import annotations
 
 import asyncio
 import ipaddress
 import socket
+import zlib
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 from urllib.parse import urljoin, urlsplit
@@ -33,6 +36,9 @@ async def system_resolver(host: str, port: int) -> list[str]:
     return sorted({i[4][0] for i in infos})
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
 def address_refusal(addr: str, allowed: list[ipaddress._BaseNetwork]) -> str | None:
     """Why this address may not be reached, or None when it may."""
     ip = ipaddress.ip_address(addr.split("%", 1)[0])
@@ -40,6 +46,13 @@ def address_refusal(addr: str, allowed: list[ipaddress._BaseNetwork]) -> str | N
         return f"IPv4-mapped address {ip}"
     if any(ip in net for net in allowed):
         return None
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.teredo is not None:
+            return f"Teredo address {ip}"
+        inner = ip.sixtofour or (ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) if ip in _NAT64 else None)
+        why = inner is not None and address_refusal(str(inner), allowed)
+        if why:
+            return f"{'6to4' if ip.sixtofour else 'NAT64'} address {ip} that carries a {why}"
     for flag, why in (("is_loopback", "loopback"), ("is_link_local", "link-local (metadata)"),
                       ("is_multicast", "multicast"), ("is_reserved", "reserved"), ("is_unspecified", "unspecified"),
                       ("is_private", "private")):
@@ -79,6 +92,32 @@ class FetchResult:
     body: bytes
     truncated: bool
     redirects: list[str] = field(default_factory=list)
+
+
+class Inflater:
+    """A response body's bytes as sent, decoded (gzip, deflate, or none) to at most `limit` + 1
+    bytes in all, however far the sent bytes would inflate."""
+
+    def __init__(self, encoding: str, limit: int):
+        enc = encoding.strip().lower()
+        if enc in ("", "identity"):
+            self._d = None
+        elif enc in ("gzip", "x-gzip", "deflate"):
+            self._d = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib, by the header
+        else:
+            raise FetchRefused(f"content encoding {encoding!r} is not accepted (gzip, deflate)")
+        self._left = limit + 1
+
+    def feed(self, raw: bytes) -> bytes:
+        if self._left <= 0:
+            return b""
+        try:
+            out = raw if self._d is None else self._d.decompress(raw, self._left)
+        except zlib.error as e:
+            raise FetchRefused(f"the compressed body does not decode: {e}") from e
+        out = out[:self._left]
+        self._left -= len(out)
+        return out
 
 
 @dataclass
@@ -129,7 +168,8 @@ class WebGuard:
             transport._pool._network_backend = _PinnedBackend({host: addr})  # pin the checked address
             remaining = max(0.1, deadline - asyncio.get_running_loop().time())
             async with httpx.AsyncClient(transport=transport, timeout=remaining, follow_redirects=False,
-                                         headers={"User-Agent": "Novaberg/0.1", "Accept": accept}) as client:
+                                         headers={"User-Agent": "Novaberg/0.1", "Accept": accept,
+                                                  "Accept-Encoding": "gzip, deflate"}) as client:
                 try:
                     async with asyncio.timeout(remaining):
                         async with client.stream("GET", current) as r:
@@ -141,8 +181,9 @@ class WebGuard:
                                 current = urljoin(current, loc)
                                 continue
                             body, truncated = bytearray(), False
-                            async for chunk in r.aiter_bytes():
-                                body += chunk
+                            inflate = Inflater(r.headers.get("content-encoding", ""), self.max_bytes)
+                            async for chunk in r.aiter_raw():
+                                body += inflate.feed(chunk)
                                 if len(body) > self.max_bytes:
                                     body, truncated = body[: self.max_bytes], True
                                     break

@@ -64,3 +64,25 @@ def test_openai_route_rejects_a_bad_turn_id_header(client, keys, settings):
                     json={"model": "badpair", "messages": [{"role": "user", "content": "hi"}]})
     assert r.status_code == 422
     assert _stored(settings) == (0, 0)
+
+
+@pytest.mark.parametrize("header", [b"Bearer \xa0", b"Bearer", b"Basic abc", b"\xa0", b"Bearer \xa0\xa0x"])
+def test_a_malformed_authorization_is_refused_not_a_server_error(client, header):
+    r = client.get("/v1/characters", headers={"Authorization": header})
+    assert r.status_code == 401 and r.json()["error"]["type"] == "unauthorized", r.text
+
+
+def test_an_upload_in_a_charset_that_is_no_text_encoding(client, keys):
+    r = client.post("/v1/pairs/alice/nova/files", content=b"Uryyb", params={"name": "x.txt"},
+                    headers={**auth(keys["alice"]), "Content-Type": "text/plain; charset=rot13"})
+    assert r.status_code == 422 and "no text encoding" in r.json()["error"]["message"], r.text
+
+
+@pytest.mark.parametrize("card, fragment", [
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    (b'{"name": "Zahl", "description": ' + b"7" * 5000 + b"}", "digits"),
+])
+def test_a_card_built_to_break_the_parser(client, keys, card, fragment):
+    r = client.post("/v1/characters/import", content=card,
+                    headers={**auth(keys["operator"]), "Content-Type": "application/json"})
+    assert r.status_code == 422 and fragment in r.json()["error"]["message"], r.text

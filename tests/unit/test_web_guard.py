@@ -1,6 +1,7 @@
 """The web guard against a real local HTTP server: refusals by address class, the pinned
 connection, redirects checked again, size and time caps; page text with its fallback."""
 import asyncio
+import gzip
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,6 +14,10 @@ from serve.web_guard import FetchRefused, WebGuard, address_refusal
 
 ARTICLE = (b"<html><head><title>T</title></head><body><nav>Menue</nav><article><h1>Beagle</h1>"
            + b"<p>Der Beagle ist eine von der FCI anerkannte britische Hunderasse. " * 8 + b"</p></article></body></html>")
+
+
+BOMBE = gzip.compress(b"\0" * 20_000_000, compresslevel=9)
+"""20 MB of zeros in about 20 kB: a page that inflates a thousandfold."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -38,6 +43,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "text/plain")
             self.end_headers()
             self.wfile.write(b"x" * 50_000)
+        elif self.path in ("/gepackt", "/bombe"):
+            body = gzip.compress(ARTICLE) if self.path == "/gepackt" else BOMBE
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif self.path == "/brotli":
+            self.send_response(200)
+            self.send_header("Content-Encoding", "br")
+            self.end_headers()
+            self.wfile.write(b"\x0b\x02\x80hi\x03")
         elif self.path == "/langsam":
             time.sleep(3)
             self.send_response(200)
@@ -58,10 +76,15 @@ def server():
 def test_address_classes():
     refused = {"127.0.0.1": "loopback", "10.1.2.3": "private", "192.168.0.5": "private", "169.254.169.254": "link-local",
                "::1": "loopback", "fd00::1": "private", "::ffff:10.0.0.1": "IPv4-mapped", "0.0.0.0": "unspecified",
-               "224.0.0.1": "multicast", "100.64.0.1": "non-global"}
+               "224.0.0.1": "multicast", "100.64.0.1": "non-global",
+               # addresses that carry an IPv4 address inside: 6to4 of loopback and of a private one, NAT64, Teredo
+               "2002:7f00:1::1": "6to4 address 2002:7f00:1::1 that carries a loopback",
+               "2002:a00:1::1": "carries a private address 10.0.0.1", "64:ff9b::a00:1": "NAT64",
+               "2001:0:4136:e378:8000:63bf:3fff:fdd2": "Teredo"}
     for addr, why in refused.items():
         assert why in (address_refusal(addr, []) or ""), addr
     assert address_refusal("93.184.216.34", []) is None
+    assert address_refusal("2002:5db8:d822::1", []) is None  # 6to4 of a public address
     import ipaddress
 
     assert address_refusal("127.0.0.1", [ipaddress.ip_network("127.0.0.0/8")]) is None
@@ -101,6 +124,12 @@ def test_pinned_fetch_redirects_and_caps(server):
     assert big.truncated and len(big.body) == 10_000
     with pytest.raises(FetchRefused, match="link-local"):
         asyncio.run(g.fetch(f"http://news.example:{port}/nach-innen"))  # the redirect is checked again
+    packed = asyncio.run(g.fetch(f"http://news.example:{port}/gepackt"))
+    assert packed.body == ARTICLE and not packed.truncated  # a gzip page, inflated
+    bomb = asyncio.run(g.fetch(f"http://news.example:{port}/bombe"))  # 20 MB inflated from 20 kB sent
+    assert bomb.truncated and len(bomb.body) == 10_000
+    with pytest.raises(FetchRefused, match="content encoding 'br'"):
+        asyncio.run(g.fetch(f"http://news.example:{port}/brotli"))
     with pytest.raises(FetchRefused, match="within"):
         asyncio.run(g.fetch(f"http://news.example:{port}/langsam"))
     with pytest.raises(FetchRefused, match="redirects"):
