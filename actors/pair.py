@@ -68,6 +68,8 @@ class PairActor:
         self._character: ChainRunner | None = None
         self._order = ArrivalOrder()  # one turn at a time, in arrival order
         self._inflight = 0
+        self._messages = 0
+        """The human's turns this actor holds, running or waiting; bounded on its own (`_refuse`)."""
         self._last = time.monotonic()
         self._turns = 0
         self._watch: asyncio.Task | None = None
@@ -122,11 +124,27 @@ class PairActor:
         ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
 
     # ------------------------------------------------------------------ turns
+    def _refuse(self, request: PairTurnRequest) -> TurnFailure | None:
+        """The pair's own bound on its queue, whatever admission let through (a caller other than
+        the ingress, or leases that expired): beyond `max_turns_queued_per_pair` turns held, a
+        turn is refused before anything of it is stored."""
+        bound = self.settings.max_turns_queued_per_pair
+        if self._messages < bound:
+            return None
+        log.warning("pair %s:%s: %d turns held, turn %s refused (fallback warteschlange_voll)", self.user_id,
+                    self.character_id, self._messages, request.turn_id)
+        return TurnFailure(turn_id=request.turn_id, message=f"the pair holds {self._messages} turns already; "
+                           "try again shortly", refused=True)
+
     async def turn(self, request: PairTurnRequest) -> TurnResult | TurnFailure:
+        if (refused := self._refuse(request)) is not None:
+            return refused
         self._enter()
+        self._messages += 1
         try:
             return await self._turn_locked(request, None)
         finally:
+            self._messages -= 1
             self._leave()
 
     async def turn_stream(self, request: PairTurnRequest) -> AsyncIterator[TurnStreamEvent]:
@@ -137,7 +155,11 @@ class PairActor:
         Thinker, the tribunal and corrector and the leak guard may still change it. Once the turn
         is committed, one `token` event carries the reply exactly as stored (`draft_kept` says
         whether it is the draft unchanged): what a client keeps showing is what Nova remembers."""
+        if (refused := self._refuse(request)) is not None:
+            yield ErrorEvent(failure=refused)
+            return
         self._enter()
+        self._messages += 1
         try:
             q: asyncio.Queue = asyncio.Queue()
             task = asyncio.get_running_loop().create_task(self._turn_locked(request, q))
@@ -166,6 +188,7 @@ class PairActor:
                 yield FinalEvent(result=result)
                 return
         finally:
+            self._messages -= 1
             self._leave()
 
     async def _turn_locked(self, request: PairTurnRequest | None, events: asyncio.Queue | None,

@@ -119,6 +119,8 @@ class TurnFailure(BaseModel):
     """None: no node ran (the pair actor could not be reached)."""
     message: str
     message_kept: bool = False
+    refused: bool = False
+    """The pair's actor held as many turns as it may: nothing of this one ran (429)."""
 
 
 class EventDropped(BaseModel):

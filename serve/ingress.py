@@ -22,7 +22,7 @@ from ray import serve
 from actors.pair import get_or_create_pair, pair_name
 from core.names import INGRESS_DEPLOYMENT
 from core.settings import Settings
-from core.wire import ErrorEvent, PairTurnRequest, RestartEvent, TurnFailure, TurnStreamEvent
+from core.wire import ErrorEvent, PairTurnRequest, RestartEvent, TurnFailure, TurnResult, TurnStreamEvent
 from memory import erasure
 from pipeline.services import StoreClient, transport
 from serve import dashboard
@@ -121,6 +121,8 @@ class Ingress:
         """The store's typed operations (memory/clients.py) over the store deployment."""
         self._pairs: dict[str, Any] = {}
         self._keys: OrderedDict[str, tuple[float, dict | None]] = OrderedDict()
+        self._owned: set[asyncio.Task] = set()
+        """Turns that hold their admission lease until the pair actor has finished them."""
         self._refused: OrderedDict[str, tuple[float, dict | None]] = OrderedDict()
         """Refused key strings, cached apart: random keys cannot evict the valid ones."""
         self._characters: dict[str, float] = {}
@@ -235,6 +237,58 @@ class Ingress:
             for key in self._inflight_keys(user_id, character_id):
                 p.zrem(key, lease)
             await p.execute()
+
+    def _own(self, work: Awaitable[T]) -> asyncio.Task[T]:
+        """A task the request's cancellation does not reach (a client that hung up); kept until done."""
+        task = asyncio.ensure_future(work)
+        self._owned.add(task)
+        task.add_done_callback(self._owned.discard)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: the caller may be gone
+        return task
+
+    async def run_turn(self, user_id: str, character_id: str, text: str, turn_id: str) -> TurnResult | TurnFailure:
+        """A message's turn: admitted (429 beyond the bounds), handed to the pair's actor, and its
+        admission lease held until the actor has finished it, whatever becomes of the caller — a
+        client that hangs up frees no place while its turn still runs."""
+        lease, seq = await self.admit(user_id, character_id, ankunft=True)
+        request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
+
+        async def owned() -> TurnResult | TurnFailure:
+            try:
+                return await self.call(user_id, character_id, lambda h: h.turn.remote(request))
+            finally:
+                await self.release(user_id, character_id, lease)
+
+        return await asyncio.shield(self._own(owned()))
+
+    async def run_stream(self, user_id: str, character_id: str, text: str,
+                         turn_id: str) -> AsyncIterator[TurnStreamEvent]:
+        """A message's turn as events: admitted here (429 before any byte of the answer), then the
+        pair actor's stream is read to its end by a task of its own, which gives the lease back;
+        a client that leaves early stops reading, not the turn, and frees no place before it ends."""
+        lease, seq = await self.admit(user_id, character_id, ankunft=True)
+        request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
+        queue: asyncio.Queue[TurnStreamEvent | None] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for ev in self.stream(user_id, character_id, request):
+                    queue.put_nowait(ev)
+            finally:
+                queue.put_nowait(None)
+                await self.release(user_id, character_id, lease)
+
+        task = self._own(pump())
+
+        async def events() -> AsyncIterator[TurnStreamEvent]:
+            while (ev := await queue.get()) is not None:
+                yield ev
+            if not task.done():
+                await asyncio.shield(task)
+            if task.exception() is not None:
+                raise task.exception()
+
+        return events()
 
     @asynccontextmanager
     async def admitted(self, user_id: str, character_id: str, ankunft: bool = False):

@@ -48,6 +48,9 @@ def unknown_character(character_id: str) -> HTTPException:
 def turn_failed(failure: TurnFailure) -> dict:
     """The error body of a turn whose chain failed: which node, and whether the human's message
     is kept (then the same turn_id asks for the reply again, and his message is not stored twice)."""
+    if failure.refused:
+        return {"type": "limit", "message": failure.message, "turn_id": failure.turn_id, "message_kept": False,
+                "node": None}
     message = f"node {failure.node} failed: {failure.message}"
     if failure.message_kept:
         message += (f"; your message is kept: send it again with the same turn_id ({failure.turn_id}) "
@@ -57,7 +60,10 @@ def turn_failed(failure: TurnFailure) -> dict:
 
 
 def turn_result(result: TurnResult | TurnFailure) -> TurnResult:
-    """The turn's result; a failed turn answers 502 with `turn_failed`'s body."""
+    """The turn's result; a failed turn answers 502 with `turn_failed`'s body, a refused one 429."""
+    if isinstance(result, TurnFailure) and result.refused:
+        raise HTTPException(status_code=429, headers={"Retry-After": "2"},
+                            detail={"type": "limit", "message": result.message, "turn_id": result.turn_id})
     if isinstance(result, TurnFailure):
         raise HTTPException(status_code=502, detail=turn_failed(result))
     return result

@@ -10,7 +10,7 @@ import uuid
 from fastapi import APIRouter, Header, Response
 from fastapi.responses import StreamingResponse
 
-from core.wire import ErrorEvent, FinalEvent, PairTurnRequest, TokenEvent
+from core.wire import ErrorEvent, FinalEvent, TokenEvent
 from serve.routes.common import TheIngress, error, turn_failed, turn_result
 from serve.schemas import TURN_ID_PATTERN, ChatCompletionRequest
 
@@ -53,10 +53,7 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     if ignored:
         log.info("ingress: turn %s over the OpenAI door; ignored: %s", turn_id, ", ".join(ignored))
     if not body.stream:
-        async with ing.admitted(user_id, character_id, ankunft=True) as seq:
-            request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
-            result = await ing.call(user_id, character_id, lambda h: h.turn.remote(request))
-        result = turn_result(result)
+        result = turn_result(await ing.run_turn(user_id, character_id, text, turn_id))
         response.headers.update(headers)
         u = result.usage
         return {"id": cid, "object": "chat.completion", "created": created, "model": character_id,
@@ -67,26 +64,18 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
                 "novaberg": {"turn_id": result.turn_id, "replayed": result.replayed}}
 
     include_usage = bool((body.stream_options or {}).get("include_usage"))
-    lease, seq = await ing.admit(user_id, character_id, ankunft=True)  # held until the stream ends
-    request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
+    turn = await ing.run_stream(user_id, character_id, text, turn_id)  # 429 here, before the answer starts
 
     def sse(obj: dict) -> str:
         return f"data: {json.dumps(obj)}\n\n"
 
     async def chunks():
-        try:
-            async for part in _chunks():
-                yield part
-        finally:
-            await ing.release(user_id, character_id, lease)
-
-    async def _chunks():
         base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": character_id}
         yield sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                         "finish_reason": None}]})
         # only text that passed review: the draft events are left out (an OpenAI client has no
         # way to take back content it was sent), the kept reply comes as one `token` event
-        async for ev in ing.stream(user_id, character_id, request):
+        async for ev in turn:
             if isinstance(ev, TokenEvent):
                 yield sse({**base, "choices": [{"index": 0, "delta": {"content": ev.text}, "finish_reason": None}]})
             elif isinstance(ev, FinalEvent):

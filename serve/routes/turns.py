@@ -4,12 +4,13 @@ being asked, the pair's status, the character's greeting, and an operator's even
 import json
 import time
 import uuid
+import weakref
 from datetime import datetime, timezone
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
 from sse_starlette.sse import EventSourceResponse
 
-from core.wire import ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairTurnRequest
+from core.wire import ErrorEvent, EventDropped, FinalEvent, PairEventRequest
 from memory import session
 from pipeline.figur import einsetzen
 from serve.routes.common import ACTOR_GONE, TheIngress, error, turn_failed, turn_result
@@ -27,25 +28,18 @@ async def post_turn(body: TurnRequest, ing: TheIngress, user_id: str = Path(patt
     text, turn_id = ing.validate_text(body.text), body.turn_id or uuid.uuid4().hex
     await ing.known_character(character_id)
     if not stream:
-        async with ing.admitted(user_id, character_id, ankunft=True) as seq:
-            request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
-            result = await ing.call(user_id, character_id, lambda h: h.turn.remote(request))
-        return turn_result(result).body()
-    lease, seq = await ing.admit(user_id, character_id, ankunft=True)  # held until the stream ends
-    request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
+        return turn_result(await ing.run_turn(user_id, character_id, text, turn_id)).body()
+    turn = await ing.run_stream(user_id, character_id, text, turn_id)  # 429 here, before the answer starts
 
     async def events():
-        try:
-            async for ev in ing.stream(user_id, character_id, request):
-                if isinstance(ev, ErrorEvent):  # the same body as a plain request's 502
-                    data = {"error": turn_failed(ev.failure)}
-                elif isinstance(ev, FinalEvent):
-                    data = ev.result.body()
-                else:
-                    data = ev.model_dump(exclude={"event"})
-                yield {"event": ev.event, "data": json.dumps(data)}
-        finally:
-            await ing.release(user_id, character_id, lease)
+        async for ev in turn:
+            if isinstance(ev, ErrorEvent):  # the same body as a plain request's 502
+                data = {"error": turn_failed(ev.failure)}
+            elif isinstance(ev, FinalEvent):
+                data = ev.result.body()
+            else:
+                data = ev.model_dump(exclude={"event"})
+            yield {"event": ev.event, "data": json.dumps(data)}
 
     return EventSourceResponse(events())
 
@@ -60,6 +54,34 @@ async def get_history(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
     # from the session store: reading the history never makes (or wakes) a pair actor
     turns = await session.load_turns(await ing.redis_client(), user_id, character_id, limit)
     return {"user_id": user_id, "character_id": character_id, "turns": turns}
+
+
+class _Slot:
+    """A user's place among the open event streams, given back once, however the stream ends:
+    by its generator's end, by the answer's end, or — a client that left before the answer
+    started, so that neither ran — when the answer object is collected."""
+
+    def __init__(self, counts: dict[str, int], user_id: str):
+        self._counts, self._user = counts, user_id
+        self._held = True
+
+    def free(self) -> None:
+        if self._held:
+            self._held = False
+            self._counts[self._user] -= 1
+
+
+class _SlotResponse(EventSourceResponse):
+    def __init__(self, content, slot: _Slot):
+        super().__init__(content)
+        weakref.finalize(self, slot.free)
+        self._slot = slot
+
+    async def __call__(self, scope, receive, send):
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._slot.free()
 
 
 @router.get("/v1/pairs/{user_id}/{character_id}/events")
@@ -84,7 +106,8 @@ async def get_events(request: Request, ing: TheIngress, user_id: str = Path(patt
             "type": "limit", "message": f"at most {ing.settings.max_event_streams_per_user} open event streams "
                                        "per user"})
     cursor = cursor or await session.push_cursor_now(r, user_id, character_id)
-    ing.streams[user_id] = ing.streams.get(user_id, 0) + 1
+    ing.streams[user_id] = ing.streams.get(user_id, 0) + 1  # no await from here to the answer's start
+    slot = _Slot(ing.streams, user_id)
 
     async def events():
         nonlocal cursor
@@ -101,9 +124,9 @@ async def get_events(request: Request, ing: TheIngress, user_id: str = Path(patt
                     cursor, quiet_since = mid, time.monotonic()
                     yield {"event": "nachricht", "id": mid, "data": json.dumps(message)}
         finally:
-            ing.streams[user_id] -= 1
+            slot.free()
 
-    return EventSourceResponse(events())
+    return _SlotResponse(events(), slot)
 
 
 @router.get("/v1/pairs/{user_id}/{character_id}/status")

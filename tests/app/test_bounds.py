@@ -121,6 +121,46 @@ def test_turns_in_flight_are_bounded_per_pair(system, keys, settings, character)
     assert r.zcard(f"inflight:leases:pair:alice:{ch}") == 0
 
 
+def _hang_up(url: str, path: str, stream: bool, text: str, headers: dict) -> int:
+    """Send a turn and leave: a stream as soon as its answer started, a plain request after 0.5 s.
+    The status, or 0 when the client left before it came."""
+    import httpx
+
+    with httpx.Client(base_url=url, timeout=30 if stream else 0.5) as c:
+        try:
+            if stream:
+                with c.stream("POST", path, params={"stream": "true"}, json={"text": text}, headers=headers) as r:
+                    return r.status_code
+            return c.post(path, json={"text": text}, headers=headers).status_code
+        except httpx.TimeoutException:
+            return 0
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_client_that_hangs_up_frees_no_place_while_its_turn_runs(system, keys, settings, character, stream):
+    """40 turns of one key, each left by its client at once: the admission lease stays with the
+    turn until the pair actor has finished it, so the bound answers 429 and no more turns run at
+    once than it allows; every admitted turn still ends, exactly once."""
+    from redis import Redis
+
+    r = Redis.from_url(settings.redis_url)
+    ch, bound = character("drop"), settings.max_turns_queued_per_pair
+    leases = f"inflight:leases:pair:alice:{ch}"
+    codes, held = [], []
+    for i in range(40):
+        codes.append(_hang_up(system.url, f"/v1/pairs/alice/{ch}/turns", stream, f"Weg {i}", auth(keys["alice"])))
+        held.append(r.zcard(leases))
+    admitted = int(r.get(f"pair:seq:alice:{ch}"))  # an arrival number is drawn only with an admission
+    assert codes.count(429) > 0 and max(held) <= bound, (codes, held)
+    assert max(held) >= 1  # places stay taken after their clients left
+    assert admitted <= bound + 10, (admitted, codes)  # the turns that ran, not the 40 that were sent
+    deadline = time.monotonic() + 180
+    while r.zcard(leases) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert r.zcard(leases) == 0  # given back once the turns ended
+    assert _stored(settings, "alice", ch) == (2 * admitted, admitted)
+
+
 def test_keys_can_be_revoked(client, keys, monkeypatch, capsys, system):
     op = auth(keys["operator"])
     user = f"rev-{uuid.uuid4().hex[:6]}"
