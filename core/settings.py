@@ -213,6 +213,16 @@ class ApiBoundsSettings(Section):
     """The largest uploaded file (text, Markdown, PDF); larger bodies get 413 while they arrive."""
     file_max_chars: int = Field(default=200_000, ge=1000)
     """The most characters of text an uploaded file may hold once read (a PDF's extracted text); beyond: 413."""
+    files_per_pair: int = Field(default=200, ge=1)
+    """The most files one pair may hold; an upload beyond answers 413 (`quota`) before its body is read."""
+    file_bytes_per_user: int = Field(default=200 * 1024 * 1024, ge=1024)
+    """The most bytes of files one user may hold over all pairs; an upload beyond answers 413 (`quota`)."""
+    file_read_workers: int = Field(default=2, ge=1)
+    """Threads of an ingress replica that read uploaded files (PDF text extraction); more wait their turn."""
+    file_read_timeout_s: float = Field(default=30.0, gt=0)
+    """How long reading one uploaded file may take; beyond: 422, and the file is not stored."""
+    file_embed_concurrency: int = Field(default=4, ge=1)
+    """An upload's chunks embedded at once: a large file cannot crowd the embedder out of the turns."""
 
 
 class LLMSettings(Section):

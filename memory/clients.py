@@ -245,6 +245,11 @@ class Dateien(StoreModule):
         file, False), and nothing is written."""
 
     @op
+    async def umfang(self, user_id: str, character_id: str) -> dict[str, int]:
+        """What a pair and its user hold already: the pair's files (`dateien_paar`), the user's
+        bytes over all pairs (`bytes_user`)."""
+
+    @op
     async def liste(self, user_id: str, character_id: str) -> list[dict[str, Any]]:
         """The pair's files, newest first."""
 

@@ -67,6 +67,15 @@ async def speichern(pool: AsyncConnectionPool, user_id: str, character_id: str, 
     return found, row is not None
 
 
+async def umfang(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, int]:
+    """What a pair and its user hold already: the pair's files, the user's bytes over all pairs."""
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT count(*) FILTER (WHERE character_id = %s), coalesce(sum(bytes), 0)"
+                                 " FROM dateien WHERE user_id = %s", (character_id, user_id))
+        n, b = await cur.fetchone()
+    return {"dateien_paar": int(n), "bytes_user": int(b)}
+
+
 async def liste(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[dict[str, Any]]:
     """The pair's files, newest first."""
     async with pool.connection() as conn:

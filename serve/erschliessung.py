@@ -85,6 +85,8 @@ class Werkzeuge:
     prompts: PromptLibrary
     deadline_s: float
     max_tokens: int
+    embed_concurrency: int = 4
+    """Chunks embedded at once."""
 
 
 # ---------------------------------------------------------------- chunks
@@ -240,7 +242,13 @@ async def indizieren(w: Werkzeuge, dok: Dokument, user_id: str, character_id: st
         return {"datei": alt, "neu": False}
     e = await erschliessen(w, dok, f"{user_id}:{character_id}")
     teile = abschnitte(dok.text)
-    vektoren = await asyncio.gather(*[w.embed(f"{e.thema}: {t}") for t in teile])
+    gate = asyncio.Semaphore(w.embed_concurrency)  # the embedder is the turns' too
+
+    async def embed(t: str) -> list[float]:
+        async with gate:
+            return await w.embed(f"{e.thema}: {t}")
+
+    vektoren = await asyncio.gather(*[embed(t) for t in teile])
     datei = {"name": dok.name, "art": dok.art, "inhalt_hash": dok.inhalt_hash, "bytes": dok.bytes,
              "zeichen": len(dok.text), "thema": e.thema, "zusammenfassung": e.zusammenfassung,
              "stichworte": e.stichworte, "erschliessung": e.herkunft}

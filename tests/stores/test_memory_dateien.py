@@ -99,6 +99,9 @@ def test_indexing_once_and_both_channels(pool, minilm):
         again = await erschliessung.indizieren(w, dok, user, ch)  # the same content: found, not indexed again
         assert not again["neu"] and again["datei"]["id"] == d["id"] and len(calls) == 1
         assert [x["id"] for x in await dateien.liste(p, user, ch)] == [d["id"]]
+        # what the pair and its user hold, for the upload quotas: the pair's files, the user's bytes
+        assert await dateien.umfang(p, user, ch) == {"dateien_paar": 1, "bytes_user": dok.bytes}
+        assert await dateien.umfang(p, user, ch + "-other") == {"dateien_paar": 0, "bytes_user": dok.bytes}
 
         async def ask(q):
             return (await aufzeichnungen.suchen(p, user, ch, q, encode(minilm, [q])[0], cfg))["treffer"]
@@ -119,6 +122,30 @@ def test_indexing_once_and_both_channels(pool, minilm):
         # removing the file removes its chunks
         assert await dateien.loeschen(p, user, ch, d["id"]) and not await dateien.loeschen(p, user, ch, d["id"])
         assert await aufzeichnungen.bestand(p, user, ch) == 0 and await dateien.liste(p, user, ch) == []
+
+    asyncio.run(with_pool(pool, go))
+
+
+def test_an_upload_embeds_its_chunks_a_few_at_a_time(pool):
+    """A large file's chunks reach the embedder at most `embed_concurrency` at once."""
+    dok = lesen(("Absatz ueber Bello und seine Tabletten. " * 40 + "\n\n").encode() * 30, "text/plain", "lang.txt",
+                200_000)
+    busy, most = 0, 0
+
+    async def embed(text):
+        nonlocal busy, most
+        busy += 1
+        most = max(most, busy)
+        await asyncio.sleep(0.01)
+        busy -= 1
+        return unit(0)
+
+    async def go(p):
+        user, ch = new_pair("idx")
+        w = _werkzeuge(p, None, json.dumps(MODELL), [])
+        w.embed, w.embed_concurrency = embed, 3
+        out = await erschliessung.indizieren(w, dok, user, ch)
+        assert out["datei"]["abschnitte"] > 3 and most == 3
 
     asyncio.run(with_pool(pool, go))
 
