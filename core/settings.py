@@ -408,6 +408,11 @@ class WebSettings(Section):
     """Redirects a fetch follows, each checked like the first address; beyond: refused."""
     web_allowed_networks: list[str] = Field(default_factory=list)
     """Private networks fetches may reach anyway (e.g. a local SearXNG); empty: public addresses only."""
+    web_fetch_per_turn: int = Field(default=3, ge=0)
+    """Pages the Thinker may fetch by its own choice in one turn (the search's own first page aside)."""
+    web_fetch_allowed_hosts: list[str] = Field(default_factory=list)
+    """Hosts (and their subdomains) the Thinker may fetch from beyond the URLs of this turn's search
+    results and of the human's own message; empty: those URLs only."""
 
 
 class DashboardSettings(Section):

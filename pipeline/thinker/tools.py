@@ -11,6 +11,7 @@ import logging
 import re
 from datetime import date, datetime
 from typing import Awaitable, Callable
+from urllib.parse import unquote_plus, urlsplit
 
 from pipeline.services import Deps
 from pipeline.state import Stimulus
@@ -60,10 +61,56 @@ def format_treffer(hits: list[dict], kopf: str) -> str:
     return "\n".join(lines)
 
 
+_URL = re.compile(r"https?://[^\s<>\"')\]]+", re.IGNORECASE)
+_WORD = re.compile(r"\w{3,}")
+
+
+def _url_key(url: str) -> str:
+    """A URL as compared with the allowed ones: without its fragment and a trailing slash."""
+    return url.split("#", 1)[0].rstrip("/")
+
+
+def traegt_erinnerung(url: str, erinnerungen: list[str]) -> bool:
+    """Whether a URL's path or query carries a memory's text: three of its words in a row."""
+    parts = urlsplit(url)
+    carried = " ".join(_WORD.findall(unquote_plus(f"{parts.path} {parts.query}").lower()))
+    for text in erinnerungen:
+        words = _WORD.findall(text.lower())
+        if any(" ".join(words[i:i + 3]) in carried for i in range(len(words) - 2)):
+            return True
+    return False
+
+
+class FetchRules:
+    """What the Thinker may fetch in one turn, so that neither a card's text nor a fetched page
+    can have it carry the pair's memory out: a URL of this turn's search results, of the human's
+    own message, or of a configured host — none whose path or query carries a memory it was
+    shown — and at most `web_fetch_per_turn` of them."""
+
+    def __init__(self, human_text: str, allowed_hosts: list[str], per_turn: int):
+        self.urls = {_url_key(u) for u in _URL.findall(human_text or "")}
+        self.hosts = [h.lower().lstrip(".") for h in allowed_hosts]
+        self.left = per_turn
+        self.erinnerungen: list[str] = []
+
+    def refusal(self, url: str) -> tuple[str, str] | None:
+        """(fallback name, reason) when the URL may not be fetched; None when it may."""
+        host = (urlsplit(url).hostname or "").lower()
+        listed = _url_key(url) in self.urls or any(host == h or host.endswith("." + h) for h in self.hosts)
+        if not listed:
+            return "web_fetch.fremde_url", "nur URLs aus den Suchtreffern dieses Turns oder aus der Nachricht"
+        if traegt_erinnerung(url, self.erinnerungen):
+            return "web_fetch.erinnerung_in_url", "die URL traegt Text aus dem Gedaechtnis"
+        if self.left <= 0:
+            return "web_fetch.budget", "das Abrufbudget dieses Turns ist verbraucht"
+        return None
+
+
 def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: SearchBudget) -> dict[str, Tool]:
     store, web = deps.store, deps.services.web
     user_id, character_id = stimulus.user_id, stimulus.character_id
     tz = deps.settings.timezone
+    regeln = FetchRules(stimulus.text or "", deps.settings.web_fetch_allowed_hosts, deps.settings.web_fetch_per_turn)
 
     async def timeline_check(arg: str) -> str:
         day = parse_datum(arg)
@@ -90,6 +137,7 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
                                  k=cfg.thinker_top_k, ausbreiten=False))["erinnerungen"]
         if not rows:
             return "Keine Eintraege im Langzeitgedaechtnis."
+        regeln.erinnerungen += [r["inhalt"] for r in rows]
         if cache.seen_result([r["id"] for r in rows]):  # stage 2: other words, the same hits
             log.info("thinker: memory_search %r returned hits seen before (stage 2)", arg)
             return HINWEIS_TREFFER
@@ -119,6 +167,7 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
             if not hits:
                 return f"Keine Treffer fuer '{arg}'; die Suche dieses Turns ist verbraucht."
             kopf = f"Treffer fuer '{arg}' ({found.get('anbieter')}):"
+        regeln.urls |= {_url_key(h["url"]) for h in hits if h.get("url")}
         text = format_treffer(hits[:5], kopf)
         top = hits[0].get("url")
         if top:  # auto-fetch of the top URL is code, not a decision of the model (seed 000 §4.4)
@@ -131,6 +180,11 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
 
     async def web_fetch(arg: str) -> str:
         url = arg.strip().strip("\"'<>")
+        refused = regeln.refusal(url)
+        if refused is not None:
+            log.warning("thinker: web_fetch of a URL on %s refused (fallback %s)", urlsplit(url).hostname, refused[0])
+            return f"Seite {url} nicht geladen: {refused[1]}."
+        regeln.left -= 1
         page = await _seite(url)
         if not page.get("ok"):
             return f"Seite {url} nicht geladen: {page.get('fehler')}"
