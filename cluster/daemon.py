@@ -29,6 +29,7 @@ def _write_secret(path: Path, value: str) -> None:
 
 
 def main() -> None:
+    os.umask(0o077)  # the stores' files, the logs and the keys under the home are the owner's alone
     settings = load_settings()
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

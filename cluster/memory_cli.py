@@ -36,8 +36,11 @@ class _Ctx:
         self.redis = Redis.from_url(self.stores.redis_url)
 
     async def close(self):
-        await self.pool.close()
-        await self.redis.aclose()
+        try:
+            await self.pool.close()
+            await self.redis.aclose()
+        finally:
+            await asyncio.to_thread(self.stores.stop_started)  # never leaves services it started behind
 
 
 def cmd_import(settings: Settings, args) -> int:

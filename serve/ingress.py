@@ -26,6 +26,7 @@ from core.wire import ErrorEvent, PairTurnRequest, RestartEvent, TurnFailure, Tu
 from memory import erasure
 from pipeline.services import StoreClient, transport
 from serve import dashboard
+from serve.auth_limit import AuthFailureLimit
 from serve.body_limit import BodyLimit
 from serve.direct_front import reuse_the_port
 from serve.routes import characters, common, files, openai, operator, turns, users
@@ -36,7 +37,7 @@ log = logging.getLogger("novaberg.ingress")
 app = FastAPI(title="Novaberg", version="0.1.0",
               description="Talk to a character whose memory lives server-side, one actor per (user, character).")
 
-_LIMITS = {"body": 1024 * 1024, "card": 8 * 1024 * 1024, "file": 10 * 1024 * 1024}
+_LIMITS = {"body": 1024 * 1024, "card": 8 * 1024 * 1024, "file": 10 * 1024 * 1024, "auth_failures": 60}
 """Set from the settings when a replica starts (the middleware is registered at import)."""
 
 
@@ -50,6 +51,7 @@ def _limit(path: str) -> int:
 
 
 app.add_middleware(BodyLimit, limits=_limit)
+app.add_middleware(AuthFailureLimit, per_minute=lambda: _LIMITS["auth_failures"])
 reuse_the_port()  # in the ingress replica's process, before Serve starts its server (Settings.http_front)
 
 _KEY_CACHE_S = 30.0
@@ -129,7 +131,7 @@ class Ingress:
         self.streams: dict[str, int] = {}
         """Open event streams per user on this replica."""
         _LIMITS.update(body=self.settings.max_body_bytes, card=self.settings.character_card_max_bytes,
-                       file=self.settings.file_max_bytes)
+                       file=self.settings.file_max_bytes, auth_failures=self.settings.auth_failures_per_minute)
         self._redis = None
         self._admission = None
         self.dashboard_loop = dashboard.DashboardLoop(

@@ -57,7 +57,10 @@ def settings(home, stores):
                     http_port=_free_port(), node_max_tokens={"*": 24}, pair_idle_timeout_s=6.0,
                     outbox_claim_idle_ms=30000, outbox_block_ms=200, llm_ctx=4096,
                     # the tiny model never speaks the Thinker's protocol: two iterations show the path
-                    thinker_max_iterations=2)
+                    thinker_max_iterations=2,
+                    # every test talks from 127.0.0.1, and the fuzzing and auth tests are refused by design
+                    # (the limit itself: tests/unit/test_auth_limit.py)
+                    auth_failures_per_minute=1_000_000)
 
 
 RAY_STARTS = 2
