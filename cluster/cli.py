@@ -284,11 +284,12 @@ def main(argv: list[str] | None = None) -> int:
     kr.add_argument("--api-key", help="the key to revoke")
     kr.add_argument("--user", help="revoke every key of this user")
     kr.add_argument("--key", help="operator key (default: the local one)")
-    from cluster import character_cli, files_cli, memory_cli
+    from cluster import character_cli, files_cli, memory_cli, outbox_cli
 
     memory_cli.add_parser(sub)
     character_cli.add_parser(sub)
     files_cli.add_parser(sub)
+    outbox_cli.add_parser(sub)
     args = p.parse_args(argv)
     import logging
 
@@ -297,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "chat": cmd_chat,
                 "key": lambda s, a: {"revoke": cmd_key_revoke, "bootstrap": cmd_key_bootstrap}.get(
                     a.keycmd, cmd_key_create)(s, a),
-                "memory": memory_cli.run, "character": character_cli.run, "files": files_cli.run}
+                "memory": memory_cli.run, "character": character_cli.run, "files": files_cli.run,
+                "outbox": outbox_cli.run}
     return handlers[args.cmd](settings, args)
 
 

@@ -125,20 +125,10 @@ async def _keys(r: Redis, scope: Scope) -> dict[str, list[str]]:
     return found
 
 
-def _job_owner(raw: Any) -> tuple[str | None, str | None]:
-    """The pair an outbox job belongs to (a turn's record, or a background job's state)."""
-    try:
-        job = json.loads(_s(raw))
-    except ValueError:
-        return None, None
-    t = job.get("turn") or (job.get("state") or {}).get("stimulus") or {}
-    return t.get("user_id"), t.get("character_id")
-
-
 async def _stream_entries(r: Redis, stream: str, scope: Scope) -> list[str]:
     ids = []
     for entry_id, fields in await r.xrange(stream):
-        if scope.holds(*_job_owner(fields.get(b"job") or fields.get("job") or b"{}")):
+        if scope.holds(*outbox.job_owner(fields.get(b"job") or fields.get("job") or b"{}")):
             ids.append(_s(entry_id))
     return ids
 

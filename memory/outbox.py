@@ -2,7 +2,10 @@
 
 A job is acknowledged only after its handler committed; a job that stays pending with a consumer
 longer than `claim_idle_ms` (its worker died) is taken over with XAUTOCLAIM. A job that failed
-`MAX_DELIVERIES` times moves to the dead-letter stream, loudly, instead of blocking the queue.
+`MAX_DELIVERIES` times for a reason of its own moves to the dead-letter stream, loudly, instead of
+blocking the queue; a store that is away (Postgres or Redis unreachable) is no reason of the job's:
+the job waits, pending, the consumer backs off, and nothing is dead-lettered for the outage. Dead
+letters can be listed and replayed, each exactly once (`dead_letters`, `replay`).
 """
 from __future__ import annotations
 
@@ -16,8 +19,32 @@ from redis.exceptions import ResponseError
 
 OUTBOX_STREAM = "novaberg:outbox"
 DEAD_STREAM = "novaberg:outbox:dead"
+FAILURES = "novaberg:outbox:fehler"
+"""Each pending job's failures of its own (a hash: entry id -> count); an outage counts none."""
 GROUP = "workers"
 MAX_DELIVERIES = 5
+MAX_PAUSE_S = 30.0
+"""The longest a consumer waits between two rounds while a store is away."""
+OUTAGES = frozenset({"OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed", "ConnectionError",
+                     "ConnectionRefusedError", "ConnectionResetError", "BrokenPipeError", "TimeoutError",
+                     "BusyLoadingError", "ActorUnavailableError", "ActorDiedError"})
+"""Exception classes (by name, through Ray's wrappers) that say a store or its process is away."""
+
+
+def is_outage(e: BaseException) -> bool:
+    """Whether a handler's failure says a store is away rather than that the job is bad: by the
+    classes of the exception and of its causes (a Ray task error carries the store's exception)."""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [e]
+    while stack:
+        x = stack.pop()
+        if x is None or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if any(c.__name__ in OUTAGES for c in type(x).__mro__):
+            return True
+        stack += [x.__cause__, x.__context__, getattr(x, "cause", None)]
+    return False
 
 log = logging.getLogger("novaberg.outbox")
 
@@ -105,6 +132,8 @@ class OutboxConsumer:
         self.block_ms = block_ms
         self.processed = 0
         self.rounds = 0
+        self.pause_s = 0.0
+        """The back-off while a store is away: doubled by each outage, cleared by a handled job."""
 
     async def step(self) -> int:
         """One round; returns the number of jobs acknowledged. A consumer group lost with the
@@ -142,6 +171,10 @@ class OutboxConsumer:
         acked = 0
         for entry_id, fields in entries:
             acked += await self._handle(entry_id, fields)
+            if self.pause_s:  # a store is away: the rest waits with this one
+                break
+        if self.pause_s:
+            await asyncio.sleep(self.pause_s)
         return acked
 
     async def _heartbeat(self, entry_id) -> None:
@@ -162,24 +195,93 @@ class OutboxConsumer:
             job = json.loads(raw)
             await self.handler(job)
         except Exception as e:
-            info = await self.r.xpending_range(self.stream, GROUP, min=entry_id, max=entry_id, count=1)
-            deliveries = info[0]["times_delivered"] if info else 1
-            if deliveries >= MAX_DELIVERIES:
-                log.error("outbox: job %s failed %d times, moved to %s", _s(entry_id), deliveries,
-                          self.dead_stream, exc_info=True)
-                # the reason travels with the job: the operator sees why it was given up
-                reason = f"{type(e).__name__}: {e}"[:500] + f" (after {deliveries} deliveries)"
-                await self.r.xadd(self.dead_stream, {"job": raw, "from": entry_id, "reason": reason})
-                await self.r.xack(self.stream, GROUP, entry_id)
-            else:
-                log.warning("outbox: job %s failed (delivery %d), stays pending for a retry",
-                            _s(entry_id), deliveries, exc_info=True)
+            if is_outage(e):
+                self.pause_s = min(MAX_PAUSE_S, max(0.5, self.pause_s * 2))
+                log.warning("outbox: job %s waits, a store is away (%s: %s); it stays pending, the next try in "
+                            "%.1f s or when claimed again (fallback speicher_weg)", _s(entry_id), type(e).__name__,
+                            str(e)[:200], self.pause_s)
+                return 0
+            await self._failed(entry_id, raw, e)
             return 0
         finally:
             beat.cancel()
-        await self.r.xack(self.stream, GROUP, entry_id)
+        async with self.r.pipeline(transaction=False) as p:
+            p.xack(self.stream, GROUP, entry_id)
+            p.hdel(FAILURES, _s(entry_id))
+            await p.execute()
         self.processed += 1
+        self.pause_s = 0.0
         return 1
+
+    async def _failed(self, entry_id, raw, e: Exception) -> None:
+        """A failure of the job's own: counted; at `MAX_DELIVERIES` the job moves to the dead letters."""
+        failures = await self.r.hincrby(FAILURES, _s(entry_id), 1)
+        if failures < MAX_DELIVERIES:
+            log.warning("outbox: job %s failed (failure %d), stays pending for a retry", _s(entry_id), failures,
+                        exc_info=True)
+            return
+        log.error("outbox: job %s failed %d times, moved to %s", _s(entry_id), failures, self.dead_stream,
+                  exc_info=True)
+        # the reason travels with the job: the operator sees why it was given up
+        reason = f"{type(e).__name__}: {e}"[:500] + f" (after {failures} failures)"
+        async with self.r.pipeline(transaction=True) as p:
+            p.xadd(self.dead_stream, {"job": raw, "from": entry_id, "reason": reason})
+            p.xack(self.stream, GROUP, entry_id)
+            p.hdel(FAILURES, _s(entry_id))
+            await p.execute()
+
+
+_REPLAY = """
+local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
+if #e == 0 then return false end
+local f = e[1][2]
+for i = 1, #f, 2 do
+  if f[i] == 'job' then
+    local id = redis.call('XADD', KEYS[2], '*', 'job', f[i + 1])
+    redis.call('XDEL', KEYS[1], ARGV[1])
+    return id
+  end
+end
+return false
+"""
+
+
+def job_owner(raw: Any) -> tuple[str | None, str | None]:
+    """The pair an outbox job belongs to (a turn's record, or a background job's state)."""
+    try:
+        job = json.loads(_s(raw))
+    except (TypeError, ValueError):
+        return None, None
+    t = job.get("turn") or (job.get("state") or {}).get("stimulus") or {} if isinstance(job, dict) else {}
+    return t.get("user_id"), t.get("character_id")
+
+
+async def dead_letters(r: Redis, count: int = 100, stream: str = DEAD_STREAM) -> list[dict[str, Any]]:
+    """The dead letters, oldest first: id, the job's kind, pair and turn, and why it was given up."""
+    out = []
+    for entry_id, fields in await r.xrange(stream, count=count):
+        raw = fields.get(b"job", fields.get("job")) or b"{}"
+        try:
+            job = json.loads(_s(raw))
+        except (TypeError, ValueError):
+            job = {}
+        job = job if isinstance(job, dict) else {}
+        user_id, character_id = job_owner(raw)
+        out.append({"id": _s(entry_id), "kind": job.get("kind"), "user_id": user_id, "character_id": character_id,
+                    "turn_id": job.get("turn_id") or (job.get("turn") or {}).get("turn_id"),
+                    "reason": _s(fields.get(b"reason", fields.get("reason", b""))),
+                    "from": _s(fields.get(b"from", fields.get("from", b"")))})
+    return out
+
+
+async def replay(r: Redis, dead_id: str, stream: str = OUTBOX_STREAM, dead_stream: str = DEAD_STREAM) -> str | None:
+    """Put a dead letter back into the outbox, exactly once (one atomic step: queued again and
+    removed from the dead letters); the new job's id, or None when there is no such dead letter."""
+    got = await r.eval(_REPLAY, 2, dead_stream, stream, dead_id)
+    if not got:
+        return None
+    log.info("outbox: dead letter %s replayed as job %s", dead_id, _s(got))
+    return _s(got)
 
 
 def _s(x) -> str:

@@ -6,6 +6,7 @@ import logging
 from fastapi import APIRouter, Header, Path, Query
 from fastapi.responses import HTMLResponse
 
+from memory import outbox
 from serve import dashboard
 from serve.routes.common import TheIngress, error
 from serve.schemas import ID_PATTERN, KeyCreateRequest, KeyCreateResponse, KeyRevokeRequest
@@ -35,6 +36,26 @@ async def revoke_keys(body: KeyRevokeRequest, ing: TheIngress, authorization: st
     ing.forget_keys(api_key=body.api_key, user_id=body.user_id)
     log.info("ingress: %d API key(s) revoked (%s)", n, "one key" if body.api_key else f"user {body.user_id}")
     return {"revoked": n}
+
+
+@router.get("/v1/operator/outbox/dead")
+async def list_dead_letters(ing: TheIngress, limit: int = Query(100, ge=1, le=1000),
+                            authorization: str | None = Header(None)):
+    """The background jobs given up after failures of their own, oldest first, with the reason."""
+    await ing.operator(authorization)
+    return {"dead_letters": await outbox.dead_letters(await ing.redis_client(), limit)}
+
+
+@router.post("/v1/operator/outbox/dead/{dead_id}/replay")
+async def replay_dead_letter(ing: TheIngress, dead_id: str = Path(pattern=r"^\d{1,20}-\d{1,20}$"),
+                             authorization: str | None = Header(None)):
+    """Queue a dead letter again, exactly once: a second replay of the same id answers 404."""
+    await ing.operator(authorization)
+    job = await outbox.replay(await ing.redis_client(), dead_id)
+    if job is None:
+        raise error(404, "not_found", f"no dead letter {dead_id}; GET /v1/operator/outbox/dead lists them")
+    log.info("ingress: dead letter %s queued again as job %s", dead_id, job)
+    return {"replayed": dead_id, "job": job}
 
 
 @router.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)

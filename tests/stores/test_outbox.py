@@ -134,3 +134,72 @@ def test_heartbeat_never_takes_a_job_back_and_the_group_heals_and_the_stream_is_
             await r.aclose()
 
     asyncio.run(go())
+
+
+def test_a_store_outage_waits_and_kills_no_job_and_dead_letters_replay_once(stores, monkeypatch):
+    """Postgres away for longer than MAX_DELIVERIES tries: the job waits, pending, the consumer
+    backs off, nothing is dead-lettered; once the store is back the job is done. A job that fails
+    for a reason of its own is dead-lettered, listed with its reason and pair, and replayed exactly
+    once."""
+    import psycopg
+    from redis.asyncio import Redis
+
+    monkeypatch.setattr(outbox, "MAX_PAUSE_S", 0.05)
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            stream, dead = f"test:outbox:{uuid.uuid4().hex[:8]}", f"test:dead:{uuid.uuid4().hex[:8]}"
+            await outbox.ensure_group(r, stream)
+            state = {"away": True, "done": []}
+
+            async def handle(job):
+                if job["kind"] == "kaputt":
+                    raise ValueError("a job of its own kind of wrong")
+                if state["away"]:
+                    raise psycopg.OperationalError("connection to server on socket failed: No such file")
+                state["done"].append(job["turn"]["turn_id"])
+
+            worker = OutboxConsumer(r, "w", handle, claim_idle_ms=0, block_ms=10, stream=stream, dead_stream=dead)
+            job = _job("ausfall-user")
+            await outbox.enqueue(r, job, stream)
+            for _ in range(3 * outbox.MAX_DELIVERIES):
+                assert await worker.step() == 0
+            assert await r.xlen(dead) == 0 and (await r.xpending(stream, GROUP))["pending"] == 1
+            assert worker.pause_s == 0.05  # backed off, within its bound
+            state["away"] = False
+            assert await worker.step() == 1 and state["done"] == [job["turn"]["turn_id"]]
+            assert worker.pause_s == 0 and await r.hlen(outbox.FAILURES) == 0
+
+            await outbox.enqueue(r, {"kind": "kaputt", "turn_id": "t-k", "state": {"stimulus": {
+                "user_id": "ausfall-user", "character_id": "nova"}}}, stream)
+            for _ in range(outbox.MAX_DELIVERIES):
+                await worker.step()
+            [letter] = await outbox.dead_letters(r, stream=dead)
+            assert (letter["kind"], letter["user_id"], letter["character_id"], letter["turn_id"]) == \
+                ("kaputt", "ausfall-user", "nova", "t-k")
+            assert "ValueError: a job of its own kind of wrong (after 5 failures)" == letter["reason"]
+            again = await outbox.replay(r, letter["id"], stream=stream, dead_stream=dead)
+            assert again is not None and await outbox.replay(r, letter["id"], stream=stream, dead_stream=dead) is None
+            assert await r.xlen(dead) == 0
+            assert json.loads((await r.xrange(stream, again, again))[0][1][b"job"])["kind"] == "kaputt"
+        finally:
+            await r.aclose()
+
+    asyncio.run(go())
+
+
+def test_outages_are_told_from_a_job_of_its_own_through_wrappers():
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    assert outbox.is_outage(psycopg.OperationalError("server closed the connection"))
+    assert outbox.is_outage(PoolTimeout("couldn't get a connection after 30 s"))
+    try:
+        try:
+            raise ConnectionRefusedError(111, "refused")
+        except ConnectionRefusedError as e:
+            raise RuntimeError("store call failed") from e
+    except RuntimeError as wrapped:
+        assert outbox.is_outage(wrapped)
+    assert not outbox.is_outage(ValueError("bad job")) and not outbox.is_outage(KeyError("turn"))
