@@ -83,7 +83,8 @@ def traegt_erinnerung(url: str, erinnerungen: list[str]) -> bool:
 
 class FetchRules:
     """What the Thinker may fetch in one turn, so that neither a card's text nor a fetched page
-    can have it carry the pair's memory out: a URL of this turn's search results, of the human's
+    can have it carry the pair's memory out: a URL of this turn's search results (the sachlage's
+    research included), of the human's
     own message, or of a configured host — none whose path or query carries a memory it was
     shown — and at most `web_fetch_per_turn` of them."""
 
@@ -111,6 +112,7 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
     user_id, character_id = stimulus.user_id, stimulus.character_id
     tz = deps.settings.timezone
     regeln = FetchRules(stimulus.text or "", deps.settings.web_fetch_allowed_hosts, deps.settings.web_fetch_per_turn)
+    regeln.urls |= {_url_key(h["url"]) for h in budget.sachlage_treffer if h.get("url")}  # the turn's research
 
     async def timeline_check(arg: str) -> str:
         day = parse_datum(arg)
