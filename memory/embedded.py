@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.errors import ConfigError
+
 log = logging.getLogger("novaberg.stores")
 
 
@@ -142,6 +144,23 @@ def resolve_store_urls(home: Path, database_url: str | None, redis_url: str | No
 
 EVICTING = {"allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru", "volatile-lfu", "volatile-random",
             "volatile-ttl"}
+
+
+class UnsafeRedis(ConfigError):
+    """The external Redis evicts keys under memory pressure and no setting allows it."""
+
+
+def check_redis(redis_url: str, allow_eviction: bool) -> list[str]:
+    """Wherever the system starts (`novaberg up`, the Serve config's builder): an evicting Redis
+    stops the start unless `allow_eviction`; the warnings (no persistence, an allowed eviction)
+    come back to be said, and are logged here."""
+    warnungen = redis_durability(redis_url)
+    if not allow_eviction and any("evicts keys" in w for w in warnungen):
+        raise UnsafeRedis(f"the Redis at REDIS_URL {next(w for w in warnungen if 'evicts keys' in w)}; "
+                          "set its maxmemory-policy to noeviction, or NOVABERG_REDIS_ALLOW_EVICTION=true")
+    for w in warnungen:
+        log.warning("the external Redis %s", w)
+    return warnungen
 
 
 def redis_durability(redis_url: str) -> list[str]:

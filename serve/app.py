@@ -43,8 +43,12 @@ def build_app(settings: Settings, engine=None, *, hintergrund: bool = False):
 
 def app_builder(args: dict | None = None):
     """The application of `cluster/serve_config.yaml` (`serve run` / `serve deploy`): the settings
-    from the environment where it is built, `args` on top; stores by URL."""
+    from the environment where it is built, `args` on top; stores by URL; a Redis that evicts keys
+    stops it (`NOVABERG_REDIS_ALLOW_EVICTION`)."""
     settings = load_settings(**(args or {}))
     if not (settings.database_url and settings.redis_url):
         raise ValueError("a Serve config deployment needs DATABASE_URL and REDIS_URL (no embedded stores)")
+    from memory.embedded import check_redis
+
+    check_redis(settings.redis_url, settings.redis_allow_eviction)  # as `novaberg up` does: refuses an evicting one
     return build_app(settings, hintergrund=True)
