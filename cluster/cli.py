@@ -85,13 +85,32 @@ def cmd_key_create(settings: Settings, args) -> int:
     if not info:
         print("novaberg is not running; start it with `novaberg up`", file=sys.stderr)
         return 1
+    if args.operator == (args.user is not None):
+        print("name --user USER for a user's key, or --operator for an operator key", file=sys.stderr)
+        return 2
     key = operator_key(settings, args)
-    r = httpx.post(f"{info['url']}/v1/operator/keys", json={"user_id": args.user},
-                   headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    body = {"user_id": args.user, "operator": args.operator, "expires_in_days": args.expires_days}
+    r = httpx.post(f"{info['url']}/v1/operator/keys", json=body, headers={"Authorization": f"Bearer {key}"},
+                   timeout=30)
     if r.status_code != 200:
         print(f"error {r.status_code}: {r.text}", file=sys.stderr)
         return 1
     print(r.json()["api_key"])
+    return 0
+
+
+def cmd_key_list(settings: Settings, args) -> int:
+    """Every key without its secret: id, whose, label, created, expires, state."""
+    from cluster.cli_common import request
+
+    r = request(settings, args, "GET", "/v1/operator/keys")
+    if r is None:
+        return 1
+    for k in r.json()["keys"]:
+        state = "active" if k["active"] else "revoked" if k["revoked_at"] else "expired"
+        whose = "operator" if k["is_operator"] else f"user {k['user_id']}"
+        print(f"{k['id']}\t{whose}\t{state}\tcreated {k['created_at'][:19]}\t"
+              f"expires {(k['expires_at'] or 'never')[:19]}\t{k['label']}")
     return 0
 
 
@@ -123,10 +142,10 @@ def cmd_key_revoke(settings: Settings, args) -> int:
     if not info:
         print("novaberg is not running; start it with `novaberg up`", file=sys.stderr)
         return 1
-    if (args.api_key is None) == (args.user is None):
-        print("name exactly one: --api-key KEY or --user USER", file=sys.stderr)
+    if sum(x is not None for x in (args.api_key, args.user, args.id)) != 1:
+        print("name exactly one: --api-key KEY, --id ID (novaberg key list) or --user USER", file=sys.stderr)
         return 2
-    body = {"api_key": args.api_key} if args.api_key else {"user_id": args.user}
+    body = {"api_key": args.api_key} if args.api_key else {"key_id": args.id} if args.id else {"user_id": args.user}
     r = httpx.post(f"{info['url']}/v1/operator/keys/revoke", json=body,
                    headers={"Authorization": f"Bearer {operator_key(settings, args)}"}, timeout=30)
     if r.status_code != 200:
@@ -274,14 +293,19 @@ def main(argv: list[str] | None = None) -> int:
     ch.add_argument("--once", action="store_true", help="exit after one reply")
     key = sub.add_parser("key", help="API keys")
     ks = key.add_subparsers(dest="keycmd", required=True)
-    kc = ks.add_parser("create", help="create an API key bound to a user")
-    kc.add_argument("--user", required=True)
+    kc = ks.add_parser("create", help="create an API key bound to a user (or an operator key)")
+    kc.add_argument("--user")
+    kc.add_argument("--operator", action="store_true", help="an operator key, which reaches every user")
+    kc.add_argument("--expires-days", type=int, help="the key stops working after so many days (default: never)")
     kc.add_argument("--key", help="operator key (default: the local one)")
+    kl = ks.add_parser("list", help="every key without its secret: id, whose, expiry, state")
+    kl.add_argument("--key", help="operator key (default: the local one)")
     kb = ks.add_parser("bootstrap", help="an operator key written straight into the database at DATABASE_URL "
                                          "(a deployment by Serve config, where no `up` made one)")
     kb.add_argument("--label", default="bootstrap")
     kr = ks.add_parser("revoke", help="revoke one key, or every key of a user")
     kr.add_argument("--api-key", help="the key to revoke")
+    kr.add_argument("--id", type=int, help="the id of the key to revoke (novaberg key list), an operator's too")
     kr.add_argument("--user", help="revoke every key of this user")
     kr.add_argument("--key", help="operator key (default: the local one)")
     from cluster import character_cli, files_cli, memory_cli, outbox_cli
@@ -296,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     settings = load_settings()
     handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "chat": cmd_chat,
-                "key": lambda s, a: {"revoke": cmd_key_revoke, "bootstrap": cmd_key_bootstrap}.get(
+                "key": lambda s, a: {"revoke": cmd_key_revoke, "bootstrap": cmd_key_bootstrap, "list": cmd_key_list}.get(
                     a.keycmd, cmd_key_create)(s, a),
                 "memory": memory_cli.run, "character": character_cli.run, "files": files_cli.run,
                 "outbox": outbox_cli.run}

@@ -539,9 +539,14 @@ class Pg(StoreModule):
         """How often each branching node took each outcome (art = switch), since a point in time."""
 
     @op
-    async def revoke_api_keys(self, key: str | None = None, user_id: str | None = None) -> int:
-        """Revoke one key (given in plain text) or every active key of a user; how many were
-        revoked."""
+    async def revoke_api_keys(self, key: str | None = None, user_id: str | None = None,
+                              key_id: int | None = None) -> int:
+        """Revoke one key (in plain text, or by its id, an operator's too) or every active key of a
+        user; how many were revoked."""
+
+    @op
+    async def list_api_keys(self) -> list[dict[str, Any]]:
+        """Every key without its secret, newest first, with its expiry and whether it works now."""
 
     @op
     async def recent_turn_records(self, user_id: str, character_id: str, limit: int) -> list[dict]:

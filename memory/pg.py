@@ -32,21 +32,37 @@ def hash_key(key: str) -> str:
 
 
 async def create_api_key(pool: AsyncConnectionPool, user_id: str | None, *, operator: bool = False,
-                         label: str = "") -> str:
-    """Create a key and return it in plain text; only its hash is stored."""
+                         label: str = "", expires_days: int | None = None) -> str:
+    """Create a key and return it in plain text; only its hash is stored. `expires_days`: it stops
+    working that many days from now (None: it does not expire)."""
     key = ("nbo_" if operator else "nbk_") + secrets.token_urlsafe(32)
     async with pool.connection() as conn:
         await conn.execute(
-            "INSERT INTO api_keys (key_hash, user_id, is_operator, label) VALUES (%s, %s, %s, %s)",
-            (hash_key(key), user_id, operator, label),
+            "INSERT INTO api_keys (key_hash, user_id, is_operator, label, expires_at) VALUES (%s, %s, %s, %s,"
+            " CASE WHEN %s::int IS NULL THEN NULL ELSE now() + make_interval(days => %s::int) END)",
+            (hash_key(key), user_id, operator, label, expires_days, expires_days),
         )
     return key
+
+
+async def list_api_keys(pool: AsyncConnectionPool) -> list[dict[str, Any]]:
+    """Every key without its secret, newest first: id, user, operator or not, label, created,
+    expires, revoked, and whether it works now."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT id, user_id, is_operator, label, created_at, expires_at, revoked_at,"
+            " revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) FROM api_keys ORDER BY id DESC")
+        rows = await cur.fetchall()
+    iso = lambda t: t.isoformat() if t is not None else None  # noqa: E731
+    return [{"id": r[0], "user_id": r[1], "is_operator": r[2], "label": r[3], "created_at": iso(r[4]),
+             "expires_at": iso(r[5]), "revoked_at": iso(r[6]), "active": r[7]} for r in rows]
 
 
 async def lookup_api_key(pool: AsyncConnectionPool, key: str) -> dict | None:
     async with pool.connection() as conn:
         cur = await conn.execute(
-            "SELECT user_id, is_operator FROM api_keys WHERE key_hash = %s AND revoked_at IS NULL",
+            "SELECT user_id, is_operator FROM api_keys WHERE key_hash = %s AND revoked_at IS NULL"
+            " AND (expires_at IS NULL OR expires_at > now())",
             (hash_key(key),),
         )
         row = await cur.fetchone()
@@ -265,12 +281,17 @@ async def prune(pool: AsyncConnectionPool, *, log_before: datetime | None,
     return deleted
 
 
-async def revoke_api_keys(pool: AsyncConnectionPool, key: str | None = None, user_id: str | None = None) -> int:
-    """Revoke one key (given in plain text) or every active key of a user; how many were revoked."""
-    if (key is None) == (user_id is None):
-        raise ValueError("exactly one of key / user_id")
+async def revoke_api_keys(pool: AsyncConnectionPool, key: str | None = None, user_id: str | None = None,
+                          key_id: int | None = None) -> int:
+    """Revoke one key (given in plain text, or by its id as `list_api_keys` shows it, an operator's
+    too) or every active key of a user; how many were revoked."""
+    if sum(x is not None for x in (key, user_id, key_id)) != 1:
+        raise ValueError("exactly one of key / user_id / key_id")
     async with pool.connection() as conn:
-        if key is not None:
+        if key_id is not None:
+            cur = await conn.execute("UPDATE api_keys SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL",
+                                     (key_id,))
+        elif key is not None:
             cur = await conn.execute("UPDATE api_keys SET revoked_at = now() WHERE key_hash = %s AND revoked_at IS NULL",
                                      (hash_key(key),))
         else:

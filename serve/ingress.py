@@ -186,6 +186,10 @@ class Ingress:
             for k in [k for k, (_, p) in self._keys.items() if p and p.get("user_id") == user_id]:
                 del self._keys[k]
 
+    def forget_all_keys(self) -> None:
+        """A key revoked by its id: this replica looks every key up again."""
+        self._keys.clear()
+
     def validate_text(self, text: str) -> str:
         if not text.strip():
             raise error(422, "invalid_request", "text: must not be empty")

@@ -93,22 +93,27 @@ class HistoryResponse(BaseModel):
 class KeyCreateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    user_id: str = Field(pattern=ID_PATTERN)
+    user_id: str | None = Field(default=None, pattern=ID_PATTERN, description="The user; none with `operator`.")
     label: str = Field(default="", max_length=200)
+    operator: bool = Field(default=False, description="An operator key (reaches every user).")
+    expires_in_days: int | None = Field(default=None, ge=1, le=3650, description="None: it does not expire.")
 
 
 class KeyRevokeRequest(BaseModel):
-    """Exactly one: the key itself, or a user (every key of that user)."""
+    """Exactly one: the key itself, its id (`GET /v1/operator/keys`), or a user (every key of that user)."""
 
     model_config = ConfigDict(extra="forbid")
 
     api_key: str | None = Field(default=None, min_length=8, max_length=200)
+    key_id: int | None = Field(default=None, ge=1, le=2**63 - 1)
     user_id: str | None = Field(default=None, pattern=ID_PATTERN)
 
 
 class KeyCreateResponse(BaseModel):
-    user_id: str
+    user_id: str | None
     api_key: str
+    operator: bool = False
+    expires_in_days: int | None = None
 
 
 # ------------------------------------------------------------------ OpenAI-compatible

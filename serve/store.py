@@ -62,9 +62,10 @@ class StoreDeployment:
         await self.ready()
         return await pg.lookup_api_key(self.pool, key)
 
-    async def create_api_key(self, user_id: str | None, operator: bool = False, label: str = "") -> str:
+    async def create_api_key(self, user_id: str | None, operator: bool = False, label: str = "",
+                             expires_days: int | None = None) -> str:
         await self.ready()
-        return await pg.create_api_key(self.pool, user_id, operator=operator, label=label)
+        return await pg.create_api_key(self.pool, user_id, operator=operator, label=label, expires_days=expires_days)
 
     async def create_character(self, character_id: str, fields: dict[str, Any], wissen: list[dict[str, Any]],
                                replace: bool = False) -> dict[str, Any] | None:

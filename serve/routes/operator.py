@@ -18,23 +18,40 @@ router = APIRouter()
 
 @router.post("/v1/operator/keys", response_model=KeyCreateResponse)
 async def create_key(body: KeyCreateRequest, ing: TheIngress, authorization: str | None = Header(None)):
+    """A user's key, or with `operator` an operator's; `expires_in_days` bounds its life."""
     await ing.operator(authorization)
-    key = await ing.store.create_api_key.remote(body.user_id, False, body.label)
-    return {"user_id": body.user_id, "api_key": key}
+    if body.operator == (body.user_id is not None):
+        raise error(422, "invalid_request", "a user's key names user_id; an operator key (operator: true) none")
+    key = await ing.store.create_api_key.remote(body.user_id, body.operator, body.label, body.expires_in_days)
+    log.info("ingress: %s key created (%s)", "an operator" if body.operator else f"user {body.user_id}'s",
+             f"expires in {body.expires_in_days} days" if body.expires_in_days else "does not expire")
+    return {"user_id": body.user_id, "api_key": key, "operator": body.operator,
+            "expires_in_days": body.expires_in_days}
+
+
+@router.get("/v1/operator/keys")
+async def list_keys(ing: TheIngress, authorization: str | None = Header(None)):
+    """Every key without its secret: id, user, operator or not, label, created, expires, revoked."""
+    await ing.operator(authorization)
+    return {"keys": await ing.store_ops.pg.list_api_keys()}
 
 
 @router.post("/v1/operator/keys/revoke")
 async def revoke_keys(body: KeyRevokeRequest, ing: TheIngress, authorization: str | None = Header(None)):
-    """Revoke one key, or every key of a user. This replica forgets them at once; every
-    other replica within its key cache time (30 s)."""
+    """Revoke one key (by itself or its id), or every key of a user. This replica forgets them at
+    once; every other replica within its key cache time (30 s)."""
     await ing.operator(authorization)
-    if (body.api_key is None) == (body.user_id is None):
-        raise error(422, "invalid_request", "exactly one of api_key / user_id must be set")
-    n = await ing.store_ops.pg.revoke_api_keys(body.api_key, body.user_id)
+    if sum(x is not None for x in (body.api_key, body.key_id, body.user_id)) != 1:
+        raise error(422, "invalid_request", "exactly one of api_key / key_id / user_id must be set")
+    n = await ing.store_ops.pg.revoke_api_keys(body.api_key, body.user_id, body.key_id)
     if not n:
         raise error(404, "not_found", "no such active key")
-    ing.forget_keys(api_key=body.api_key, user_id=body.user_id)
-    log.info("ingress: %d API key(s) revoked (%s)", n, "one key" if body.api_key else f"user {body.user_id}")
+    if body.key_id is not None:
+        ing.forget_all_keys()  # the replica knows keys by their text, not by id
+    else:
+        ing.forget_keys(api_key=body.api_key, user_id=body.user_id)
+    log.info("ingress: %d API key(s) revoked (%s)", n, "one key" if body.api_key or body.key_id else
+             f"user {body.user_id}")
     return {"revoked": n}
 
 

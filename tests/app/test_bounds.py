@@ -178,3 +178,36 @@ def test_keys_can_be_revoked(client, keys, monkeypatch, capsys, system):
     assert cli.main(["key", "revoke", "--user", user]) == 0
     assert "revoked 1 key(s)" in capsys.readouterr().out
     assert client.get(f"/v1/pairs/{user}/nova/turns", headers=auth(k2)).status_code == 401
+
+
+def test_keys_are_listed_expire_and_an_operator_key_is_revoked_by_its_id(client, keys, monkeypatch, capsys, system,
+                                                                         settings):
+    """Every key can be listed (never its secret), may carry an expiry, and any key — an operator's
+    too — is revoked by its id."""
+    op = auth(keys["operator"])
+    cli_against(monkeypatch, system, keys["operator"])
+    assert cli.main(["key", "create", "--operator", "--expires-days", "30"]) == 0
+    second_op = capsys.readouterr().out.strip()
+    assert second_op.startswith("nbo_") and client.get("/v1/operator/keys", headers=auth(second_op)).status_code == 200
+    listed = client.get("/v1/operator/keys", headers=op).json()["keys"]
+    mine = listed[0]  # newest first
+    assert mine["is_operator"] and mine["active"] and mine["expires_at"] and second_op not in str(listed)
+    assert cli.main(["key", "list"]) == 0
+    assert f"{mine['id']}\toperator\tactive" in capsys.readouterr().out
+    assert client.post("/v1/operator/keys", json={"operator": True, "user_id": "x"}, headers=op).status_code == 422
+    # revoked by its id: stops at once on this replica
+    assert cli.main(["key", "revoke", "--id", str(mine["id"])]) == 0
+    assert client.get("/v1/operator/keys", headers=auth(second_op)).status_code == 401
+    # an expired key does not work (its expiry moved into the past, as time would, before its first use)
+    user = f"exp-{uuid.uuid4().hex[:6]}"
+    k = client.post("/v1/operator/keys", json={"user_id": user, "expires_in_days": 1}, headers=op).json()["api_key"]
+    pg_call(settings.database_url, _expire_keys_of, user)
+    assert client.get(f"/v1/pairs/{user}/nova/turns", headers=auth(k)).status_code == 401
+    assert [x["active"] for x in client.get("/v1/operator/keys", headers=op).json()["keys"] if x["user_id"] == user] \
+        == [False]
+
+
+async def _expire_keys_of(pool, user_id):
+    async with pool.connection() as conn:
+        await conn.execute("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE user_id = %s",
+                           (user_id,))
