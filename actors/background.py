@@ -72,7 +72,8 @@ async def schreiben(services: Services, trace: TurnTrace, s: Stimulus, writes: l
         if isinstance(w, KzgSchreiben):
             vec = await services.embedder.embed(trace, w.inhalt)
             await kzg.add_entry(services.redis, s.user_id, s.character_id, w.inhalt, vec, emotion=w.emotion,
-                                arousal=w.arousal, quelle=s.turn_id, entry_id=f"turn-{s.turn_id}")
+                                arousal=w.arousal, quelle=s.turn_id, entry_id=f"turn-{s.turn_id}",
+                                keep=services.settings.kzg_max_entries)
         elif isinstance(w, DelegationSchreiben):
             await delegieren(services.redis, s.user_id, s.character_id, s.turn_id, w.aufgabe, delegationen)
             delegationen += 1

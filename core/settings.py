@@ -321,6 +321,10 @@ class PairSettings(Section):
     """Turns of the session the chain reads (SESSION_MAX_TURNS of seed 001)."""
     session_keep_turns: int = Field(default=500, ge=20)
     """Turns kept in the Redis session list for history."""
+    kzg_max_entries: int = Field(default=500, ge=10)
+    """Entries a pair's short-term memory (KZG) keeps; a write trims the oldest beyond. Seed 001
+    names no KZG size, only its read (top_k 10, floor 0.72) and the session's window: the KZG keeps
+    the span Redis keeps of the session (`session_keep_turns`), older memory lives in the LZG."""
     push_keep_messages: int = Field(default=1000, ge=10)
     """Messages Nova produced without being asked, kept for the events route's replay (per pair)."""
     turn_result_ttl_s: int = Field(default=7 * 24 * 3600, ge=60)

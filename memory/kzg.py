@@ -1,9 +1,12 @@
-"""Short-term memory (KZG): entries with embeddings per pair, in Redis.
+"""Short-term memory (KZG): entries with embeddings per pair, in Redis, bounded.
 
-Keys: `kzg:{user}:{character}:entries` (hash id → JSON of the entry without its vector) and
-`kzg:{user}:{character}:vectors` (hash id → float32 bytes). KNN is an exact cosine scan over the
-pair's vectors with an absolute floor (`kzg_threshold`) and `kzg_top_k`. `KZGIndex` is the pair
-actor's in-memory cache of those vectors; Redis stays the truth.
+Keys: `kzg:{user}:{character}:entries` (hash id → JSON of the entry without its vector),
+`kzg:{user}:{character}:vectors` (hash id → float32 bytes), `kzg:{user}:{character}:order` (sorted
+set id → time written) and a version counter. A write trims the oldest entries beyond the pair's
+window in the same step (`add_entry`, `keep`). KNN is an exact cosine scan over the pair's vectors
+with an absolute floor (`kzg_threshold`) and `kzg_top_k`. `KZGIndex` is the pair actor's in-memory
+copy of those vectors: when the version moves it reads only the vectors it does not hold and drops
+those trimmed away; Redis stays the truth.
 """
 from __future__ import annotations
 
@@ -23,18 +26,51 @@ def _k(user_id: str, character_id: str, what: str) -> str:
     return f"kzg:{user_id}:{character_id}:{what}"
 
 
+_ADD = """
+if redis.call('ZCARD', KEYS[3]) < redis.call('HLEN', KEYS[1]) then
+  -- entries written before the order existed join it once, by the time they carry
+  local all = redis.call('HGETALL', KEYS[1])
+  for i = 1, #all, 2 do
+    local ok, e = pcall(cjson.decode, all[i + 1])
+    redis.call('ZADD', KEYS[3], 'NX', (ok and tonumber(e['time'])) or 0, all[i])
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+local over = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[5])
+local gone = {}
+if over > 0 then
+  gone = redis.call('ZRANGE', KEYS[3], 0, over - 1)
+  for _, id in ipairs(gone) do
+    redis.call('HDEL', KEYS[1], id)
+    redis.call('HDEL', KEYS[2], id)
+  end
+  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, over - 1)
+end
+redis.call('INCR', KEYS[4])
+return gone
+"""
+
+KEEP = 500
+"""The window when a caller names none (`Settings.kzg_max_entries`)."""
+
+
 async def add_entry(r: Redis, user_id: str, character_id: str, inhalt: str, embedding, *,
                     emotion: str | None = None, arousal: float | None = None, quelle: str | None = None,
-                    entry_id: str | None = None) -> str:
+                    entry_id: str | None = None, keep: int = KEEP) -> str:
+    """Write an entry (the same `entry_id` again overwrites it) and trim the pair's oldest entries
+    beyond `keep`, in one step."""
     entry_id = entry_id or uuid.uuid4().hex
-    entry = {"id": entry_id, "inhalt": inhalt, "emotion": emotion, "arousal": arousal, "quelle": quelle,
-             "time": time.time()}
-    async with r.pipeline(transaction=True) as p:
-        p.hset(_k(user_id, character_id, "entries"), entry_id, json.dumps(entry))
-        p.hset(_k(user_id, character_id, "vectors"), entry_id, pack(normalise(embedding)))
-        p.incr(_k(user_id, character_id, "version"))
-        await p.execute()
+    now = time.time()
+    entry = {"id": entry_id, "inhalt": inhalt, "emotion": emotion, "arousal": arousal, "quelle": quelle, "time": now}
+    keys = [_k(user_id, character_id, w) for w in ("entries", "vectors", "order", "version")]
+    await r.eval(_ADD, 4, *keys, entry_id, json.dumps(entry), pack(normalise(embedding)), repr(now), int(keep))
     return entry_id
+
+
+def _s(x) -> str:
+    return x.decode() if isinstance(x, bytes) else x
 
 
 async def count(r: Redis, user_id: str, character_id: str) -> int:
@@ -47,23 +83,47 @@ async def version(r: Redis, user_id: str, character_id: str) -> int:
 
 @dataclass
 class KZGIndex:
-    """The pair's vectors in memory; reloaded when the Redis version moves."""
+    """The pair's vectors in memory; brought up to date when the Redis version moves, reading only
+    the vectors it does not hold yet."""
 
     user_id: str
     character_id: str
     _version: int = -1
     _ids: list[str] = field(default_factory=list)
     _matrix: np.ndarray | None = None
+    _rows: dict[str, np.ndarray] = field(default_factory=dict)
+    _times: dict[str, float] = field(default_factory=dict)
+    reads: int = 0
+    """Vectors read from Redis so far (what an update costs)."""
 
     async def refresh(self, r: Redis) -> None:
         v = await version(r, self.user_id, self.character_id)
         if v == self._version:
             return
-        raw = await r.hgetall(_k(self.user_id, self.character_id, "vectors"))
-        vecs = {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
-        ids = sorted(vecs)
-        self._ids = ids
-        self._matrix = np.stack([unpack(vecs[i]) for i in ids]) if ids else None
+        order_key = _k(self.user_id, self.character_id, "order")
+        if not self._rows:  # the first load (or entries of before the order): every vector, once
+            raw = await r.hgetall(_k(self.user_id, self.character_id, "vectors"))
+            self._rows = {_s(k): unpack(x) for k, x in raw.items()}
+            self._times = {_s(k): t for k, t in await r.zrange(order_key, 0, -1, withscores=True)}
+            self.reads += len(self._rows)
+        else:  # what was written since, and the oldest time still kept (what is older was trimmed)
+            since = max(self._times.values(), default=0.0)
+            async with r.pipeline(transaction=True) as p:
+                p.zrangebyscore(order_key, since, "+inf", withscores=True)
+                p.zrange(order_key, 0, 0, withscores=True)
+                new, oldest = await p.execute()
+            floor = oldest[0][1] if oldest else float("inf")
+            new = {_s(k): t for k, t in new if not (_s(k) in self._times and self._times[_s(k)] == t)}
+            for gone in [i for i, t in self._times.items() if t < floor]:
+                self._rows.pop(gone, None)
+                self._times.pop(gone, None)
+            got = await r.hmget(_k(self.user_id, self.character_id, "vectors"), list(new)) if new else []
+            for (i, t), x in zip(new.items(), got):
+                if x is not None:
+                    self._rows[i], self._times[i] = unpack(x), t
+            self.reads += len(new)
+        self._ids = sorted(self._rows)
+        self._matrix = np.stack([self._rows[i] for i in self._ids]) if self._ids else None
         self._version = v
 
     async def search(self, r: Redis, query, *, threshold: float, top_k: int, refreshed: bool = False) -> list[dict[str, Any]]:
@@ -74,8 +134,9 @@ class KZGIndex:
         if self._matrix is None:
             return []
         sims = self._matrix @ normalise(query)
-        order = sorted(range(len(self._ids)), key=lambda i: (-float(sims[i]), self._ids[i]))
-        hits = [(self._ids[i], float(sims[i])) for i in order if sims[i] >= threshold][:top_k]
+        above = np.flatnonzero(sims >= threshold)  # only these are ordered
+        order = sorted(above.tolist(), key=lambda i: (-float(sims[i]), self._ids[i]))
+        hits = [(self._ids[i], float(sims[i])) for i in order][:top_k]
         if not hits:
             return []
         raw = await r.hmget(_k(self.user_id, self.character_id, "entries"), [h[0] for h in hits])

@@ -1,7 +1,8 @@
 """KZG: absolute threshold as a boundary, top_k, pair isolation, the actor's cache follows Redis."""
 import asyncio
+import json
 
-from memory import kzg
+from memory import kzg, vectors
 from memory.kzg import KZGIndex
 from tests.conftest import at_cosine, new_pair, unit
 
@@ -35,3 +36,44 @@ async def _scenario(url):
 
 def test_kzg(stores):
     asyncio.run(_scenario(stores.redis_url))
+
+
+def test_kzg_keeps_its_window_and_the_index_reads_only_what_is_new(stores):
+    """A write beyond the pair's window trims its oldest entries in the same step; the actor's index
+    reads the new vectors only and drops the trimmed ones; entries written before the window
+    existed (no order) join it by their time at the next write."""
+    from redis.asyncio import Redis
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            user, ch = new_pair("kzgw")
+            idx = KZGIndex(user, ch)
+            for i in range(5):
+                await kzg.add_entry(r, user, ch, f"e{i}", unit(i), entry_id=f"e{i}", keep=5)
+            await idx.refresh(r)
+            assert idx.reads == 5
+            await kzg.add_entry(r, user, ch, "e5", unit(5), entry_id="e5", keep=5)
+            await kzg.add_entry(r, user, ch, "e6", unit(6), entry_id="e6", keep=5)
+            assert await kzg.count(r, user, ch) == 5
+            assert await r.hexists(f"kzg:{user}:{ch}:vectors", "e0") == 0  # the oldest went
+            hits = await idx.search(r, unit(0), threshold=0.5, top_k=10)
+            assert hits == [] and idx.reads == 7  # two new vectors read, not five again
+            assert [h["id"] for h in await idx.search(r, unit(6), threshold=0.5, top_k=10)] == ["e6"]
+            # the same entry written again (a retried job) stays one entry
+            await kzg.add_entry(r, user, ch, "e6", unit(6), entry_id="e6", keep=5)
+            assert await kzg.count(r, user, ch) == 5
+
+            # a pair of entries written before the order: they join it by their time, oldest first out
+            old_user, _ = new_pair("kzgalt")
+            for i, t in enumerate((100.0, 300.0, 200.0)):
+                e = {"id": f"a{i}", "inhalt": f"alt {i}", "emotion": None, "arousal": None, "quelle": None, "time": t}
+                await r.hset(f"kzg:{old_user}:{ch}:entries", f"a{i}", json.dumps(e))
+                await r.hset(f"kzg:{old_user}:{ch}:vectors", f"a{i}", vectors.pack(unit(i)))
+            await kzg.add_entry(r, old_user, ch, "neu", unit(9), entry_id="neu", keep=3)
+            left = sorted(x.decode() for x in await r.hkeys(f"kzg:{old_user}:{ch}:entries"))
+            assert left == ["a1", "a2", "neu"]  # a0 (time 100) was the oldest
+        finally:
+            await r.aclose()
+
+    asyncio.run(go())
