@@ -51,7 +51,18 @@ def _limit(path: str) -> int:
 
 
 app.add_middleware(BodyLimit, limits=_limit)
-app.add_middleware(AuthFailureLimit, per_minute=lambda: _LIMITS["auth_failures"])
+def set_limits(settings: Settings) -> None:
+    """The middleware's limits from the settings, set once a replica starts."""
+    _LIMITS.update(body=settings.max_body_bytes, card=settings.character_card_max_bytes, file=settings.file_max_bytes,
+                   auth_failures=settings.auth_failures_per_minute)
+
+
+def _auth_failures() -> int:
+    """Failed authentications one address may have a minute."""
+    return _LIMITS["auth_failures"]
+
+
+app.add_middleware(AuthFailureLimit, per_minute=_auth_failures)
 reuse_the_port()  # in the ingress replica's process, before Serve starts its server (Settings.http_front)
 
 _KEY_CACHE_S = 30.0
@@ -130,8 +141,11 @@ class Ingress:
         self._characters: dict[str, float] = {}
         self.streams: dict[str, int] = {}
         """Open event streams per user on this replica."""
-        _LIMITS.update(body=self.settings.max_body_bytes, card=self.settings.character_card_max_bytes,
-                       file=self.settings.file_max_bytes, auth_failures=self.settings.auth_failures_per_minute)
+        # through the module itself: Serve carries this class to the replica by value, and a name
+        # of the module written here would be a copy of it, not what the middleware reads
+        import serve.ingress as module
+
+        module.set_limits(self.settings)
         self._redis = None
         self._admission = None
         self.dashboard_loop = dashboard.DashboardLoop(
