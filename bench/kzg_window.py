@@ -35,7 +35,7 @@ async def run(turns: int, keep: int, at: list[int]) -> dict[str, dict[int, float
             for turn in range(1, turns + 1):
                 v, q = rng.normal(size=DIM).astype(np.float32), rng.normal(size=DIM).astype(np.float32)
                 if arm == "baseline":
-                    idx._rows = {}  # the index before the window: every vector read again after a write
+                    idx._rows, idx._times = {}, {}  # the index before the window: every vector read again
                 t0 = time.perf_counter()
                 await kzg.add_entry(r, f"bench-{arm}", "nova", f"eintrag {turn}", v, keep=window)
                 await idx.search(r, q, threshold=0.72, top_k=10)

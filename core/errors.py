@@ -11,6 +11,7 @@ The tree (a class, the module it is defined in, its builtin second base):
     NovabergError
     ├── ConfigError                 a setting, a model reference or a prompt file names nothing usable
     │   ├── ModellFehler            serve.modelle; RuntimeError
+    │   ├── UnsafeRedis             memory.embedded; RuntimeError
     │   └── PromptError             prompts; ValueError
     ├── InputError                  a client's request, an uploaded file, a card or an import file
     │   │                           cannot be read or taken: the client's mistake, answered with a 4xx

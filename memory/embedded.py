@@ -146,7 +146,7 @@ EVICTING = {"allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru", "vol
             "volatile-ttl"}
 
 
-class UnsafeRedis(ConfigError):
+class UnsafeRedis(ConfigError, RuntimeError):
     """The external Redis evicts keys under memory pressure and no setting allows it."""
 
 

@@ -2,7 +2,7 @@
 
 Keys: `kzg:{user}:{character}:entries` (hash id → JSON of the entry without its vector),
 `kzg:{user}:{character}:vectors` (hash id → float32 bytes), `kzg:{user}:{character}:order` (sorted
-set id → time written) and a version counter. A write trims the oldest entries beyond the pair's
+set id → the pair's write number) and the version counter that numbers the writes. A write trims the oldest entries beyond the pair's
 window in the same step (`add_entry`, `keep`). KNN is an exact cosine scan over the pair's vectors
 with an absolute floor (`kzg_threshold`) and `kzg_top_k`. `KZGIndex` is the pair actor's in-memory
 copy of those vectors: when the version moves it reads only the vectors it does not hold and drops
@@ -28,17 +28,23 @@ def _k(user_id: str, character_id: str, what: str) -> str:
 
 _ADD = """
 if redis.call('ZCARD', KEYS[3]) < redis.call('HLEN', KEYS[1]) then
-  -- entries written before the order existed join it once, by the time they carry
+  -- entries written before the order existed join it once, oldest first, below every written number
   local all = redis.call('HGETALL', KEYS[1])
+  local old = {}
   for i = 1, #all, 2 do
     local ok, e = pcall(cjson.decode, all[i + 1])
-    redis.call('ZADD', KEYS[3], 'NX', (ok and tonumber(e['time'])) or 0, all[i])
+    old[#old + 1] = {(ok and tonumber(e['time'])) or 0, all[i]}
+  end
+  table.sort(old, function(a, b) return a[1] < b[1] end)
+  for i, e in ipairs(old) do
+    redis.call('ZADD', KEYS[3], 'NX', i - #old - 1, e[2])
   end
 end
+local n = redis.call('INCR', KEYS[4])
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
-local over = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[5])
+redis.call('ZADD', KEYS[3], n, ARGV[1])
+local over = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[4])
 local gone = {}
 if over > 0 then
   gone = redis.call('ZRANGE', KEYS[3], 0, over - 1)
@@ -48,9 +54,10 @@ if over > 0 then
   end
   redis.call('ZREMRANGEBYRANK', KEYS[3], 0, over - 1)
 end
-redis.call('INCR', KEYS[4])
 return gone
 """
+"""The order's score is the pair's write number (the version after this write), drawn inside the
+script: the order in which Redis ran the writes, whatever the writers' clocks say."""
 
 KEEP = 500
 """The window when a caller names none (`Settings.kzg_max_entries`)."""
@@ -65,7 +72,7 @@ async def add_entry(r: Redis, user_id: str, character_id: str, inhalt: str, embe
     now = time.time()
     entry = {"id": entry_id, "inhalt": inhalt, "emotion": emotion, "arousal": arousal, "quelle": quelle, "time": now}
     keys = [_k(user_id, character_id, w) for w in ("entries", "vectors", "order", "version")]
-    await r.eval(_ADD, 4, *keys, entry_id, json.dumps(entry), pack(normalise(embedding)), repr(now), int(keep))
+    await r.eval(_ADD, 4, *keys, entry_id, json.dumps(entry), pack(normalise(embedding)), int(keep))
     return entry_id
 
 
@@ -101,17 +108,18 @@ class KZGIndex:
         if v == self._version:
             return
         order_key = _k(self.user_id, self.character_id, "order")
-        if not self._rows:  # the first load (or entries of before the order): every vector, once
+        if not self._times:  # the first load (or entries of before the order): every vector
             raw = await r.hgetall(_k(self.user_id, self.character_id, "vectors"))
             self._rows = {_s(k): unpack(x) for k, x in raw.items()}
             self._times = {_s(k): t for k, t in await r.zrange(order_key, 0, -1, withscores=True)}
             self.reads += len(self._rows)
-        else:  # what was written since, and the oldest time still kept (what is older was trimmed)
-            since = max(self._times.values(), default=0.0)
+        else:  # what was written since, and the oldest number still kept (what is older was trimmed)
+            since = max(self._times.values())
             async with r.pipeline(transaction=True) as p:
                 p.zrangebyscore(order_key, since, "+inf", withscores=True)
                 p.zrange(order_key, 0, 0, withscores=True)
-                new, oldest = await p.execute()
+                p.zcard(order_key)
+                new, oldest, card = await p.execute()
             floor = oldest[0][1] if oldest else float("inf")
             new = {_s(k): t for k, t in new if not (_s(k) in self._times and self._times[_s(k)] == t)}
             for gone in [i for i, t in self._times.items() if t < floor]:
@@ -122,6 +130,10 @@ class KZGIndex:
                 if x is not None:
                     self._rows[i], self._times[i] = unpack(x), t
             self.reads += len(new)
+            if len(self._rows) != card:  # an entry went other than by the trim (taken back, erased): all again
+                self._rows, self._times = {}, {}
+                self._version = -1
+                return await self.refresh(r)
         self._ids = sorted(self._rows)
         self._matrix = np.stack([self._rows[i] for i in self._ids]) if self._ids else None
         self._version = v

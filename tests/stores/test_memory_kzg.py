@@ -77,3 +77,35 @@ def test_kzg_keeps_its_window_and_the_index_reads_only_what_is_new(stores):
             await r.aclose()
 
     asyncio.run(go())
+
+
+def test_the_index_sees_a_write_whose_writer_clock_runs_behind(stores, monkeypatch):
+    """Two workers write, the second with a clock behind the first: the order counts writes as
+    Redis ran them, so the actor's index reads the second entry too."""
+    from redis.asyncio import Redis
+
+    clocks = iter([2000.0, 1000.0])
+    monkeypatch.setattr(kzg.time, "time", lambda: next(clocks))
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            user, ch = new_pair("kzguhr")
+            idx = KZGIndex(user, ch)
+            await kzg.add_entry(r, user, ch, "vorne", unit(0), entry_id="vorne")
+            await idx.refresh(r)
+            await kzg.add_entry(r, user, ch, "nachgehend", unit(1), entry_id="nachgehend")
+            assert [h["id"] for h in await idx.search(r, unit(1), threshold=0.5, top_k=5)] == ["nachgehend"]
+            # an entry taken away other than by the trim: the index notices by the count and reads all again
+            async with r.pipeline(transaction=True) as p:
+                p.hdel(f"kzg:{user}:{ch}:entries", "vorne")
+                p.hdel(f"kzg:{user}:{ch}:vectors", "vorne")
+                p.zrem(f"kzg:{user}:{ch}:order", "vorne")
+                p.incr(f"kzg:{user}:{ch}:version")
+                await p.execute()
+            await idx.refresh(r)
+            assert idx._ids == ["nachgehend"]
+        finally:
+            await r.aclose()
+
+    asyncio.run(go())
