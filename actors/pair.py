@@ -21,9 +21,10 @@ from pydantic import TypeAdapter
 from actors.arrival import ArrivalOrder
 from core.names import APP_NAME, NODES_DEPLOYMENT
 from core.settings import Settings
-from core.wire import (DraftEvent, ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairTurnRequest, TokenEvent,
-                       TurnFailure, TurnResult, TurnStreamEvent)
-from memory import ausstehender_auftrag, session
+from actors import ruecknahme as vorgaenge
+from core.wire import (DraftEvent, ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairRetractRequest,
+                       PairTurnRequest, RetractResult, TokenEvent, TurnFailure, TurnResult, TurnStreamEvent)
+from memory import ausstehender_auftrag, redis_vorher, ruecknahme, session
 from pipeline import metrics
 from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN, vorab_starten
 from pipeline.runner import ChainRunner, NodeFailed
@@ -191,21 +192,27 @@ class PairActor:
             self._messages -= 1
             self._leave()
 
+    async def _prime(self, services: Services) -> None:
+        if not self._order.primed:
+            raw = await services.redis.get(self._seq_key())
+            self._order.prime(int(raw) if raw is not None else 0)
+
     async def _turn_locked(self, request: PairTurnRequest | None, events: asyncio.Queue | None,
-                           stimulus: Stimulus | None = None) -> TurnResult | TurnFailure:
+                           stimulus: Stimulus | None = None) -> TurnResult | TurnFailure | EventDropped:
         """A turn in its place in the arrival order: a message of the human (`request`), or an
         event's `stimulus` (no arrival number)."""
         services = self._ensure()
         seq = request.seq if request else None
         turn_id = stimulus.turn_id if stimulus else (request.turn_id or uuid.uuid4().hex)
-        if not self._order.primed:
-            raw = await services.redis.get(self._seq_key())
-            self._order.prime(int(raw) if raw is not None else 0)
+        await self._prime(services)
         await self._order.acquire(seq)
         try:
-            stored = await self._begin(services, turn_id, seq)
+            stored, retracted = await self._begin(services, turn_id, seq,
+                                                  stimulus.ursprung_turn_id if stimulus else None)
             if not self._history_checked:
                 await self._check_history(services)
+            if retracted:
+                return self._retracted(turn_id, retracted, stimulus)
             if stored is not None:
                 log.info("pair %s:%s: turn %s answered from its stored result", self.user_id,
                          self.character_id, turn_id)
@@ -214,15 +221,29 @@ class PairActor:
         finally:
             self._order.release()
 
-    async def _begin(self, services: Services, turn_id: str, seq: int | None) -> dict | None:
+    async def _begin(self, services: Services, turn_id: str, seq: int | None,
+                     ursprung: str | None = None) -> tuple[dict | None, str | None]:
         """A turn's start in one round trip: the arrival number it starts under (a new actor of the
-        pair continues after it) and the stored result of a turn_id that ran before."""
+        pair continues after it), the stored result of a turn_id that ran before, and which of the
+        turn and the turn it continues (`ursprung`) was taken back, if one was."""
+        ids = [t for t in (turn_id, ursprung) if t]
         async with services.redis.pipeline(transaction=False) as p:
             if seq is not None:
                 p.set(self._seq_key(), int(self._order.last))
             p.get(session.result_key(self.user_id, self.character_id, turn_id))
-            raw = (await p.execute())[-1]
-        return session.result_from(raw)
+            p.smismember(ruecknahme.zurueckgenommen_key(self.user_id, self.character_id), ids)
+            raw, hits = (await p.execute())[-2:]
+        return session.result_from(raw), next((t for t, hit in zip(ids, hits) if hit), None)
+
+    def _retracted(self, turn_id: str, retracted: str, stimulus: Stimulus | None) -> TurnFailure | EventDropped:
+        """A turn_id that was taken back runs no more: an event that continues such a turn is
+        dropped, a message under such an id is refused (it asks for a new one)."""
+        log.warning("pair %s:%s: turn %s not run: turn %s was taken back (fallback zurueckgenommen)", self.user_id,
+                    self.character_id, turn_id, retracted)
+        if stimulus is not None:
+            return EventDropped(reason="zurueckgenommen")
+        return TurnFailure(turn_id=turn_id, retracted=True, message=f"turn {turn_id} was taken back; send the message "
+                           "again under a new turn_id")
 
     async def _check_history(self, services: Services) -> None:
         """Once per actor: a session history Redis lost is rebuilt from the turns in Postgres."""
@@ -234,6 +255,10 @@ class PairActor:
             log.warning("pair %s:%s: fallback verlauf_aus_postgres: the session history was empty in Redis; "
                         "%d entries rebuilt from the stored turns", self.user_id, self.character_id, n)
         self._history_checked = True
+        for v in await vorgaenge.offene(services, self.user_id, self.character_id):
+            log.warning("pair %s:%s: fallback ruecknahme.fortgesetzt: %s %s was cut short; finishing it", self.user_id,
+                        self.character_id, v.art, v.op_id)
+            await self._weiter(services, v)
 
     async def _run_chain(self, services: Services, turn_id: str, request: PairTurnRequest | None,
                          events: asyncio.Queue | None, stimulus: Stimulus | None = None) -> TurnResult | TurnFailure:
@@ -255,7 +280,7 @@ class PairActor:
             if stimulus.herkunft == "user":
                 # a message of the human: perceive and remember it, then Nova answers
                 await self._human.run(state, deps)
-                nebenher.append(asyncio.ensure_future(self._reset(services)))
+                nebenher.append(asyncio.ensure_future(self._reset(services, turn_id)))
             trace.call_sent()  # the first node made no model call (its fallback): the reads start now
             await self._character.run(state, deps)
         except NodeFailed as e:
@@ -292,9 +317,11 @@ class PairActor:
         except Exception:
             log.warning("pair registry update failed", exc_info=True)
 
-    async def _reset(self, services: Services) -> None:
+    async def _reset(self, services: Services, turn_id: str) -> None:
         """The human spoke: Nova's self-triggers count from zero again (MAX_SELF_TRIGGERS)."""
         try:
+            await redis_vorher.festhalten(services.redis, self.user_id, self.character_id, turn_id,
+                                          self._self_trigger_key())
             await services.redis.delete(self._self_trigger_key())
         except Exception:
             log.warning("pair %s:%s: the self-trigger count was not reset: the next self-triggers may reach "
@@ -372,6 +399,61 @@ class PairActor:
             return await self._turn_locked(None, None, stimulus)
         finally:
             self._leave()
+
+    # ------------------------------------------------------------------ taking turns back
+    async def zuruecknehmen(self, request: PairRetractRequest) -> RetractResult:
+        """Take turns back in the pair's turn order (actors/ruecknahme.py): `rewind` the last
+        messages and all after them, `regenerate` the last reply, `edit` the last message — for
+        the latter two the new turn is answered under the same hold, before any later message."""
+        self._enter()
+        try:
+            services = self._ensure()
+            await self._prime(services)
+            await self._order.acquire(None)
+            try:
+                if not self._history_checked:
+                    await self._check_history(services)
+                return await self._vorgang(services, request)
+            finally:
+                self._order.release()
+        finally:
+            self._leave()
+
+    async def _vorgang(self, services: Services, request: PairRetractRequest) -> RetractResult:
+        v = await vorgaenge.laden(services, self.user_id, self.character_id, request.op_id)
+        if v is not None and v.stand == "fertig" and v.ergebnis is not None:
+            return v.ergebnis.model_copy(update={"by_store": {}})
+        if v is None:
+            eintraege = await session.load_turns(services.redis, self.user_id, self.character_id,
+                                                 self.settings.session_keep_turns + session.FENSTER_BLOCK)
+            v = vorgaenge.planen(eintraege, request, request.turn_id or uuid.uuid4().hex)
+            if v is None:
+                return RetractResult(op_id=request.op_id, art=request.art, zurueckgenommen=[], nichts=True)
+            await vorgaenge.speichern(services, self.user_id, self.character_id, v)
+        return await self._weiter(services, v)
+
+    async def _weiter(self, services: Services, v: vorgaenge.Vorgang) -> RetractResult:
+        """An operation from where it stands to its end."""
+        by_store: dict[str, int] = {}
+        if v.stand == "begonnen":
+            by_store = await vorgaenge.ausfuehren(services, self.user_id, self.character_id, v)
+            v.stand = "zurueckgenommen"
+            await vorgaenge.speichern(services, self.user_id, self.character_id, v)
+        out = RetractResult(op_id=v.op_id, art=v.art, zurueckgenommen=v.zurueckgenommen, by_store=by_store)
+        if v.turn_id:
+            stored, _ = await self._begin(services, v.turn_id, None)
+            if stored is not None:
+                out.turn = TurnResult.model_validate({**stored, "replayed": True})
+            else:
+                done = await self._run_chain(services, v.turn_id, PairTurnRequest(text=v.text or "", turn_id=v.turn_id),
+                                             None)
+                if isinstance(done, TurnFailure):
+                    out.failure = done
+                else:
+                    out.turn = done
+        v.stand, v.ergebnis = "fertig", out
+        await vorgaenge.speichern(services, self.user_id, self.character_id, v)
+        return out
 
     # ------------------------------------------------------------------ read-only calls
     async def history(self, limit: int = 50) -> list[dict[str, Any]]:

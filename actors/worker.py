@@ -37,7 +37,8 @@ async def retention_pass(pool, r, settings: Settings, now: datetime | None = Non
         return now - timedelta(days=days) if days > 0 else None
 
     deleted = await pg.prune(pool, log_before=before(settings.pipeline_log_keep_days),
-                             turns_before=before(settings.turn_records_keep_days))
+                             turns_before=before(settings.turn_records_keep_days),
+                             undo_before=before(settings.turn_undo_keep_days))
     dead_before = before(settings.dead_letters_keep_days)
     deleted["dead_letters"] = (await outbox.trim_dead(r, int(dead_before.timestamp() * 1000),
                                                       dead_stream or outbox.DEAD_STREAM)
@@ -67,7 +68,7 @@ class BackgroundWorker:
     async def _loop(self) -> None:
         from redis.asyncio import Redis
 
-        from memory import outbox, pg
+        from memory import outbox, pg, ruecknahme
 
         r = Redis.from_url(self.settings.redis_url)
         pool = pg.open_pool(self.settings.database_url, 1, 2)
@@ -88,6 +89,8 @@ class BackgroundWorker:
         async def handle(job: dict[str, Any]) -> None:
             nonlocal services
             kind = job.get("kind")
+            if await ruecknahme.job_zurueckgenommen(r, job):
+                return
             if kind == "turn":
                 await pg.write_turn_job(pool, job)
             elif kind == "hintergrund":

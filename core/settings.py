@@ -373,6 +373,11 @@ class BackgroundSettings(Section):
     dead_letters_keep_days: float = Field(default=14.0, ge=0)
     """Days a job that kept failing stays in the dead-letter stream for the operator to look at.
     0: kept for good."""
+    turn_undo_keep_days: float = Field(default=30.0, ge=0)
+    """Days the before-images of a turn's updates (`turn_vorher`: a profile, an emotion, a note as
+    it was before the turn) and the record of retracted turns are kept. Within this time taking a
+    turn back (regenerate, edit, rewind) puts back what it changed; after it, what the turn wrote
+    still goes, what it changed stays. Redis keeps its own for 30 days. 0: kept for good."""
 
 
 class MemorySettings(Section):

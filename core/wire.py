@@ -121,16 +121,19 @@ class TurnFailure(BaseModel):
     message_kept: bool = False
     refused: bool = False
     """The pair's actor held as many turns as it may: nothing of this one ran (429)."""
+    retracted: bool = False
+    """The turn_id belongs to a turn that was taken back: it is not run again (409)."""
 
 
 class EventDropped(BaseModel):
     """An event the pair actor did not run: an order waits for the human's answer
-    (`pending_agent`), or the self-triggers reached their limit (`max_self_triggers`, `counter`)."""
+    (`pending_agent`), the self-triggers reached their limit (`max_self_triggers`, `counter`), or
+    the turn it continues was taken back (`zurueckgenommen`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     dropped: Literal[True] = True
-    reason: Literal["pending_agent", "max_self_triggers"]
+    reason: Literal["pending_agent", "max_self_triggers", "zurueckgenommen"]
     counter: int | None = None
 
 
@@ -360,3 +363,35 @@ class LLMEngine(abc.ABC):
     @abc.abstractmethod
     def load(self) -> dict[str, Any]:
         """The engine's own figures for the deployment's load (`queued`, `busy_s`, …)."""
+
+
+class PairRetractRequest(BaseModel):
+    """Take turns back (`PairActor.zuruecknehmen`): `rewind` the last `n` messages of the human and
+    everything after them; `regenerate` the last reply (the same message, a new reply; the old one
+    stays as a swipe); `edit` the last message (`text`) and answer it anew. `op_id` makes the
+    operation happen once: the same op_id again answers what it did. `turn_id`: the new turn's id
+    (regenerate, edit)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    art: Literal["rewind", "regenerate", "edit"]
+    op_id: str
+    n: int = Field(1, ge=1, le=50)
+    text: str | None = None
+    turn_id: str | None = None
+
+
+class RetractResult(BaseModel):
+    """What a retraction took back (`zurueckgenommen`: the turn ids, oldest first; `by_store`: what
+    went or came back, per table and key family) and, for regenerate and edit, the new turn."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    op_id: str
+    art: str
+    zurueckgenommen: list[str]
+    by_store: dict[str, int] = {}
+    turn: TurnResult | None = None
+    failure: TurnFailure | None = None
+    nichts: bool = False
+    """Nothing to take back: the pair has no message of the human (409)."""

@@ -27,6 +27,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from redis.asyncio import Redis
 
+from memory import redis_vorher
+
 log = logging.getLogger("novaberg.memory.ausstehender_auftrag")
 
 VERFALL_NACH_TURNS = 2
@@ -114,13 +116,14 @@ async def offen(r: Redis, user_id: str, character_id: str) -> bool:
     return stand is not None and stand.auftrag is not None
 
 
-_SCHREIBEN = """
+_SCHREIBEN = redis_vorher.LUA_FESTHALTEN + """
 local cur = redis.call('HGET', KEYS[1], 'turn_id') or ''
 if cur ~= ARGV[1] and cur ~= ARGV[2] then return 0 end
+vorher_festhalten(KEYS[1], KEYS[2], {FRIST})
 redis.call('HSET', KEYS[1], 'turn_id', ARGV[2], 'stand', ARGV[3])
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
 return 1
-"""
+""".replace("{FRIST}", str(redis_vorher.FRIST_S))
 """Write only over the state the turn read at its start (`gelesen`) or over its own earlier write."""
 
 
@@ -128,6 +131,7 @@ async def schreiben(r: Redis, user_id: str, character_id: str, stand: Stand, *, 
     """Store the turn's state (`stand.turn_id` is the turn). `gelesen`: the turn_id of the state
     the turn read at its start ("" when there was none). False: another turn wrote meanwhile;
     nothing is written."""
-    done = await r.eval(_SCHREIBEN, 1, schluessel(user_id, character_id), gelesen, stand.turn_id,
+    done = await r.eval(_SCHREIBEN, 2, schluessel(user_id, character_id),
+                        redis_vorher.vorher_key(user_id, character_id, stand.turn_id), gelesen, stand.turn_id,
                         stand.model_dump_json(), AUFBEWAHRUNG_S)
     return bool(done)

@@ -9,6 +9,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from core.errors import RefusedError
+from memory import vorher
 
 PROFILE_FIELDS = ("nova_kern", "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung",
                   "mensch_kern", "mensch_beziehung", "mensch_themen")
@@ -31,11 +32,16 @@ async def add_directive(pool: AsyncConnectionPool, user_id: str, character_id: s
 
 
 async def set_directive_active(pool: AsyncConnectionPool, user_id: str, character_id: str, directive_id: int,
-                               aktiv: bool) -> bool:
+                               aktiv: bool, *, turn_id: str | None = None) -> bool:
+    """With `turn_id`: the directive as it was is kept for taking the turn back."""
     async with pool.connection() as conn:
-        cur = await conn.execute("UPDATE direktiven SET aktiv=%s WHERE id=%s AND user_id=%s AND character_id=%s",
-                                 (aktiv, directive_id, user_id, character_id))
-        return cur.rowcount == 1
+        async with conn.transaction():
+            await vorher.festhalten(conn, user_id, character_id, turn_id, "direktiven",
+                                    "t.id=%s AND t.user_id=%s AND t.character_id=%s",
+                                    (directive_id, user_id, character_id), ("aktiv",))
+            cur = await conn.execute("UPDATE direktiven SET aktiv=%s WHERE id=%s AND user_id=%s AND character_id=%s",
+                                     (aktiv, directive_id, user_id, character_id))
+            return cur.rowcount == 1
 
 
 async def directives(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[dict[str, Any]]:
@@ -139,6 +145,15 @@ async def anweisungen_lage(pool: AsyncConnectionPool, user_id: str, character_id
     return {"aktiv": aktiv, "vorgemerkt": {"id": r[0], "text": r[1]} if r else None, "schritt": stand}
 
 
+async def _vormerkung_zu(conn, user_id: str, character_id: str, turn_id: str | None) -> None:
+    """No kept-aside instruction of the pair waits any more (the rows as they were kept for the turn)."""
+    where = "t.user_id=%s AND t.character_id=%s AND t.vorgemerkt_offen"
+    await vorher.festhalten(conn, user_id, character_id, turn_id, "charakter_anweisungen", where,
+                            (user_id, character_id), ("vorgemerkt_offen",))
+    await conn.execute("UPDATE charakter_anweisungen SET vorgemerkt_offen=false WHERE user_id=%s"
+                       " AND character_id=%s AND vorgemerkt_offen", (user_id, character_id))
+
+
 async def anweisungen_aendern(pool: AsyncConnectionPool, user_id: str, character_id: str, *,
                               neu: Sequence[str] = (), aufheben: Sequence[int] = (), max_active: int = 3,
                               vormerken: bool = False, vormerkung_schliessen: bool = False,
@@ -184,8 +199,7 @@ async def anweisungen_aendern(pool: AsyncConnectionPool, user_id: str, character
             key = (turn_id, schritt if turn_id else None)
             if len(bleiben) + len(texte) > max_active:
                 if vormerken and len(texte) == 1 and not weg:
-                    await conn.execute("UPDATE charakter_anweisungen SET vorgemerkt_offen=false WHERE user_id=%s"
-                                       " AND character_id=%s AND vorgemerkt_offen", (user_id, character_id))
+                    await _vormerkung_zu(conn, user_id, character_id, turn_id)
                     cur = await conn.execute(
                         "INSERT INTO charakter_anweisungen (user_id, character_id, text, aktiv, vorgemerkt,"
                         " vorgemerkt_offen, turn_id, schritt) VALUES (%s,%s,%s,false,true,true,%s,%s) RETURNING id",
@@ -205,8 +219,7 @@ async def anweisungen_aendern(pool: AsyncConnectionPool, user_id: str, character
                                          (user_id, character_id, t, key[0], schritt_i))
                 dazu.append({"id": (await cur.fetchone())[0], "text": t})
             if vormerkung_schliessen:
-                await conn.execute("UPDATE charakter_anweisungen SET vorgemerkt_offen=false WHERE user_id=%s"
-                                   " AND character_id=%s AND vorgemerkt_offen", (user_id, character_id))
+                await _vormerkung_zu(conn, user_id, character_id, turn_id)
             return {**out, "status": "erledigt", "aktiv": await _aktive(conn, user_id, character_id), "neu": dazu,
                     "aufgehoben": weg}
 
@@ -285,6 +298,18 @@ def _angefuegt(felder: list[str], alt_werte: tuple, saetze: dict[str, str], gren
     return neu
 
 
+async def _profil_vorher(conn, user_id: str, character_id: str, schritt: str, neu_angelegt: bool) -> None:
+    """The profile as it was before the step's turn (`{node}:{turn_id}`) grows it: kept for taking
+    the turn back; a row the step made goes with it."""
+    turn_id = schritt.split(":", 1)[1] if ":" in schritt else None
+    if neu_angelegt and turn_id:
+        await vorher.neu_angelegt(conn, user_id, character_id, turn_id, "pair_profiles",
+                                  {"user_id": user_id, "character_id": character_id})
+    else:
+        await vorher.zeile_festhalten(conn, user_id, character_id, turn_id, "pair_profiles",
+                                      {"user_id": user_id, "character_id": character_id})
+
+
 async def profil_wachsen(pool: AsyncConnectionPool, user_id: str, character_id: str, schritt: str,
                          saetze: dict[str, str], grenzen: dict[str, int], *,
                          beobachtet: dict[str, Beobachtung] | None = None) -> dict[str, Any]:
@@ -303,14 +328,16 @@ async def profil_wachsen(pool: AsyncConnectionPool, user_id: str, character_id: 
     felder = list(dict.fromkeys((*saetze, *beobachtet)))
     async with pool.connection() as conn:
         async with conn.transaction():
-            await conn.execute("INSERT INTO pair_profiles (user_id, character_id) VALUES (%s,%s)"
-                               " ON CONFLICT (user_id, character_id) DO NOTHING", (user_id, character_id))
+            cur = await conn.execute("INSERT INTO pair_profiles (user_id, character_id) VALUES (%s,%s)"
+                                     " ON CONFLICT (user_id, character_id) DO NOTHING RETURNING 1", (user_id, character_id))
+            neu_angelegt = await cur.fetchone() is not None
             cur = await conn.execute(f"SELECT {', '.join(('profil_schritte', 'profil_zaehlung', *felder))}"
                                      " FROM pair_profiles WHERE user_id=%s AND character_id=%s FOR UPDATE",
                                      (user_id, character_id))
             row = await cur.fetchone()
             if schritt in row[0]:
                 return {"neu": False, "gewachsen": [], "wiederkehr": {}}
+            await _profil_vorher(conn, user_id, character_id, schritt, neu_angelegt)
             zaehlung, wiederkehrend, wie_oft = _zaehlen(row[1] or {}, beobachtet)
             neu = _angefuegt(felder, row[2:], {**saetze, **wiederkehrend}, grenzen)
             sets = "".join(f"{k}=%s, " for k in neu)

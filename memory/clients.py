@@ -90,7 +90,7 @@ class Lzg(StoreModule):
     async def has_nodes(self, user_id: str, character_id: str) -> bool: ...
 
     @op
-    async def touch(self, ids: list[int]) -> None:
+    async def touch(self, ids: list[int], *, turn: tuple[str, str, str] | None = None) -> None:
         """Activation restarts a node's forgetting curve."""
 
 
@@ -136,7 +136,8 @@ class Ziele(StoreModule):
         here, on their own read, and are not returned."""
 
     @op
-    async def verstaerken(self, aktivierte: list[dict[str, Any]]) -> list[int]:
+    async def verstaerken(self, aktivierte: list[dict[str, Any]], *,
+                          turn: tuple[str, str, str] | None = None) -> list[int]:
         """An activated medium-term goal restarts its forgetting curve; its anchor stays."""
 
     @op
@@ -283,10 +284,11 @@ class Timeline(StoreModule):
         time."""
 
     @op
-    async def move(self, user_id: str, character_id: str, entry_id: int, beginn: datetime, tz: str) -> bool: ...
+    async def move(self, user_id: str, character_id: str, entry_id: int, beginn: datetime, tz: str, *,
+                   turn_id: str | None = None) -> bool: ...
 
     @op
-    async def delete(self, user_id: str, character_id: str, entry_id: int) -> bool: ...
+    async def delete(self, user_id: str, character_id: str, entry_id: int, *, turn_id: str | None = None) -> bool: ...
 
     @op
     async def find_by_date_range(
@@ -345,10 +347,11 @@ class Notizen(StoreModule):
         timeline.add)."""
 
     @op
-    async def update(self, user_id: str, note_id: int, **fields: Any) -> bool: ...
+    async def update(self, user_id: str, note_id: int, *, turn: tuple[str, str] | None = None,
+                     **fields: Any) -> bool: ...
 
     @op
-    async def delete(self, user_id: str, note_id: int) -> bool: ...
+    async def delete(self, user_id: str, note_id: int, *, turn: tuple[str, str] | None = None) -> bool: ...
 
     @op
     async def find_by_keyword(self, user_id: str, keyword: str, limit: int = 10) -> list[dict[str, Any]]:
@@ -377,7 +380,8 @@ class Beziehung(StoreModule):
     async def directives(self, user_id: str, character_id: str) -> list[dict[str, Any]]: ...
 
     @op
-    async def set_directive_active(self, user_id: str, character_id: str, directive_id: int, aktiv: bool) -> bool: ...
+    async def set_directive_active(self, user_id: str, character_id: str, directive_id: int, aktiv: bool, *,
+                                   turn_id: str | None = None) -> bool: ...
 
     @op
     async def deactivate_instruction(self, user_id: str, character_id: str, instruction_id: int) -> bool: ...
@@ -593,6 +597,26 @@ class Erasure(StoreModule):
         """A user's rows of one table (`memory.erasure.EXPORT_TABLES`), each a JSON object of its columns."""
 
 
+class Ruecknahme(StoreModule):
+    """memory/ruecknahme.py (its Postgres part; the Redis part runs in the pair actor)"""
+
+    MODULE = "ruecknahme"
+
+    @op
+    async def zuruecknehmen(self, user_id: str, character_id: str, turn_ids: list[str], *,
+                            varianten_an: str | None = None, verworfen: dict[str, str] | None = None) -> dict[str, int]:
+        """Take the turns back in Postgres in one transaction (before-images put back, their rows
+        deleted, recorded as retracted, swipes moved to `varianten_an`); rows changed per table."""
+
+    @op
+    async def varianten(self, user_id: str, character_id: str, turn_id: str) -> list[dict[str, Any]]:
+        """The replies a turn replaced (its swipes), oldest first."""
+
+    @op
+    async def ist_zurueckgenommen(self, user_id: str, character_id: str, turn_id: str) -> bool:
+        """Whether the turn was taken back."""
+
+
 MODULES: tuple[type[StoreModule], ...] = (
     Lzg,
     Lesepfad,
@@ -607,6 +631,7 @@ MODULES: tuple[type[StoreModule], ...] = (
     Pg,
     Dashboard,
     Erasure,
+    Ruecknahme,
 )
 
 
@@ -627,3 +652,4 @@ class StoreOps:
         self.pg = Pg(transport)
         self.dashboard = Dashboard(transport)
         self.erasure = Erasure(transport)
+        self.ruecknahme = Ruecknahme(transport)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 PAIR_TABLES: tuple[str, ...] = (
     "turns", "pipeline_log", "pair_profiles", "nova_emotion", "lzg_stichworte", "lzg_knoten", "ziele",
     "autonomous_wissen", "aufzeichnungen", "dateien", "timeline", "direktiven", "charakter_anweisungen",
+    "turn_vorher", "zurueckgenommene_turns", "antwort_varianten",
 )
 """The tables with a row per pair (`user_id`, `character_id`). `lzg_synapsen`,
 `autonomous_wissen_thema` and a file's chunks go with their parent rows."""
@@ -54,7 +55,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("kzg"), Family("auftrag:ausstehend"), Family("gv:detail"), Family("bg:done"), Family("bg:delegation"),
     Family("delegationen"), Family("delegationen_in_arbeit"), Family("aufgriff:geplant"), Family("impulse:offen"),
     Family("selftrigger"), Family("pair:seqstarted"), Family("pair:seq"), Family("inflight:leases:pair"),
-    Family("inflight:leases:user", user_only=True),
+    Family("inflight:leases:user", user_only=True), Family("vorher"), Family("zurueckgenommen"), Family("ruecknahme"),
 )
 """Every key family with a pair (or a user) in its name."""
 

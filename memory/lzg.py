@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 from psycopg_pool import AsyncConnectionPool
 
+from memory import vorher
 from memory.config import MemoryConfig
 from memory.vectors import normalise
 
@@ -213,8 +214,11 @@ def _erinnerung(nodes: dict[int, dict[str, Any]], r: dict[str, Any], cfg: Memory
     return n
 
 
-async def touch(pool: AsyncConnectionPool, ids: list[int]) -> None:
-    """Activation restarts a node's forgetting curve."""
+async def touch(pool: AsyncConnectionPool, ids: list[int], *, turn: tuple[str, str, str] | None = None) -> None:
+    """Activation restarts a node's forgetting curve. `turn` (user_id, character_id, turn_id): the
+    curves as they were are kept for taking the turn back."""
     if ids:
-        async with pool.connection() as conn:
+        async with pool.connection() as conn, conn.transaction():
+            if turn is not None:
+                await vorher.festhalten(conn, *turn, "lzg_knoten", "t.id = ANY(%s)", (ids,), ("zuletzt",))
             await conn.execute("UPDATE lzg_knoten SET zuletzt = now() WHERE id = ANY(%s)", (ids,))

@@ -5,6 +5,8 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
+from memory import vorher
+
 _COLS = "id, name, inhalt, zusammenfassung, themen, aktiv, updated_at"
 
 
@@ -26,7 +28,10 @@ async def create(pool: AsyncConnectionPool, user_id: str, name: str, inhalt: str
         return (await cur.fetchone())[0]
 
 
-async def update(pool: AsyncConnectionPool, user_id: str, note_id: int, **fields: Any) -> bool:
+async def update(pool: AsyncConnectionPool, user_id: str, note_id: int, *, turn: tuple[str, str] | None = None,
+                 **fields: Any) -> bool:
+    """Change a note's fields. `turn` (character_id, turn_id): a turn's agent changes it, and the
+    note as it was is kept for taking that turn back."""
     allowed = {"name", "inhalt", "zusammenfassung", "themen", "aktiv"}
     bad = set(fields) - allowed
     if bad:
@@ -35,15 +40,26 @@ async def update(pool: AsyncConnectionPool, user_id: str, note_id: int, **fields
         return False
     sets = ", ".join(f"{k} = %s" for k in fields)
     async with pool.connection() as conn:
-        cur = await conn.execute(f"UPDATE notizen SET {sets}, updated_at = now() WHERE id=%s AND user_id=%s",
-                                 (*fields.values(), note_id, user_id))
-        return cur.rowcount == 1
+        async with conn.transaction():
+            await _vorher(conn, user_id, note_id, turn)
+            cur = await conn.execute(f"UPDATE notizen SET {sets}, updated_at = now() WHERE id=%s AND user_id=%s",
+                                     (*fields.values(), note_id, user_id))
+            return cur.rowcount == 1
 
 
-async def delete(pool: AsyncConnectionPool, user_id: str, note_id: int) -> bool:
+async def _vorher(conn, user_id: str, note_id: int, turn: tuple[str, str] | None) -> None:
+    if turn is not None:
+        await vorher.festhalten(conn, user_id, turn[0], turn[1], "notizen", "t.id=%s AND t.user_id=%s",
+                                (note_id, user_id))
+
+
+async def delete(pool: AsyncConnectionPool, user_id: str, note_id: int, *, turn: tuple[str, str] | None = None) -> bool:
+    """Delete a note; `turn` as for `update`."""
     async with pool.connection() as conn:
-        cur = await conn.execute("DELETE FROM notizen WHERE id=%s AND user_id=%s", (note_id, user_id))
-        return cur.rowcount == 1
+        async with conn.transaction():
+            await _vorher(conn, user_id, note_id, turn)
+            cur = await conn.execute("DELETE FROM notizen WHERE id=%s AND user_id=%s", (note_id, user_id))
+            return cur.rowcount == 1
 
 
 async def find_by_keyword(pool: AsyncConnectionPool, user_id: str, keyword: str, limit: int = 10) -> list[dict[str, Any]]:

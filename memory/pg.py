@@ -13,6 +13,8 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from memory import vorher
+
 
 def open_pool(database_url: str, min_size: int, max_size: int) -> AsyncConnectionPool:
     async def _configure(conn):
@@ -141,6 +143,8 @@ async def write_turn_job(pool: AsyncConnectionPool, job: dict[str, Any]) -> None
             )
             await _insert_log_rows(conn, t["user_id"], t["character_id"], t["turn_id"], job.get("log", []))
             if t.get("nova_zustand"):
+                await vorher.zeile_festhalten(conn, t["user_id"], t["character_id"], t["turn_id"], "nova_emotion",
+                                              {"user_id": t["user_id"], "character_id": t["character_id"]})
                 await _save_zustand(conn, t["user_id"], t["character_id"], t["nova_zustand"])
 
 
@@ -261,11 +265,16 @@ backlog never holds one long transaction."""
 
 
 async def prune(pool: AsyncConnectionPool, *, log_before: datetime | None,
-                turns_before: datetime | None) -> dict[str, int]:
-    """Retention: delete `pipeline_log` rows written before `log_before` and turn records made
-    before `turns_before` (None: that table is kept). Returns the rows deleted per table."""
-    deleted = {"pipeline_log": 0, "turns": 0}
+                turns_before: datetime | None, undo_before: datetime | None = None) -> dict[str, int]:
+    """Retention: delete `pipeline_log` rows written before `log_before`, turn records made
+    before `turns_before` and the turns' before-images and retraction records made before
+    `undo_before` (None: that table is kept). Returns the rows deleted per table."""
+    deleted = {"pipeline_log": 0, "turns": 0, "turn_vorher": 0, "zurueckgenommene_turns": 0}
     statements = (
+        ("turn_vorher", undo_before, "DELETE FROM turn_vorher WHERE nr IN"
+                                     " (SELECT nr FROM turn_vorher WHERE created_at < %s LIMIT %s)"),
+        ("zurueckgenommene_turns", undo_before, "DELETE FROM zurueckgenommene_turns WHERE ctid IN"
+                                                " (SELECT ctid FROM zurueckgenommene_turns WHERE created_at < %s LIMIT %s)"),
         ("pipeline_log", log_before, "DELETE FROM pipeline_log WHERE id IN"
                                      " (SELECT id FROM pipeline_log WHERE created_at < %s LIMIT %s)"),
         ("turns", turns_before, "DELETE FROM turns WHERE ctid IN"

@@ -18,6 +18,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from memory import redis_vorher
 from memory.outbox import OUTBOX_STREAM
 
 
@@ -87,7 +88,7 @@ def fenster(turns: list, n: int, block: int = FENSTER_BLOCK) -> list:
     return turns[fenster_start(len(turns), n, block):]
 
 
-_COMMIT = """
+_COMMIT = redis_vorher.LUA_FESTHALTEN + """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
 if ARGV[3] == '' or redis.call('EXISTS', KEYS[6]) == 1 then
@@ -101,13 +102,14 @@ if ARGV[6] ~= '' then
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', tonumber(ARGV[7]), '*', 'nachricht', ARGV[6])
 end
 if ARGV[8] ~= '' then
+  vorher_festhalten(KEYS[5], KEYS[7], {FRIST})
   redis.call('SET', KEYS[5], ARGV[8])
 end
 for i = 9, #ARGV do
   redis.call('XADD', KEYS[3], '*', 'job', ARGV[i])
 end
 return 1
-""".replace("{BLOCK}", str(FENSTER_BLOCK))
+""".replace("{BLOCK}", str(FENSTER_BLOCK)).replace("{FRIST}", str(redis_vorher.FRIST_S))
 """Commit a turn once: its result, the history (trimmed to `keep_turns` in blocks: between
 `keep_turns` and `keep_turns + FENSTER_BLOCK - 1` entries stay), the push stream, Nova's state
 after the turn, the jobs. The human's entry is left out when his turn was committed on its own
@@ -191,13 +193,14 @@ for i = from, math.min(outside, from + tonumber(ARGV[3]) - 1) do out[#out + 1] =
 return out
 """.replace("{BLOCK}", str(FENSTER_BLOCK))
 
-_FALTEN = """
+_FALTEN = redis_vorher.LUA_FESTHALTEN + """
 local cur = redis.call('HGET', KEYS[1], 'marke') or ''
 if cur ~= ARGV[1] then return 0 end
+vorher_festhalten(KEYS[1], KEYS[2], {FRIST})
 redis.call('HSET', KEYS[1], 'text', ARGV[2], 'marke', ARGV[3], 'bis_turn_id', ARGV[4])
 redis.call('HINCRBY', KEYS[1], 'gefaltet', tonumber(ARGV[5]))
 return 1
-"""
+""".replace("{FRIST}", str(redis_vorher.FRIST_S))
 
 
 def eintrag_marke(raw: bytes | str) -> str:
@@ -235,10 +238,11 @@ async def ausstehend(r: Redis, user_id: str, character_id: str, *, window: int, 
 
 
 async def fold_summary(r: Redis, user_id: str, character_id: str, *, nach_marke: str, text: str, marke: str,
-                       bis_turn_id: str, neu: int) -> bool:
+                       bis_turn_id: str, neu: int, turn_id: str | None = None) -> bool:
     """Store the new summary with its cursor, only if the cursor still stands at `nach_marke`
     (the state it was computed from). False: another run folded these entries first."""
-    done = await r.eval(_FALTEN, 1, summary_key(user_id, character_id), nach_marke, text, marke, bis_turn_id, neu)
+    done = await r.eval(_FALTEN, 2, summary_key(user_id, character_id), redis_vorher.vorher_key(user_id, character_id, turn_id),
+                        nach_marke, text, marke, bis_turn_id, neu)
     return bool(done)
 
 
@@ -286,9 +290,10 @@ async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str
     `zustand`: Nova's emotion state after the turn (ei_calc_persist), for the next turn."""
     jobs = job if isinstance(job, list) else [job]
     done = await r.eval(
-        _COMMIT, 6,
+        _COMMIT, 7,
         result_key(user_id, character_id, turn_id), session_key(user_id, character_id), OUTBOX_STREAM,
         push_key(user_id, character_id), zustand_key(user_id, character_id), mensch_key(user_id, character_id, turn_id),
+        redis_vorher.vorher_key(user_id, character_id, turn_id),
         json.dumps(result), ttl_s, json.dumps(user_turn) if user_turn is not None else "", json.dumps(nova_turn), keep_turns,
         json.dumps(push) if push is not None else "", push_keep, json.dumps(zustand) if zustand is not None else "",
         *[json.dumps(j) for j in jobs],

@@ -13,6 +13,8 @@ from zoneinfo import ZoneInfo
 
 from psycopg_pool import AsyncConnectionPool
 
+from memory import vorher
+
 WOCHENTAGE = ("Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag")
 _COLS = "id, typ, titel, personen, beginn, ende, turn_id"
 
@@ -74,18 +76,28 @@ async def count_by_turn(pool: AsyncConnectionPool, user_id: str, character_id: s
 
 
 async def move(pool: AsyncConnectionPool, user_id: str, character_id: str, entry_id: int, beginn: datetime,
-               tz: str) -> bool:
+               tz: str, *, turn_id: str | None = None) -> bool:
+    """Move an entry; with `turn_id` its old start is kept for taking the turn back."""
     async with pool.connection() as conn:
-        cur = await conn.execute("UPDATE timeline SET beginn=%s WHERE id=%s AND user_id=%s AND character_id=%s",
-                                 (to_utc(beginn, tz), entry_id, user_id, character_id))
-        return cur.rowcount == 1
+        async with conn.transaction():
+            await vorher.festhalten(conn, user_id, character_id, turn_id, "timeline",
+                                    "t.id=%s AND t.user_id=%s AND t.character_id=%s",
+                                    (entry_id, user_id, character_id), ("beginn",))
+            cur = await conn.execute("UPDATE timeline SET beginn=%s WHERE id=%s AND user_id=%s AND character_id=%s",
+                                     (to_utc(beginn, tz), entry_id, user_id, character_id))
+            return cur.rowcount == 1
 
 
-async def delete(pool: AsyncConnectionPool, user_id: str, character_id: str, entry_id: int) -> bool:
+async def delete(pool: AsyncConnectionPool, user_id: str, character_id: str, entry_id: int, *,
+                 turn_id: str | None = None) -> bool:
+    """Delete an entry; with `turn_id` the entry is kept for taking the turn back."""
     async with pool.connection() as conn:
-        cur = await conn.execute("DELETE FROM timeline WHERE id=%s AND user_id=%s AND character_id=%s",
-                                 (entry_id, user_id, character_id))
-        return cur.rowcount == 1
+        async with conn.transaction():
+            await vorher.festhalten(conn, user_id, character_id, turn_id, "timeline",
+                                    "t.id=%s AND t.user_id=%s AND t.character_id=%s", (entry_id, user_id, character_id))
+            cur = await conn.execute("DELETE FROM timeline WHERE id=%s AND user_id=%s AND character_id=%s",
+                                     (entry_id, user_id, character_id))
+            return cur.rowcount == 1
 
 
 async def find_by_date_range(pool: AsyncConnectionPool, user_id: str, character_id: str, von: date, bis: date,

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 from typing import TYPE_CHECKING
 
+from memory import vorher
 from memory.config import MemoryConfig
 from memory.vectors import cosine, normalise, to_list
 
@@ -91,7 +92,12 @@ async def wiederholung_verstaerken(pool: AsyncConnectionPool, ziel_id: int, turn
     """The human stated an active goal again: its forgetting curve restarts (the anchor stays), its
     motivation becomes the stronger of old and new, and the turn is remembered. False when this
     turn had reinforced it already (a redelivered job) or the goal is no longer active."""
-    async with pool.connection() as conn:
+    async with pool.connection() as conn, conn.transaction():
+        cur = await conn.execute("SELECT user_id, character_id FROM ziele WHERE id = %s AND aktiv"
+                                 " AND NOT (%s = ANY(wiederholt_in))", (ziel_id, turn_id))
+        if (paar := await cur.fetchone()) is not None:  # the pair in the goal's own order (ziel_paar_bestimmen)
+            await vorher.festhalten(conn, paar[0], paar[1], turn_id, "ziele", "t.id = %s", (ziel_id,),
+                                    ("verstaerkt_am", "motivation", "wiederholt_in"))
         cur = await conn.execute(
             "UPDATE ziele SET verstaerkt_am = now(), motivation = GREATEST(motivation, %s),"
             " wiederholt_in = (wiederholt_in || %s::text)[greatest(1, cardinality(wiederholt_in) + 2 - %s):]"
@@ -154,12 +160,17 @@ def aktivieren(goals: list[dict[str, Any]], raw_query, threshold: float) -> Akti
     return Aktivierung(aktivierte, vektoren, round(roh, 6), ohne)
 
 
-async def verstaerken(pool: AsyncConnectionPool, aktivierte: list[dict[str, Any]]) -> list[int]:
-    """An activated medium-term goal restarts its forgetting curve; its anchor stays."""
+async def verstaerken(pool: AsyncConnectionPool, aktivierte: list[dict[str, Any]], *,
+                      turn: tuple[str, str, str] | None = None) -> list[int]:
+    """An activated medium-term goal restarts its forgetting curve; its anchor stays. `turn`
+    (user_id, character_id, turn_id): the curves as they were are kept for taking the turn back."""
     ids = [g["id"] for g in aktivierte if g["horizont"] == "mittel"]
     if ids:
         async with pool.connection() as conn:
-            await conn.execute("UPDATE ziele SET verstaerkt_am = now() WHERE id = ANY(%s)", (ids,))
+            async with conn.transaction():
+                if turn is not None:
+                    await vorher.festhalten(conn, *turn, "ziele", "t.id = ANY(%s)", (ids,), ("verstaerkt_am",))
+                await conn.execute("UPDATE ziele SET verstaerkt_am = now() WHERE id = ANY(%s)", (ids,))
     return ids
 
 

@@ -31,6 +31,28 @@ class TurnRequest(BaseModel):
     _text = field_validator("text")(classmethod(lambda cls, v: no_control(v)))
 
 
+class RewindRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(default=1, ge=1, le=50, description="How many of the human's last messages go, with all after them.")
+    op_id: str | None = Field(default=None, pattern=TURN_ID_PATTERN,
+                              description="Idempotency key; repeating it answers what the operation did.")
+
+
+class RegenerateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    op_id: str | None = Field(default=None, pattern=TURN_ID_PATTERN,
+                              description="Idempotency key; repeating it answers what the operation did.")
+    turn_id: str | None = Field(default=None, pattern=TURN_ID_PATTERN, description="The new turn's id.")
+
+
+class EditRequest(RegenerateRequest):
+    text: str = Field(description="The human's message, as it should have been.")
+
+    _text = field_validator("text")(classmethod(lambda cls, v: no_control(v)))
+
+
 class TurnTimings(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -82,6 +104,20 @@ class TurnResponse(BaseModel):
     """How the Thinker checked the reply."""
     ursprung_turn_id: str | None = None
     """On that second message: the turn it continues."""
+
+
+class RetractResponse(BaseModel):
+    op_id: str
+    art: str
+    zurueckgenommen: list[str] = Field(description="The turn ids taken back, oldest first.")
+    by_store: dict[str, int] = Field(description="What went or came back, per table and key family "
+                                                 "(empty when the same op_id is asked again).")
+    turn: TurnResponse | None = Field(default=None, description="The new turn (regenerate, edit).")
+
+
+class SwipesResponse(BaseModel):
+    turn_id: str
+    swipes: list[dict[str, Any]] = Field(description="The replies this turn replaced, oldest first.")
 
 
 class HistoryResponse(BaseModel):

@@ -107,7 +107,8 @@ async def _activate_goals(deps: Deps, state: TurnState, raw_vec) -> Aktivierung:
     a = aktivieren(goals, raw_vec, deps.services.memory_cfg.goal_threshold)
     if a.ohne_embedding:
         log.error("enricher: goals without embedding %s cannot activate", a.ohne_embedding)
-    verstaerkt = await deps.store.ziele.verstaerken(a.aktivierte) if a.aktivierte else []
+    verstaerkt = await deps.store.ziele.verstaerken(a.aktivierte, turn=(s.user_id, s.character_id, s.turn_id)) \
+        if a.aktivierte else []
     if verstaerkt:
         deps.trace.decision(NAME, "enricher.ziele_verstaerkung", "verstaerkt", {"ziele": verstaerkt})
     return a

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline import vocab
 from pipeline.llm_json import ask_json, wort
+from memory import redis_vorher
 from memory.session import fenster
 from pipeline.node import Node
 from pipeline.nodes.perzeption import VERLAUF_TURNS, kurzverlauf
@@ -60,6 +61,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
         werkzeug = vocab.pick(answer.werkzeug.strip().capitalize(), vocab.WERKZEUGE, "Impuls")
         rec = LandschaftRecord(cluster=cluster, gv_detail=answer.gv_detail[:400], werkzeug=werkzeug,
                                vehikel=answer.vehikel[:40] or "Aussage")
+    # the detail as it was, for taking the turn back
+    await redis_vorher.festhalten(deps.redis, s.user_id, s.character_id, s.turn_id, gv_key(s.user_id, s.character_id))
     await deps.redis.hset(gv_key(s.user_id, s.character_id), mapping={
         "cluster": rec.cluster, "gv_detail": rec.gv_detail, "werkzeug": rec.werkzeug, "vehikel": rec.vehikel})
     deps.trace.decision(NAME, "gv_node.cluster", rec.cluster, {"status": status})

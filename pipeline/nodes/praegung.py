@@ -90,7 +90,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     edges = [(new, old, SYNAPSE_GEWICHT) for new in ids for old in resonanz]
     if edges:
         await deps.store.lzg.add_synapses(edges, "praegung")
-        await deps.store.lzg.touch(resonanz)
+        await deps.store.lzg.touch(resonanz, turn=(s.user_id, s.character_id, s.turn_id))
     if answer is not None and answer.profil_mensch.strip():
         # slow growth, once per turn: the new sentence joins the last few, oldest dropped
         await deps.store.beziehung.profil_wachsen(s.user_id, s.character_id, f"{NAME}:{s.turn_id}",

@@ -124,7 +124,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
     text, art, antwort = await _falten(deps, state, vorher.text, neue)
     letzte = offen.eintraege[-1]
     stored = await session.fold_summary(deps.redis, s.user_id, s.character_id, nach_marke=vorher.marke, text=text,
-                                        marke=letzte[0], bis_turn_id=neue[-1].turn_id, neu=len(neue))
+                                        marke=letzte[0], bis_turn_id=neue[-1].turn_id, neu=len(neue),
+                                        turn_id=s.turn_id)
     inputs.update(neu=len(neue), rueckstand=offen.rueckstand - len(neue), bis_turn_id=neue[-1].turn_id,
                   zeichen=len(text), antwort=antwort)
     if not stored:

@@ -48,6 +48,9 @@ def unknown_character(character_id: str) -> HTTPException:
 def turn_failed(failure: TurnFailure) -> dict:
     """The error body of a turn whose chain failed: which node, and whether the human's message
     is kept (then the same turn_id asks for the reply again, and his message is not stored twice)."""
+    if failure.retracted:
+        return {"type": "turn_retracted", "message": failure.message, "turn_id": failure.turn_id,
+                "message_kept": False, "node": None}
     if failure.refused:
         return {"type": "limit", "message": failure.message, "turn_id": failure.turn_id, "message_kept": False,
                 "node": None}
@@ -61,6 +64,8 @@ def turn_failed(failure: TurnFailure) -> dict:
 
 def turn_result(result: TurnResult | TurnFailure) -> TurnResult:
     """The turn's result; a failed turn answers 502 with `turn_failed`'s body, a refused one 429."""
+    if isinstance(result, TurnFailure) and result.retracted:
+        raise HTTPException(status_code=409, detail=turn_failed(result))
     if isinstance(result, TurnFailure) and result.refused:
         raise HTTPException(status_code=429, headers={"Retry-After": "2"},
                             detail={"type": "limit", "message": result.message, "turn_id": result.turn_id})

@@ -10,11 +10,12 @@ from datetime import datetime, timezone
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
 from sse_starlette.sse import EventSourceResponse
 
-from core.wire import ErrorEvent, EventDropped, FinalEvent, PairEventRequest
+from core.wire import ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairRetractRequest, RetractResult
 from memory import session
 from pipeline.figur import einsetzen
 from serve.routes.common import ACTOR_GONE, TheIngress, error, turn_failed, turn_result
-from serve.schemas import ID_PATTERN, EventRequest, HistoryResponse, TurnRequest, TurnResponse
+from serve.schemas import (ID_PATTERN, EditRequest, EventRequest, HistoryResponse, RegenerateRequest, RetractResponse,
+                           RewindRequest, SwipesResponse, TurnRequest, TurnResponse)
 
 router = APIRouter()
 
@@ -54,6 +55,61 @@ async def get_history(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
     # from the session store: reading the history never makes (or wakes) a pair actor
     turns = await session.load_turns(await ing.redis_client(), user_id, character_id, limit)
     return {"user_id": user_id, "character_id": character_id, "turns": turns}
+
+
+async def _retract(ing, authorization: str | None, user_id: str, character_id: str,
+                   request: PairRetractRequest) -> dict:
+    """Take turns back through the pair's actor, in its turn order (actors/ruecknahme.py)."""
+    principal = await ing.principal(authorization)
+    ing.owner(principal, user_id)
+    await ing.known_character(character_id)
+    async with ing.admitted(user_id, character_id):
+        out: RetractResult = await ing.call(user_id, character_id, lambda h: h.zuruecknehmen.remote(request))
+    if out.nichts:
+        raise error(409, "nothing_to_retract", "the conversation holds no message of yours to take back")
+    if out.failure is not None:  # taken back; the new turn failed (its message kept when message_kept)
+        detail = {**turn_failed(out.failure), "op_id": out.op_id, "zurueckgenommen": out.zurueckgenommen}
+        raise HTTPException(status_code=502, detail=detail)
+    return {"op_id": out.op_id, "art": out.art, "zurueckgenommen": out.zurueckgenommen, "by_store": out.by_store,
+            "turn": out.turn.body() if out.turn is not None else None}
+
+
+@router.post("/v1/pairs/{user_id}/{character_id}/turns/rewind", response_model=RetractResponse)
+async def rewind(body: RewindRequest, ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
+                 character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
+    """Delete the human's last `n` messages, everything after them, and everything they wrote in
+    every store; what they changed comes back as it was."""
+    request = PairRetractRequest(art="rewind", n=body.n, op_id=body.op_id or uuid.uuid4().hex)
+    return await _retract(ing, authorization, user_id, character_id, request)
+
+
+@router.post("/v1/pairs/{user_id}/{character_id}/turns/regenerate", response_model=RetractResponse)
+async def regenerate(ing: TheIngress, body: RegenerateRequest | None = None, user_id: str = Path(pattern=ID_PATTERN),
+                     character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
+    """A new reply to the human's last message: the last turn is taken back (its reply kept as a
+    swipe of the new turn) and answered again."""
+    body = body or RegenerateRequest()
+    request = PairRetractRequest(art="regenerate", op_id=body.op_id or uuid.uuid4().hex, turn_id=body.turn_id)
+    return await _retract(ing, authorization, user_id, character_id, request)
+
+
+@router.post("/v1/pairs/{user_id}/{character_id}/turns/edit", response_model=RetractResponse)
+async def edit(body: EditRequest, ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
+               character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
+    """Change the human's last message: its turn is taken back and the new text answered."""
+    text = ing.validate_text(body.text)
+    request = PairRetractRequest(art="edit", text=text, op_id=body.op_id or uuid.uuid4().hex, turn_id=body.turn_id)
+    return await _retract(ing, authorization, user_id, character_id, request)
+
+
+@router.get("/v1/pairs/{user_id}/{character_id}/turns/{turn_id}/swipes", response_model=SwipesResponse)
+async def swipes(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN), character_id: str = Path(pattern=ID_PATTERN),
+                 turn_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
+    """The replies a regenerated turn replaced, oldest first."""
+    principal = await ing.principal(authorization)
+    ing.owner(principal, user_id)
+    await ing.known_character(character_id)
+    return {"turn_id": turn_id, "swipes": await ing.store_ops.ruecknahme.varianten(user_id, character_id, turn_id)}
 
 
 class _Slot:

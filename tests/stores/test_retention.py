@@ -40,7 +40,7 @@ async def _scenario(stores):
 
         # the defaults: the old turn's log rows (over 30 days) and dead letter (over 14) go, its record stays
         got = await retention_pass(pool, r, Settings(), now=NOW, dead_stream=dead)
-        assert got == {"pipeline_log": 1, "turns": 0, "dead_letters": 1}
+        assert got == {"pipeline_log": 1, "turns": 0, "turn_vorher": 0, "zurueckgenommene_turns": 0, "dead_letters": 1}
         assert [x["turn_id"] for x in await pg.pipeline_rows(pool, user, "nova")] == [recent["turn"]["turn_id"]]
         assert sorted(await pg.turn_ids(pool, user, "nova")) == sorted([old["turn"]["turn_id"],
                                                                         recent["turn"]["turn_id"]])
@@ -48,13 +48,13 @@ async def _scenario(stores):
 
         # turn records with a time of their own: the old one goes, the recent one stays
         got = await retention_pass(pool, r, Settings(turn_records_keep_days=10), now=NOW, dead_stream=dead)
-        assert got == {"pipeline_log": 0, "turns": 1, "dead_letters": 0}
+        assert got == {"pipeline_log": 0, "turns": 1, "turn_vorher": 0, "zurueckgenommene_turns": 0, "dead_letters": 0}
         assert await pg.turn_ids(pool, user, "nova") == [recent["turn"]["turn_id"]]
 
         # 0 keeps a kind for good, however late it is
         keep = Settings(pipeline_log_keep_days=0, turn_records_keep_days=0, dead_letters_keep_days=0)
         got = await retention_pass(pool, r, keep, now=datetime(2100, 1, 1, tzinfo=timezone.utc), dead_stream=dead)
-        assert got == {"pipeline_log": 0, "turns": 0, "dead_letters": 0}
+        assert got == {"pipeline_log": 0, "turns": 0, "turn_vorher": 0, "zurueckgenommene_turns": 0, "dead_letters": 0}
         assert len(await pg.pipeline_rows(pool, user, "nova")) == 1 and await r.xlen(dead) == 1
     finally:
         await pool.close()

@@ -20,7 +20,8 @@ async def dispatch_direktiven(state, deps) -> AgentResult:
         match = [d for d in current if text.lower() in d["text"].lower()]
         if not match:
             return AgentResult(agent_name="direktiven", status="verworfen", ergebnis={"grund": "keine passende Vorgabe"})
-        await deps.store.beziehung.set_directive_active(s.user_id, s.character_id, match[0]["id"], False)
+        await deps.store.beziehung.set_directive_active(s.user_id, s.character_id, match[0]["id"], False,
+                                                        turn_id=s.turn_id)
         return AgentResult(agent_name="direktiven", status="abgeschlossen",
                            ergebnis={"aktion": "aufheben", "id": match[0]["id"], "beschreibung": f"Vorgabe aufgehoben: {match[0]['text']}"})
     fehlt, angabe = ("text", "der Wortlaut der Vorgabe") if not text else ("aktion", "ob sie gemerkt oder aufgehoben wird")

@@ -8,6 +8,11 @@ from pipeline.state import AgentResult
 AKTIONEN = ("anlegen", "aendern", "loeschen", "finden")
 
 
+def _turn(state) -> tuple[str, str]:
+    """(character_id, turn_id): the note as it was is kept for taking the turn back."""
+    return state.stimulus.character_id, state.stimulus.turn_id
+
+
 async def dispatch_notizen(state, deps) -> AgentResult:
     auftrag = state.plan.auftrag
     aktion, p = auftrag.aktion, auftrag.parameter
@@ -36,9 +41,10 @@ async def dispatch_notizen(state, deps) -> AgentResult:
                            ergebnis={"grund": f"keine Notiz mit dem Namen '{name}'"})
     target = found[0]
     if aktion == "aendern":
-        await deps.store.notizen.update(user, target["id"], inhalt=str(p.get("inhalt") or target["inhalt"]))
+        await deps.store.notizen.update(user, target["id"], turn=_turn(state),
+                                        inhalt=str(p.get("inhalt") or target["inhalt"]))
         return AgentResult(agent_name="notizen", status="abgeschlossen",
                            ergebnis={"aktion": "aendern", "id": target["id"], "beschreibung": f"Notiz '{target['name']}' geaendert"})
-    await deps.store.notizen.delete(user, target["id"])
+    await deps.store.notizen.delete(user, target["id"], turn=_turn(state))
     return AgentResult(agent_name="notizen", status="abgeschlossen",
                        ergebnis={"aktion": "loeschen", "id": target["id"], "beschreibung": f"Notiz '{target['name']}' geloescht"})

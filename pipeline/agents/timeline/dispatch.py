@@ -113,10 +113,10 @@ async def dispatch_timeline(state, deps) -> AgentResult:
         return AgentResult(agent_name="timeline", status="verworfen", ergebnis={"grund": f"kein Termin '{titel}' gefunden"})
     target = found[0]
     if aktion == "verschieben":
-        await deps.store.timeline.move(s.user_id, s.character_id, target["id"], when, tz)
+        await deps.store.timeline.move(s.user_id, s.character_id, target["id"], when, tz, turn_id=s.turn_id)
         return AgentResult(agent_name="timeline", status="abgeschlossen", ergebnis={
             "aktion": "verschieben", "id": target["id"],
             "beschreibung": f"Termin '{target['titel']}' auf {when.strftime('%d.%m.%Y um %H:%M')} verschoben"})
-    await deps.store.timeline.delete(s.user_id, s.character_id, target["id"])
+    await deps.store.timeline.delete(s.user_id, s.character_id, target["id"], turn_id=s.turn_id)
     return AgentResult(agent_name="timeline", status="abgeschlossen",
                        ergebnis={"aktion": "loeschen", "id": target["id"], "beschreibung": f"Termin '{target['titel']}' geloescht"})

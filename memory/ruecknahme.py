@@ -1,0 +1,304 @@
+"""Taking turns back (regenerate, edit, rewind): everything the turns wrote, in every store, goes,
+and what they changed comes back as it was (docs/TURN_WRITES.md lists each write).
+
+The pair actor runs a retraction under its turn order, in three steps, each safe to run again
+(a retraction cut short by a kill is finished by the pair's next actor, `actors/pair.py`):
+1. `zaun` — the turns are marked retracted (Redis `zurueckgenommen:{user}:{character}`, which
+   the outbox worker and the pair actor read before they work for a turn), their background jobs
+   still queued leave the outbox, and one a worker already holds is waited for;
+2. `zuruecknehmen` (Postgres, in the store deployment, one transaction) — before-images put back
+   (`memory/vorher.py`), the rows carrying the turns' ids deleted, the turns recorded as retracted
+   (`zurueckgenommene_turns`), a regenerated reply kept as a swipe (`antwort_varianten`);
+3. `zuruecknehmen_redis` — the session entries, results, markers, short-term memory entries,
+   planned impulses, delegations, pushed messages and node errors of the turns; the keys they
+   overwrote put back (`memory/redis_vorher.py`).
+Postgres is imported only inside the store's functions: a pair actor loads no database driver.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Sequence
+
+from memory import outbox, redis_vorher, session
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+    from redis.asyncio import Redis
+
+log = logging.getLogger("novaberg.ruecknahme")
+
+ZURUECKGENOMMEN_S = redis_vorher.FRIST_S
+
+
+def zurueckgenommen_key(user_id: str, character_id: str) -> str:
+    return f"zurueckgenommen:{user_id}:{character_id}"
+
+
+# ---------------------------------------------------------------------------------------- Postgres
+_LOESCHEN: tuple[tuple[str, str], ...] = (
+    ("turns", "DELETE FROM turns WHERE user_id=%s AND character_id=%s AND turn_id = ANY(%s)"),
+    ("pipeline_log", "DELETE FROM pipeline_log WHERE user_id=%s AND character_id=%s AND turn_id = ANY(%s)"),
+    ("timeline", "DELETE FROM timeline WHERE user_id=%s AND character_id=%s AND turn_id = ANY(%s)"),
+    ("notizen", "DELETE FROM notizen WHERE user_id=%s AND turn_id = ANY(%s)"),
+    ("direktiven", "DELETE FROM direktiven WHERE user_id=%s AND character_id=%s AND turn_id = ANY(%s)"),
+    ("charakter_anweisungen:wieder_aktiv",
+     "UPDATE charakter_anweisungen SET aktiv=true, aufgehoben_turn_id=NULL, aufgehoben_schritt=NULL"
+     " WHERE user_id=%s AND character_id=%s AND aufgehoben_turn_id = ANY(%s)"),
+    ("charakter_anweisungen",
+     "DELETE FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s AND turn_id = ANY(%s)"),
+    ("ziele", "DELETE FROM ziele WHERE user_id=%s AND character_id=%s AND quelle_turn = ANY(%s)"),
+    ("lzg_knoten", "DELETE FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND quelle = ANY(%s)"),
+    ("autonomous_wissen", "DELETE FROM autonomous_wissen WHERE user_id=%s AND character_id=%s"
+                          " AND schluessel LIKE 'delegation:%%' AND split_part(schluessel, ':', 2) = ANY(%s)"),
+    ("pair_profiles:schritte",
+     "UPDATE pair_profiles SET profil_schritte = ARRAY(SELECT x FROM unnest(profil_schritte) x"
+     " WHERE split_part(x, ':', 2) <> ALL(%s)) WHERE user_id=%s AND character_id=%s"
+     " AND EXISTS (SELECT 1 FROM unnest(profil_schritte) x WHERE split_part(x, ':', 2) = ANY(%s))"),
+)
+"""What a turn wrote with its id, by table (docs/TURN_WRITES.md): deleted, or a lift undone. The
+long-term nodes take their postings and synapses along (`ON DELETE CASCADE`)."""
+
+
+def _args(name: str, user_id: str, character_id: str, ids: list[str]) -> tuple:
+    if name == "pair_profiles:schritte":
+        return ids, user_id, character_id, ids
+    if name == "notizen":  # a note is the user's, whichever character's turn wrote it
+        return user_id, ids
+    return user_id, character_id, ids
+
+
+async def zuruecknehmen(pool: AsyncConnectionPool, user_id: str, character_id: str, turn_ids: list[str], *,
+                        varianten_an: str | None = None, verworfen: dict[str, str] | None = None) -> dict[str, int]:
+    """Take the turns back in Postgres, in one transaction: what they changed is put back (newest
+    first), what they wrote with their id deleted, and they are recorded as retracted (a turn job
+    still on its way writes nothing for them). `varianten_an`: the turn that replaces them (a
+    regenerate or an edit) — their swipes move to it, and the replies `verworfen` (turn_id →
+    reply) join them; without it their swipes go too. Running it again changes nothing more.
+    Returns the rows changed per table."""
+    from memory import vorher  # the store deployment's import: Postgres' types
+
+    ids = list(turn_ids)
+    out: dict[str, int] = {}
+    async with pool.connection() as conn, conn.transaction():
+        await conn.execute("INSERT INTO zurueckgenommene_turns (user_id, character_id, turn_id)"
+                           " SELECT %s, %s, unnest(%s::text[]) ON CONFLICT DO NOTHING", (user_id, character_id, ids))
+        out["turn_vorher"] = await vorher.zuruecksetzen(conn, user_id, character_id, ids)
+        for name, sql in _LOESCHEN:
+            out[name] = (await conn.execute(sql, _args(name, user_id, character_id, ids))).rowcount
+        out["antwort_varianten"] = await _varianten(conn, user_id, character_id, ids, varianten_an, verworfen or {})
+    return out
+
+
+async def _varianten(conn, user_id: str, character_id: str, ids: list[str], an: str | None,
+                     verworfen: dict[str, str]) -> int:
+    if an is None:
+        cur = await conn.execute("DELETE FROM antwort_varianten WHERE user_id=%s AND character_id=%s"
+                                 " AND turn_id = ANY(%s)", (user_id, character_id, ids))
+        return cur.rowcount
+    n = (await conn.execute("UPDATE antwort_varianten SET turn_id=%s WHERE user_id=%s AND character_id=%s"
+                            " AND turn_id = ANY(%s)", (an, user_id, character_id, ids))).rowcount
+    for turn_id, reply in verworfen.items():
+        if reply:
+            cur = await conn.execute(
+                "INSERT INTO antwort_varianten (user_id, character_id, turn_id, verworfen_turn_id, reply)"
+                " VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING", (user_id, character_id, an, turn_id, reply))
+            n += cur.rowcount
+    return n
+
+
+async def varianten(pool: AsyncConnectionPool, user_id: str, character_id: str, turn_id: str) -> list[dict[str, Any]]:
+    """The replies a turn replaced (its swipes), oldest first: {turn_id, reply, created_at}."""
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT verworfen_turn_id, reply, created_at FROM antwort_varianten WHERE user_id=%s"
+                                 " AND character_id=%s AND turn_id=%s ORDER BY nr", (user_id, character_id, turn_id))
+        return [{"turn_id": r[0], "reply": r[1], "created_at": r[2].isoformat()} for r in await cur.fetchall()]
+
+
+async def ist_zurueckgenommen(pool: AsyncConnectionPool, user_id: str, character_id: str, turn_id: str) -> bool:
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT 1 FROM zurueckgenommene_turns WHERE user_id=%s AND character_id=%s"
+                                 " AND turn_id=%s", (user_id, character_id, turn_id))
+        return await cur.fetchone() is not None
+
+
+# ---------------------------------------------------------------------------------------- Redis
+def _s(x: Any) -> str:
+    return x.decode() if isinstance(x, bytes) else str(x)
+
+
+async def gilt_als_zurueckgenommen(r: Redis, user_id: str, character_id: str, *turn_ids: str | None) -> str | None:
+    """The first of the turn ids that was taken back (None: none was)."""
+    ids = [t for t in turn_ids if t]
+    if not ids:
+        return None
+    hits = await r.smismember(zurueckgenommen_key(user_id, character_id), ids)
+    return next((t for t, hit in zip(ids, hits) if hit), None)
+
+
+def job_turn(raw: Any) -> str | None:
+    """The turn an outbox job works for (a turn's record, or a background job)."""
+    try:
+        job = json.loads(_s(raw))
+    except (TypeError, ValueError):
+        return None
+    return job_ziel(job)[2] if isinstance(job, dict) else None
+
+
+def job_ziel(job: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """(user, character, turn) of a parsed outbox job."""
+    stimulus = (job.get("state") or {}).get("stimulus") or {}
+    t = job.get("turn") or stimulus
+    return t.get("user_id"), t.get("character_id"), job.get("turn_id") or t.get("turn_id")
+
+
+async def job_zurueckgenommen(r: Redis, job: dict[str, Any]) -> bool:
+    """Whether a job works for a turn that was taken back (then it does nothing, and says so)."""
+    user_id, character_id, turn_id = job_ziel(job)
+    if not (user_id and character_id and turn_id):
+        return False
+    if await gilt_als_zurueckgenommen(r, user_id, character_id, turn_id) is None:
+        return False
+    log.warning("outbox: fallback zurueckgenommen: the %s job of turn %s of %s:%s does nothing, the turn was "
+                "taken back", job.get("kind"), turn_id, user_id, character_id)
+    return True
+
+
+async def _jobs(r: Redis, stream: str, user_id: str, character_id: str, ids: set[str]) -> list[str]:
+    found = []
+    for entry_id, fields in await r.xrange(stream):
+        raw = fields.get(b"job") or fields.get("job") or b"{}"
+        if outbox.job_owner(raw) == (user_id, character_id) and job_turn(raw) in ids:
+            found.append(_s(entry_id))
+    return found
+
+
+async def zaun(r: Redis, user_id: str, character_id: str, turn_ids: Sequence[str], *, warten_s: float = 60.0) -> int:
+    """Step 1: mark the turns retracted, take their queued jobs (and dead letters) out of the
+    outbox, and wait (up to `warten_s`) for a job a worker holds already. Returns the jobs taken out."""
+    ids = set(turn_ids)
+    key = zurueckgenommen_key(user_id, character_id)
+    await r.sadd(key, *ids)
+    await r.expire(key, ZURUECKGENOMMEN_S)
+    n = 0
+    for stream in (outbox.OUTBOX_STREAM, outbox.DEAD_STREAM):
+        found = await _jobs(r, stream, user_id, character_id, ids)
+        if not found:
+            continue
+        if stream == outbox.OUTBOX_STREAM:
+            await _warten(r, found, warten_s)
+            await r.xack(stream, outbox.GROUP, *found)
+        n += await r.xdel(stream, *found)
+    return n
+
+
+async def _warten(r: Redis, entry_ids: list[str], warten_s: float) -> None:
+    """Wait until no worker holds one of the entries (it began before the mark and writes on)."""
+    deadline = time.monotonic() + warten_s
+    while True:
+        held = [e for e in entry_ids if await r.xpending_range(outbox.OUTBOX_STREAM, outbox.GROUP, min=e, max=e, count=1)]
+        if not held:
+            return
+        if time.monotonic() > deadline:
+            log.warning("fallback ruecknahme.job_laeuft: %d background jobs of retracted turns still held by a worker "
+                        "after %.0fs; taken out all the same", len(held), warten_s)
+            return
+        await asyncio.sleep(0.1)
+
+
+_SESSION = """
+local keep = {}
+local gone = 0
+for _, e in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+  local ok, t = pcall(cjson.decode, e)
+  local id = ok and t['turn_id'] or nil
+  local hit = false
+  for i = 1, #ARGV do if id == ARGV[i] then hit = true end end
+  if hit then gone = gone + 1 else keep[#keep + 1] = e end
+end
+if gone > 0 then
+  redis.call('DEL', KEYS[1])
+  for i = 1, #keep, 500 do redis.call('RPUSH', KEYS[1], unpack(keep, i, math.min(#keep, i + 499))) end
+end
+return gone
+"""
+
+_KZG = """
+local gone = 0
+for i = 1, #ARGV do
+  gone = gone + redis.call('HDEL', KEYS[1], ARGV[i])
+  redis.call('HDEL', KEYS[2], ARGV[i])
+  redis.call('ZREM', KEYS[3], ARGV[i])
+end
+if gone > 0 then redis.call('INCR', KEYS[4]) end
+return gone
+"""
+"""The short-term memory's entries of the turns; the version moves, so each pair actor's index
+reads the pair's entries again."""
+
+
+async def _liste(r: Redis, key: str, ids: set[str], *felder: str) -> int:
+    n = 0
+    for raw in await r.lrange(key, 0, -1):
+        try:
+            e = json.loads(raw)
+        except ValueError:
+            continue
+        if any(e.get(f) in ids for f in felder):
+            n += await r.lrem(key, 1, raw)
+    return n
+
+
+async def _impulse(r: Redis, user_id: str, character_id: str, ids: set[str]) -> int:
+    n = 0
+    for key in ("impulse:faellig", "impulse:faellig:genommen"):
+        for m in await r.zrange(key, 0, -1):
+            try:
+                i = json.loads(m)
+            except ValueError:
+                continue
+            if (i.get("user_id"), i.get("character_id")) == (user_id, character_id) and i.get("aus_turn") in ids:
+                n += await r.zrem(key, m)
+                await r.srem(f"impulse:offen:{user_id}:{character_id}", str(i.get("id")))
+    return n
+
+
+async def _gepusht(r: Redis, user_id: str, character_id: str, ids: set[str]) -> int:
+    key = session.push_key(user_id, character_id)
+    weg = []
+    for entry_id, fields in await r.xrange(key):
+        try:
+            m = json.loads(fields.get(b"nachricht") or fields.get("nachricht") or b"{}")
+        except ValueError:
+            continue
+        if m.get("turn_id") in ids or m.get("ursprung_turn_id") in ids:
+            weg.append(entry_id)
+    return await r.xdel(key, *weg) if weg else 0
+
+
+async def _fehler(r: Redis, user_id: str, character_id: str, ids: set[str]) -> int:
+    weg = [m for m in await r.zrange("errors:nodes", 0, -1)
+           if (p := _s(m).split(":"))[2:4] == [user_id, character_id] and ":".join(p[4:]) in ids]
+    return await r.zrem("errors:nodes", *weg) if weg else 0
+
+
+async def zuruecknehmen_redis(r: Redis, user_id: str, character_id: str, turn_ids: list[str]) -> dict[str, int]:
+    """Step 3: the turns' Redis data (`turn_ids` oldest first). Running it again changes nothing more."""
+    ids, u, c = set(turn_ids), user_id, character_id
+    out = {"vorher": await redis_vorher.zuruecksetzen(r, u, c, list(turn_ids))}
+    keys = [k for t in ids for k in (session.result_key(u, c, t), session.mensch_key(u, c, t), f"bg:done:{u}:{c}:{t}",
+                                     f"bg:done:{u}:{c}:{t}:mensch", f"aufgriff:geplant:{u}:{c}:{t}")]
+    for t in ids:
+        keys += [_s(k) async for k in r.scan_iter(match=f"bg:delegation:{u}:{c}:{t}:*", count=500)]
+    out["schluessel"] = await r.delete(*keys)
+    out["session"] = int(await r.eval(_SESSION, 1, session.session_key(u, c), *ids))
+    out["kzg"] = int(await r.eval(_KZG, 4, *(f"kzg:{u}:{c}:{w}" for w in ("entries", "vectors", "order", "version")),
+                                  *(f"turn-{t}" for t in ids)))
+    out["impulse"] = await _impulse(r, u, c, ids)
+    out["delegationen"] = await _liste(r, f"delegationen:{u}:{c}", ids, "turn_id") \
+        + await _liste(r, f"delegationen_in_arbeit:{u}:{c}", ids, "turn_id")
+    out["push"] = await _gepusht(r, u, c, ids)
+    out["errors:nodes"] = await _fehler(r, u, c, ids)
+    return out
