@@ -1,0 +1,182 @@
+"""Rewind, regenerate and edit through the API, with the whole system: afterwards every store of
+the pair is as it is for a pair that never had the turns taken back (two users talk to the same
+character with the same turn ids; one of them takes a turn back), also when the pair's actor is
+killed while it takes them back; a regenerated reply stays as a swipe; a taken-back turn_id is
+not run again."""
+import threading
+import uuid
+
+import pytest
+import ray
+
+from actors.background import erledigt_key
+from actors.pair import pair_name
+from memory import erasure, pg
+from tests.conftest import auth, pg_call, redis_call, wait_for
+
+pytestmark = pytest.mark.e2e
+
+VERGAENGLICH = {"created_at", "updated_at", "time", "zuletzt", "anker", "verstaerkt_am", "stand", "received_at",
+                "timings", "at", "exported_at", "id", "nr", "von_id", "nach_id", "knoten_id", "ms", "dauer_ms",
+                "beginn", "seq", "knoten", "ziele"}
+"""Fields that differ between two pairs that had the same conversation: clocks and durations, the
+order in which nodes that ran side by side were logged, and the serial ids of rows."""
+EIGENE = ("zurueckgenommen:", "ruecknahme:", "pair:seq", "inflight:", "selftrigger:", "novaberg:outbox")
+"""The retraction's own records, the pair's arrival counters (they never go back), and the outbox
+(its processed jobs leave it by a trim of their own time; `_keine_jobs` looks at it)."""
+
+
+def _gleich(x, user: str):
+    """A stored value with the user's id, the clocks and the serial ids taken out."""
+    if isinstance(x, dict):
+        return {_gleich(k, user): _gleich(v, user) for k, v in x.items() if k not in VERGAENGLICH and
+                not str(k).endswith(("_ms", "_at"))}
+    if isinstance(x, list):
+        return [_gleich(v, user) for v in x]
+    if isinstance(x, str):
+        import json
+
+        try:
+            parsed = json.loads(x)
+        except ValueError:
+            return x.replace(user, "U")
+        if isinstance(parsed, float) and parsed > 1e9:  # a clock's reading (a marker's value)
+            return "T"
+        return _gleich(parsed, user) if isinstance(parsed, (dict, list)) else x.replace(user, "U")
+    return x
+
+
+def _keine_jobs(settings, user: str, turn_ids: list[str]) -> None:
+    """No job of the taken-back turns is left in the outbox or among the dead letters."""
+    from memory import outbox, ruecknahme
+
+    for stream in (outbox.OUTBOX_STREAM, outbox.DEAD_STREAM):
+        entries = redis_call(settings.redis_url, lambda rd: rd.xrange(stream))
+        assert not [e for _, f in entries if outbox.job_owner(f[b"job"])[0] == user
+                    and ruecknahme.job_turn(f[b"job"]) in turn_ids]
+
+
+def _bild(settings, user: str) -> dict:
+    tables = {t: sorted(map(repr, _gleich(pg_call(settings.database_url, erasure.export_table, user, t), user)))
+              for t in erasure.EXPORT_TABLES if t != "zurueckgenommene_turns"}
+    keys = redis_call(settings.redis_url, erasure.export_keys, user)
+    keys = {k.replace(user, "U"): _gleich(v, user) for k, v in keys.items()
+            if not k.startswith(EIGENE) and not k.endswith(":version")}
+    return {"pg": tables, "redis": keys}
+
+
+def _unterschiede(a: dict, b: dict) -> dict:
+    """Per table (the rows only one side holds) and per key (both values) where the two differ."""
+    out = {}
+    for k in set(a["pg"]) | set(b["pg"]):
+        x, y = a["pg"].get(k, []), b["pg"].get(k, [])
+        if x != y:
+            out[f"pg:{k}"] = ([r for r in x if r not in y], [r for r in y if r not in x])
+    for k in set(a["redis"]) | set(b["redis"]):
+        if a["redis"].get(k) != b["redis"].get(k):
+            out[f"redis:{k}"] = (a["redis"].get(k), b["redis"].get(k))
+    return out
+
+
+def _reden(client, settings, user, key, ch, text, turn_id) -> dict:
+    r = client.post(f"/v1/pairs/{user}/{ch}/turns", json={"text": text, "turn_id": turn_id}, headers=auth(key))
+    assert r.status_code == 200, r.text
+    _fertig(settings, user, ch, turn_id)
+    return r.json()
+
+
+def _fertig(settings, user, ch, turn_id) -> None:
+    """The turn's background work has run: nothing of it is still on its way to a store."""
+    wait_for(lambda: redis_call(settings.redis_url, lambda rd: rd.exists(erledigt_key(user, ch, turn_id))), timeout=90)
+    wait_for(lambda: pg_call(settings.database_url, pg.turn_record, user, ch, turn_id) is not None, timeout=60)
+
+
+TEXTE = ("Ich heisse Erin und segle gern.", "Mein Bruder heisst Jonas.", "Ich habe Angst vor Hunden.")
+
+
+def _paar(settings) -> tuple[str, str]:
+    user = f"erin{uuid.uuid4().hex[:6]}"
+    return user, pg_call(settings.database_url, pg.create_api_key, user)
+
+
+def test_rewind_leaves_the_pair_as_one_that_never_had_the_turn(client, settings, character):
+    ch, tag = character("rewind"), uuid.uuid4().hex[:8]
+    (a, a_key), (b, b_key) = _paar(settings), _paar(settings)
+    for i, text in enumerate(TEXTE):
+        _reden(client, settings, a, a_key, ch, text, f"{tag}{i}")
+    for i, text in enumerate(TEXTE[:2]):
+        _reden(client, settings, b, b_key, ch, text, f"{tag}{i}")
+    r = client.post(f"/v1/pairs/{a}/{ch}/turns/rewind", json={"n": 1, "op_id": f"op{tag}"}, headers=auth(a_key))
+    assert r.status_code == 200, r.text
+    assert r.json()["zurueckgenommen"] == [f"{tag}2"] and r.json()["by_store"]["pg:turns"] == 1
+    diff = _unterschiede(_bild(settings, a), _bild(settings, b))
+    assert not diff, "\n".join(f"{k}: {v}" for k, v in diff.items())
+    _keine_jobs(settings, a, [f"{tag}2"])
+    # the same op_id answers what it did and takes nothing more back
+    again = client.post(f"/v1/pairs/{a}/{ch}/turns/rewind", json={"n": 1, "op_id": f"op{tag}"}, headers=auth(a_key))
+    assert again.status_code == 200 and again.json()["zurueckgenommen"] == [f"{tag}2"]
+    assert len(client.get(f"/v1/pairs/{a}/{ch}/turns", headers=auth(a_key)).json()["turns"]) == 4
+    # the taken-back turn_id is not run again; another person's key takes nothing of hers back
+    r = client.post(f"/v1/pairs/{a}/{ch}/turns", json={"text": TEXTE[2], "turn_id": f"{tag}2"}, headers=auth(a_key))
+    assert r.status_code == 409 and r.json()["error"]["type"] == "turn_retracted"
+    assert client.post(f"/v1/pairs/{a}/{ch}/turns/rewind", json={}, headers=auth(b_key)).status_code == 403
+
+
+def test_rewind_with_the_pair_actor_killed_in_the_middle_ends_the_same(client, settings, character, system):
+    ch, tag = character("kill"), uuid.uuid4().hex[:8]
+    (a, a_key), (b, b_key) = _paar(settings), _paar(settings)
+    for i, text in enumerate(TEXTE):
+        _reden(client, settings, a, a_key, ch, text, f"{tag}{i}")
+    _reden(client, settings, b, b_key, ch, TEXTE[0], f"{tag}0")
+    body = {"n": 2, "op_id": f"op{tag}"}
+    first: dict = {}
+    t = threading.Thread(target=lambda: first.update(r=client.post(f"/v1/pairs/{a}/{ch}/turns/rewind", json=body,
+                                                                   headers=auth(a_key))))
+    t.start()
+    actor = ray.get_actor(pair_name(a, ch), namespace=settings.namespace)
+    ray.kill(actor, no_restart=False)  # Ray restarts it; the operation is finished by the next call at the latest
+    t.join(120)
+    r = client.post(f"/v1/pairs/{a}/{ch}/turns/rewind", json=body, headers=auth(a_key))
+    assert r.status_code == 200, r.text
+    assert r.json()["zurueckgenommen"] == [f"{tag}1", f"{tag}2"]
+    diff = _unterschiede(_bild(settings, a), _bild(settings, b))
+    assert not diff, "\n".join(f"{k}: {v}" for k, v in diff.items())
+    _keine_jobs(settings, a, [f"{tag}1", f"{tag}2"])
+
+
+def test_regenerate_answers_again_and_keeps_the_old_reply_as_a_swipe(client, settings, character):
+    ch, tag = character("regen"), uuid.uuid4().hex[:8]
+    (a, a_key), (b, b_key) = _paar(settings), _paar(settings)
+    old = _reden(client, settings, a, a_key, ch, TEXTE[0], f"{tag}0")
+    r = client.post(f"/v1/pairs/{a}/{ch}/turns/regenerate", json={"turn_id": f"{tag}r"}, headers=auth(a_key))
+    assert r.status_code == 200, r.text
+    new = r.json()["turn"]
+    assert new["turn_id"] == f"{tag}r" and r.json()["zurueckgenommen"] == [f"{tag}0"]
+    _fertig(settings, a, ch, f"{tag}r")
+    swipes = client.get(f"/v1/pairs/{a}/{ch}/turns/{tag}r/swipes", headers=auth(a_key)).json()["swipes"]
+    assert [(s["turn_id"], s["reply"]) for s in swipes] == [(f"{tag}0", old["reply"])]
+    history = client.get(f"/v1/pairs/{a}/{ch}/turns", headers=auth(a_key)).json()["turns"]
+    assert [(t["rolle"], t["inhalt"]) for t in history] == [("user", TEXTE[0]), ("assistant", new["reply"])]
+    # every store as for a pair whose first turn was the regenerated one — but for the swipe
+    _reden(client, settings, b, b_key, ch, TEXTE[0], f"{tag}r")
+    diff = _unterschiede(_bild(settings, a), _bild(settings, b))
+    assert set(diff) == {"pg:antwort_varianten"}, diff
+
+
+def test_edit_answers_the_changed_message_in_place_of_the_old(client, settings, character):
+    ch, tag = character("edit"), uuid.uuid4().hex[:8]
+    a, a_key = _paar(settings)
+    _reden(client, settings, a, a_key, ch, TEXTE[0], f"{tag}0")
+    _reden(client, settings, a, a_key, ch, "Mein Bruder heisst Jonsa.", f"{tag}1")
+    r = client.post(f"/v1/pairs/{a}/{ch}/turns/edit", json={"text": TEXTE[1], "turn_id": f"{tag}e"},
+                    headers=auth(a_key))
+    assert r.status_code == 200, r.text
+    _fertig(settings, a, ch, f"{tag}e")
+    history = client.get(f"/v1/pairs/{a}/{ch}/turns", headers=auth(a_key)).json()["turns"]
+    assert [t["inhalt"] for t in history if t["rolle"] == "user"] == [TEXTE[0], TEXTE[1]]
+    rows = pg_call(settings.database_url, erasure.export_table, a, "turns")
+    assert sorted(t["user_text"] for t in rows) == sorted(TEXTE[:2])
+    # nothing to take back for a pair without a message
+    other = character("leer")
+    r = client.post(f"/v1/pairs/{a}/{other}/turns/regenerate", headers=auth(a_key))
+    assert r.status_code == 409 and r.json()["error"]["type"] == "nothing_to_retract"
