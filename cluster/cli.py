@@ -214,6 +214,9 @@ def cmd_chat(settings: Settings, args) -> int:
                     return 0
                 if not text:
                     return 0
+                if text.split(" ", 1)[0] in TURN_OPS:
+                    _turn_op(client, pair, headers, args.character, text)
+                    continue
                 if text == RETRY:
                     if failed is None:
                         print("(nothing to ask again)")
@@ -232,6 +235,37 @@ def cmd_chat(settings: Settings, args) -> int:
 
 RETRY = "/nochmal"
 """Typed in the chat after a failed turn whose message was kept: asks for the reply again."""
+
+
+TURN_OPS = {"/neu": "regenerate", "/aendern": "edit", "/zurueck": "rewind"}
+"""Typed in the chat: `/neu` a new reply to the last message, `/aendern <text>` the last message
+changed and answered anew, `/zurueck [n]` the last n messages (default 1) and all after them gone."""
+
+
+def _turn_op(client: httpx.Client, pair: str, headers: dict, character: str, text: str) -> None:
+    word, _, rest = text.partition(" ")
+    art, body = TURN_OPS[word], {"op_id": uuid.uuid4().hex}
+    if art == "edit":
+        if not rest.strip():
+            print("(/aendern needs the changed message: /aendern <text>)")
+            return
+        body["text"] = rest.strip()
+    elif art == "rewind":
+        if rest.strip() and not rest.strip().isdigit():
+            print("(/zurueck takes a number: /zurueck 2)")
+            return
+        body["n"] = int(rest.strip() or 1)
+    r = client.post(f"{pair}/turns/{art}", json=body, headers=headers)
+    if r.status_code != 200:
+        try:
+            print(f"({r.json()['error']['message']})")
+        except (ValueError, KeyError, TypeError):
+            print(f"(error {r.status_code}: {r.text})")
+        return
+    out = r.json()
+    print(f"({len(out['zurueckgenommen'])} turn(s) taken back)")
+    if out.get("turn"):
+        print(f"{character}> {out['turn']['reply']}")
 
 
 def _stream_turn(client: httpx.Client, url: str, headers: dict, character: str, text: str,

@@ -180,3 +180,22 @@ def test_edit_answers_the_changed_message_in_place_of_the_old(client, settings, 
     other = character("leer")
     r = client.post(f"/v1/pairs/{a}/{other}/turns/regenerate", headers=auth(a_key))
     assert r.status_code == 409 and r.json()["error"]["type"] == "nothing_to_retract"
+
+
+def test_the_chat_changes_regenerates_and_takes_back(system, client, keys, monkeypatch, capsys, character):
+    from cluster import cli
+    from tests.app.conftest import cli_against
+
+    ch = character("chat")
+    cli_against(monkeypatch, system, keys["operator"])
+    messages = ["Hallo.", "Mein Bruder heisst Jonsa.", "/aendern Mein Bruder heisst Jonas.", "/aendern", "/neu",
+                "/zurueck x", "/zurueck 1", ""]
+    argv = ["chat", "--user", "alice", "--character", ch]
+    for m in messages:
+        argv += ["--message", m]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("(1 turn(s) taken back)") == 3, out
+    assert "(/aendern needs the changed message" in out and "(/zurueck takes a number" in out
+    turns = client.get(f"/v1/pairs/alice/{ch}/turns", headers=auth(keys["alice"])).json()["turns"]
+    assert [t["inhalt"] for t in turns if t["rolle"] == "user"] == ["Hallo."]
