@@ -617,6 +617,21 @@ class Ruecknahme(StoreModule):
         """Whether the turn was taken back."""
 
 
+class Erinnerungen(StoreModule):
+    """memory/erinnerungen.py"""
+
+    MODULE = "erinnerungen"
+
+    @op
+    async def auflisten(self, user_id: str, character_id: str, q: str | None = None,
+                        limit: int = 200) -> list[dict[str, Any]]:
+        """What Nova remembers about the person, newest first, each with its turn and message."""
+
+    @op
+    async def vergessen(self, user_id: str, character_id: str, item_id: str) -> bool:
+        """Forget one item and drop it from the before-images; False: no such item of the pair."""
+
+
 MODULES: tuple[type[StoreModule], ...] = (
     Lzg,
     Lesepfad,
@@ -632,6 +647,7 @@ MODULES: tuple[type[StoreModule], ...] = (
     Dashboard,
     Erasure,
     Ruecknahme,
+    Erinnerungen,
 )
 
 
@@ -653,3 +669,4 @@ class StoreOps:
         self.dashboard = Dashboard(transport)
         self.erasure = Erasure(transport)
         self.ruecknahme = Ruecknahme(transport)
+        self.erinnerungen = Erinnerungen(transport)

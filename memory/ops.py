@@ -6,13 +6,13 @@ connection. Long-term memory is read through `lesepfad.erinnern` only (memory/le
 from __future__ import annotations
 
 from core.errors import StoreError
-from memory import (aufzeichnungen, beziehung, bibliothek, charaktere, clients, dashboard, dateien, erasure, lesepfad,
-                    lzg, notizen, pg, ruecknahme, timeline, ziele)
+from memory import (aufzeichnungen, beziehung, bibliothek, charaktere, clients, dashboard, dateien, erasure,
+                    erinnerungen, lesepfad, lzg, notizen, pg, ruecknahme, timeline, ziele)
 
 _MODULES = {"lzg": lzg, "lesepfad": lesepfad, "ziele": ziele, "bibliothek": bibliothek, "aufzeichnungen": aufzeichnungen,
             "dateien": dateien, "timeline": timeline, "notizen": notizen, "beziehung": beziehung,
             "charaktere": charaktere, "pg": pg, "dashboard": dashboard, "erasure": erasure,
-            "ruecknahme": ruecknahme}
+            "ruecknahme": ruecknahme, "erinnerungen": erinnerungen}
 
 OPS = {f"{c.MODULE}.{name}": getattr(_MODULES[c.MODULE], name) for c in clients.MODULES for name in c.ops()}
 """The operations the store deployment runs, by the name the clients send: exactly those

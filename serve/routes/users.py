@@ -1,17 +1,47 @@
-"""A user's data as a whole: export it, erase it everywhere."""
+"""A user's data: what Nova remembers of a pair (and forgetting one item); export it all, erase it
+everywhere."""
 from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
 
-from fastapi import APIRouter, Header, Path
+from fastapi import APIRouter, Header, Path, Query
 from fastapi.responses import StreamingResponse
 
 from memory import erasure
-from serve.routes.common import TheIngress
+from serve.routes.common import TheIngress, error
 from serve.schemas import ID_PATTERN
 
+MEMORY_ID = r"^(knoten|ziel|termin|notiz)-\d{1,18}$|^profil-(mensch_kern|mensch_beziehung|mensch_themen)-[0-9a-f]{12}$"
+
 router = APIRouter()
+
+
+@router.get("/v1/pairs/{user_id}/{character_id}/memories")
+async def memories(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN), character_id: str = Path(pattern=ID_PATTERN),
+                   q: str | None = Query(None, max_length=200), limit: int = Query(200, ge=1, le=1000),
+                   authorization: str | None = Header(None)):
+    """What Nova remembers about the person (long-term memories, goals, appointments, notes, the
+    sentences of the person's profile), newest first, each with the turn and message it came from;
+    `q` keeps those whose text holds it."""
+    principal = await ing.principal(authorization)
+    ing.owner(principal, user_id)
+    await ing.known_character(character_id)
+    items = await ing.store_ops.erinnerungen.auflisten(user_id, character_id, q, limit)
+    return {"user_id": user_id, "character_id": character_id, "memories": items}
+
+
+@router.delete("/v1/pairs/{user_id}/{character_id}/memories/{memory_id}")
+async def forget(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN), character_id: str = Path(pattern=ID_PATTERN),
+                 memory_id: str = Path(pattern=MEMORY_ID), authorization: str | None = Header(None)):
+    """Forget one item: it goes with what hangs on it (a memory's associations), and no later
+    rewind brings it back."""
+    principal = await ing.principal(authorization)
+    ing.owner(principal, user_id)
+    await ing.known_character(character_id)
+    if not await ing.store_ops.erinnerungen.vergessen(user_id, character_id, memory_id):
+        raise error(404, "unknown_memory", f"no memory {memory_id!r} of this pair; GET …/memories lists them")
+    return {"user_id": user_id, "character_id": character_id, "vergessen": memory_id}
 
 
 @router.get("/v1/users/{user_id}/export")

@@ -199,3 +199,23 @@ def test_the_chat_changes_regenerates_and_takes_back(system, client, keys, monke
     assert "(/aendern needs the changed message" in out and "(/zurueck takes a number" in out
     turns = client.get(f"/v1/pairs/alice/{ch}/turns", headers=auth(keys["alice"])).json()["turns"]
     assert [t["inhalt"] for t in turns if t["rolle"] == "user"] == ["Hallo."]
+
+
+def test_the_person_sees_what_nova_remembers_and_forgets_one(client, settings, character):
+    ch, tag = character("mem"), uuid.uuid4().hex[:8]
+    (a, a_key), (b, b_key) = _paar(settings), _paar(settings)
+    _reden(client, settings, a, a_key, ch, TEXTE[2], f"{tag}0")
+    r = client.get(f"/v1/pairs/{a}/{ch}/memories", headers=auth(a_key))
+    assert r.status_code == 200, r.text
+    items = r.json()["memories"]
+    assert items and all(i["turn_id"] == f"{tag}0" and i["aus"]["text"] == TEXTE[2] for i in items
+                         if i["art"] == "erinnerung"), items
+    node = next(i for i in items if i["art"] == "erinnerung")
+    assert client.get(f"/v1/pairs/{a}/{ch}/memories", headers=auth(b_key)).status_code == 403
+    assert client.delete(f"/v1/pairs/{a}/{ch}/memories/{node['id']}", headers=auth(b_key)).status_code == 403
+    assert client.delete(f"/v1/pairs/{a}/{ch}/memories/bogus-1", headers=auth(a_key)).status_code == 422
+    r = client.delete(f"/v1/pairs/{a}/{ch}/memories/{node['id']}", headers=auth(a_key))
+    assert r.status_code == 200, r.text
+    assert node["id"] not in {i["id"] for i in client.get(f"/v1/pairs/{a}/{ch}/memories", headers=auth(a_key)).json()["memories"]}
+    r = client.delete(f"/v1/pairs/{a}/{ch}/memories/{node['id']}", headers=auth(a_key))
+    assert r.status_code == 404 and r.json()["error"]["type"] == "unknown_memory"

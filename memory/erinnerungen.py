@@ -1,0 +1,140 @@
+"""What Nova remembers about a person, as the person may see it: the pair's long-term nodes, goals,
+appointments, the person's notes and the sentences of the person's profile, each with where it
+came from (the turn that wrote it and the message of that turn); and forgetting one of them.
+
+An item's id names its kind and row: `knoten-{id}`, `ziel-{id}`, `termin-{id}`, `notiz-{id}`,
+`profil-{field}-{sha1 of the sentence, 12 hex}`. A profile sentence's turn is found in the
+profile's before-images (`turn_vorher`): the first turn after which the field holds it.
+Forgetting also drops the item from the before-images, so taking a later turn back never brings
+it back.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+PROFIL_FELDER = ("mensch_kern", "mensch_beziehung", "mensch_themen")
+"""The profile's fields about the person (Nova's own fields are her self-image)."""
+ID = re.compile(r"^(knoten|ziel|termin|notiz)-(\d{1,18})$|^profil-(mensch_kern|mensch_beziehung|mensch_themen)-([0-9a-f]{12})$")
+
+_ZEILEN: dict[str, str] = {
+    "knoten": "SELECT 'knoten-' || k.id, 'erinnerung', k.inhalt, k.quelle, k.created_at FROM lzg_knoten k"
+              " WHERE k.user_id=%(u)s AND k.character_id=%(c)s AND k.aktiv",
+    "ziel": "SELECT 'ziel-' || z.id, 'ziel', z.inhalt, z.quelle_turn, z.anker FROM ziele z"
+            " WHERE z.user_id=%(u)s AND z.character_id=%(c)s AND z.aktiv",
+    "termin": "SELECT 'termin-' || t.id, 'termin', t.titel || ' (' || to_char(t.beginn AT TIME ZONE 'UTC',"
+              " 'YYYY-MM-DD HH24:MI') || ' UTC)', t.turn_id, t.created_at FROM timeline t"
+              " WHERE t.user_id=%(u)s AND t.character_id=%(c)s AND t.typ='termin'",
+    "notiz": "SELECT 'notiz-' || n.id, 'notiz', n.name || ': ' || n.inhalt, n.turn_id, n.created_at FROM notizen n"
+             " WHERE n.user_id=%(u)s AND n.aktiv",
+}
+
+
+def satz_id(feld: str, satz: str) -> str:
+    return f"profil-{feld}-{hashlib.sha1(satz.encode()).hexdigest()[:12]}"
+
+
+def _zeilen(text: str | None) -> list[str]:
+    return [x for x in (text or "").split("\n") if x.strip()]
+
+
+async def _profil(conn, user_id: str, character_id: str) -> list[dict[str, Any]]:
+    cur = await conn.execute(f"SELECT {', '.join(PROFIL_FELDER)} FROM pair_profiles WHERE user_id=%s"
+                             " AND character_id=%s", (user_id, character_id))
+    row = await cur.fetchone()
+    if row is None:
+        return []
+    cur = await conn.execute("SELECT turn_id, vorher, created_at FROM turn_vorher WHERE user_id=%s AND character_id=%s"
+                             " AND tabelle='pair_profiles' ORDER BY nr", (user_id, character_id))
+    bilder = await cur.fetchall()
+    out = []
+    for i, feld in enumerate(PROFIL_FELDER):
+        jetzt = _zeilen(row[i])
+        staende = [_zeilen((v or {}).get(feld)) for _, v, _ in bilder] + [jetzt]
+        for satz in jetzt:
+            # the first turn after which the field holds the sentence (and has since)
+            quelle = next(((bilder[j][0], bilder[j][2]) for j in range(len(bilder))
+                           if satz not in staende[j] and all(satz in s for s in staende[j + 1:])), (None, None))
+            out.append({"id": satz_id(feld, satz), "art": f"profil.{feld}", "inhalt": satz, "turn_id": quelle[0],
+                        "seit": quelle[1]})
+    return out
+
+
+async def auflisten(pool: AsyncConnectionPool, user_id: str, character_id: str, q: str | None = None,
+                    limit: int = 200) -> list[dict[str, Any]]:
+    """What Nova remembers about the person with the character, newest first, each with its turn
+    and that turn's message (`aus`: None when the turn record is gone or the item came from no
+    turn); `q` keeps the items whose text holds it (case-insensitive)."""
+    args = {"u": user_id, "c": character_id}
+    async with pool.connection() as conn:
+        items = []
+        for sql in _ZEILEN.values():
+            cur = await conn.execute(sql, args)
+            items += [{"id": r[0], "art": r[1], "inhalt": r[2], "turn_id": r[3], "seit": r[4]}
+                      for r in await cur.fetchall()]
+        items += await _profil(conn, user_id, character_id)
+        if q:
+            items = [i for i in items if q.casefold() in i["inhalt"].casefold()]
+        items.sort(key=lambda i: (i["seit"] is not None, i["seit"] or 0), reverse=True)
+        items = items[:limit]
+        turn_ids = sorted({i["turn_id"] for i in items if i["turn_id"]})
+        cur = await conn.execute("SELECT turn_id, user_text, created_at FROM turns WHERE user_id=%s AND character_id=%s"
+                                 " AND turn_id = ANY(%s)", (user_id, character_id, turn_ids))
+        turns = {r[0]: {"text": r[1], "time": r[2].isoformat()} for r in await cur.fetchall()}
+    for i in items:
+        i["aus"] = turns.get(i["turn_id"]) if i["turn_id"] else None
+        i["seit"] = i["seit"].isoformat() if i["seit"] is not None else None
+    return items
+
+
+_VERGESSEN = {
+    "knoten": ("lzg_knoten", "DELETE FROM lzg_knoten WHERE id=%(id)s AND user_id=%(u)s AND character_id=%(c)s"),
+    "ziel": ("ziele", "DELETE FROM ziele WHERE id=%(id)s AND user_id=%(u)s AND character_id=%(c)s"),
+    "termin": ("timeline", "DELETE FROM timeline WHERE id=%(id)s AND user_id=%(u)s AND character_id=%(c)s"
+                           " AND typ='termin'"),
+    "notiz": ("notizen", "DELETE FROM notizen WHERE id=%(id)s AND user_id=%(u)s"),
+}
+"""A row forgotten, with what hangs on it (a node's synapses and postings by `ON DELETE CASCADE`)."""
+
+
+async def vergessen(pool: AsyncConnectionPool, user_id: str, character_id: str, item_id: str) -> bool:
+    """Forget one item (an id `auflisten` gave) and drop it from the before-images, in one
+    transaction. False: no such item of the pair (an id of another kind raises ValueError)."""
+    m = ID.match(item_id)
+    if m is None:
+        raise ValueError(f"not a memory id: {item_id!r}")
+    async with pool.connection() as conn, conn.transaction():
+        if m.group(1):
+            tabelle, sql = _VERGESSEN[m.group(1)]
+            row_id = int(m.group(2))
+            done = (await conn.execute(sql, {"id": row_id, "u": user_id, "c": character_id})).rowcount == 1
+            if done:
+                await conn.execute("DELETE FROM turn_vorher WHERE user_id=%s AND tabelle=%s AND schluessel->>'id' = %s",
+                                   (user_id, tabelle, str(row_id)))
+            return done
+        return await _satz_vergessen(conn, user_id, character_id, m.group(3), m.group(4))
+
+
+def _ohne(text: str | None, feld: str, hash12: str) -> str:
+    return "\n".join(s for s in _zeilen(text) if satz_id(feld, s) != f"profil-{feld}-{hash12}")
+
+
+async def _satz_vergessen(conn, user_id: str, character_id: str, feld: str, hash12: str) -> bool:
+    cur = await conn.execute(f"SELECT {feld} FROM pair_profiles WHERE user_id=%s AND character_id=%s FOR UPDATE",
+                             (user_id, character_id))
+    row = await cur.fetchone()
+    if row is None or _ohne(row[0], feld, hash12) == "\n".join(_zeilen(row[0])):
+        return False
+    await conn.execute(f"UPDATE pair_profiles SET {feld}=%s, updated_at=now() WHERE user_id=%s AND character_id=%s",
+                       (_ohne(row[0], feld, hash12), user_id, character_id))
+    cur = await conn.execute("SELECT nr, vorher FROM turn_vorher WHERE user_id=%s AND character_id=%s"
+                             " AND tabelle='pair_profiles' AND vorher IS NOT NULL", (user_id, character_id))
+    for nr, vorher in await cur.fetchall():
+        if feld in vorher:
+            await conn.execute("UPDATE turn_vorher SET vorher = jsonb_set(vorher, %s, to_jsonb(%s::text)) WHERE nr=%s",
+                               ([feld], _ohne(vorher[feld], feld, hash12), nr))
+    return True
