@@ -68,7 +68,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
         deps.trace.decision(NAME, "aufgriff.plan", "verworfen_grenze", {"offen": MAX_OFFEN_JE_PAAR})
         return {}
     minutes = min(max(answer.in_minuten, 1.0), 7 * 24 * 60)
-    impulse = {"id": uuid.uuid4().hex, "user_id": s.user_id, "character_id": s.character_id,
+    # the id names the turn it came from: the open entry and the impulse's own turn (`imp-{id}`) carry it
+    impulse = {"id": f"{s.turn_id}-{uuid.uuid4().hex[:8]}", "user_id": s.user_id, "character_id": s.character_id,
                "gedanke": answer.gedanke.strip()[:300], "aus_turn": s.turn_id}
     # once per turn: a redelivered background job finds the turn's marker and plans nothing again
     neu = await deps.redis.eval(_PLANEN, 3, marker, DUE_KEY, pending, impulse["id"], MARKER_TTL_S,

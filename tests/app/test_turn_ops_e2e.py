@@ -219,3 +219,37 @@ def test_the_person_sees_what_nova_remembers_and_forgets_one(client, settings, c
     assert node["id"] not in {i["id"] for i in client.get(f"/v1/pairs/{a}/{ch}/memories", headers=auth(a_key)).json()["memories"]}
     r = client.delete(f"/v1/pairs/{a}/{ch}/memories/{node['id']}", headers=auth(a_key))
     assert r.status_code == 404 and r.json()["error"]["type"] == "unknown_memory"
+
+
+ZAEHLER = ("pair:seq:", "pair:seqstarted:", "inflight:")
+"""Keys no turn owns: the pair's arrival counters (they never go back) and the admission leases."""
+
+
+def test_everything_a_turn_writes_carries_its_turn_id(client, settings, character):
+    """Provenance: after one turn of a new pair (and its background work), every row of every table
+    and every key of the person either carries the turn's id, or its change is kept as the turn's
+    before-image (`turn_vorher`, `vorher:…:{turn}`) — or it is one of the counters no turn owns."""
+    import json
+
+    from memory import vorher
+
+    ch, tag = character("herkunft"), uuid.uuid4().hex[:8]
+    a, a_key = _paar(settings)
+    t = f"{tag}0"
+    _reden(client, settings, a, a_key, ch, "Ich heisse Ida. Notiere bitte: Boot putzen.", t)
+    bilder = pg_call(settings.database_url, erasure.export_table, a, "turn_vorher")
+    gemacht = {(b["tabelle"], json.dumps(b["schluessel"], sort_keys=True)) for b in bilder if b["turn_id"] == t}
+    ohne = []
+    for table in erasure.EXPORT_TABLES:
+        for row in pg_call(settings.database_url, erasure.export_table, a, table):
+            key = {k: row[k] for k in vorher.TABELLEN.get(table, ())}
+            if t not in json.dumps(row, default=str) and (table, json.dumps(key, sort_keys=True)) not in gemacht:
+                ohne.append((table, row))
+    keys = redis_call(settings.redis_url, erasure.export_keys, a)
+    vorher_keys = set(keys.get(f"vorher:{a}:{ch}:{t}", {}))
+    for k, v in keys.items():
+        if k.startswith(ZAEHLER) or k.endswith(":version") or t in k or t in json.dumps(v) or k in vorher_keys:
+            continue
+        ohne.append((k, v))
+    assert not ohne, ohne
+    assert {row["tabelle"] for row in bilder} >= {"pair_profiles", "nova_emotion"}
