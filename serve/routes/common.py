@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as FormError
 
-from core.wire import TurnFailure, TurnResult
+from core.wire import PairRetractRequest, RetractResult, TurnFailure, TurnResult
 
 ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError)
 """The errors of a call whose pair actor is gone (evicted or crashed)."""
@@ -60,6 +60,20 @@ def turn_failed(failure: TurnFailure) -> dict:
                     "to ask for the reply")
     return {"type": "turn_failed", "message": message, "turn_id": failure.turn_id,
             "message_kept": failure.message_kept, "node": failure.node}
+
+
+async def retract(ing, user_id: str, character_id: str, request: PairRetractRequest) -> RetractResult:
+    """Take turns back through the pair's actor, under admission and in its turn order
+    (actors/ruecknahme.py): 409 `nothing_to_retract` when the pair holds no message of the human;
+    502 with `turn_failed`'s body when the new turn of a regenerate or edit failed."""
+    async with ing.admitted(user_id, character_id):
+        out: RetractResult = await ing.call(user_id, character_id, lambda h: h.zuruecknehmen.remote(request))
+    if out.nichts:
+        raise error(409, "nothing_to_retract", "the conversation holds no message of yours to take back")
+    if out.failure is not None:  # taken back; the new turn failed (its message kept when message_kept)
+        detail = {**turn_failed(out.failure), "op_id": out.op_id, "zurueckgenommen": out.zurueckgenommen}
+        raise HTTPException(status_code=502, detail=detail)
+    return out
 
 
 def turn_result(result: TurnResult | TurnFailure) -> TurnResult:

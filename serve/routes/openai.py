@@ -1,6 +1,8 @@
 """The OpenAI-compatible door: the characters are the models (`GET /v1/models`); a chat
-completion's history lives server-side (only the last user message is read); what a request sets
-and the turn does not use is named in the `X-Novaberg-Ignored` header."""
+completion's history lives server-side: the client's messages are reconciled with it
+(serve/reconcile.py) — a new message, a regenerate, an edit, or the server's history stands — and
+the `X-Novaberg-History` header says which; what a request sets and the turn does not use is named
+in the `X-Novaberg-Ignored` header."""
 
 import json
 import logging
@@ -10,15 +12,40 @@ import uuid
 from fastapi import APIRouter, Header, Response
 from fastapi.responses import StreamingResponse
 
-from core.wire import ErrorEvent, FinalEvent, TokenEvent
-from serve.routes.common import TheIngress, error, turn_failed, turn_result
-from serve.schemas import TURN_ID_PATTERN, ChatCompletionRequest
+from core.wire import ErrorEvent, FinalEvent, PairRetractRequest, TokenEvent, TurnResult
+from memory import session
+from serve import reconcile
+from serve.routes.common import TheIngress, error, retract, turn_failed, turn_result
+from serve.schemas import TURN_ID_PATTERN, ChatCompletionRequest, ChatMessage
 
 log = logging.getLogger("novaberg.ingress")
 
 router = APIRouter()
 
 IGNORED_HEADER = "X-Novaberg-Ignored"
+HISTORY_HEADER = "X-Novaberg-History"
+
+
+def _text(m: ChatMessage) -> str:
+    return m.content if isinstance(m.content, str) else "".join(p.text for p in (m.content or []))
+
+
+async def _abgleich(ing, user_id: str, character_id: str, messages: list[ChatMessage]) -> reconcile.Abgleich:
+    """How the client's conversation up to its last user message meets the pair's stored one."""
+    gespraech = [reconcile.nachricht(m.role, _text(m) or "") for m in messages if m.role in ("user", "assistant")]
+    while gespraech and gespraech[-1][0] != "user":
+        gespraech.pop()
+    if len(gespraech) < 2:
+        return "neu"
+    stored = await session.load_turns(await ing.redis_client(), user_id, character_id, len(gespraech) + 16)
+    return reconcile.abgleichen(gespraech, reconcile.gespeichert(stored))
+
+
+async def _noch_einmal(ing, user_id: str, character_id: str, art: str, text: str, turn_id: str) -> TurnResult:
+    """A regenerate or an edit the client's messages asked for, once per turn id."""
+    out = await retract(ing, user_id, character_id, PairRetractRequest(
+        art=art, op_id=f"oa-{turn_id}", turn_id=turn_id, text=text if art == "edit" else None))
+    return out.turn
 
 
 @router.get("/v1/models")
@@ -42,18 +69,24 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     last = next((m for m in reversed(body.messages) if m.role == "user"), None)
     if last is None:
         raise error(422, "invalid_request", "messages: no user message (the history lives server-side)")
-    text = last.content if isinstance(last.content, str) else "".join(p.text for p in (last.content or []))
-    text, turn_id = ing.validate_text(text or ""), x_turn_id or uuid.uuid4().hex
+    text, turn_id = ing.validate_text(_text(last) or ""), x_turn_id or uuid.uuid4().hex
     character_id = body.model
     await ing.known_character(character_id)
+    art = await _abgleich(ing, user_id, character_id, body.messages)
     cid = f"chatcmpl-{turn_id}"
     created = int(time.time())
     ignored = body.ignored()
     headers = {IGNORED_HEADER: ", ".join(ignored)} if ignored else {}
+    headers[HISTORY_HEADER] = art
     if ignored:
         log.info("ingress: turn %s over the OpenAI door; ignored: %s", turn_id, ", ".join(ignored))
+    if art == "abweichung":
+        log.info("ingress: turn %s over the OpenAI door: the client's history differs from the stored one; the "
+                 "stored one stands (fallback verlauf_des_servers)", turn_id)
+    result = await _noch_einmal(ing, user_id, character_id, art, text, turn_id) if art in ("regenerate", "edit") \
+        else None
     if not body.stream:
-        result = turn_result(await ing.run_turn(user_id, character_id, text, turn_id))
+        result = result or turn_result(await ing.run_turn(user_id, character_id, text, turn_id))
         response.headers.update(headers)
         u = result.usage
         return {"id": cid, "object": "chat.completion", "created": created, "model": character_id,
@@ -64,7 +97,10 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
                 "novaberg": {"turn_id": result.turn_id, "replayed": result.replayed}}
 
     include_usage = bool((body.stream_options or {}).get("include_usage"))
-    turn = await ing.run_stream(user_id, character_id, text, turn_id)  # 429 here, before the answer starts
+    if result is not None:  # answered already: the kept reply as the stream's one piece of text
+        turn = _beantwortet(result)
+    else:
+        turn = await ing.run_stream(user_id, character_id, text, turn_id)  # 429 here, before the answer starts
 
     def sse(obj: dict) -> str:
         return f"data: {json.dumps(obj)}\n\n"
@@ -90,3 +126,8 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
         yield "data: [DONE]\n\n"
 
     return StreamingResponse(chunks(), media_type="text/event-stream", headers=headers)
+
+
+async def _beantwortet(result: TurnResult):
+    yield TokenEvent(text=result.reply, draft_kept=False)
+    yield FinalEvent(result=result)

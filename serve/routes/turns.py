@@ -10,10 +10,10 @@ from datetime import datetime, timezone
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
 from sse_starlette.sse import EventSourceResponse
 
-from core.wire import ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairRetractRequest, RetractResult
+from core.wire import ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairRetractRequest
 from memory import session
 from pipeline.figur import einsetzen
-from serve.routes.common import ACTOR_GONE, TheIngress, error, turn_failed, turn_result
+from serve.routes.common import ACTOR_GONE, TheIngress, error, retract, turn_failed, turn_result
 from serve.schemas import (ID_PATTERN, EditRequest, EventRequest, HistoryResponse, RegenerateRequest, RetractResponse,
                            RewindRequest, SwipesResponse, TurnRequest, TurnResponse)
 
@@ -63,13 +63,7 @@ async def _retract(ing, authorization: str | None, user_id: str, character_id: s
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     await ing.known_character(character_id)
-    async with ing.admitted(user_id, character_id):
-        out: RetractResult = await ing.call(user_id, character_id, lambda h: h.zuruecknehmen.remote(request))
-    if out.nichts:
-        raise error(409, "nothing_to_retract", "the conversation holds no message of yours to take back")
-    if out.failure is not None:  # taken back; the new turn failed (its message kept when message_kept)
-        detail = {**turn_failed(out.failure), "op_id": out.op_id, "zurueckgenommen": out.zurueckgenommen}
-        raise HTTPException(status_code=502, detail=detail)
+    out = await retract(ing, user_id, character_id, request)
     return {"op_id": out.op_id, "art": out.art, "zurueckgenommen": out.zurueckgenommen, "by_store": out.by_store,
             "turn": out.turn.body() if out.turn is not None else None}
 

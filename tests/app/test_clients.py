@@ -24,13 +24,16 @@ def _body(name: str, model: str, **extra) -> dict:
     return {**json.loads((BODIES / f"{name}.json").read_text()), "model": model, **extra}
 
 
-def _streamed(system, key: str, body: dict) -> tuple[str, str]:
-    """The reply a streamed completion carried, and its X-Novaberg-Ignored header."""
+def _streamed(system, key: str, body: dict, seen: dict | None = None) -> tuple[str, str]:
+    """The reply a streamed completion carried, and its X-Novaberg-Ignored header (`seen` gets
+    every header of the answer)."""
     parts = []
     with httpx.Client(base_url=system.url, timeout=180) as c, \
             connect_sse(c, "POST", "/v1/chat/completions", json=body, headers=auth(key)) as es:
         assert es.response.status_code == 200, es.response.read()
         ignored = es.response.headers.get("x-novaberg-ignored", "")
+        if seen is not None:
+            seen.update(es.response.headers)
         for ev in es.iter_sse():
             if ev.data == "[DONE]":
                 break
@@ -66,6 +69,43 @@ def test_sillytavern_and_open_webui_bodies_hold_a_conversation(system, keys, set
     human = [t["inhalt"] for t in turns if t["rolle"] == "user"]
     assert human == ["Hi Nova! Where are we headed today?", "Und was machst du gern?", "Erzaehl mir vom Meer."]
     assert [t["inhalt"] for t in turns if t["rolle"] == "assistant"][-3:] == [reply, reply2, reply3]
+
+
+@pytest.mark.parametrize("client_name", ["sillytavern", "openwebui"])
+def test_a_regenerate_and_an_edit_leave_nova_s_history_as_the_client_shows_it(system, keys, settings, character,
+                                                                             client_name):
+    """A swipe / regenerate sends the same conversation again; an edit sends it with the last
+    message changed: Nova's history ends as the client shows the conversation (its greeting aside,
+    which the OpenAI door never stored)."""
+    cid = character("swipe")
+    body = _body(client_name, cid)
+    shown = [m for m in body["messages"] if m["role"] in ("user", "assistant")]
+
+    def send(messages: list[dict]) -> tuple[str, str]:
+        seen: dict = {}
+        reply, _ = _streamed(system, keys["alice"], {**body, "messages": messages}, seen)
+        return reply, seen["x-novaberg-history"]
+
+    first, art = send(shown)
+    assert art == "neu"
+    shown += [{"role": "assistant", "content": first}, {"role": "user", "content": "Und was machst du gern?"}]
+    second, art = send(shown)
+    assert art == "neu"
+    swiped, art = send(shown)  # the same conversation again: another reply to the last message
+    assert art == "regenerate" and swiped.strip()
+    shown[-1] = {"role": "user", "content": "Und was isst du gern?"}  # the last message edited
+    edited, art = send(shown)
+    assert art == "edit"
+    shown.append({"role": "assistant", "content": edited})
+    turns = redis_call(settings.redis_url, session.load_turns, "alice", cid, 50)
+    stored = [(t["rolle"], " ".join(t["inhalt"].split())) for t in turns]
+    client_view = [(m["role"], " ".join(m["content"].split())) for m in shown]
+    assert stored == client_view[len(client_view) - len(stored):] and len(stored) == 4, (stored, client_view)
+    # an edit further back: the server's history stands, the last message is a new one
+    first_user = next(i for i, m in enumerate(shown) if m["role"] == "user")
+    shown[first_user] = {"role": "user", "content": "Etwas ganz anderes."}
+    _, art = send([*shown, {"role": "user", "content": "Noch da?"}])
+    assert art == "abweichung"
 
 
 def test_a_sampling_field_of_the_wrong_type_is_a_clear_error(client, keys, character):
