@@ -57,3 +57,19 @@ def _passt_irgendwo(vorher: list[Nachricht], server: list[Nachricht]) -> bool:
         return True
     mensch = max((i for i, m in enumerate(server) if m[0] == "user"), default=None)
     return mensch is not None and _endet_mit(server[:mensch], vorher)
+
+
+AUFGABE_KEYS = ("title", "tags", "follow_ups", "queries", "emoji", "text", "prompt")
+"""What a client's housekeeping task asks for, by the JSON key its template names (Open WebUI's
+task templates: title, tags, follow-ups, search queries, emoji, autocomplete, image prompt)."""
+
+
+def client_aufgabe(text: str) -> str | None:
+    """The JSON key a client's housekeeping request asks for, or None for a message of the person.
+    Open WebUI sends its tasks (a chat's title, tags, follow-up suggestions, …) to the chat's model
+    as one user message: a template that starts with `### Task:` and quotes the chat in
+    `<chat_history>` (or `<text>`); it is not the person speaking."""
+    head = text.lstrip()
+    if not head.startswith("### Task:") or not ("<chat_history>" in text or "<text>" in text):
+        return None
+    return next((k for k in AUFGABE_KEYS if f'"{k}"' in text), "text")

@@ -10,7 +10,7 @@ import time
 import uuid
 
 from fastapi import APIRouter, Header, Response
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from core.wire import ErrorEvent, FinalEvent, PairRetractRequest, TokenEvent, TurnResult
 from memory import session
@@ -26,6 +26,10 @@ IGNORED_HEADER = "X-Novaberg-Ignored"
 HISTORY_HEADER = "X-Novaberg-History"
 
 
+def _sse(obj: dict) -> str:
+    return f"data: {json.dumps(obj)}\n\n"
+
+
 def _text(m: ChatMessage) -> str:
     return m.content if isinstance(m.content, str) else "".join(p.text for p in (m.content or []))
 
@@ -39,6 +43,30 @@ async def _abgleich(ing, user_id: str, character_id: str, messages: list[ChatMes
         return "neu"
     stored = await session.load_turns(await ing.redis_client(), user_id, character_id, len(gespraech) + 16)
     return reconcile.abgleichen(gespraech, reconcile.gespeichert(stored))
+
+
+async def _aufgabe(ing, body: ChatCompletionRequest, character_id: str, key: str, turn_id: str):
+    """A client's housekeeping request answered without a turn: the JSON its template asks for,
+    empty but for a title (the character's name). Nova's memory never holds it."""
+    log.info("ingress: request %s over the OpenAI door is a client's task asking for %r: answered without a turn "
+             "(fallback client_aufgabe)", turn_id, key)
+    name = (await ing.character_or_404(character_id))["name"]
+    content = json.dumps({key: name if key in ("title", "text") else []}, ensure_ascii=False)
+    headers = {HISTORY_HEADER: "aufgabe"}
+    base = {"id": f"chatcmpl-{turn_id}", "created": int(time.time()), "model": character_id}
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    if not body.stream:
+        return JSONResponse({**base, "object": "chat.completion", "usage": usage, "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}]}, headers=headers)
+
+    async def chunks():
+        chunk = {**base, "object": "chat.completion.chunk"}
+        delta = {"role": "assistant", "content": content}
+        yield _sse({**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        yield _sse({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(chunks(), media_type="text/event-stream", headers=headers)
 
 
 async def _noch_einmal(ing, user_id: str, character_id: str, art: str, text: str, turn_id: str) -> TurnResult:
@@ -72,6 +100,9 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     text, turn_id = ing.validate_text(_text(last) or ""), x_turn_id or uuid.uuid4().hex
     character_id = body.model
     await ing.known_character(character_id)
+    aufgabe = reconcile.client_aufgabe(text) if len(body.messages) == 1 else None
+    if aufgabe is not None:  # the client's housekeeping (a title, tags, …): no turn, nothing stored
+        return await _aufgabe(ing, body, character_id, aufgabe, turn_id)
     art = await _abgleich(ing, user_id, character_id, body.messages)
     cid = f"chatcmpl-{turn_id}"
     created = int(time.time())
@@ -102,8 +133,7 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     else:
         turn = await ing.run_stream(user_id, character_id, text, turn_id)  # 429 here, before the answer starts
 
-    def sse(obj: dict) -> str:
-        return f"data: {json.dumps(obj)}\n\n"
+    sse = _sse
 
     async def chunks():
         base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": character_id}

@@ -108,6 +108,33 @@ def test_a_regenerate_and_an_edit_leave_nova_s_history_as_the_client_shows_it(sy
     assert art == "abweichung"
 
 
+OWUI_TITLE_TASK = """### Task:
+Generate a concise, 3-5 word title with an emoji summarizing the chat history.
+### Guidelines:
+- The title should clearly represent the main theme or subject of the conversation.
+### Output:
+JSON format: { "title": "your concise title here" }
+### Chat History:
+<chat_history>
+USER: Erzaehl mir vom Meer.
+ASSISTANT: Das Meer ist weit.
+</chat_history>"""
+
+
+def test_open_webui_s_housekeeping_requests_make_no_turn(client, keys, settings, character):
+    """Open WebUI asks the chat's model for a title, tags and follow-ups: the door answers the JSON
+    each asks for and stores nothing of it in Nova's memory."""
+    cid = character("aufgabe")
+    for key, template in (("title", OWUI_TITLE_TASK), ("tags", OWUI_TITLE_TASK.replace('"title"', '"tags"')),
+                          ("follow_ups", OWUI_TITLE_TASK.replace('"title"', '"follow_ups"'))):
+        r = client.post("/v1/chat/completions", headers=auth(keys["alice"]), json=_body(
+            "openwebui", cid, stream=False, messages=[{"role": "user", "content": template}]))
+        assert r.status_code == 200 and r.headers["x-novaberg-history"] == "aufgabe", r.text
+        answer = json.loads(r.json()["choices"][0]["message"]["content"])
+        assert list(answer) == [key] and (answer[key] == "Nova" if key == "title" else answer[key] == [])
+    assert redis_call(settings.redis_url, session.load_turns, "alice", cid, 20) == []
+
+
 def test_a_sampling_field_of_the_wrong_type_is_a_clear_error(client, keys, character):
     cid = character("client")
     r = client.post("/v1/chat/completions", headers=auth(keys["alice"]),

@@ -43,3 +43,24 @@ def test_a_divergence_further_back_lets_the_server_history_stand():
 def test_stored_entries_read_as_the_client_shows_them():
     entries = [{"rolle": "user", "inhalt": "Hallo  du", "turn_id": "a"}, {"rolle": "assistant", "inhalt": "Hi!"}]
     assert gespeichert(entries) == [("user", "Hallo du"), ("assistant", "Hi!")]
+
+
+OWUI_TITLE = """### Task:
+Generate a concise, 3-5 word title with an emoji summarizing the chat history.
+### Output:
+JSON format: { "title": "your concise title here" }
+### Chat History:
+<chat_history>
+USER: Hallo Nova
+ASSISTANT: Hallo!
+</chat_history>"""
+
+
+def test_a_client_task_is_told_from_a_message_of_the_person():
+    from serve.reconcile import client_aufgabe
+
+    assert client_aufgabe(OWUI_TITLE) == "title"
+    assert client_aufgabe(OWUI_TITLE.replace('"title"', '"follow_ups"')) == "follow_ups"
+    assert client_aufgabe(OWUI_TITLE.replace('{ "title": "your concise title here" }', "")) == "text"
+    assert client_aufgabe("Kannst du mir einen Titel fuer mein Buch vorschlagen? Als JSON mit \"title\".") is None
+    assert client_aufgabe("### Task: das ist meine Ueberschrift, ohne Verlauf") is None
