@@ -176,6 +176,12 @@ def test_edit_answers_the_changed_message_in_place_of_the_old(client, settings, 
     assert [t["inhalt"] for t in history if t["rolle"] == "user"] == [TEXTE[0], TEXTE[1]]
     rows = pg_call(settings.database_url, erasure.export_table, a, "turns")
     assert sorted(t["user_text"] for t in rows) == sorted(TEXTE[:2])
+    # every store as for a pair whose second message was the edited one from the start
+    b, b_key = _paar(settings)
+    _reden(client, settings, b, b_key, ch, TEXTE[0], f"{tag}0")
+    _reden(client, settings, b, b_key, ch, TEXTE[1], f"{tag}e")
+    diff = _unterschiede(_bild(settings, a), _bild(settings, b))
+    assert not diff, "\n".join(f"{k}: {v}" for k, v in diff.items())
     # nothing to take back for a pair without a message
     other = character("leer")
     r = client.post(f"/v1/pairs/{a}/{other}/turns/regenerate", headers=auth(a_key))
