@@ -3,14 +3,16 @@ past their time (core/settings.py: `pipeline_log_keep_days` 30, `turn_records_ke
 `dead_letters_keep_days` 14) and keeps everything younger; 0 keeps a kind for good.
 
 The rows are dated in the year 2000 and the pass is told it is 1 March 2000, so it touches no
-other test's rows in the shared database."""
+other test's rows in the shared database — but for the before-images of taken-back turns
+(`turn_undo_keep_days` 30): they are made now, and a pass told it is a month later takes every
+finished test's along."""
 import asyncio
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from actors.worker import retention_pass
 from core.settings import Settings
-from memory import pg
+from memory import beziehung, erasure, pg, ruecknahme
 
 OLD, RECENT = "2000-01-01T10:00:00+00:00", "2000-02-25T10:00:00+00:00"
 NOW = datetime(2000, 3, 1, tzinfo=timezone.utc)
@@ -52,10 +54,24 @@ async def _scenario(stores):
         assert await pg.turn_ids(pool, user, "nova") == [recent["turn"]["turn_id"]]
 
         # 0 keeps a kind for good, however late it is
-        keep = Settings(pipeline_log_keep_days=0, turn_records_keep_days=0, dead_letters_keep_days=0)
+        keep = Settings(pipeline_log_keep_days=0, turn_records_keep_days=0, dead_letters_keep_days=0,
+                        turn_undo_keep_days=0)
         got = await retention_pass(pool, r, keep, now=datetime(2100, 1, 1, tzinfo=timezone.utc), dead_stream=dead)
         assert got == {"pipeline_log": 0, "turns": 0, "turn_vorher": 0, "zurueckgenommene_turns": 0, "dead_letters": 0}
         assert len(await pg.pipeline_rows(pool, user, "nova")) == 1 and await r.xlen(dead) == 1
+
+        # a turn's before-images (kept so it can be taken back) and the record of a retracted turn
+        await beziehung.profil_wachsen(pool, user, "nova", "praegung:t1", {"mensch_kern": "Ret segelt."},
+                                       {"mensch_kern": 5})
+        await ruecknahme.zuruecknehmen(pool, user, "nova", ["t0"])
+        only_undo = Settings(pipeline_log_keep_days=0, turn_records_keep_days=0, dead_letters_keep_days=0)
+        later = datetime.now(timezone.utc) + timedelta(days=31)
+        got = await retention_pass(pool, r, only_undo, now=later - timedelta(days=2), dead_stream=dead)
+        assert (got["turn_vorher"], got["zurueckgenommene_turns"]) == (0, 0)  # within the 30 days: kept
+        got = await retention_pass(pool, r, only_undo, now=later, dead_stream=dead)
+        assert got["turn_vorher"] >= 1 and got["zurueckgenommene_turns"] >= 1
+        assert await erasure.export_table(pool, user, "turn_vorher") == []
+        assert await erasure.export_table(pool, user, "zurueckgenommene_turns") == []
     finally:
         await pool.close()
         await r.aclose()
