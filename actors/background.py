@@ -162,7 +162,7 @@ async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> 
         try:
             actor = get_or_create_pair(imp["user_id"], imp["character_id"], settings)
             await actor.event.remote(PairEventRequest(kind="impulse", eigener_gedanke=imp["gedanke"],
-                                                      turn_id=f"imp-{imp['id']}"))
+                                                      turn_id=f"imp-{imp['id']}", aus_turn=imp.get("aus_turn")))
             await r.srem(f"impulse:offen:{imp['user_id']}:{imp['character_id']}", imp["id"])
             await impuls_erledigt(r, DUE_KEY, raw)
             delivered += 1

@@ -198,9 +198,10 @@ class PairActor:
             self._order.prime(int(raw) if raw is not None else 0)
 
     async def _turn_locked(self, request: PairTurnRequest | None, events: asyncio.Queue | None,
-                           stimulus: Stimulus | None = None) -> TurnResult | TurnFailure | EventDropped:
+                           stimulus: Stimulus | None = None,
+                           aus_turn: str | None = None) -> TurnResult | TurnFailure | EventDropped:
         """A turn in its place in the arrival order: a message of the human (`request`), or an
-        event's `stimulus` (no arrival number)."""
+        event's `stimulus` (no arrival number; `aus_turn`: the turn a planned impulse came from)."""
         services = self._ensure()
         seq = request.seq if request else None
         turn_id = stimulus.turn_id if stimulus else (request.turn_id or uuid.uuid4().hex)
@@ -208,7 +209,7 @@ class PairActor:
         await self._order.acquire(seq)
         try:
             stored, retracted = await self._begin(services, turn_id, seq,
-                                                  stimulus.ursprung_turn_id if stimulus else None)
+                                                  (stimulus.ursprung_turn_id or aus_turn) if stimulus else None)
             if not self._history_checked:
                 await self._check_history(services)
             if retracted:
@@ -396,7 +397,7 @@ class PairActor:
             stimulus = stimulus_from_event(self.user_id, self.character_id,
                                            {**request.model_dump(), "turn_id": request.turn_id or uuid.uuid4().hex},
                                            herkunft)
-            return await self._turn_locked(None, None, stimulus)
+            return await self._turn_locked(None, None, stimulus, request.aus_turn)
         finally:
             self._leave()
 

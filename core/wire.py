@@ -42,6 +42,8 @@ class PairEventRequest(BaseModel):
     user_prompt: str | None = None
     turn_id: str | None = None
     """The event's turn; a retry runs under this id with a suffix and names it as its origin."""
+    aus_turn: str | None = None
+    """The turn a planned impulse came from: once that turn is taken back, the impulse is dropped."""
     reiz_herkunft: str | None = None
     gedanke_arousal: float | None = None
     thinker_unsicher_retry: bool = False

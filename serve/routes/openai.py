@@ -37,8 +37,12 @@ def _text(m: ChatMessage) -> str:
 async def _abgleich(ing, user_id: str, character_id: str, messages: list[ChatMessage]) -> reconcile.Abgleich:
     """How the client's conversation up to its last user message meets the pair's stored one."""
     gespraech = [reconcile.nachricht(m.role, _text(m) or "") for m in messages if m.role in ("user", "assistant")]
-    while gespraech and gespraech[-1][0] != "user":
-        gespraech.pop()
+    if gespraech and gespraech[-1][0] == "assistant":
+        # SillyTavern's "continue" (and its kin) ends with the reply to go on with: Nova's replies
+        # are whole turns, and taking the last message as a new one would store it twice
+        raise error(422, "invalid_request", "messages: the conversation ends with an assistant message (a "
+                                            "continue): Nova cannot continue a reply; regenerate it (send the "
+                                            "conversation up to your message) or send a new message")
     if len(gespraech) < 2:
         return "neu"
     stored = await session.load_turns(await ing.redis_client(), user_id, character_id, len(gespraech) + 16)

@@ -106,6 +106,12 @@ def test_a_regenerate_and_an_edit_leave_nova_s_history_as_the_client_shows_it(sy
     shown[first_user] = {"role": "user", "content": "Etwas ganz anderes."}
     _, art = send([*shown, {"role": "user", "content": "Noch da?"}])
     assert art == "abweichung"
+    # SillyTavern's continue ends with the reply to go on with: refused, nothing stored
+    before = redis_call(settings.redis_url, session.load_turns, "alice", cid, 50)
+    r = httpx.post(f"{system.url}/v1/chat/completions", headers=auth(keys["alice"]), timeout=60, json={
+        **body, "stream": False, "messages": [*shown, {"role": "system", "content": "[Continue your last message]"}]})
+    assert r.status_code == 422 and "continue" in r.json()["error"]["message"], r.text
+    assert redis_call(settings.redis_url, session.load_turns, "alice", cid, 50) == before
 
 
 OWUI_TITLE_TASK = """### Task:

@@ -11,6 +11,7 @@ import ray
 
 from actors.background import erledigt_key
 from actors.pair import pair_name
+from core.wire import EventDropped, PairEventRequest
 from memory import erasure, pg
 from tests.conftest import auth, pg_call, redis_call, wait_for
 
@@ -109,6 +110,11 @@ def test_rewind_leaves_the_pair_as_one_that_never_had_the_turn(client, settings,
     r = client.post(f"/v1/pairs/{a}/{ch}/turns/rewind", json={"n": 1, "op_id": f"op{tag}"}, headers=auth(a_key))
     assert r.status_code == 200, r.text
     assert r.json()["zurueckgenommen"] == [f"{tag}2"] and r.json()["by_store"]["pg:turns"] == 1
+    # a thought Nova planned in the taken-back turn, delivered late, is dropped and writes nothing
+    actor = ray.get_actor(pair_name(a, ch), namespace=settings.namespace)
+    late = ray.get(actor.event.remote(PairEventRequest(kind="impulse", eigener_gedanke="Ob Erin Hunde mag?",
+                                                       turn_id=f"imp-{tag}2-late", aus_turn=f"{tag}2")), timeout=120)
+    assert isinstance(late, EventDropped) and late.reason == "zurueckgenommen"
     diff = _unterschiede(_bild(settings, a), _bild(settings, b))
     assert not diff, "\n".join(f"{k}: {v}" for k, v in diff.items())
     _keine_jobs(settings, a, [f"{tag}2"])

@@ -6,8 +6,8 @@ import ray
 
 from actors.pair import MAX_SELF_TRIGGERS, pair_name
 from core.wire import EventDropped, PairEventRequest, TurnResult
-from memory import lzg, pg
-from tests.conftest import auth, pg_call, wait_for
+from memory import ausstehender_auftrag, lzg, pg
+from tests.conftest import auth, pg_call, redis_call, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -73,10 +73,14 @@ def test_impulse_turn_and_the_self_trigger_limit(client, keys, settings, charact
             for i in range(MAX_SELF_TRIGGERS + 1)]
     assert all(isinstance(o, TurnResult) for o in outs[:MAX_SELF_TRIGGERS]), outs
     assert outs[-1] == EventDropped(reason="max_self_triggers", counter=MAX_SELF_TRIGGERS + 1)
-    # a message of the human resets the counter
+    # a message of the human resets the counter: the next continue is not dropped at the limit — it
+    # runs, unless the model's planner left an order waiting for the human's answer (then the seed's
+    # other lock holds it, pending_agent)
     _post(client, keys["alice"], "alice", ch, "Da bin ich wieder.")
-    assert isinstance(ray.get(actor.event.remote(PairEventRequest(kind="continue", eigener_gedanke="Noch etwas."))),
-                      TurnResult)
+    assert redis_call(settings.redis_url, lambda r: r.exists(f"selftrigger:alice:{ch}")) == 0
+    waiting = redis_call(settings.redis_url, ausstehender_auftrag.offen, "alice", ch)
+    out = ray.get(actor.event.remote(PairEventRequest(kind="continue", eigener_gedanke="Noch etwas.")))
+    assert isinstance(out, TurnResult) if not waiting else out == EventDropped(reason="pending_agent"), (out, waiting)
 
 
 def test_background_writes_are_visible_to_the_next_turn(client, keys, settings, character):
