@@ -96,4 +96,3 @@ async def ausfuehren(services: Services, user_id: str, character_id: str, v: Vor
     log.info("pair %s:%s: %s %s took back turns %s (%s)", user_id, character_id, v.art, v.op_id, ids,
              {k: n for k, n in by_store.items() if n})
     return by_store
-

@@ -612,10 +612,6 @@ class Ruecknahme(StoreModule):
     async def varianten(self, user_id: str, character_id: str, turn_id: str) -> list[dict[str, Any]]:
         """The replies a turn replaced (its swipes), oldest first."""
 
-    @op
-    async def ist_zurueckgenommen(self, user_id: str, character_id: str, turn_id: str) -> bool:
-        """Whether the turn was taken back."""
-
 
 class Erinnerungen(StoreModule):
     """memory/erinnerungen.py"""

@@ -6,6 +6,7 @@ the store deployment or an outbox worker), never a connection per pair.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from datetime import datetime
 from typing import Any
@@ -14,6 +15,8 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from memory import vorher
+
+log = logging.getLogger("novaberg.memory.pg")
 
 
 def open_pool(database_url: str, min_size: int, max_size: int) -> AsyncConnectionPool:
@@ -124,11 +127,19 @@ async def write_turn_job(pool: AsyncConnectionPool, job: dict[str, Any]) -> None
 
     Idempotent (a second delivery changes nothing), because a re-claimed job may have committed
     already when its first worker died before acknowledging it. A record kept without a reply (the
-    human's message alone, Nova's chain failed) takes the reply of the turn's later success.
+    human's message alone, Nova's chain failed) takes the reply of the turn's later success. A turn
+    taken back (`zurueckgenommene_turns`, memory/ruecknahme.py) is not written again: a job that
+    slipped past the outbox's fence finds the record in the same transaction.
     """
     t = job["turn"]
     async with pool.connection() as conn:
         async with conn.transaction():
+            cur = await conn.execute("SELECT 1 FROM zurueckgenommene_turns WHERE user_id=%s AND character_id=%s"
+                                     " AND turn_id=%s", (t["user_id"], t["character_id"], t["turn_id"]))
+            if await cur.fetchone() is not None:
+                log.warning("outbox: fallback zurueckgenommen: turn %s of %s:%s was taken back; its record is not "
+                            "written", t["turn_id"], t["user_id"], t["character_id"])
+                return
             await conn.execute(
                 "INSERT INTO turns (user_id, character_id, turn_id, user_text, reply, user_embedding,"
                 " result, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 FRIST_S = 30 * 24 * 3600
 """How long a turn's before-images are kept: a turn older than this is taken back without
-putting back what it overwrote in Redis (`Settings.turn_undo_days` for Postgres' side)."""
+putting back what it overwrote in Redis (`Settings.turn_undo_keep_days` for Postgres' side)."""
 
 LUA_FESTHALTEN = """
 local function vorher_festhalten(key, ziel, ttl)

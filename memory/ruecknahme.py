@@ -117,13 +117,6 @@ async def varianten(pool: AsyncConnectionPool, user_id: str, character_id: str, 
         return [{"turn_id": r[0], "reply": r[1], "created_at": r[2].isoformat()} for r in await cur.fetchall()]
 
 
-async def ist_zurueckgenommen(pool: AsyncConnectionPool, user_id: str, character_id: str, turn_id: str) -> bool:
-    async with pool.connection() as conn:
-        cur = await conn.execute("SELECT 1 FROM zurueckgenommene_turns WHERE user_id=%s AND character_id=%s"
-                                 " AND turn_id=%s", (user_id, character_id, turn_id))
-        return await cur.fetchone() is not None
-
-
 # ---------------------------------------------------------------------------------------- Redis
 def _s(x: Any) -> str:
     return x.decode() if isinstance(x, bytes) else str(x)

@@ -160,6 +160,9 @@ async def _scenario(stores, abbrechen: bool):
             "user_id": user, "character_id": ch, "turn_id": t1}})
         await _zuruecknehmen(pool, r, user, ch, [t2])
         assert await _bild(pool, r, user) == vorher
+        # a turn job that slipped past the fence finds the retraction's record and writes nothing
+        await pg.write_turn_job(pool, _turn_job(user, ch, t2, "Ich habe Angst vor Hunden.", "angst"))
+        assert await _bild(pool, r, user) == vorher
     finally:
         await pool.close()
         await r.aclose()
