@@ -139,8 +139,14 @@ def test_rewind_with_the_pair_actor_killed_in_the_middle_ends_the_same(client, s
     t = threading.Thread(target=lambda: first.update(r=client.post(f"/v1/pairs/{a}/{ch}/turns/rewind", json=body,
                                                                    headers=auth(a_key))))
     t.start()
-    actor = ray.get_actor(pair_name(a, ch), namespace=settings.namespace)
-    ray.kill(actor, no_restart=False)  # Ray restarts it; the operation is finished by the next call at the latest
+
+    def live_actor():  # the pair's actor (an idle one evicted itself: the rewind makes it again)
+        try:
+            return ray.get_actor(pair_name(a, ch), namespace=settings.namespace)
+        except ValueError:
+            return None
+
+    ray.kill(wait_for(live_actor, timeout=60, interval=0.05), no_restart=False)  # Ray restarts it; the operation is finished by the next call at the latest
     t.join(120)
     r = client.post(f"/v1/pairs/{a}/{ch}/turns/rewind", json=body, headers=auth(a_key))
     assert r.status_code == 200, r.text
