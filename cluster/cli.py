@@ -13,7 +13,7 @@ import uuid
 
 import httpx
 
-from cluster.cli_common import healthy, operator_key, read_text, running_daemon
+from cluster.cli_common import hang_up, healthy, operator_key, read_text, running_daemon
 from cluster.daemon import keys_dir, state_file
 from cluster.reply_view import ReplyView
 from core.settings import Settings, load_settings
@@ -159,16 +159,45 @@ _SCREEN = threading.Lock()
 """Held while a reply is drawn: a pushed message waits, so the draft's rows can be erased."""
 
 
-def _print_pushed(base: str, headers: dict, character: str, stop: threading.Event, client: httpx.Client) -> None:
+class _Pushed:
+    """The chat's events stream, read in a thread, and hung up at the chat's end: the connection
+    closes at once, so the server frees the user's place among the open event streams
+    (`max_event_streams_per_user`) even while this process goes on."""
+
+    def __init__(self, base: str, headers: dict, character: str):
+        self.stop = threading.Event()
+        self._client = httpx.Client(timeout=httpx.Timeout(10, read=None))
+        self._response: httpx.Response | None = None
+        self._thread = threading.Thread(target=_print_pushed, daemon=True, name="events",
+                                        args=(base, headers, character, self))
+        self._thread.start()
+
+    def stream(self, url: str, headers: dict):
+        return self._client.stream("GET", url, headers=headers)
+
+    def reading(self, response: httpx.Response) -> None:
+        self._response = response
+        if self.stop.is_set():  # the chat ended while the stream opened
+            self.hang_up()
+
+    def hang_up(self) -> None:
+        self.stop.set()
+        hang_up(self._response)
+        self._client.close()
+        self._thread.join(timeout=5)
+
+
+def _print_pushed(base: str, headers: dict, character: str, pushed: _Pushed) -> None:
     """Messages Nova sends without being asked (the events route), printed as they arrive; on a
-    broken connection it resumes from the last id it saw, until the chat ends (`stop`)."""
-    cursor = None
+    broken connection it resumes from the last id it saw, until the chat ends (`pushed.stop`)."""
+    cursor, stop = None, pushed.stop
     while not stop.is_set():
         try:
             h = {**headers, **({"Last-Event-ID": cursor} if cursor else {})}
-            with client.stream("GET", f"{base}/events", headers=h) as r:
+            with pushed.stream(f"{base}/events", h) as r:
                 if r.status_code != 200:
                     return
+                pushed.reading(r)
                 event = None
                 for line in r.iter_lines():
                     if line.startswith("event:"):
@@ -180,7 +209,7 @@ def _print_pushed(base: str, headers: dict, character: str, stop: threading.Even
                         art = "eigener Gedanke" if m["herkunft"] == "eigener_impuls" else "noch etwas"
                         with _SCREEN:  # never in the middle of a reply being drawn
                             print(f"\n{character} ({art})> {m['reply']}", flush=True)
-        except (httpx.HTTPError, RuntimeError):  # a broken stream, or the chat closed the client
+        except (httpx.HTTPError, RuntimeError, OSError):  # a broken stream, or the chat hung up
             stop.wait(2)
 
 
@@ -201,9 +230,7 @@ def cmd_chat(settings: Settings, args) -> int:
         if g.json()["neu_im_verlauf"]:  # a new pair: the character opens with her greeting
             print(f"{args.character}> {g.json()['begruessung']}")
         # what she says without being asked arrives on the events stream, beside the conversation
-        stop, pushed = threading.Event(), httpx.Client(timeout=httpx.Timeout(10, read=None))
-        threading.Thread(target=_print_pushed, daemon=True, name="events",
-                         args=(pair, headers, args.character, stop, pushed)).start()
+        pushed = _Pushed(pair, headers, args.character)
         failed: tuple[str, str] | None = None  # a turn that failed with the message kept: (text, turn_id)
         try:
             while True:
@@ -229,8 +256,7 @@ def cmd_chat(settings: Settings, args) -> int:
                 if args.once:
                     return 0 if kept is None else 1
         finally:
-            stop.set()
-            pushed.close()
+            pushed.hang_up()
 
 
 RETRY = "/nochmal"

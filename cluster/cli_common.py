@@ -5,12 +5,25 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 
 import httpx
 
 from cluster.daemon import keys_dir, state_file
 from core.settings import Settings
+
+
+def hang_up(response: httpx.Response | None) -> None:
+    """Close a streamed response's connection at once, even while another thread blocks reading
+    it (closing the client alone leaves that read, and the server's stream, open)."""
+    stream = response.extensions.get("network_stream") if response is not None else None
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)  # wakes the reading thread; the server sees the hang-up
+        except OSError:
+            pass
 
 
 def read_text(path) -> str | None:

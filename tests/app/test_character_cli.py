@@ -66,3 +66,20 @@ def test_chat_opens_a_new_pair_with_the_greeting(system, keys, monkeypatch, caps
     assert "Moin" not in capsys.readouterr().out
     assert cli.main(["chat", "--user", "alice", "--character", "gibt-es-nicht", "--once"]) == 1
     assert "404" in capsys.readouterr().err
+
+
+def test_a_chat_that_ended_gives_its_event_stream_back(system, keys, settings, monkeypatch, capsys, character):
+    """Each chat reads the pair's events stream beside the conversation; at the chat's end it hangs
+    up, so a process that chats more often than `max_event_streams_per_user` is never refused one."""
+    from tests.app.test_e2e_events import Listener
+
+    cli_against(monkeypatch, system, keys["operator"])
+    ch = character("hangup")
+    for i in range(settings.max_event_streams_per_user + 1):
+        assert cli.main(["chat", "--user", "bob", "--character", ch, "--message", f"Runde {i}.", "--once"]) == 0
+    capsys.readouterr()
+    live = Listener(system.url, keys["bob"], f"/v1/pairs/bob/{ch}/events")
+    try:
+        assert live.next()[0] == "bereit"
+    finally:
+        live.close()

@@ -3,12 +3,12 @@ such as the Thinker's retry) reach an open events stream once committed, and a s
 later replays them from its cursor; replies to the human are not pushed."""
 import json
 import queue
-import socket
 import threading
 
 import httpx
 import pytest
 
+from cluster.cli_common import hang_up
 from tests.conftest import auth
 
 pytestmark = pytest.mark.e2e
@@ -49,13 +49,7 @@ class Listener:
     def close(self):
         """Hang up: the connection closes at once, so the server frees this user's stream place
         (at most `max_event_streams_per_user` are open at a time)."""
-        stream = self._response.extensions.get("network_stream") if self._response is not None else None
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)  # wakes the reading thread; the server sees the hang-up
-            except OSError:
-                pass
+        hang_up(self._response)
         self._client.close()
         self._thread.join(timeout=10)
 
