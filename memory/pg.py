@@ -248,6 +248,13 @@ async def recent_turn_records(pool: AsyncConnectionPool, user_id: str, character
                 for r in await cur.fetchall()]
 
 
+async def database_bytes(pool: AsyncConnectionPool) -> int:
+    """The database's size on disk (tables, indexes, TOAST), in bytes."""
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT pg_database_size(current_database())")
+        return int((await cur.fetchone())[0])
+
+
 async def turn_ids(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[str]:
     """The turn ids of the pair's stored turns, one per row (a turn stored twice shows twice)."""
     async with pool.connection() as conn:

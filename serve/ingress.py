@@ -29,6 +29,7 @@ from serve import dashboard
 from serve.auth_limit import AuthFailureLimit
 from serve.body_limit import BodyLimit
 from serve.direct_front import reuse_the_port
+from serve.store_away import StoreAway
 from serve.routes import characters, common, files, openai, operator, turns, users
 from serve.routes.common import ACTOR_GONE, error, turn_failed, unknown_character  # noqa: F401 (turn_failed)
 
@@ -63,6 +64,7 @@ def _auth_failures() -> int:
 
 
 app.add_middleware(AuthFailureLimit, per_minute=_auth_failures)
+app.add_middleware(StoreAway)  # outermost of ours: a store away anywhere beneath answers 503
 reuse_the_port()  # in the ingress replica's process, before Serve starts its server (Settings.http_front)
 
 _KEY_CACHE_S = 30.0

@@ -1,6 +1,7 @@
 """Postgres goes away under load: clients drive turns while the database is stopped the hard way
 (`pg_ctl -m immediate`, a crash: it recovers from its WAL on the next start) and kept down for a
-while, then started again. A store that is away is no job's fault: every acknowledged turn ends in
+while, then started again. A store that is away is no job's fault and no
+server error (503, or 502 with the human's message kept, both asked again by the client): every acknowledged turn ends in
 Postgres exactly once with its background work, and nothing is dead-lettered for the outage.
 
 Short by default (CI); an operator sets NOVABERG_CHAOS_PG_DOWN_S for the long run (300: five
@@ -24,7 +25,8 @@ from tests.conftest import pg_call, redis_call, wait_for
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
 
-DOWN_S = float(os.environ.get("NOVABERG_CHAOS_PG_DOWN_S", "20"))
+DOWN_S = float(os.environ.get("NOVABERG_CHAOS_PG_DOWN_S", "45"))
+"""Longer than a replica trusts a key it looked up (30 s) and than a pool waits for a connection (30 s)."""
 TURNS_AFTER = int(os.environ.get("NOVABERG_CHAOS_TURNS", "12"))
 DRAIN_S = 180.0 + DOWN_S
 
@@ -110,6 +112,8 @@ def test_postgres_down_under_load_loses_no_acknowledged_turn(system, keys, chara
         print("PG-DOWN " + line)
 
     assert not rec.failures, rec.failures
+    # while it was away: 503 store_unavailable or 502 with the message kept, never a server error of its own
+    assert "500" not in figures["retried"], figures
     assert rec.acked_count() >= during["acked"] + TURNS_AFTER, figures
     assert drained is not None, f"outbox not drained {DRAIN_S}s after the restart: {_status(url, keys['operator'])}"
     assert dead == [], [d.get("reason") for d in dead]
