@@ -400,9 +400,10 @@ class ThinkerSettings(Section):
 
     thinker_max_iterations: int = Field(default=5, ge=1, le=5)
     """Reasoning iterations per check; seed 000 allows at most 5 (lower only to save time, e.g. in tests)."""
-    thinker_reasoning_models: list[str] = Field(default_factory=lambda: ["gemma4", "qwen3"])
+    thinker_reasoning_models: list[str] = Field(default_factory=lambda: ["gemma4", "qwen3.8", "qwen3-8b"])
     """Model names (substrings, any case) whose answer may land in the reasoning channel alone: the
-    Thinker asks them a follow-up with that reasoning as material (seed 000 §3.4)."""
+    Thinker asks them a follow-up with that reasoning as material (seed 000 §3.4: `gemma4`, `qwen3.8`;
+    `qwen3-8b` is the vLLM default model; the seed rejects the stem `qwen3`)."""
 
 
 class WebSettings(Section):

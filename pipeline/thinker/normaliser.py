@@ -4,9 +4,15 @@ follow-up with think=False carrying the reasoning as material (Nachfass, at most
 outside the iteration limit; the node does the call)."""
 from __future__ import annotations
 
-SPLIT_STEMS = ("gemma4", "qwen3")
+SPLIT_STEMS = ("gemma4", "qwen3.8", "qwen3-8b")
 """The default of `Settings.thinker_reasoning_models`: model names containing one of these (any
-case) may answer in the reasoning channel alone — `qwen3` covers Qwen/Qwen3-8B and its kin."""
+case) may answer in the reasoning channel alone. `gemma4` and `qwen3.8` are seed 000 §3.4's stems;
+the seed rejects the shorter `qwen3`, which would take in `qwen36-cpu` and `qwen3-32b-cpu`, models
+that do not split. `qwen3-8b` is this project's vLLM default (`Settings.vllm_model_source`
+Qwen/Qwen3-8B): vLLM's `qwen3` reasoning parser moves a thought the token budget cut off into the
+reasoning channel and leaves the content empty — the seed's symptom — and it names that one model,
+not the family. The follow-up fires only on empty content beside a filled reasoning channel, so a
+stem on a model that never splits costs nothing but is still not set."""
 NACHFASS_MAX = 2
 
 

@@ -2,7 +2,7 @@
 budget with the sachlage path, the normaliser choice, the protocol."""
 from pipeline.thinker.budget import SearchBudget
 from pipeline.thinker.cache import ToolCache
-from pipeline.thinker.normaliser import ThinkSplitNormalizer, ThinkingNormalizer, normaliser_for
+from pipeline.thinker.normaliser import SPLIT_STEMS, ThinkSplitNormalizer, ThinkingNormalizer, normaliser_for
 from pipeline.thinker.protokoll import lesen
 from pipeline.thinker.schnellcheck import schnellcheck
 
@@ -41,6 +41,14 @@ def test_budget_counts_failures_and_serves_sachlage_first():
 def test_normaliser_follows_the_answering_model():
     assert isinstance(normaliser_for("gemma4-gpu"), ThinkSplitNormalizer)
     assert isinstance(normaliser_for("Qwen3.8-32B"), ThinkSplitNormalizer)
+    # seed 000 §3.4's witnesses on both sides: the model that answers, and the two the stem `qwen3` would take in
+    assert isinstance(normaliser_for("qwen3.8:27b"), ThinkSplitNormalizer)
+    for no_split in ("qwen36-cpu", "qwen3-32b-cpu"):
+        assert type(normaliser_for(no_split)) is ThinkingNormalizer, no_split
+    # the defaults of the settings are the module's stems, and the vLLM default model is among them
+    from core.settings import Settings
+    assert tuple(Settings().thinker_reasoning_models) == SPLIT_STEMS
+    assert isinstance(normaliser_for(Settings().vllm_model_source), ThinkSplitNormalizer)
     n = normaliser_for("smollm2-135m-instruct")
     assert type(n) is ThinkingNormalizer and not n.needs_follow_up("", "lots of thinking")
     s = ThinkSplitNormalizer()
