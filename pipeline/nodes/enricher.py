@@ -306,8 +306,9 @@ async def run(state: TurnState, deps: Deps) -> dict:
         _, exit_, _ = wahrnehmung_verschieben(raw_vec, a, None, cfg, gedaechtnis_suche=False)
         deps.trace.decision(NAME, "enricher.verschiebung", exit_, {"kzg": False, "lzg": False, "bibliothek": 0,
                                                                    "dateien": 0})
+        _resonanz_melden(deps, None)
         log.info("enricher: no memory yet (KZG, LZG, library, character knowledge and file index empty): no search, "
-                 "herkunft=%s", exit_)
+                 "herkunft=%s lzg_resonanz_count=0 lzg_resonanz_ids=[]", exit_)
         return {"memory": MemoryRecord(**base)}
 
     # the plugins that read no search key, and the pair's KZG vectors, read beside the rewrite's model call
@@ -350,10 +351,21 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if resonanz:
         punkte += [{"quelle": "lzg", "inhalt": e["inhalt"], "emotion": e["emotion"], "arousal": e.get("arousal")}
                    for e in resonanz["erinnerungen"] if e.get("emotion") and e["emotion"] != "neutral"]
-    ids = resonanz["ids"] if resonanz else []
+    ids = _resonanz_melden(deps, resonanz)
     log.info("enricher: herkunft=%s suchtext=%s verschiebung=%s kzg=%d lzg_resonanz_count=%d lzg_resonanz_ids=%s "
              "bibliothek=%d aufzeichnungen=%d", herkunft, deps.settings.said(suchtext), verschiebung, len(kzg_hits), len(ids), ids,
              len(plugin_out.get("bibliothek", [])), len(aufzeichnungen))
     return {"memory": MemoryRecord(
         **base, kzg=kzg_hits, lzg_resonanz=resonanz, bibliothek=plugin_out.pop("bibliothek", []), plugins=plugin_out,
         aufzeichnungen=aufzeichnungen, emotionale_gravitationspunkte=punkte)}
+
+
+def _resonanz_melden(deps: Deps, resonanz: dict | None) -> list:
+    """Seed 001 §4: every long-term read names how many memories it read and which
+    (`lzg_resonanz_count`, `lzg_resonanz_ids`), a read that found nothing, or did not run, too —
+    in the log line and as the turn's `enricher.lzg_resonanz` entry (the pipeline log, where the
+    threshold is calibrated from real turns)."""
+    ids = list(resonanz["ids"]) if resonanz else []
+    deps.trace.decision(NAME, "enricher.lzg_resonanz", "gelesen" if resonanz is not None else "nicht_gelesen",
+                        {"lzg_resonanz_count": len(ids), "lzg_resonanz_ids": ids})
+    return ids

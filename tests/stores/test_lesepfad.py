@@ -104,14 +104,45 @@ def test_the_enricher_reads_through_the_path_with_the_pairs_configuration(stores
             direct = await enricher.lzg_lesen(PoolStore(p), user, ch, reads[0][1][2], reads[0][1][3],
                                               services.memory_cfg, cluster=reads[0][2]["cluster"],
                                               nova_sektor=reads[0][2]["nova_sektor"])
-            return out, reads, direct, services.memory_cfg
+            return out, reads, direct, services.memory_cfg, trace
         finally:
             await r.aclose()
 
-    out, reads, direct, cfg = asyncio.run(with_pool(migrated.database_url, go))
+    out, reads, direct, cfg, trace = asyncio.run(with_pool(migrated.database_url, go))
     assert len(reads) == 1 and reads[0][1][4] == cfg == for_model(Settings().embedding_model)
     assert out.lzg_resonanz["ids"] == direct["ids"] and out.lzg_resonanz["ids"]
     assert out.lzg_resonanz["erinnerungen"][0]["inhalt"] == "Anna hat einen Hund namens Bello."
+    # seed 001 §4: the read names how many memories it read and which
+    [entry] = [r for r in trace.rows if r.get("entscheidung") == "enricher.lzg_resonanz"]
+    assert entry["outcome"] == "gelesen"
+    assert entry["inputs"] == {"lzg_resonanz_count": len(direct["ids"]), "lzg_resonanz_ids": list(direct["ids"])}
+
+
+def test_a_pair_without_memory_names_an_empty_read_too(stores, migrated, caplog):
+    """No memory to search: the read does not run, and its entry and log line still say how many
+    memories were read and which — none."""
+    user, ch = new_pair("lp-leer")
+
+    async def go(p):
+        r = Redis.from_url(stores.redis_url)
+        try:
+            services = Services(settings=Settings(), llm=ScriptedLLM(), embedder=_Embedder(), store=PoolStore(p),
+                                redis=r, prompts=PromptLibrary())
+            state = TurnState(stimulus=Stimulus(user_id=user, character_id=ch, turn_id="t1", user_prompt="Hallo!"))
+            trace = TurnTrace(user, ch, "t1")
+            trace.chain = "character"
+            out = (await run_node(enricher.NODE, state, Deps(services, trace)))["memory"]
+            return out, trace
+        finally:
+            await r.aclose()
+
+    with caplog.at_level("INFO", logger="novaberg"):
+        out, trace = asyncio.run(with_pool(migrated.database_url, go))
+    assert out.lzg_resonanz is None
+    [entry] = [r for r in trace.rows if r.get("entscheidung") == "enricher.lzg_resonanz"]
+    assert entry["outcome"] == "nicht_gelesen"
+    assert entry["inputs"] == {"lzg_resonanz_count": 0, "lzg_resonanz_ids": []}
+    assert "lzg_resonanz_count=0 lzg_resonanz_ids=[]" in caplog.text
 
 
 def test_what_the_enricher_reads_at_the_turns_start_is_what_it_reads_with(stores, migrated):
