@@ -93,19 +93,20 @@ def decision_table(rates: list[dict]) -> list[dict]:
 
 
 async def snapshot(store: StoreOps, redis, sampler: LoadSampler, window_s: float) -> dict[str, Any]:
-    from memory import outbox
+    from memory import agent_quoten, outbox
 
     now = datetime.now(timezone.utc)
     since = now - timedelta(seconds=window_s)
-    turns, nodes, rates, recent, pairs, backlog, errors = await asyncio.gather(
+    turns, nodes, rates, recent, pairs, backlog, errors, quoten = await asyncio.gather(
         store.dashboard.turn_stats(since), store.dashboard.node_stats(since),
         store.pg.decision_rates(since), store.dashboard.recent_pairs(since, 20),
-        pairs_figures(redis), outbox.backlog(redis), node_errors(redis, since.timestamp()))
+        pairs_figures(redis), outbox.backlog(redis), node_errors(redis, since.timestamp()), agent_quoten.lesen(redis))
     llm, emb = sampler.rates(window_s)
     turns["per_minute"] = round(turns["count"] / (window_s / 60), 3)
     return {"generated_at": now.isoformat(), "since": since.isoformat(), "window_s": window_s, "pairs": pairs,
             "turns": turns, "nodes": nodes, "errors_by_node": errors, "llm": llm, "embedder": emb, "outbox": backlog,
-            "decisions": decision_table(rates), "recent_pairs": recent}
+            "decisions": decision_table(rates), "recent_pairs": recent,
+            "agents": [q.model_dump() for q in quoten]}
 
 
 @lru_cache(maxsize=1)

@@ -8,6 +8,7 @@ from typing import Awaitable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory import agent_quoten
 from pipeline import regeln, vocab
 from pipeline.llm_json import ask_json, wort
 from memory.session import fenster
@@ -25,6 +26,7 @@ NODE = Node(
     reads=("stimulus", "memory", "perzeption"),
     writes=("route",),
     store_reads=("timeline", "session"),
+    store_writes=("zaehler",),  # the agents' quota denominator (memory/agent_quoten.py)
     # its model call needs nothing of the timeline (only the appointments it asks for are read after
     # it): by data it starts early (`voraus`), beside the erinnerungsanker that writes the timeline,
     # and `run` reads the appointments once that is done
@@ -149,4 +151,5 @@ async def run(state: TurnState, deps: Deps) -> dict:
                         {"needs_memory": needs_memory, "needs_timeline": needs_timeline, "anfrage": anfrage,
                          "needs_web": rec.needs_web, "momentum": rec.momentum, "antwort": outcome})
     deps.trace.decision(NAME, "router.termine", termine_status, {"gefunden": len(rec.termine)})
+    await agent_quoten.geroutet(deps.redis, deps.trace.chain)  # seed 003: the quota's denominator, per chain
     return {"route": rec}

@@ -124,6 +124,11 @@ router = APIRouter()
 
 @router.get("/healthz")
 async def healthz(ing: TheIngress) -> dict:
+    """The stores answer; with the agents' quota counters (seed 003: delivered, came back, the
+    delivery loss, the router's utterances as denominator; aggregate counts, nobody's data)."""
+    from memory import agent_quoten
+
     await ing.store.ready.remote()
-    await (await ing.redis_client()).ping()
-    return {"status": "ok"}
+    r = await ing.redis_client()
+    await r.ping()
+    return {"status": "ok", "agenten": [q.model_dump() for q in await agent_quoten.lesen(r)]}

@@ -101,7 +101,7 @@ def test_decision_rates_are_the_counts_of_pipeline_log(client, keys, settings, c
 
 
 class _Figures(HTMLParser):
-    """The figures on the rendered page: data-figure spans, decision and node table cells."""
+    """The figures on the rendered page: data-figure spans, decision, node and agent table cells."""
 
     def __init__(self):
         super().__init__()
@@ -117,6 +117,8 @@ class _Figures(HTMLParser):
             self._row = ("decision", a["data-decision"], a["data-outcome"])
         elif tag == "tr" and "data-node" in a:
             self._row = ("node", a["data-node"])
+        elif tag == "tr" and "data-agent" in a:
+            self._row = ("agent", a["data-agent"])
         if "data-figure" in a:
             self._target = ("figure", a["data-figure"])
         elif "data-cell" in a and self._row:
@@ -154,6 +156,8 @@ def test_the_page_in_chromium_shows_what_the_json_says(client, keys, settings, s
     ch = character("dashpage")
     _turns(client, keys["alice"], "alice", ch, ["Wie war dein Tag?"])
     wait_for(lambda: _drained(settings), timeout=120)
+    from memory import agent_quoten
+    redis_call(settings.redis_url, agent_quoten.zugestellt, "notizen", "character")  # one delivered: a row at least
     op = keys["operator"]
     url = f"{system.url}/dashboard#key={op}&window=3600&pair=alice/{ch}"
     before = _snapshot(client, op, 3600)
@@ -193,8 +197,32 @@ def test_the_page_in_chromium_shows_what_the_json_says(client, keys, settings, s
             if cell in ("runs", "p50_ms", "p95_ms"):
                 assert _close(_value(text), nodes[node][cell]), (node, cell, text)
 
+    # the agents' quota counters (seed 003): a row per agent and chain, as the JSON has them
+    agents = {f"{q['agent']}:{q['chain']}": q for q in after["agents"]}
+    assert agents and agents == {f"{q['agent']}:{q['chain']}": q for q in before["agents"]}
+    shown = {k[1] for k in page.cells if k[0] == "agent"}
+    assert shown == set(agents)
+    for (kind, agent, cell), text in ((k, v) for k, v in page.cells.items() if k[0] == "agent"):
+        if cell in ("zugestellt", "zustellverlust", "geroutet"):
+            assert _value(text) == agents[agent][cell], (agent, cell, text)
+
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "dashboard.png"
     subprocess.run([chromium, *CHROMIUM_FLAGS, "--virtual-time-budget=10000", "--window-size=1280,2200",
                     f"--screenshot={shot}", url], capture_output=True, timeout=180)
     assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_healthz_shows_the_agents_quota_counters(client, settings):
+    """Seed 003: the quota counters are readable over the health check, with the router's
+    denominator in every row (`/healthz` needs no key: aggregate counts, nobody's data)."""
+    from memory import agent_quoten
+
+    redis_call(settings.redis_url, agent_quoten.zugestellt, "timeline", "agent")
+    redis_call(settings.redis_url, agent_quoten.bearbeitet, "timeline", "agent", "ok")
+    health = client.get("/healthz").json()
+    stored = {(q.agent, q.chain): q.model_dump() for q in redis_call(settings.redis_url, agent_quoten.lesen)}
+    shown = {(q["agent"], q["chain"]): q for q in health["agenten"]}
+    assert health["status"] == "ok" and shown == stored
+    row = shown[("timeline", "agent")]
+    assert row["zugestellt"] >= 1 and row["bearbeitet"].get("ok", 0) >= 1 and "geroutet" in row and "quote" in row

@@ -3,6 +3,7 @@
 import asyncio
 
 
+from memory import agent_quoten
 from memory.clients import StoreOps
 from pipeline import agents
 from pipeline.nodes import agent_dispatch, planner
@@ -44,11 +45,11 @@ def test_missing_dispatch_and_failing_agent_become_fehler(stores, monkeypatch):
         r = Redis.from_url(stores.redis_url)
         try:
             deps = deps_for(ScriptedLLM(), redis=r)
-            before = int(await r.hget(agent_dispatch.DELIVERED, "geist:character") or 0)
+            before = int(await r.hget(agent_quoten.DELIVERED, "geist:character") or 0)
             out = await run_node(agent_dispatch.NODE, _state("x", agent_name="geist"), deps)
             res = out["plan"].agent_results[-1]
             assert res.status == "fehler" and "Kein Dispatch" in res.fehler and out["plan"].agent_name == ""
-            assert int(await r.hget(agent_dispatch.DELIVERED, "geist:character")) == before + 1
+            assert int(await r.hget(agent_quoten.DELIVERED, "geist:character")) == before + 1
 
             async def boom(state, deps):
                 raise RuntimeError("kaputt")
@@ -56,7 +57,7 @@ def test_missing_dispatch_and_failing_agent_become_fehler(stores, monkeypatch):
             monkeypatch.setitem(agents.registry(), "notizen", boom)
             out = await run_node(agent_dispatch.NODE, _state("x", agent_name="notizen"), deps)
             assert out["plan"].agent_results[-1].fehler == "RuntimeError: kaputt"
-            assert int(await r.hget(agent_dispatch.PROCESSED, "notizen:character:fehler")) >= 1
+            assert int(await r.hget(agent_quoten.PROCESSED, "notizen:character:fehler")) >= 1
             assert await run_node(agent_dispatch.NODE, _state("x", agent_name=""), deps) == {}
         finally:
             await r.aclose()
@@ -213,3 +214,35 @@ def test_the_planner_warms_the_agents_only_on_a_turn_that_may_delegate(monkeypat
     llm = ScriptedLLM({"planner": ['{"auftraege": []}']})
     asyncio.run(run_node(planner.NODE, _state("Trag mir morgen was ein", management="timeline"), deps_for(llm)))
     assert started == [True] and len(llm.calls) == 1
+
+
+def test_the_quota_counters_read_with_the_routers_denominator(stores):
+    """Seed 003: delivered against came back (the difference a delivery loss), and the quota against
+    the router's utterances of the chain, judged from 100 on; the counters live in Redis."""
+    from redis.asyncio import Redis
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            for key in (agent_quoten.DELIVERED, agent_quoten.PROCESSED, agent_quoten.ROUTED):
+                await r.delete(key)
+            deps = deps_for(ScriptedLLM({"router": ['{"intent": "austausch", "management": "keins"}']}), redis=r)
+            deps.trace.chain = "character"
+            from pipeline.nodes import router
+            for _ in range(3):  # three utterances classified
+                await run_node(router.NODE, _state("Wie geht es dir?"), deps)
+            await run_node(agent_dispatch.NODE, _state("x", agent_name="geist"), deps)  # delivered, came back: fehler
+            await agent_quoten.zugestellt(r, "notizen", "character")  # delivered, never came back
+            early = {(q.agent, q.chain): q for q in await agent_quoten.lesen(r)}
+            await r.hset(agent_quoten.ROUTED, "character", agent_quoten.MIN_SAMPLE)
+            late = {(q.agent, q.chain): q for q in await agent_quoten.lesen(r)}
+            return early, late
+        finally:
+            await r.aclose()
+
+    early, late = asyncio.run(go())
+    geist, notizen = early[("geist", "character")], early[("notizen", "character")]
+    assert (geist.zugestellt, geist.bearbeitet, geist.zustellverlust) == (1, {"fehler": 1}, 0)
+    assert (notizen.zugestellt, notizen.bearbeitet, notizen.zustellverlust) == (1, {}, 1)
+    assert geist.geroutet == 3 and geist.quote == round(1 / 3, 4) and not geist.beurteilt
+    assert late[("geist", "character")].beurteilt and late[("geist", "character")].quote == 0.01

@@ -29,9 +29,19 @@ def _state(s: Stimulus) -> TurnState:
     return TurnState(stimulus=s, perzeption=PerzeptionRecord(), memory=MemoryRecord(session_turns=TURNS))
 
 
+class _Counters:
+    """The router's one Redis write: the agents' quota denominator (memory/agent_quoten.py)."""
+
+    def __init__(self):
+        self.counted: list[tuple[str, str, int]] = []
+
+    async def hincrby(self, key, field, n):
+        self.counted.append((key, field, n))
+
+
 async def _turn(early: bool, s: Stimulus):
     llm = ScriptedLLM({"router": [ROUTE], "erinnerungsanker": [ANKER]})
-    deps = deps_for(llm)
+    deps = deps_for(llm, redis=_Counters())
     session = asyncio.get_running_loop().create_future()
     session.set_result(TURNS)
     deps.trace.put(enricher.SESSION, session)  # the enricher's vorab read of this turn
@@ -61,3 +71,18 @@ def test_the_anchor_and_the_router_ask_at_the_turns_start_what_they_would_ask_in
 def test_a_turn_without_a_message_of_the_human_starts_no_anchor_call():
     sent_early, calls, state = asyncio.run(_turn(True, _stimulus(None)))
     assert sent_early == ["router"] and "erinnerungsanker" not in [c["node"] for c in calls]
+
+
+def test_the_router_counts_each_utterance_once_for_the_agents_quota():
+    from memory import agent_quoten
+
+    async def go():
+        deps = deps_for(ScriptedLLM({"router": [ROUTE]}), redis=_Counters())
+        deps.trace.chain = "character"
+        session = asyncio.get_running_loop().create_future()
+        session.set_result(TURNS)
+        deps.trace.put(enricher.SESSION, session)
+        await run_node(router.NODE, _state(_stimulus()), deps)
+        return deps.redis.counted
+
+    assert asyncio.run(go()) == [(agent_quoten.ROUTED, "character", 1)]
