@@ -142,6 +142,25 @@ async def impuls_erledigt(r, due_key: str, raw, *, again_in_s: float | None = No
     await pipe.execute()
 
 
+async def deliver_self_trigger(settings, job: dict[str, Any]) -> None:
+    """A self-trigger's follow-up (the `selbst_anstoss` job committed with its turn) to the pair's
+    event queue. Idempotent by the follow-up's own turn id: a second delivery (a worker that died
+    after it) answers from the stored result and counts no second self-trigger. A pair actor that
+    is away right now raises an outage: the job waits and is delivered again."""
+    from actors.pair import get_or_create_pair
+    from core.wire import EventDropped, PairEventRequest, TurnFailure
+
+    t = job["turn"]
+    actor = get_or_create_pair(t["user_id"], t["character_id"], settings)
+    out = await actor.event.remote(PairEventRequest(kind="continue", aus_turn=t["turn_id"], **job["anstoss"]))
+    if isinstance(out, EventDropped):
+        log.warning("self-trigger of turn %s of %s:%s dropped: %s", t["turn_id"], t["user_id"], t["character_id"],
+                    out.reason)
+    elif isinstance(out, TurnFailure):
+        log.error("self-trigger of turn %s of %s:%s failed in %s: %s", t["turn_id"], t["user_id"], t["character_id"],
+                  out.node, out.message)
+
+
 async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> int:
     """Hand impulses whose time has come to their pair's event queue (claimed, then acknowledged
     after the delivery; the delivery is idempotent by its turn id `imp-{id}`)."""

@@ -75,7 +75,6 @@ class PairActor:
         self._turns = 0
         self._watch: asyncio.Task | None = None
         self._started = time.time()
-        self._pending: set[asyncio.Task] = set()
         self._history_checked = False
 
     # ------------------------------------------------------------------ plumbing
@@ -109,7 +108,7 @@ class PairActor:
         timeout = self.settings.pair_idle_timeout_s
         while True:
             await asyncio.sleep(min(timeout / 4, 5.0))
-            if self._inflight == 0 and not self._pending and time.monotonic() - self._last > timeout:
+            if self._inflight == 0 and time.monotonic() - self._last > timeout:
                 await self._evict()
                 return
 
@@ -346,26 +345,15 @@ class PairActor:
 
     def _consume_self_trigger(self, state: TurnState) -> None:
         """The event consumer of seed 000 §3.5: every arrival is logged, present or not; a set
-        self-trigger becomes a `continue` event on this pair's queue, after the current turn."""
+        self-trigger went into the outbox with the turn's commit (`selbst_anstoss`), and a worker
+        brings it back to this pair's queue as a `continue` event, after the current turn."""
         p = state.pruefung
         present = p is not None
         value = p.self_trigger if p else None
-        log.info("pair %s:%s: self-trigger in result — present=%s, value=%s (turn %s)", self.user_id,
-                 self.character_id, present, value, state.stimulus.turn_id)
-        if value and state.dispatch and state.dispatch.committed:
-            task = asyncio.get_running_loop().create_task(
-                self.event(PairEventRequest(kind="continue", **p.self_trigger_payload.model_dump(exclude_none=True))))
-            self._pending.add(task)
-            task.add_done_callback(self._self_trigger_done)
-
-    def _self_trigger_done(self, task: asyncio.Task) -> None:
-        self._pending.discard(task)
-        if task.cancelled():
-            return
-        if task.exception() is not None:
-            log.error("pair %s:%s: self-triggered retry failed: %r", self.user_id, self.character_id, task.exception())
-        elif isinstance(task.result(), EventDropped):
-            log.warning("pair %s:%s: self-triggered retry dropped: %s", self.user_id, self.character_id, task.result())
+        log.info("pair %s:%s: self-trigger in result — present=%s, value=%s (turn %s)%s", self.user_id,
+                 self.character_id, present, value, state.stimulus.turn_id,
+                 ", handed to the outbox with the turn" if value and state.dispatch and state.dispatch.committed
+                 else "")
 
     async def event(self, request: PairEventRequest) -> TurnResult | TurnFailure | EventDropped:
         """A `continue` event (a self-trigger) or an `impulse` (Nova's own thought): the character
@@ -374,7 +362,9 @@ class PairActor:
         try:
             services = self._ensure()
             kind = request.kind
-            if kind == "continue":
+            if kind == "continue" and await self._answered_before(services, request):
+                herkunft = "self_trigger"  # delivered again: the stored result answers, nothing counts twice
+            elif kind == "continue":
                 # seed 000 §3.5, the event consumer's locks: an order waiting for the human's answer
                 # (pending_agent) before MAX_SELF_TRIGGERS — a blocked self-trigger uses up none of them
                 if await ausstehender_auftrag.offen(services.redis, self.user_id, self.character_id):
@@ -400,6 +390,12 @@ class PairActor:
             return await self._turn_locked(None, None, stimulus, request.aus_turn)
         finally:
             self._leave()
+
+    async def _answered_before(self, services: Services, request: PairEventRequest) -> bool:
+        """Whether this event's turn has a stored result already (a follow-up delivered twice)."""
+        turn_id = stimulus_from_event(self.user_id, self.character_id, request.model_dump(), "self_trigger").turn_id
+        return bool(turn_id) and await session.stored_result(services.redis, self.user_id, self.character_id,
+                                                             turn_id) is not None
 
     # ------------------------------------------------------------------ taking turns back
     async def zuruecknehmen(self, request: PairRetractRequest) -> RetractResult:

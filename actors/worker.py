@@ -93,6 +93,10 @@ class BackgroundWorker:
                 return
             if kind == "turn":
                 await pg.write_turn_job(pool, job)
+            elif kind == "selbst_anstoss":
+                from actors.background import deliver_self_trigger
+
+                await deliver_self_trigger(self.settings, job)
             elif kind == "hintergrund":
                 from actors.background import run_background
                 from pipeline.services import Services

@@ -126,6 +126,19 @@ async def keep_human(state: TurnState, deps: Deps, failed_node: str) -> bool:
     return True
 
 
+def _anstoss_job(state: TurnState) -> list[dict]:
+    """Seed 000 §3.5: a self-trigger the Thinker set is delivered — as an outbox job committed with
+    the turn, so a pair actor that dies between the turn and its follow-up loses nothing; a worker
+    hands it to the pair's event queue (`actors/background.deliver_self_trigger`), once: the
+    follow-up runs under its own turn id."""
+    p, s = state.pruefung, state.stimulus
+    if not (p and p.self_trigger and p.self_trigger_payload):
+        return []
+    return [{"kind": "selbst_anstoss",
+             "turn": {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id},
+             "anstoss": p.self_trigger_payload.model_dump(mode="json", exclude_none=True)}]
+
+
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     t0 = time.perf_counter()
@@ -152,6 +165,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         {"kind": "hintergrund", "turn_id": s.turn_id,
          "state": {r: getattr(state, r).model_dump(mode="json") for r in BACKGROUND_RECORDS
                    if getattr(state, r) is not None}},
+        *_anstoss_job(state),
     ]
     committed = await session.commit_turn(
         deps.redis, user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id, result=result,

@@ -123,7 +123,8 @@ def test_events_belong_to_the_pairs_user_and_take_a_valid_cursor(system, client,
 def test_the_thinkers_retry_reaches_an_open_stream_as_a_second_message(system, client, keys, character):
     """The Thinker cannot decide (its model answers in its reasoning alone, twice): the reply goes
     out with the gesture, the retry runs as its own turn through the pair's event consumer, and
-    its message arrives on the events stream, naming the turn it continues."""
+    its message arrives on the events stream, naming the turn it continues — also when the pair actor
+    dies right after the reply."""
     from tests.app.conftest import UNSICHER
 
     ch = character("nova")
@@ -135,6 +136,11 @@ def test_the_thinkers_retry_reaches_an_open_stream_as_a_second_message(system, c
         assert r.status_code == 200, r.text
         first = r.json()
         assert first["nachricht_folgt"] is True and first["pruefung"]["status"] == "self_trigger", (first["pruefung"], first["reply"])
+        # the pair actor dies right after the reply (seed 000 §3.5: the follow-up is delivered all the
+        # same — it went into the outbox with the turn, not into the actor's memory)
+        import ray
+        from actors.pair import pair_name
+        ray.kill(ray.get_actor(pair_name("alice", ch), namespace=system.settings.namespace), no_restart=False)
         kind, _, msg = live.next(timeout=120)
         assert kind == "nachricht" and msg["herkunft"] == "self_trigger"
         assert msg["ursprung_turn_id"] == first["turn_id"] and msg["turn_id"] == f"{first['turn_id']}-retry"

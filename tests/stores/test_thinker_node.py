@@ -407,10 +407,14 @@ def test_the_retry_recognises_itself_and_never_triggers_again():
     assert _decisions(deps)["thinker.schnellcheck"]["inputs"]["unsicher_retry"] is True
 
 
-def test_the_pair_consumer_logs_every_arrival_and_queues_the_retry(caplog):
+def test_the_pair_consumer_logs_every_arrival_and_the_retry_goes_with_the_commit(caplog):
+    """Seed 000 §3.5: the event consumer logs every arrival, present or not; a set self-trigger is
+    delivered through the outbox job the dispatcher commits with the turn (`selbst_anstoss`), not a
+    task of the pair actor that dies with it."""
     from actors.pair import PairActor
     from core.settings import Settings
     from core.wire import PairEventRequest
+    from pipeline.nodes.dispatcher import _anstoss_job
     from pipeline.state import DispatchRecord, PruefungRecord
 
     actor = PairActor("u", "nova", Settings().model_dump(mode="json"))
@@ -423,18 +427,26 @@ def test_the_pair_consumer_logs_every_arrival_and_queues_the_retry(caplog):
     actor.event = event
     base = _state().model_copy(update={"dispatch": DispatchRecord(committed=True, result={})})
     payload = retry_nutzlast(base.stimulus)
+    gesetzt = base.model_copy(update={"pruefung": PruefungRecord(status="self_trigger", self_trigger=True,
+                                                                 self_trigger_payload=payload)})
 
     async def go():
         with caplog.at_level("INFO", logger="novaberg.pair"):
             actor._consume_self_trigger(base)
             actor._consume_self_trigger(base.model_copy(update={"pruefung": PruefungRecord(status="ok")}))
-            actor._consume_self_trigger(base.model_copy(update={"pruefung": PruefungRecord(
-                status="self_trigger", self_trigger=True, self_trigger_payload=payload)}))
+            actor._consume_self_trigger(gesetzt)
             await asyncio.sleep(0.05)
 
     asyncio.run(go())
     arrivals = [r.getMessage() for r in caplog.records if "self-trigger in result" in r.getMessage()]
     assert len(arrivals) == 3
     assert "present=False, value=None" in arrivals[0] and "present=True, value=False" in arrivals[1]
-    assert "present=True, value=True" in arrivals[2]
-    assert events == [PairEventRequest(kind="continue", **payload.model_dump(exclude_none=True))]
+    assert "present=True, value=True" in arrivals[2] and "handed to the outbox" in arrivals[2]
+    assert events == []  # nothing in the actor's memory
+    [job] = _anstoss_job(gesetzt)
+    s = gesetzt.stimulus
+    assert job["kind"] == "selbst_anstoss"
+    assert job["turn"] == {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id}
+    assert PairEventRequest(kind="continue", **job["anstoss"]) == PairEventRequest(
+        kind="continue", **payload.model_dump(exclude_none=True))
+    assert _anstoss_job(base) == [] and _anstoss_job(base.model_copy(update={"pruefung": PruefungRecord()})) == []
