@@ -86,6 +86,18 @@ def ergaenzung(name: str) -> Ergaenzen | None:
     return getattr(importlib.import_module(f"{__name__}.{name}.dispatch"), "ergaenzen", None)
 
 
+BEDARF_STANDARD = ("plan",)
+"""What an agent gets when its dispatch.py declares no `BEDARF`: its order (the stimulus always)."""
+
+
+def bedarf(name: str) -> tuple[str, ...]:
+    """The turn records an agent declared it needs (`BEDARF` in its dispatch.py; seed 003,
+    `BaseAgent.invoke`): only those reach it, besides the stimulus."""
+    if name not in registry():
+        return BEDARF_STANDARD
+    return tuple(getattr(importlib.import_module(f"{__name__}.{name}.dispatch"), "BEDARF", BEDARF_STANDARD))
+
+
 def schreibschluessel(state, agent: str) -> dict[str, str]:
     """The idempotency key of an agent's write in this turn: the turn and the step (the agent and
     how many agent results came before it). The same turn run again writes nothing twice."""

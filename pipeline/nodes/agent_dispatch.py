@@ -1,4 +1,5 @@
-"""agent_dispatch (seed 003): the generic router to the agents. It knows only the registry: a
+"""agent_dispatch (seed 003): the generic router to the agents. It knows only the registry; each
+agent gets the state cut to its declared need (`BEDARF`, each record withheld logged). A
 missing dispatch and an agent's exception become `AgentResult(status="fehler")` and the chain
 goes on; `agent_name` is reset after each call. Delivered and processed counts per agent and
 chain live in Redis, so a restart does not zero them (memory/agent_quoten.py; the router counts
@@ -8,8 +9,10 @@ from __future__ import annotations
 import logging
 
 from memory import agent_quoten
+from pipeline import agents
 from pipeline.agents import get_dispatch
 from pipeline.node import Node
+from pipeline.runner import NodeView
 from pipeline.services import Deps
 from pipeline.state import AgentResult, PlanRecord, TurnState
 
@@ -23,6 +26,19 @@ NODE = Node(
 )
 
 log = logging.getLogger("novaberg.node.agent_dispatch")
+
+
+def zuschneiden(view, name: str) -> tuple[NodeView, list[str]]:
+    """The node's view cut to the agent's declared need (`BEDARF`; the stimulus always), and the
+    records present in the node's view that the agent did not declare: withheld from it, reading
+    one is an error (the view's contract), never a silent None."""
+    if isinstance(view, NodeView):
+        state, reads = object.__getattribute__(view, "_state"), object.__getattribute__(view, "_reads")
+    else:
+        state, reads = view, frozenset(TurnState.model_fields)
+    keep = (set(agents.bedarf(name)) | {"stimulus"}) & reads
+    weg = sorted(r for r in reads - keep if getattr(state, r) is not None)
+    return NodeView(state, tuple(keep), f"agent {name}"), weg
 
 
 @NODE.runs
@@ -39,8 +55,11 @@ async def run(state: TurnState, deps: Deps) -> dict:
         log.error("agent_dispatch: no dispatch registered for agent %r", name)
         result = AgentResult(agent_name=name, status="fehler", fehler=f"Kein Dispatch für Agent '{name}' registriert")
     else:
+        zugeschnitten, weg = zuschneiden(state, name)
+        for record in weg:  # seed 003: a value the agent did not declare does not reach it, and says so
+            log.info("agent_dispatch: %s gets no %s (not in its declared need)", name, record)
         try:
-            result = await fn(state, deps)
+            result = await fn(zugeschnitten, deps)
         except Exception as e:
             log.exception("agent_dispatch: agent %s failed", name)
             result = AgentResult(agent_name=name, status="fehler", fehler=f"{type(e).__name__}: {e}")

@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from pipeline.agents import schreibschluessel
 from pipeline.state import AgentResult, Auftrag
 
+BEDARF = ("plan",)
+"""The turn records this agent reads besides the stimulus (its order); nothing else reaches it."""
+
 NAME = "charakter"
 log = logging.getLogger("novaberg.agent.charakter")
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 from pipeline.agents import schreibschluessel
 from pipeline.state import AgentResult
 
+BEDARF = ("plan",)
+"""The turn records this agent reads besides the stimulus (its order); nothing else reaches it."""
+
 
 async def dispatch_direktiven(state, deps) -> AgentResult:
     auftrag = state.plan.auftrag

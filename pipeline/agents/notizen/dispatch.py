@@ -5,6 +5,9 @@ from pipeline.agents import schreibschluessel
 from pipeline.llm_json import liste
 from pipeline.state import AgentResult
 
+BEDARF = ("plan",)
+"""The turn records this agent reads besides the stimulus (its order); nothing else reaches it."""
+
 AKTIONEN = ("anlegen", "aendern", "loeschen", "finden")
 
 

@@ -11,6 +11,9 @@ from pipeline.llm_json import liste
 from pipeline.state import AgentResult
 from pipeline.timefmt import local_now
 
+BEDARF = ("plan",)
+"""The turn records this agent reads besides the stimulus (its order); nothing else reaches it."""
+
 AKTIONEN = ("anlegen", "verschieben", "loeschen")
 log = logging.getLogger("novaberg.agent.timeline")
 
