@@ -389,9 +389,16 @@ class HintergrundRecord(_Record):
 
     kern: str = ""
     intentionen: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
     pending_writes: list[Schreibauftrag] = Field(default_factory=list)
     """What the background worker writes after the chain (the nodes' own writes are theirs)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ohne_tags(cls, data):
+        """A background job queued before salience stopped writing `tags` still reads (they go)."""
+        if isinstance(data, dict) and "tags" in data:
+            return {k: v for k, v in data.items() if k != "tags"}
+        return data
 
 
 class DispatchRecord(_Record):

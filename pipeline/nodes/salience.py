@@ -1,6 +1,11 @@
-"""salience (background): annotate the turn (kern, intentionen, tags), score its salience — the
+"""salience (background): annotate the turn (kern, intentionen), score its salience — the
 model's importance, the human's arousal and the goal pull `zielsog_roh` — and decide the
-pending writes: a KZG entry when the turn matters, a delegation when one was named."""
+pending writes: a KZG entry when the turn matters, a delegation when one was named.
+
+No tags: nothing read them, and seed 001 §3.1 records why none should (the lesson of Chat 30:
+metadata as string tags and a distilled core in place of the words destroyed the emotional
+information; the remedy is passing the words on whole). The KZG entry keeps the turn's words and
+its emotion as fields; the model is no longer asked for tags (fewer output tokens a turn)."""
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,7 +28,6 @@ class _Antwort(BaseModel):
     model_config = ConfigDict(extra="ignore")
     kern: str = ""
     intentionen: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
     wichtigkeit: float = 0.3
     delegation: str = ""
 
@@ -53,5 +57,4 @@ async def run(state: TurnState, deps: Deps) -> dict:
                         {"salienz": sal, "zielsog_roh": zielsog, "antwort": outcome}, threshold=KZG_SCHWELLE)
     prev = state.hintergrund or HintergrundRecord()
     return {"hintergrund": prev.model_copy(update={"kern": a.kern[:300] or s.text[:200], "intentionen": a.intentionen[:5],
-                                                   "tags": a.tags[:8],
                                                    "pending_writes": prev.pending_writes + writes})}
