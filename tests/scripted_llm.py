@@ -48,6 +48,18 @@ class NoStore(StoreOps):
         raise AssertionError(f"this test expects no store call ({op})")
 
 
+class Zaehler:
+    """Redis as a node sees it that writes only counters (the router's quota denominator,
+    memory/agent_quoten.py): records each HINCRBY, for tests without a Redis."""
+
+    def __init__(self):
+        self.counted: list[tuple[str, str, int]] = []
+
+    async def hincrby(self, key, field, n):
+        self.counted.append((key, field, n))
+        return n
+
+
 def deps_for(llm: ScriptedLLM, *, store=None, redis=None, embedder=None, settings=None, web=None,
              turn=("u", "nova", "t1")) -> Deps:
     from core.settings import Settings

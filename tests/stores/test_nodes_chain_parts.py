@@ -7,7 +7,7 @@ from pipeline.chains import TRIBUNAL_LOOP
 from pipeline.runner import ChainRunner
 from pipeline.state import (DraftRecord, EmotionRecord, HaltungRecord, LandschaftRecord, MemoryRecord, PairRecord,
                             PerzeptionRecord, PlanRecord, SessionTurn, Stimulus, TurnState, VerfasserRecord)
-from tests.scripted_llm import ScriptedLLM, deps_for
+from tests.scripted_llm import ScriptedLLM, Zaehler, deps_for
 from tests.stores.test_nodes_planner_agents import RecordingStore
 from pipeline.runner import run_node
 
@@ -41,7 +41,7 @@ def test_reducer_dedups_scales_caps_and_passes_lzg_through():
 
 
 def test_router_fallback_and_asked_appointments():
-    deps = deps_for(ScriptedLLM({"router": ["unverstaendlich"]}))
+    deps = deps_for(ScriptedLLM({"router": ["unverstaendlich"]}), redis=Zaehler())
     out = asyncio.run(run_node(router.NODE, _state(memory=MemoryRecord()), deps))["route"]
     assert out.fallback == "router_regeln" and out.management == "keins"
     flags = next(r["inputs"] for r in deps.trace.rows if r.get("entscheidung") == "router.management")
@@ -50,7 +50,7 @@ def test_router_fallback_and_asked_appointments():
     store = RecordingStore({"timeline.find_by_keyword": [{"id": 5, "titel": "Zahnarzt"}]})
     ans = ('{"intent": "frage", "management": "keins", "needs_timeline": true, '
            '"timeline_query": {"art": "search", "stichwort": "Zahnarzt"}, "momentum": "sehr hoch"}')
-    deps = deps_for(ScriptedLLM({"router": [ans]}), store=store)
+    deps = deps_for(ScriptedLLM({"router": [ans]}), store=store, redis=Zaehler())
     out = asyncio.run(run_node(router.NODE, _state("Wann war nochmal der Zahnarzt?", memory=MemoryRecord()), deps))["route"]
     assert out.termine == [{"id": 5, "titel": "Zahnarzt"}] and out.momentum == "mid"
     assert store.calls[0][0] == "timeline.find_by_keyword"
@@ -60,19 +60,19 @@ def test_router_fallback_and_asked_appointments():
 def test_router_keeps_an_explicit_request_the_model_missed():
     # the model answered keins for an explicit note: the rules' reading stands, named
     ans = '{"intent": "mitteilung", "management": "keins", "momentum": "mid"}'
-    deps = deps_for(ScriptedLLM({"router": [ans]}))
+    deps = deps_for(ScriptedLLM({"router": [ans]}), redis=Zaehler())
     out = asyncio.run(run_node(router.NODE, _state("Notiz Einkauf: Milch und Brot", memory=MemoryRecord()), deps))["route"]
     assert out.management == "notizen" and out.fallback is None and out.intent == "mitteilung"
     assert ("router.management_quelle", "management_regel") in _decisions(deps)
     # a cut answer that ended before it named a management: the same
-    deps = deps_for(ScriptedLLM({"router": ['{"intent": "auftrag", "needs_memory": false, "momen']}))
+    deps = deps_for(ScriptedLLM({"router": ['{"intent": "auftrag", "needs_memory": false, "momen']}), redis=Zaehler())
     out = asyncio.run(run_node(router.NODE, _state("Trag einen Termin ein: Zahnarzt morgen", memory=MemoryRecord()),
                                deps))["route"]
     assert out.management == "timeline" and ("router.antwort", "geschlossen") in _decisions(deps)
     # the model's reading of a plain message and its own management stay untouched
     for text, ans, want in (("Wie geht es dir?", '{"management": "keins"}', "keins"),
                             ("Notiz Einkauf: Milch", '{"management": "timeline"}', "timeline")):
-        deps = deps_for(ScriptedLLM({"router": [ans]}))
+        deps = deps_for(ScriptedLLM({"router": [ans]}), redis=Zaehler())
         out = asyncio.run(run_node(router.NODE, _state(text, memory=MemoryRecord()), deps))["route"]
         assert out.management == want
         assert not any(k == "router.management_quelle" for k, _ in _decisions(deps))

@@ -11,12 +11,7 @@ from pipeline.nodes import agent_dispatch
 from pipeline.runner import run_node
 from pipeline.state import (Auftrag, EmotionRecord, MemoryRecord, PairRecord, PlanRecord, RouteRecord, Stimulus,
                             TurnState)
-from tests.scripted_llm import ScriptedLLM, deps_for
-
-
-class _Counters:
-    async def hincrby(self, key, field, n):
-        return n
+from tests.scripted_llm import ScriptedLLM, Zaehler, deps_for
 
 
 def _state() -> TurnState:
@@ -37,7 +32,7 @@ def test_an_agent_sees_only_what_it_declared(monkeypatch, caplog):
 
     monkeypatch.setitem(agents.registry(), "spion", spion)
     monkeypatch.setattr(agents, "bedarf", lambda name: ("plan", "route") if name == "spion" else ())
-    deps = deps_for(ScriptedLLM(), redis=_Counters())
+    deps = deps_for(ScriptedLLM(), redis=Zaehler())
     with caplog.at_level("INFO", logger="novaberg.node.agent_dispatch"):
         out = asyncio.run(run_node(agent_dispatch.NODE, _state(), deps))
     [got] = seen

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pipeline.nodes import enricher, erinnerungsanker, router
 from pipeline.runner import run_node
 from pipeline.state import MemoryRecord, PerzeptionRecord, SessionTurn, Stimulus, TurnState
-from tests.scripted_llm import ScriptedLLM, deps_for
+from tests.scripted_llm import ScriptedLLM, Zaehler, deps_for
 
 ROUTE = '{"intent": "austausch", "management": "keins", "needs_memory": false, "momentum": "mid"}'
 ANKER = '{"datiert": false}'
@@ -29,19 +29,9 @@ def _state(s: Stimulus) -> TurnState:
     return TurnState(stimulus=s, perzeption=PerzeptionRecord(), memory=MemoryRecord(session_turns=TURNS))
 
 
-class _Counters:
-    """The router's one Redis write: the agents' quota denominator (memory/agent_quoten.py)."""
-
-    def __init__(self):
-        self.counted: list[tuple[str, str, int]] = []
-
-    async def hincrby(self, key, field, n):
-        self.counted.append((key, field, n))
-
-
 async def _turn(early: bool, s: Stimulus):
     llm = ScriptedLLM({"router": [ROUTE], "erinnerungsanker": [ANKER]})
-    deps = deps_for(llm, redis=_Counters())
+    deps = deps_for(llm, redis=Zaehler())
     session = asyncio.get_running_loop().create_future()
     session.set_result(TURNS)
     deps.trace.put(enricher.SESSION, session)  # the enricher's vorab read of this turn
@@ -77,7 +67,7 @@ def test_the_router_counts_each_utterance_once_for_the_agents_quota():
     from memory import agent_quoten
 
     async def go():
-        deps = deps_for(ScriptedLLM({"router": [ROUTE]}), redis=_Counters())
+        deps = deps_for(ScriptedLLM({"router": [ROUTE]}), redis=Zaehler())
         deps.trace.chain = "character"
         session = asyncio.get_running_loop().create_future()
         session.set_result(TURNS)
