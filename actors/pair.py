@@ -393,9 +393,10 @@ class PairActor:
 
     async def _answered_before(self, services: Services, request: PairEventRequest) -> bool:
         """Whether this event's turn has a stored result already (a follow-up delivered twice)."""
+        if not request.turn_id:
+            return False  # a new event: its turn id is drawn when it runs
         turn_id = stimulus_from_event(self.user_id, self.character_id, request.model_dump(), "self_trigger").turn_id
-        return bool(turn_id) and await session.stored_result(services.redis, self.user_id, self.character_id,
-                                                             turn_id) is not None
+        return await session.stored_result(services.redis, self.user_id, self.character_id, turn_id) is not None
 
     # ------------------------------------------------------------------ taking turns back
     async def zuruecknehmen(self, request: PairRetractRequest) -> RetractResult:
