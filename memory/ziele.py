@@ -14,7 +14,7 @@ the others activate with their faded motivation. An activated medium-term goal r
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -140,12 +140,18 @@ class Aktivierung:
     zielsog_roh: float
     """The strongest ungated strength of the turn."""
     ohne_embedding: list[int]
+    aktiviert_je_horizont: dict[str, int] = field(default_factory=dict)
+    """Per horizon: the goals whose activation was computed (those with an embedding)."""
+    ueber_schwelle_je_horizont: dict[str, int] = field(default_factory=dict)
+    """Per horizon: the goals at or above the threshold (seed 001: in the node's log entry, both chains)."""
 
 
 def aktivieren(goals: list[dict[str, Any]], raw_query, threshold: float) -> Aktivierung:
     """activation = similarity(raw query, goal) × motivation. Always against the raw embedding:
     the shifted key would be its own input."""
     aktivierte, vektoren, ohne = [], {}, []
+    geprueft: dict[str, int] = {}
+    ueber: dict[str, int] = {}
     roh = 0.0
     for g in goals:
         if g["embedding"] is None:
@@ -153,11 +159,13 @@ def aktivieren(goals: list[dict[str, Any]], raw_query, threshold: float) -> Akti
             continue
         staerke = cosine(raw_query, g["embedding"]) * g["motivation"]
         roh = max(roh, staerke)
+        geprueft[g["horizont"]] = geprueft.get(g["horizont"], 0) + 1
         if staerke >= threshold:
+            ueber[g["horizont"]] = ueber.get(g["horizont"], 0) + 1
             aktivierte.append({k: g[k] for k in ("id", "inhalt", "horizont", "motivation")}
                               | {"aktivierungs_staerke": round(staerke, 6)})
             vektoren[g["id"]] = g["embedding"]
-    return Aktivierung(aktivierte, vektoren, round(roh, 6), ohne)
+    return Aktivierung(aktivierte, vektoren, round(roh, 6), ohne, geprueft, ueber)
 
 
 async def verstaerken(pool: AsyncConnectionPool, aktivierte: list[dict[str, Any]], *,

@@ -292,7 +292,9 @@ async def run(state: TurnState, deps: Deps) -> dict:
     base = dict(session_turns=turns, query_embedding=raw_vec, user_intentionen=intentionen,
                 aktivierte_ziele=a.aktivierte, zielsog_roh=a.zielsog_roh)
     deps.trace.decision(NAME, "enricher.ziele", "aktiviert" if a.aktivierte else "keine", {
-        "ziele": [g["id"] for g in a.aktivierte], "zielsog_roh": a.zielsog_roh, "gravitationsterm": gravitationsterm(a)})
+        "ziele": [g["id"] for g in a.aktivierte], "aktivierte_ziele_count": len(a.aktivierte),
+        "aktiviert_je_horizont": a.aktiviert_je_horizont, "ueber_schwelle_je_horizont": a.ueber_schwelle_je_horizont,
+        "zielsog_roh": a.zielsog_roh, "gravitationsterm": gravitationsterm(a)})
     deps.trace.decision(NAME, "enricher.verlauf", "verlauf" if turns else "verlauf_leer",
                         {"gelesen": len(turns), "fenster": deps.settings.session_max_turns})
     if deps.trace.chain == "human":

@@ -108,6 +108,11 @@ def test_a_stated_goal_is_formed_and_pulls_the_search_key_of_a_later_related_tur
     assert rw_mit["inputs"]["suchtext"] == rw_ohne["inputs"]["suchtext"] == LAUFEN
     [z_mit], [z_ohne] = _decisions(mit_deps, "enricher.ziele"), _decisions(ohne_deps, "enricher.ziele")
     assert z_mit["inputs"]["gravitationsterm"] > z_ohne["inputs"]["gravitationsterm"] == 0
+    # seed 001: the entry counts the goals per horizon, computed and above the threshold
+    assert z_mit["inputs"]["aktivierte_ziele_count"] == 1
+    assert z_mit["inputs"]["ueber_schwelle_je_horizont"] == {goal["horizont"]: 1}
+    assert z_mit["inputs"]["aktiviert_je_horizont"][goal["horizont"]] >= 1
+    assert z_ohne["inputs"]["aktivierte_ziele_count"] == 0 and z_ohne["inputs"]["ueber_schwelle_je_horizont"] == {}
 
 
 def test_a_redelivered_job_forms_and_reinforces_nothing_twice(stores, pool, minilm):
