@@ -41,8 +41,14 @@ def wort(body: dict[str, Any]) -> str:
     return "x" + digest[:6]
 
 
-def instance(schema: dict[str, Any], text: str = "x") -> Any:
-    """The smallest value a JSON schema allows (local $defs resolved); every free string is `text`."""
+ZAHLEN = ("null", "hoch")
+"""How the stand-in answers a number: the smallest allowed (0), or the largest its schema allows
+(`hoch`, 1 where it names none): every turn then matters enough for the short-term memory."""
+
+
+def instance(schema: dict[str, Any], text: str = "x", hoch: bool = False) -> Any:
+    """The smallest value a JSON schema allows (local $defs resolved); every free string is `text`;
+    with `hoch` every number the largest allowed."""
     defs = schema.get("$defs", {})
 
     def make(s):
@@ -60,7 +66,7 @@ def instance(schema: dict[str, Any], text: str = "x") -> Any:
         if t == "string":
             return text if "pattern" not in s else "2026-01-01"
         if t in ("number", "integer"):
-            return 0
+            return s.get("maximum", 1) if hoch else 0
         if t == "boolean":
             return False
         return None
@@ -68,24 +74,24 @@ def instance(schema: dict[str, Any], text: str = "x") -> Any:
     return make(schema)
 
 
-def answer(body: dict[str, Any], worte: str = "fest") -> str:
+def answer(body: dict[str, Any], worte: str = "fest", zahlen: str = "null") -> str:
     text = wort(body) if worte == "neu" else "x"
     fmt = body.get("response_format") or {}
     if fmt.get("type") == "json_schema":
-        return json.dumps(instance(fmt["json_schema"]["schema"], text))
+        return json.dumps(instance(fmt["json_schema"]["schema"], text, hoch=zahlen == "hoch"))
     prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
     if "ERGEBNIS:" in prompt:
         return "ERGEBNIS: OK"
     return SATZ if worte == "fest" else f"{SATZ[:-1]} und von {text}."
 
 
-def app(latency_s: float, worte: str = "fest"):
+def app(latency_s: float, worte: str = "fest", zahlen: str = "null"):
     from aiohttp import web
 
     async def completions(request):
         body = await request.json()
         await asyncio.sleep(latency_s)
-        text, n = answer(body, worte), 0
+        text, n = answer(body, worte, zahlen), 0
         n = len(text.split())
         usage = {"prompt_tokens": sum(len(str(m.get("content", ""))) // 4 for m in body.get("messages", [])),
                  "completion_tokens": n}
@@ -112,11 +118,11 @@ def app(latency_s: float, worte: str = "fest"):
     return a
 
 
-def start(port: int, latency_ms: float, worte: str = "fest") -> subprocess.Popen:
+def start(port: int, latency_ms: float, worte: str = "fest", zahlen: str = "null") -> subprocess.Popen:
     """The stand-in in its own process (it must not share the measured process's CPU); returns
     when it answers."""
     proc = subprocess.Popen([sys.executable, "-m", "bench.standin", "--port", str(port), "--latency-ms", str(latency_ms),
-                             "--worte", worte],
+                             "--worte", worte, "--zahlen", zahlen],
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -139,8 +145,10 @@ def main() -> None:
     ap.add_argument("--latency-ms", type=float, default=200.0)
     ap.add_argument("--worte", choices=WORTE, default="fest",
                     help="free text always `x` (fest) or worded anew for every request (neu)")
+    ap.add_argument("--zahlen", choices=ZAHLEN, default="null",
+                    help="numbers the smallest allowed (null) or the largest (hoch)")
     args = ap.parse_args()
-    web.run_app(app(args.latency_ms / 1000, args.worte), host="127.0.0.1", port=args.port, print=None, access_log=None)
+    web.run_app(app(args.latency_ms / 1000, args.worte, args.zahlen), host="127.0.0.1", port=args.port, print=None, access_log=None)
 
 
 if __name__ == "__main__":

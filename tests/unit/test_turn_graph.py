@@ -191,3 +191,13 @@ def test_the_trace_splits_a_nodes_time_from_its_model_calls():
     t.llm_done(203.0, 10, 2)  # a caller outside the chain's nodes: in the total only
     got = t.timings()
     assert got["nodes_llm_ms"] == {"enricher": 409.0} and got["llm_ms"] == 612.0 and got["llm_calls"] == 3
+
+
+def test_the_stand_in_answers_numbers_at_their_largest_when_asked():
+    schema = {"type": "object", "properties": {"wichtigkeit": {"type": "number", "minimum": 0, "maximum": 0.9},
+                                               "anzahl": {"type": "integer"}, "kern": {"type": "string"}}}
+    body = {"messages": [{"role": "user", "content": "x"}],
+            "response_format": {"type": "json_schema", "json_schema": {"schema": schema}}}
+    assert json.loads(standin.answer(body)) == {"wichtigkeit": 0, "anzahl": 0, "kern": "x"}
+    hoch = json.loads(standin.answer(body, "fest", "hoch"))
+    assert hoch == {"wichtigkeit": 0.9, "anzahl": 1, "kern": "x"}
