@@ -66,11 +66,10 @@ class BackgroundWorker:
         asyncio.run(self._loop())
 
     async def _loop(self) -> None:
-        from redis.asyncio import Redis
-
         from memory import outbox, pg, ruecknahme
+        from memory.redis_client import verbinden
 
-        r = Redis.from_url(self.settings.redis_url)
+        r = verbinden(self.settings.redis_url, self.settings.redis_reconnect_s)
         pool = pg.open_pool(self.settings.database_url, 1, 2)
         await pool.open(wait=True)
         # a worker Ray restarts while Redis is down (or restarting) waits for it: this thread is the

@@ -112,6 +112,9 @@ class StoreSettings(Section):
     redis_allow_eviction: bool = False
     """Start on an external Redis whose maxmemory policy evicts keys (sessions and pending jobs can
     vanish). Off: the system refuses to start on one, wherever it is started."""
+    redis_reconnect_s: float = Field(default=8.0, ge=0, le=120)
+    """How long a Redis call waits for Redis to come back (a restart, an AOF still loading) before it
+    fails as an outage (then: 503 `store_unavailable`, a job that waits)."""
     pg_pool_min: int = Field(default=1, ge=0)
     """Connections the store deployment's Postgres pool keeps open at least."""
     pg_pool_max: int = Field(default=8, ge=1)

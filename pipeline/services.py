@@ -274,7 +274,7 @@ class Services:
     @classmethod
     def connect(cls, settings: Settings) -> "Services":
         from ray import serve
-        from redis.asyncio import Redis
+        from memory.redis_client import verbinden
 
         def h(name):
             return transport(serve.get_deployment_handle(name, app_name=APP_NAME), settings)
@@ -284,7 +284,7 @@ class Services:
             llm=LLMClient(h(LLM_DEPLOYMENT), settings),
             embedder=EmbedderClient(h(EMBEDDER_DEPLOYMENT)),
             store=StoreClient(h(STORE_DEPLOYMENT)),
-            redis=Redis.from_url(settings.redis_url),
+            redis=verbinden(settings.redis_url, settings.redis_reconnect_s),
             prompts=PromptLibrary(),
             web=WebClient(h(WEB_DEPLOYMENT), settings),
         )

@@ -216,9 +216,9 @@ class Ingress:
 
     async def redis_client(self):
         if self._redis is None:
-            from redis.asyncio import Redis
+            from memory.redis_client import verbinden
 
-            self._redis = Redis.from_url(self.settings.redis_url)
+            self._redis = verbinden(self.settings.redis_url, self.settings.redis_reconnect_s)
         return self._redis
 
     # ------------------------------------------------------------------ admission
