@@ -176,9 +176,10 @@ class _Pushed:
         return self._client.stream("GET", url, headers=headers)
 
     def reading(self, response: httpx.Response) -> None:
+        """Called by the reading thread once its stream is open."""
         self._response = response
-        if self.stop.is_set():  # the chat ended while the stream opened
-            self.hang_up()
+        if self.stop.is_set():  # the chat ended while the stream opened: close it, the loop then ends
+            hang_up(response)
 
     def hang_up(self) -> None:
         self.stop.set()
