@@ -24,7 +24,7 @@ class AgentQuote(BaseModel):
     chain: str
     zugestellt: int
     bearbeitet: dict[str, int]
-    """Results that came back, by outcome (`ok`, `fehler`, ...)."""
+    """Results that came back, by the agent's status (`abgeschlossen`, `rueckfrage`, `fehler`, ...)."""
     zustellverlust: int
     """Delivered and never came back (a pipeline defect, not a routing question)."""
     geroutet: int
@@ -58,17 +58,15 @@ async def lesen(r: Redis) -> list[AgentQuote]:
         p.hgetall(PROCESSED)
         p.hgetall(ROUTED)
         delivered, processed, routed = await p.execute()
+    delivered = {_s(k): int(v) for k, v in delivered.items()}
     routed = {_s(k): int(v) for k, v in routed.items()}
     back: dict[tuple[str, str], dict[str, int]] = {}
     for k, v in processed.items():
         agent, chain, outcome = _s(k).rsplit(":", 2)
         back.setdefault((agent, chain), {})[outcome] = int(v)
-    keys = {tuple(_s(k).rsplit(":", 1)) for k in delivered} | set(back)
     out = []
-    for agent, chain in sorted(keys):
-        n = int(delivered.get(f"{agent}:{chain}".encode(), delivered.get(f"{agent}:{chain}", 0)))
-        came = back.get((agent, chain), {})
-        denom = routed.get(chain, 0)
+    for agent, chain in sorted({tuple(k.rsplit(":", 1)) for k in delivered} | set(back)):
+        n, came, denom = delivered.get(f"{agent}:{chain}", 0), back.get((agent, chain), {}), routed.get(chain, 0)
         out.append(AgentQuote(agent=agent, chain=chain, zugestellt=n, bearbeitet=came,
                               zustellverlust=max(0, n - sum(came.values())), geroutet=denom,
                               quote=round(n / denom, 4) if denom else None, beurteilt=denom >= MIN_SAMPLE))

@@ -86,6 +86,11 @@ class NodeView:
     def __setattr__(self, name: str, value: Any) -> None:
         raise NodeContractError(f"node {self._node} assigned {name!r}: a node returns the records it writes")
 
+    def narrow(self, reads: Sequence[str], node: str) -> "NodeView":
+        """The same state seen through fewer records: those of `reads` this view has (an agent's
+        declared need within its node's reads)."""
+        return NodeView(self._state, tuple(self._reads & set(reads)), node)
+
 
 def _names(step) -> tuple[str, ...]:
     return step.names() if isinstance(step, (Loop, EarlyStart)) else (step.name,)

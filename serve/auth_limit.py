@@ -4,10 +4,11 @@ has passed. Counted per ingress replica, in memory, bounded; the address is the 
 (a forwarded-for header is the client's own word and is not read)."""
 from __future__ import annotations
 
-import json
 import time
 from collections import OrderedDict, deque
 from typing import Callable
+
+from serve.asgi_error import send_error
 
 WINDOW_S = 60.0
 MAX_ADDRESSES = 10_000
@@ -51,9 +52,5 @@ class AuthFailureLimit:
 
 
 async def _refuse(send, wait: int) -> None:
-    body = json.dumps({"error": {"type": "limit", "message": "too many requests with unknown or missing API keys "
-                                                            f"from this address; try again in {wait} s"}}).encode()
-    await send({"type": "http.response.start", "status": 429,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"retry-after", str(wait).encode())]})
-    await send({"type": "http.response.body", "body": body})
+    await send_error(send, 429, "limit", "too many requests with unknown or missing API keys from this address; "
+                     f"try again in {wait} s", retry_after_s=wait)

@@ -3,11 +3,10 @@ length over the limit is refused at once, a body that grows past it (chunked) as
 Both answer 413 in the API's error shape."""
 from __future__ import annotations
 
-import json
-
 from fastapi import HTTPException
 
 from core.errors import RefusedError
+from serve.asgi_error import send_error
 
 
 class _TooLarge(RefusedError, HTTPException):
@@ -56,7 +55,4 @@ class BodyLimit:
 
 
 async def _refuse(send, message: str) -> None:
-    body = json.dumps({"error": {"type": "too_large", "message": message}}).encode()
-    await send({"type": "http.response.start", "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+    await send_error(send, 413, "too_large", message)

@@ -5,10 +5,10 @@ Retry-After, logged by name (`speicher_weg`), instead of 500. Nothing the reques
 done twice: a turn's own writes commit together or not at all, and its turn_id asks again."""
 from __future__ import annotations
 
-import json
 import logging
 
 from memory.outbox import is_outage
+from serve.asgi_error import send_error
 
 log = logging.getLogger("novaberg.ingress")
 RETRY_AFTER_S = 5
@@ -42,10 +42,6 @@ class StoreAway:
 
 
 async def _unavailable(send) -> None:
-    body = json.dumps({"error": {"type": "store_unavailable", "message": "a store (Postgres or Redis) cannot be "
-                                 f"reached right now; nothing was lost, try again in {RETRY_AFTER_S} s (the same "
-                                 "turn_id asks for the same turn)"}}).encode()
-    await send({"type": "http.response.start", "status": 503,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"retry-after", str(RETRY_AFTER_S).encode())]})
-    await send({"type": "http.response.body", "body": body})
+    await send_error(send, 503, "store_unavailable", "a store (Postgres or Redis) cannot be reached right now; "
+                     f"nothing was lost, try again in {RETRY_AFTER_S} s (the same turn_id asks for the same turn)",
+                     retry_after_s=RETRY_AFTER_S)

@@ -28,17 +28,13 @@ NODE = Node(
 log = logging.getLogger("novaberg.node.agent_dispatch")
 
 
-def zuschneiden(view, name: str) -> tuple[NodeView, list[str]]:
+def zuschneiden(view: NodeView, name: str) -> tuple[NodeView, list[str]]:
     """The node's view cut to the agent's declared need (`BEDARF`; the stimulus always), and the
     records present in the node's view that the agent did not declare: withheld from it, reading
     one is an error (the view's contract), never a silent None."""
-    if isinstance(view, NodeView):
-        state, reads = object.__getattribute__(view, "_state"), object.__getattribute__(view, "_reads")
-    else:
-        state, reads = view, frozenset(TurnState.model_fields)
-    keep = (set(agents.bedarf(name)) | {"stimulus"}) & reads
-    weg = sorted(r for r in reads - keep if getattr(state, r) is not None)
-    return NodeView(state, tuple(keep), f"agent {name}"), weg
+    keep = set(agents.bedarf(name)) | {"stimulus"}
+    weg = sorted(r for r in NODE.reads if r not in keep and getattr(view, r) is not None)
+    return view.narrow(keep, f"agent {name}"), weg
 
 
 @NODE.runs

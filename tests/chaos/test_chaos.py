@@ -188,6 +188,18 @@ def _status(url: str, key: str) -> dict | None:
     return r.json() if r.status_code == 200 else None
 
 
+def wait_drained(url: str, key: str, timeout_s: float) -> dict | None:
+    """The outbox's backlog once nothing is pending with a worker and nothing undelivered; None
+    when it did not drain within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        st = _status(url, key)
+        if st and not st["outbox"]["pending"] and not st["outbox"]["undelivered"]:
+            return st["outbox"]
+        time.sleep(1.0)
+    return None
+
+
 async def _dead_entries(r, after: str) -> list[dict]:
     out = []
     for entry_id, fields in await r.xrange(outbox.DEAD_STREAM, min=f"({after}" if after != "0" else "-", max="+"):
@@ -253,14 +265,7 @@ def test_chaos_no_acknowledged_turn_lost_or_duplicated(system, keys, character, 
     run_s = time.monotonic() - t0
 
     # the outbox drains: nothing pending with a worker, nothing undelivered
-    drained = None
-    drain_deadline = time.monotonic() + DRAIN_S
-    while time.monotonic() < drain_deadline:
-        st = _status(url, keys["operator"])
-        if st and not st["outbox"]["pending"] and not st["outbox"]["undelivered"]:
-            drained = st["outbox"]
-            break
-        time.sleep(1.0)
+    drained = wait_drained(url, keys["operator"], DRAIN_S)
     drain_s = time.monotonic() - t0 - run_s
 
     workers = []

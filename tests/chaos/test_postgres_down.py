@@ -20,7 +20,7 @@ import pytest
 
 from memory import lzg, pg
 from tests.chaos.test_chaos import REQUEST_TIMEOUT_S, Clients, _dead_entries, _drive, _kzg_by_source, _last_dead_id, \
-    _status
+    _status, wait_drained
 from tests.conftest import pg_call, redis_call, wait_for
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e]
@@ -75,14 +75,7 @@ def test_postgres_down_under_load_loses_no_acknowledged_turn(system, keys, chara
         for t in clients:
             t.join(timeout=REQUEST_TIMEOUT_S + 5)
 
-    drained = None
-    deadline = time.monotonic() + DRAIN_S
-    while time.monotonic() < deadline:
-        st = _status(url, keys["operator"])
-        if st and not st["outbox"]["pending"] and not st["outbox"]["undelivered"]:
-            drained = st["outbox"]
-            break
-        time.sleep(1.0)
+    drained = wait_drained(url, keys["operator"], DRAIN_S)
     drain_s = time.monotonic() - up_at
 
     dead = redis_call(s.redis_url, _dead_entries, dead_before)
