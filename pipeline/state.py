@@ -171,8 +171,11 @@ class KontextRecord(_Record):
     the generating nodes see the associations, the judging ones the facts)."""
 
     gedaechtnis_verfasser: str = ""
-    """[GEDAECHTNIS] of the Verfasser and the Thinker: every kept entry and every LZG memory,
-    the spread ones with the path they came by."""
+    """[GEDAECHTNIS] of the Verfasser: every kept entry but the appointment window (it gets the
+    asked appointments in [TERMINE], seed 001 §3.2) and every LZG memory, the spread ones with
+    the path they came by."""
+    gedaechtnis_thinker: str = ""
+    """[GEDAECHTNIS] of the Thinker: the Verfasser's with the appointment window."""
     gedaechtnis_tribunal: str = ""
     """The memory part of [FAKTEN] for the tribunal and the corrector: the kept entries, the
     appointments of the window with date and time, the LZG anchors only (no spreading: a fact

@@ -4,12 +4,19 @@ Identical content is kept once (the highest weight wins, ties by arrival); every
 is put on one 0–1 scale; each source has a cap. `lzg_resonanz` enters the blocks untouched (seed
 001: the LZG memories take no dedup). The file index is not merged here: it is its own channel.
 
-Two readers, two blocks (seed 004 §6: the judging nodes see the situation, not the associations):
-- `gedaechtnis_verfasser` — the Verfasser's and the Thinker's [GEDAECHTNIS]: every entry, every
-  LZG memory, a spread one with the path it came by;
+Three readers, three blocks (seed 004 §6: the judging nodes see the situation, not the associations):
+- `gedaechtnis_verfasser` — the Verfasser's [GEDAECHTNIS]: every entry except the appointment
+  window, every LZG memory, a spread one with the path it came by. Seed 001 §3.2: the timeline's
+  proactive window (three days back, fourteen ahead) is read by Thinker, tribunal and corrector;
+  the Verfasser's [GEDAECHTNIS] lacks it — it gets the appointments the turn asked for in
+  [TERMINE] (the router's read), so Nova does not bring up appointments nobody asked about;
+- `gedaechtnis_thinker` — the Thinker's [GEDAECHTNIS]: the same with the appointment window;
 - `gedaechtnis_tribunal` — the memory part of the tribunal's and the corrector's [FAKTEN]: the
-  same entries, but only the LZG anchors (seed 000 §4.3: a fact check takes no spreading) and no
-  paths. The appointments of the window carry weekday, date and time in both.
+  entries with the window, but only the LZG anchors (seed 000 §4.3: a fact check takes no
+  spreading) and no paths. The appointments carry weekday, date and time.
+The blocks are grouped by `quelle` (seed 001 §3.2: "Der Formatter gruppiert nach `quelle` statt nach
+Listenposition"): each source stands as one group in the order the enricher reads them (KZG,
+library, notes, timeline), strongest first within its group, the LZG memories last.
 The appointments the router reads come after this node; the tribunal takes them from the route.
 """
 from __future__ import annotations
@@ -26,6 +33,9 @@ NODE = Node(
     writes=("kontext",),
 )
 CAPS = {"kzg": 5, "bibliothek": 3, "notizen": 5, "timeline": 6}
+GRUPPEN = ("kzg", "bibliothek", "notizen", "timeline")
+"""The order of the source groups in a block: the order the enricher reads its sources in."""
+NICHT_FUER_VERFASSER = ("timeline",)
 
 
 def entries(memory) -> list[dict]:
@@ -56,12 +66,14 @@ def reduce(raw: list[dict]) -> list[dict]:
         counts[e["quelle"]] = counts.get(e["quelle"], 0) + 1
         if counts[e["quelle"]] <= CAPS.get(e["quelle"], 5):
             out.append(e)
-    return out
+    rang = {q: i for i, q in enumerate(GRUPPEN)}
+    return sorted(out, key=lambda e: rang.get(e["quelle"], len(GRUPPEN)))  # stable: strongest first in a group
 
 
-def block(kept: list[dict], resonanz: dict | None) -> str:
-    """The Verfasser's and the Thinker's [GEDAECHTNIS]."""
-    lines = [f"- ({e['quelle']}) {e['inhalt']}" for e in kept]
+def block(kept: list[dict], resonanz: dict | None, ohne: tuple[str, ...] = ()) -> str:
+    """A [GEDAECHTNIS]: the kept entries by source group, then the LZG memories with their paths;
+    the sources in `ohne` left out (the Verfasser's: the appointment window)."""
+    lines = [f"- ({e['quelle']}) {e['inhalt']}" for e in kept if e["quelle"] not in ohne]
     if resonanz:
         for m in resonanz["erinnerungen"]:
             via = "" if m["tiefe"] == 0 else f" [{m['eingefallen_ueber']}]"
@@ -88,11 +100,13 @@ async def run(state: TurnState, deps: Deps) -> dict:
     raw = entries(state.memory)
     kept = reduce(raw)
     resonanz = state.memory.lzg_resonanz
-    rec = KontextRecord(gedaechtnis_verfasser=block(kept, resonanz), gedaechtnis_tribunal=block_tribunal(kept, resonanz))
+    rec = KontextRecord(gedaechtnis_verfasser=block(kept, resonanz, ohne=NICHT_FUER_VERFASSER),
+                        gedaechtnis_thinker=block(kept, resonanz), gedaechtnis_tribunal=block_tribunal(kept, resonanz))
     erinnerungen = resonanz["erinnerungen"] if resonanz else []
     deps.trace.decision(NAME, "reducer.zusammenfuehrung", "eintraege" if kept or resonanz else "leer",
                         {"roh": len(raw), "behalten": len(kept), "lzg": len(erinnerungen),
                          "lzg_anker_tribunal": sum(1 for m in erinnerungen if m["tiefe"] == 0),
                          "zeichen_verfasser": len(rec.gedaechtnis_verfasser),
+                         "zeichen_thinker": len(rec.gedaechtnis_thinker),
                          "zeichen_tribunal": len(rec.gedaechtnis_tribunal)})
     return {"kontext": rec}

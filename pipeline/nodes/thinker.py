@@ -120,7 +120,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     erledigt = verarbeitung(state)
     if erledigt:
         blocks.append(deps.prompts.render(NAME, "verarbeitung", model, erledigt=erledigt))
-    gedaechtnis = state.kontext.gedaechtnis_verfasser if state.kontext and state.kontext.gedaechtnis_verfasser else "keine"
+    gedaechtnis = state.kontext.gedaechtnis_thinker if state.kontext and state.kontext.gedaechtnis_thinker else "keine"
     blocks.append(deps.prompts.render(NAME, "pruefung", model, nachricht=s.text, gedaechtnis=gedaechtnis))
     if needs_web:
         blocks.append(deps.prompts.render(NAME, "websuche", model))

@@ -66,14 +66,44 @@ def _prompt(llm, node, i=0) -> str:
 def test_the_reducer_shapes_a_block_per_reader():
     state = _state("x", memory=_memory())
     kontext = asyncio.run(run_node(reducer.NODE, state, deps_for(ScriptedLLM())))["kontext"]
-    v, t = kontext.gedaechtnis_verfasser, kontext.gedaechtnis_tribunal
-    # both: the entries, the window's appointment with weekday, date and time
-    for block in (v, t):
+    v, th, t = kontext.gedaechtnis_verfasser, kontext.gedaechtnis_thinker, kontext.gedaechtnis_tribunal
+    yoga = "- (timeline) Mittwoch, 09.12.2026, 18:30 Uhr (uebermorgen): Yoga"
+    for block in (v, th, t):
         assert "- (kzg) Bello ist ein Beagle" in block and "(erinnerung) Bello war beim Tierarzt" in block
-        assert "- (timeline) Mittwoch, 09.12.2026, 18:30 Uhr (uebermorgen): Yoga" in block
-    # the Verfasser sees the association and its path; the judges see anchors only (seed 000 §4.3)
-    assert "- (erinnerung) Der Park im Regen [Bello]" in v
+    # seed 001 §3.2: the appointment window reaches Thinker, tribunal and corrector, with weekday, date
+    # and time; the Verfasser's [GEDAECHTNIS] lacks it (it gets the asked appointments in [TERMINE])
+    assert yoga in th and yoga in t and "Yoga" not in v
+    # the Verfasser and the Thinker see the association and its path; the judges see anchors only (seed 000 §4.3)
+    assert "- (erinnerung) Der Park im Regen [Bello]" in v and "- (erinnerung) Der Park im Regen [Bello]" in th
     assert "Park im Regen" not in t and "[Bello]" not in t
+
+
+def test_the_verfasser_gets_the_asked_appointments_not_the_window():
+    """The whole turn as the Verfasser sees it: the router's asked appointment in [TERMINE], the
+    window's appointment nowhere in its prompt (seed 001 §3.2)."""
+    llm = ScriptedLLM({"verfasser": ["Nova stellt fest: Zahnarzt am Montag."]})
+    deps = deps_for(llm)
+    state = _state("x", memory=_memory())
+    asyncio.run(run_node(reducer.NODE, state, deps))
+    asyncio.run(run_node(NODES["verfasser"], state, deps))
+    prompt = "\n".join(m["content"] for m in next(c for c in llm.calls if c["node"] == "verfasser")["messages"])
+    termine = prompt.split("[TERMINE]")[1].split("[")[0]
+    assert "Montag, 2026-12-07 14:00: Zahnarzt" in termine
+    assert "Yoga" not in prompt and "Bello ist ein Beagle" in prompt
+
+
+def test_the_blocks_are_grouped_by_source():
+    """Seed 001 §3.2: the formatter groups by `quelle`, not by list position: each source's entries
+    stand together, strongest first within the group, whatever their weights across sources."""
+    mem = MemoryRecord(kzg=[{"inhalt": "k stark", "similarity": 0.9}, {"inhalt": "k schwach", "similarity": 0.1}],
+                       bibliothek=[{"titel": "B", "inhalt": "mittel", "gewicht": 0.5}],
+                       plugins={"notizen": [{"name": "Einkauf"}],
+                                "timeline": [{"titel": "Yoga", "wochentag": "Mittwoch",
+                                              "beginn_lokal": "2026-12-09T18:30:00+01:00", "bezug": "uebermorgen"}]})
+    kontext = asyncio.run(run_node(reducer.NODE, _state("x", memory=mem), deps_for(ScriptedLLM())))["kontext"]
+    quellen = [line.split(")")[0][3:] for line in kontext.gedaechtnis_thinker.split("\n")]
+    assert quellen == ["kzg", "kzg", "bibliothek", "notizen", "timeline"]
+    assert kontext.gedaechtnis_thinker.index("k stark") < kontext.gedaechtnis_thinker.index("k schwach")
 
 
 def test_a_wrong_weekday_is_caught_from_the_facts_and_corrected():
