@@ -75,11 +75,14 @@ at its end for four turns. The session list is trimmed in blocks as well, so a p
 list and a position in the conversation agree on the block."""
 
 
-def fenster_start(gesamt: int, n: int, block: int = FENSTER_BLOCK) -> int:
-    """Where a window of at least the newest `n` of `gesamt` entries starts: at a block's start,
-    so between `n` and `n + block - 1` entries are shown."""
+def fenster_start(gesamt: int, n: int, block: int = FENSTER_BLOCK, hoechstens: bool = False) -> int:
+    """Where a window of the newest `n` of `gesamt` entries starts: at a block's start. A short
+    window (the judging nodes' few turns) shows at least `n`: between `n` and `n + block - 1`
+    entries. A window with `hoechstens` shows at most `n`: between `n - block + 1` and `n` — the
+    session window of the responder, whose SESSION_MAX_TURNS is a ceiling (seed 004 §4.1: trimming
+    the history is the strongest remedy against echo); it needs `n >= block`."""
     start = max(0, gesamt - n)
-    return start - start % block
+    return start + (-start) % block if hoechstens else start - start % block
 
 
 def fenster(turns: list, n: int, block: int = FENSTER_BLOCK) -> list:
@@ -132,14 +135,15 @@ turn is committed already or his part was before."""
 _FENSTER = """
 local n = redis.call('LLEN', KEYS[1])
 local s = math.max(0, n - tonumber(ARGV[1]))
-s = s - s % {BLOCK}
+if ARGV[2] == '1' then s = s + (-s) % {BLOCK} else s = s - s % {BLOCK} end
 return redis.call('LRANGE', KEYS[1], s, -1)
 """.replace("{BLOCK}", str(FENSTER_BLOCK))
 
 
-async def load_window(r: Redis, user_id: str, character_id: str, n: int) -> list[dict[str, Any]]:
-    """The newest `n` entries and the rest of their block (`fenster_start`), in one atomic read."""
-    raw = await r.eval(_FENSTER, 1, session_key(user_id, character_id), n)
+async def load_window(r: Redis, user_id: str, character_id: str, n: int,
+                      hoechstens: bool = False) -> list[dict[str, Any]]:
+    """The window of the newest `n` entries that `fenster_start` cuts, in one atomic read."""
+    raw = await r.eval(_FENSTER, 1, session_key(user_id, character_id), n, "1" if hoechstens else "0")
     return [json.loads(x) for x in raw]
 
 
@@ -180,7 +184,7 @@ class Ausstehend:
 _AUSSTEHEND = """
 local items = redis.call('LRANGE', KEYS[1], 0, -1)
 local outside = math.max(0, #items - tonumber(ARGV[1]))
-outside = outside - outside % {BLOCK}
+outside = outside + (-outside) % {BLOCK}
 local from, stand = 1, 'anfang'
 if ARGV[2] ~= '' then
   stand = 'luecke'
@@ -227,8 +231,8 @@ async def get_summary(r: Redis, user_id: str, character_id: str) -> str | None:
 
 async def ausstehend(r: Redis, user_id: str, character_id: str, *, window: int, marke: str,
                      limit: int) -> Ausstehend:
-    """The entries before the window (`fenster_start`: the newest `window` and the rest of their
-    block) that follow the entry marked `marke` (all of
+    """The entries before the session window (`fenster_start` with `hoechstens`: at most the newest
+    `window`, from a block's start — the enricher's read) that follow the entry marked `marke` (all of
     them for an empty mark), read in one atomic step; an entry folded in already never returns,
     even when a wider window takes it back in."""
     out = await r.eval(_AUSSTEHEND, 1, session_key(user_id, character_id), window, marke, limit)

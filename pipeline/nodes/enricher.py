@@ -72,8 +72,10 @@ sitzung = _session
 
 
 async def _read_session(deps: Deps, user_id: str, character_id: str) -> list[SessionTurn]:
-    # the window moves in blocks (memory/session.fenster_start): the prompts that show it keep their prefix
-    raw = await session.load_window(deps.redis, user_id, character_id, deps.settings.session_max_turns)
+    # the window moves in blocks (memory/session.fenster_start): the prompts that show it keep their
+    # prefix; SESSION_MAX_TURNS is its ceiling (seed 004 §4.1), so it shows between n - 7 and n entries
+    raw = await session.load_window(deps.redis, user_id, character_id, deps.settings.session_max_turns,
+                                    hoechstens=True)
     if not raw:
         stored = await session.count_turns(deps.redis, user_id, character_id)
         if stored:

@@ -123,12 +123,23 @@ def test_the_window_read_starts_on_a_block(stores):
                                           job=[], keep_turns=500, ttl_s=60)
                 window = await session.load_window(r, user, "nova", 6)
                 firsts.append((len(window), window[0]["inhalt"], window[-1]["inhalt"]))
+                decke = await session.load_window(r, user, "nova", 10, hoechstens=True)
+                ceilings.append((len(decke), decke[0]["inhalt"] if decke else None))
             return firsts
         finally:
             await r.aclose()
 
+    ceilings: list[tuple[int, str | None]] = []
     firsts = asyncio.run(go())
     b = session.FENSTER_BLOCK
+    # the session window (SESSION_MAX_TURNS a ceiling, seed 004 §4.1): never more than n entries,
+    # never fewer than n - b + 1 once the session holds n, and its start moves a block at a time
+    for i, (n, first) in enumerate(ceilings):
+        total = 2 * (i + 1)
+        assert n <= 10 and (n >= 10 - b + 1 if total >= 10 else n == total)
+        start = total - n
+        assert start % b == 0 and first == f"u{start // 2}"
+    assert max(n for n, _ in ceilings) == 10
     for i, (n, first, last) in enumerate(firsts):
         total = 2 * (i + 1)
         start = session.fenster_start(total, 6)

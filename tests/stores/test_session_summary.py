@@ -119,9 +119,9 @@ def test_turns_that_left_the_window_reach_the_next_reply_as_a_summary(stores, po
 
     llm, outcomes, stored, memory, prompt = asyncio.run(go())
     folds = _prompts(llm, "zusammenfassung")
-    # after turn i its 2i entries stand in the session; the window (the newest `window` and the rest of
-    # their block) starts at `outside[i - 1]`: it moves a block of entries at a time
-    outside = [session.fenster_start(2 * i, window) for i in range(1, 26)]
+    # after turn i its 2i entries stand in the session; the window (at most the newest `window`, from
+    # a block's start) starts at `outside[i - 1]`: it moves a block of entries at a time
+    outside = [session.fenster_start(2 * i, window, hoechstens=True) for i in range(1, 26)]
     moved = [o > (outside[k - 1] if k else 0) for k, o in enumerate(outside)]
     # nothing is summarised while the window still shows it; a job folds what the window just left
     assert outcomes == ["modell" if m else "nichts_neu" for m in moved] and sum(moved) == len(folds) >= 2

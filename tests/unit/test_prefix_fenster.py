@@ -23,6 +23,10 @@ def test_a_window_starts_on_a_block_and_shows_at_least_the_newest_n():
         # start stays put for B // 2 turns at a time
         assert all(b - a in (0, B) for a, b in zip(starts, starts[1:]))
         assert len(set(starts)) == (80 - 1 - n) // B + 1
+    # the session window's ceiling (seed 004 §4.1: SESSION_MAX_TURNS = 20, trimming against echo)
+    starts = [session.fenster_start(g, 20, hoechstens=True) for g in range(0, 80)]
+    assert all(s % B == 0 and g - s <= 20 and (g - s >= 20 - B + 1 or s == 0) for g, s in zip(range(80), starts))
+    assert starts == sorted(starts) and all(b - a in (0, B) for a, b in zip(starts, starts[1:]))
     turns = list(range(30))
     assert session.fenster(turns, 6) == turns[24:] and session.fenster(turns[:13], 6) == turns[:13]
     assert session.fenster(turns[:14], 6) == turns[8:14] and session.fenster([], 6) == []
