@@ -36,6 +36,8 @@ TRIBUNAL_LOOP = Loop((tribunal.NODE, evaluate.NODE), (corrector.NODE,), _correct
                      name="tribunal_schleife")
 
 HUMAN_CHAIN: tuple = (perzeption.NODE, enricher.NODE, ei_calc.NODE)
+"""ei_calc here is the user path (seed 001 §2, `ei_calc_rolle` "user"): the human's side of the
+emotion record, which the character chain's ei_calc takes over and adds Nova's empathy update to."""
 CHARACTER_CHAIN: tuple = (
     db_zugriff.NODE, ei_calc.NODE, enricher.NODE, emotionale_gravitation.NODE, reducer.NODE, sachlage.NODE,
     erinnerungsanker.NODE, router.NODE, PLANNER_LOOP, gv_node.NODE, haltungsraum.NODE, verfasser.NODE,

@@ -1,7 +1,20 @@
 """ei_calc: emotional intelligence, pure computation. The human's emotion history with decay
 weights (the current perception enters as "turn 0", seed 001 §5), the emotion vector, arousal,
 language style by feature scoring, mode plausibility, Nova's own emotion after empathy
-modulation, and the conflict flag."""
+modulation, and the conflict flag.
+
+Two paths, as seed 001 §2 runs the node in both graphs (`ei_calc_rolle`: "user" in the human
+chain, "character" in the character chain):
+- **user** (human chain, after its enricher, no `pair` yet): the human's side — history, vector,
+  arousal, style, mode plausibility — over the session turns that enricher loaded (seed 001 §3.5:
+  the enricher's `raw_turns` are the bridge "the following EI-Calc node consumes").
+- **character** (character chain, after db_zugriff, before the enricher): Nova's side — the
+  empathy update against her persisted prior state, "before memory resonance joins" (seed 001 §2,
+  Reihenfolge-Logik) — on the human's side the human chain wrote. That record is this path's
+  reader: it is taken over, not computed again. A turn without the human chain (Nova's own
+  impulse, a follow-up) has none, and the human's side is computed here
+  (`menschenseite=berechnet` in the decision `ei_calc.rolle`).
+"""
 from __future__ import annotations
 
 import re
@@ -14,7 +27,7 @@ from pipeline.state import EmotionRecord, PerzeptionRecord, TurnState
 NAME = "ei_calc"
 NODE = Node(
     name=NAME,
-    reads=("stimulus", "pair", "perzeption", "memory"),
+    reads=("stimulus", "pair", "perzeption", "memory", "emotion"),
     writes=("emotion",),
     optional_reads={"pair": "the human chain computes the human's side; Nova's previous state is read by the "
                            "character chain, after db_zugriff"},
@@ -85,25 +98,53 @@ def vektor(history: list[dict]) -> str:
     return "stabilisierung" if spread > 0.5 else "plateau"
 
 
-def run_sync(state: TurnState) -> EmotionRecord:
+def menschenseite(state: TurnState) -> EmotionRecord:
+    """The user path: the human's side of the record (Nova's fields stay at their defaults: her
+    prior state is not loaded before the character chain's db_zugriff)."""
     p = state.perzeption or PerzeptionRecord(fallback="ohne_perzeption")
     turns = state.memory.session_turns if state.memory else []
     history = verlauf(p, turns)
     total = sum(h["gewicht"] for h in history)
     arousal = sum(h["arousal"] * h["gewicht"] for h in history) / total
-    valenz = vocab.VALENZ.get(p.emotion, 0.0)
-    prev_emotion = state.pair.nova_emotion if state.pair else "neutral"
-    prev_arousal = state.pair.nova_arousal if state.pair else 0.3
-    # empathy: a strong feeling of the human colours Nova's state; a weak one leaves hers
-    nova_emotion = p.emotion if abs(valenz) >= 0.5 else prev_emotion
-    nova_arousal = round(0.6 * prev_arousal + 0.4 * p.arousal, 4)
-    modus_plausibel = not (p.gespraechs_modus == "konflikt" and valenz > 0.5)
     return EmotionRecord(
         emotions_verlauf=history, emotions_vektor=vektor(history), ei_arousal=round(arousal, 4),
         sprach_stil=sprach_stil(state.stimulus.text, [t.inhalt for t in reversed(turns) if t.rolle == "user"]),
-        modus_plausibel=modus_plausibel,
-        nova_emotion=nova_emotion, nova_arousal=nova_arousal, nova_sektor=vocab.SEKTOR.get(nova_emotion, "neutral"),
-        konflikt=konflikt(p.emotion, p.arousal, nova_emotion, nova_arousal))
+        modus_plausibel=not (p.gespraechs_modus == "konflikt" and vocab.VALENZ.get(p.emotion, 0.0) > 0.5))
+
+
+def novaseite(mensch: EmotionRecord, state: TurnState) -> EmotionRecord:
+    """The character path: Nova's emotion after empathy modulation against her persisted prior
+    state (`pair`), on the human's side `mensch`, and the conflict flag between both."""
+    p = state.perzeption or PerzeptionRecord(fallback="ohne_perzeption")
+    prev_emotion = state.pair.nova_emotion if state.pair else "neutral"
+    prev_arousal = state.pair.nova_arousal if state.pair else 0.3
+    # empathy: a strong feeling of the human colours Nova's state; a weak one leaves hers
+    nova_emotion = p.emotion if abs(vocab.VALENZ.get(p.emotion, 0.0)) >= 0.5 else prev_emotion
+    nova_arousal = round(0.6 * prev_arousal + 0.4 * p.arousal, 4)
+    return mensch.model_copy(update={
+        "nova_emotion": nova_emotion, "nova_arousal": nova_arousal,
+        "nova_sektor": vocab.SEKTOR.get(nova_emotion, "neutral"),
+        "konflikt": konflikt(p.emotion, p.arousal, nova_emotion, nova_arousal)})
+
+
+def rolle(state: TurnState) -> str:
+    """`ei_calc_rolle` (seed 001 §2): "user" in the human chain, which runs before db_zugriff
+    wrote `pair`; "character" in the character chain."""
+    return "character" if state.pair is not None else "user"
+
+
+def berechnen(state: TurnState) -> tuple[EmotionRecord, str]:
+    """The record of this path and where its human side came from: `berechnet` (computed here)
+    or `menschenkette` (the human chain's record, taken over by the character path)."""
+    if rolle(state) == "user":
+        return menschenseite(state), "berechnet"
+    if state.emotion is not None:
+        return novaseite(state.emotion, state), "menschenkette"
+    return novaseite(menschenseite(state), state), "berechnet"
+
+
+def run_sync(state: TurnState) -> EmotionRecord:
+    return berechnen(state)[0]
 
 
 def konflikt(emotion: str, arousal: float, nova_emotion: str, nova_arousal: float) -> bool:
@@ -114,7 +155,8 @@ def konflikt(emotion: str, arousal: float, nova_emotion: str, nova_arousal: floa
 
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
-    rec = run_sync(state)
+    rec, herkunft = berechnen(state)
+    deps.trace.decision(NAME, "ei_calc.rolle", rolle(state), {"menschenseite": herkunft})
     deps.trace.decision(NAME, "ei_calc.vektor", rec.emotions_vektor,
                         {"verlauf": len(rec.emotions_verlauf), "stil": rec.sprach_stil, "konflikt": rec.konflikt})
     return {"emotion": rec}

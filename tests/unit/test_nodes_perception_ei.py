@@ -68,6 +68,46 @@ def test_ei_calc_vectors_and_turn_zero():
     assert vec("ueberraschung", []).nova_emotion == "neutral"  # weak one: her own state stays
 
 
+def _rolle(deps):
+    return [(r["outcome"], r["inputs"]["menschenseite"]) for r in deps.trace.rows
+            if r["art"] == "switch" and r["entscheidung"] == "ei_calc.rolle"]
+
+
+def test_the_character_path_reads_the_human_chains_ei_calc():
+    """Seed 001 §2: ei_calc runs in both graphs — the user path in the human chain (the human's
+    side over the session its enricher loaded), the character path after db_zugriff (Nova's
+    empathy update on that side). The human chain's record is read there, not overwritten."""
+    state = _state("Alles scheisse!", perzeption=PerzeptionRecord(emotion="aerger", arousal=0.8),
+                   memory=MemoryRecord(session_turns=[_turn("freude"), _turn("freude")]))
+    deps = deps_for(ScriptedLLM())
+    mensch = asyncio.run(run_node(ei_calc.NODE, state, deps))["emotion"]  # human chain: no pair yet
+    assert mensch.emotions_vektor == "absturz" and [h["emotion"] for h in mensch.emotions_verlauf] == [
+        "aerger", "freude", "freude"]
+    assert (mensch.nova_emotion, mensch.konflikt) == ("neutral", False)  # her prior state is not loaded yet
+    assert _rolle(deps) == [("user", "berechnet")]
+    # the character chain: db_zugriff wrote her persisted state; what the human side is computed
+    # from no longer matters — it is taken over from the human chain's record
+    state.pair = PairRecord(character_name="Nova", nova_emotion="freude", nova_arousal=0.9)
+    state.memory = MemoryRecord(session_turns=[_turn("aerger"), _turn("aerger")])
+    nova = asyncio.run(run_node(ei_calc.NODE, state, deps))["emotion"]
+    assert nova.emotions_verlauf == mensch.emotions_verlauf and nova.emotions_vektor == "absturz"
+    assert (nova.ei_arousal, nova.sprach_stil) == (mensch.ei_arousal, mensch.sprach_stil)
+    assert (nova.nova_emotion, nova.nova_arousal, nova.nova_sektor) == ("aerger", 0.86, vocab.SEKTOR["aerger"])
+    assert _rolle(deps)[1] == ("character", "menschenkette")
+
+
+def test_the_character_path_without_a_human_chain_computes_the_human_side():
+    """Nova's own impulse runs no human chain: the character path computes the human's side
+    itself, and says so."""
+    state = _state(pair=PairRecord(character_name="Nova", nova_emotion="freude", nova_arousal=0.9),
+                   memory=MemoryRecord(session_turns=[_turn("freude"), _turn("freude")]),
+                   perzeption=PerzeptionRecord(emotion="aerger", arousal=0.8))
+    deps = deps_for(ScriptedLLM())
+    rec = asyncio.run(run_node(ei_calc.NODE, state, deps))["emotion"]
+    assert rec.emotions_vektor == "absturz" and rec.nova_emotion == "aerger" and rec.konflikt is False
+    assert _rolle(deps) == [("character", "berechnet")]
+
+
 def test_sprach_stil_scoring():
     assert ei_calc.sprach_stil("Sehr geehrte Nova, koennten Sie mir bitte helfen?") == "formell"
     assert ei_calc.sprach_stil("digga das war voll krass lol") == "jugendlich"
