@@ -85,7 +85,7 @@ async def load_pair(pool: AsyncConnectionPool, user_id: str, character_id: str) 
         ch = await cur.fetchone()
         cur = await conn.execute(
             "SELECT nova_kern, nova_adaptiv, nova_emotions, nova_intentionen, nova_beziehung, mensch_kern,"
-            " mensch_beziehung FROM pair_profiles WHERE user_id = %s AND character_id = %s",
+            " mensch_beziehung, mensch_themen FROM pair_profiles WHERE user_id = %s AND character_id = %s",
             (user_id, character_id),
         )
         pr = await cur.fetchone()
@@ -115,7 +115,7 @@ async def load_pair(pool: AsyncConnectionPool, user_id: str, character_id: str) 
         "emotion_stand": emo[2].isoformat() if emo else None,
     }
     keys = ("nova_kern", "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung", "mensch_kern",
-            "mensch_beziehung")
+            "mensch_beziehung", "mensch_themen")
     for i, k in enumerate(keys):
         out[k] = pr[i] if pr else ""
     return out

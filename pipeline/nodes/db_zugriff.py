@@ -74,7 +74,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         log.info("db_zugriff: no persisted emotion state for %s:%s (cold start): neutral", s.user_id, s.character_id)
     fields = {k: row[k] for k in ("charakter_anweisung", "identitaet", "sprechweise", "szenario", "beispieldialog",
                                   "nova_kern", "nova_adaptiv", "nova_emotions",
-                                  "nova_intentionen", "nova_beziehung", "mensch_kern", "mensch_beziehung", "direktiven",
+                                  "nova_intentionen", "nova_beziehung", "mensch_kern", "mensch_beziehung", "mensch_themen", "direktiven",
                                   "anweisungen",
                                   "nova_emotion", "nova_arousal")}
     return {"pair": PairRecord(character_name=name, **fields)}

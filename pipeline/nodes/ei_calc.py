@@ -67,6 +67,14 @@ def sprach_stil(text: str, frueher: list[str] | tuple[str, ...] = ()) -> str:
     return "locker" if best == 0 else next(s for s in vocab.SPRACHSTILE if scores[s] == best)
 
 
+def stil_des_turns(text: str) -> str | None:
+    """The style this one message shows, or None when it shows no marker of any (seed 004 §4.1:
+    the responder's tone follows the human at once; a message without a register sets none)."""
+    scores = _merkmale(text)
+    best = max(scores.values())
+    return None if best == 0 else next(s for s in vocab.SPRACHSTILE if scores[s] == best)
+
+
 def verlauf(perzeption: PerzeptionRecord, turns) -> list[dict]:
     """Newest first: turn 0 is the current perception, then the human's stored turns."""
     out = [{"emotion": perzeption.emotion, "arousal": perzeption.arousal, "gewicht": 1.0}]

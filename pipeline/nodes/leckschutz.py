@@ -48,7 +48,8 @@ MIN_ZEICHEN = 20
 MIN_WOERTER = 5
 """A sentence out of a longer line counts from five words: shorter ones are common speech."""
 PAAR_TEXTE = ("identitaet", "szenario", "sprechweise", "beispieldialog", "charakter_anweisung", "nova_kern",
-              "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung", "mensch_kern", "mensch_beziehung")
+              "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung", "mensch_kern", "mensch_beziehung",
+              "mensch_themen")
 CODE_MARKER = ("WERKZEUG-ERGEBNIS", "ENDE WERKZEUG-ERGEBNIS")
 """Markers the nodes write in code, not in a prompt file (the Thinker's tool results)."""
 ERSATZ_ANTWORT = "Hmm... da ist mir gerade etwas durcheinandergeraten."

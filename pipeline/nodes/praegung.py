@@ -28,6 +28,9 @@ MAX_NEU = 2
 SYNAPSE_GEWICHT = 0.5
 MENSCH_KERN_SAETZE = 5
 """Sentences the human's core keeps; the oldest is dropped for a new one."""
+MENSCH_THEMEN_SAETZE = 3
+"""Sentences of what occupies the human just now (`mensch_themen`): short-lived, like Nova's
+`nova_adaptiv` — three turns that named a concern, then the oldest gives way."""
 
 log = logging.getLogger("novaberg.node.praegung")
 
@@ -42,6 +45,7 @@ class _Antwort(BaseModel):
     model_config = ConfigDict(extra="ignore")
     erinnerungen: list[_Erinnerung] = Field(default_factory=list)
     profil_mensch: str = ""
+    beschaeftigt_mensch: str = ""
 
 
 def _erinnerungen(answer: _Antwort | None, outcome: str, state: TurnState) -> tuple[list[dict], str]:
@@ -91,9 +95,12 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if edges:
         await deps.store.lzg.add_synapses(edges, "praegung")
         await deps.store.lzg.touch(resonanz, turn=(s.user_id, s.character_id, s.turn_id))
-    if answer is not None and answer.profil_mensch.strip():
-        # slow growth, once per turn: the new sentence joins the last few, oldest dropped
-        await deps.store.beziehung.profil_wachsen(s.user_id, s.character_id, f"{NAME}:{s.turn_id}",
-                              {"mensch_kern": answer.profil_mensch.strip()[:200]}, {"mensch_kern": MENSCH_KERN_SAETZE})
+    saetze = {feld: text.strip()[:200] for feld, text in (
+        ("mensch_kern", answer.profil_mensch if answer else ""), ("mensch_themen", answer.beschaeftigt_mensch if answer else ""))
+        if text.strip()}
+    if saetze:
+        # slow growth, once per turn: each new sentence joins the last few of its field, oldest dropped
+        await deps.store.beziehung.profil_wachsen(s.user_id, s.character_id, f"{NAME}:{s.turn_id}", saetze,
+                                                  {"mensch_kern": MENSCH_KERN_SAETZE, "mensch_themen": MENSCH_THEMEN_SAETZE})
     deps.trace.decision(NAME, ENTSCHEIDUNG, quelle, {"knoten": ids, "kanten": len(edges)})
     return {}

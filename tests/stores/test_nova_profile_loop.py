@@ -322,3 +322,26 @@ def test_the_base_mood_follows_what_recurs_now_bounded_and_once_per_turn(pool):
     assert race[1] == {"neu": False, "gewachsen": [], "wiederkehr": {}}
     assert prof_end == prof
     assert tally_end["nova_emotions"] == ["angst"] * 3 + ["aerger"] * 5  # the racing step counted once
+
+
+def test_what_occupies_him_grows_from_praegung_and_reaches_the_next_prompt(pool):
+    """Seed 004 §3.1: [PERSON B — WER ER IST] carries "sein Kern · was ihn beschäftigt". praegung
+    writes what occupies him (`beschaeftigt_mensch`) into the pair's `mensch_themen`, the newest
+    three sentences kept; the next turn's prompt shows it under his core."""
+    answers = [json.dumps({"erinnerungen": [], "profil_mensch": "Person B ist Imker." if i == 0 else "",
+                           "beschaeftigt_mensch": f"Person B sorgt sich um Volk {i}."}) for i in range(4)]
+
+    async def go(p):
+        user = new_pair("themen")[0]
+        before = await _next_prompt(p, user, "t0")
+        for i, answer in enumerate(answers):
+            await _praegung(p, user, f"t{i + 1}", answer)
+        return before, await beziehung.profile(p, user, C), await _next_prompt(p, user, "t9")
+
+    before, prof, after = _on_pool(pool, go)
+    assert "beschaeftigt" not in _block(before, "[PERSON B — WER ER IST]")
+    assert prof["mensch_themen"].splitlines() == [f"Person B sorgt sich um Volk {i}." for i in (1, 2, 3)]
+    wer = _block(after, "[PERSON B — WER ER IST]").splitlines()
+    assert wer == ["Sein Kern: Person B ist Imker.",
+                   "Was ihn gerade beschaeftigt: Person B sorgt sich um Volk 1. Person B sorgt sich um Volk 2. "
+                   "Person B sorgt sich um Volk 3."]

@@ -38,7 +38,7 @@ def golden_state(impulse: bool = False) -> TurnState:
         charakter_anweisung="Bleib neugierig.", sprechweise="knapp und warm",
         nova_kern="Nova ist geduldig.", nova_adaptiv="Nova denkt an Bello.", nova_emotions="Meist heiter.",
         nova_intentionen="Fragt gern nach.", nova_beziehung="Nova mag seine Direktheit.",
-        mensch_kern="Person B arbeitet in der Pflege.", mensch_beziehung="Person B vertraut Nova.",
+        mensch_kern="Person B arbeitet in der Pflege.", mensch_themen="Der Umzug naechste Woche.", mensch_beziehung="Person B vertraut Nova.",
         direktiven=["Nenne mich nie Schatz."])
     turns = [_turn(1, "user", "[information_teilen] Heute war ein guter Tag.", "freude", 0.5),
              _turn(2, "assistant", "Das freut mich.", "freude", 0.5),
