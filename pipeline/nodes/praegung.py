@@ -100,7 +100,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
         if text.strip()}
     if saetze:
         # slow growth, once per turn: each new sentence joins the last few of its field, oldest dropped
+        grenzen = {"mensch_kern": MENSCH_KERN_SAETZE, "mensch_themen": MENSCH_THEMEN_SAETZE}
         await deps.store.beziehung.profil_wachsen(s.user_id, s.character_id, f"{NAME}:{s.turn_id}", saetze,
-                                                  {"mensch_kern": MENSCH_KERN_SAETZE, "mensch_themen": MENSCH_THEMEN_SAETZE})
+                                                  {f: grenzen[f] for f in saetze})
     deps.trace.decision(NAME, ENTSCHEIDUNG, quelle, {"knoten": ids, "kanten": len(edges)})
     return {}
