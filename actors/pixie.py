@@ -17,7 +17,25 @@ One round at a time across the whole cluster, serialised by the Redis lock `pixi
 Named fallbacks, each logged by name: `keine_suchmaschine`, `recherche_leer`,
 `recherche_gescheitert`, `seite_nicht_lesbar` (research); `aufgabe_zurueck` (no usable answer,
 the task goes back with one attempt more), `aufgegeben` (after `MAX_VERSUCHE`: a `bericht` says
-so, no `wissen`), `charakter_entfernt`, `delegation_unlesbar` (the task is dropped).
+so, no `wissen`), `charakter_entfernt`, `delegation_unlesbar` (the task is dropped);
+`gewicht_decay_ausgefallen` (the decay could not run; the round does its tasks).
+
+The library's weights decay (`gewicht_decay`, seed 001 §3.2a): each round, before its tasks,
+`memory/lzg.py::bibliothek_zerfall`. The seed names the weight, its cap and its reader — it "runs
+up to `LZG_KNOTEN_GEWICHT_CAP` (10.0)", and the read path divides by that cap onto the pool's
+0–1 — but no rate, floor or moment. Decided, with the reasons:
+- **rate**: the LZG nodes' forgetting curve, `gewicht × (1 − lzg_decay_per_day)^days` (0.01 a
+  day): the weight lives on the LZG node's scale, and "the library is long-term memory in file
+  form, heard with the same ear" (§3.2a). `WISSEN_GEWICHT` 5.0 reads 0.50 in the pool when
+  written, ~0.37 after 30 days, ~0.013 after a year.
+- **moment**: the pixie's round, between conversations, under its lock (one writer). The exponent
+  counts the time since the entry's last decay (`zerfall_stand`), so the result does not depend
+  on how often rounds run, nor on a round that failed; a row is written at most once a day.
+- **floor**: none — the seed names none and the LZG curve has none. The weight only ranks an entry
+  in the reducer (ties of identical text, order in its group); finding it is the similarity's work.
+- **what**: every pair's active entries, `wissen` and `bericht` (a `bericht` is never read; its
+  weight follows the same rule). Reading an entry does not restart its curve: the read path is
+  the enricher's library plugin, and nothing there writes.
 """
 from __future__ import annotations
 
@@ -242,10 +260,25 @@ async def wiederaufnehmen(r) -> int:
     return n
 
 
+async def gewicht_decay(services) -> dict[str, Any]:
+    """Decay the library's weights (see the module's head); a store that fails is the named
+    fallback `gewicht_decay_ausgefallen`, and the next round decays by the whole time since."""
+    try:
+        out = await services.store.lzg.bibliothek_zerfall(services.memory_cfg)
+    except Exception as e:
+        log.warning("pixie: fallback gewicht_decay_ausgefallen: %s; the library's weights decay by the whole "
+                    "time at the next round", type(e).__name__)
+        return {"status": "gewicht_decay_ausgefallen"}
+    log.info("pixie: gewicht_decay: %d library weight(s) decayed at %.3f a day (smallest now %s)",
+             out["verfallen"], services.memory_cfg.lzg_decay_per_day, out["kleinstes"])
+    return {"status": "verfallen", **out}
+
+
 async def pixie_round(services, max_tasks: int = 3) -> dict[str, Any]:
-    """One round: under the lock, take back what a dead round left, then take up to `max_tasks`
-    delegated tasks (one per pair per round) and do them. An error inside a task ends the round
-    (logged by the actor); its task stays taken and is done again by the next round."""
+    """One round: under the lock, take back what a dead round left, decay the library's weights,
+    then take up to `max_tasks` delegated tasks (one per pair per round) and do them. An error
+    inside a task ends the round (logged by the actor); its task stays taken and is done again by
+    the next round."""
     r = services.redis
     token = uuid.uuid4().hex
     if not await r.set(LOCK, token, nx=True, ex=LOCK_TTL_S):
@@ -254,6 +287,7 @@ async def pixie_round(services, max_tasks: int = 3) -> dict[str, Any]:
     out: dict[str, Any] = {"status": "gelaufen", "geschrieben": 0, "ausgaenge": []}
     try:
         out["wiederaufgenommen"] = await wiederaufnehmen(r)
+        out["gewicht_decay"] = await gewicht_decay(services)
         keys = sorted([_text(k) async for k in r.scan_iter(f"{DELEGATIONS}:*")])
         for key in keys:
             if len(out["ausgaenge"]) >= max_tasks:

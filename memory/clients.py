@@ -93,6 +93,11 @@ class Lzg(StoreModule):
     async def touch(self, ids: list[int], *, turn: tuple[str, str, str] | None = None) -> None:
         """Activation restarts a node's forgetting curve."""
 
+    @op
+    async def bibliothek_zerfall(self, cfg: MemoryConfig, schritt_tage: float = 1.0) -> dict[str, Any]:
+        """`gewicht_decay` (seed 001 §3.2a): the library's weights on the LZG nodes' forgetting
+        curve, capped at `library_weight_cap`; {"verfallen": how many, "kleinstes": smallest or None}."""
+
 
 class Lesepfad(StoreModule):
     """memory/lesepfad.py"""

@@ -59,8 +59,9 @@ async def _clean(r):
     await r.delete(pixie.LOCK)
 
 
-def _services(p, r, llm, *, web=None, embedder=None, settings=None):
-    services = Services(settings=settings or Settings(), llm=llm, embedder=embedder or _Embedder(), store=_Store(p),
+def _services(p, r, llm, *, web=None, embedder=None, settings=None, store=None):
+    services = Services(settings=settings or Settings(), llm=llm, embedder=embedder or _Embedder(),
+                        store=store or _Store(p),
                         redis=r, prompts=PromptLibrary(), web=web)
     services.cache["memory_cfg"] = MemoryConfig()
     return services
@@ -227,5 +228,79 @@ def test_a_delegation_is_queued_once_however_often_its_job_is_delivered(stores, 
             ("Was sind Magnetare?", "t-1"), ("Wie heiss ist die Sonne?", "t-1"), ("Was sind Magnetare?", "t-2")]
         # the queued task is what the pixie reads
         assert pixie.Delegation.model_validate(queue[0]).schluessel().startswith("delegation:t-1:")
+
+    _run(stores, migrated, go)
+
+
+async def _sql(p, query, args):
+    async with p.connection() as conn:
+        await conn.execute(query, args)
+
+
+def test_the_round_decays_the_librarys_weights(stores, migrated):
+    """`gewicht_decay` (seed 001 §3.2a): each round decays the library's weights on the LZG nodes'
+    forgetting curve by the time since each entry's last decay, up to the cap and with no floor;
+    the read path divides the decayed weight onto 0–1. How often rounds run changes nothing."""
+    cfg = MemoryConfig()
+    rest = 1 - cfg.lzg_decay_per_day
+
+    async def go(p, r):
+        user, ch = f"pixie-zerfall-{uuid.uuid4().hex[:8]}", "nova"
+        services = _services(p, r, ScriptedLLM())
+        add = lambda typ, gewicht, achse: bibliothek.add(p, user, ch, typ, f"{typ}-{achse}", "Inhalt", unit(achse),
+                                                           gewicht)
+        ids = {"wissen": await add("wissen", pixie.WISSEN_GEWICHT, 3),
+               "bericht": await add("bericht", pixie.BERICHT_GEWICHT, 4),
+               "ueber_cap": await add("wissen", 12.0, 5), "inaktiv": await add("wissen", 5.0, 6),
+               "frisch": await add("wissen", 5.0, 7)}
+
+        async def zurueck(name, tage):
+            await _sql(p, "UPDATE autonomous_wissen SET zerfall_stand = zerfall_stand - make_interval(days => %s)"
+                       " WHERE id = %s", (tage, ids[name]))
+
+        async def gewichte():
+            return {n: next(e["gewicht"] for e in await bibliothek.eintraege(p, user, ch) if e["id"] == i)
+                    for n, i in ids.items()}
+
+        for name in ("wissen", "bericht", "inaktiv"):
+            await zurueck(name, 30)
+        await zurueck("ueber_cap", 2)
+        await _sql(p, "UPDATE autonomous_wissen SET aktiv = false WHERE id = %s", (ids["inaktiv"],))
+        out = await pixie.pixie_round(services)
+        assert out["status"] == "gelaufen" and out["gewicht_decay"]["status"] == "verfallen"
+        assert out["gewicht_decay"]["verfallen"] >= 3
+        w = await gewichte()
+        assert w["wissen"] == pytest.approx(5.0 * rest ** 30, rel=1e-4)
+        assert w["bericht"] == pytest.approx(rest ** 30, rel=1e-4)
+        assert w["ueber_cap"] == cfg.library_weight_cap  # runs up to the cap
+        assert w["inaktiv"] == 5.0 and w["frisch"] == 5.0  # not active; decayed less than a day ago
+        # the reader: the library plugin's search gets the decayed weight divided by the cap
+        hit = (await bibliothek.suchen(p, user, ch, unit(3), cfg))[0]
+        assert hit["titel"] == "wissen-3" and hit["gewicht"] == pytest.approx(5.0 * rest ** 30 / 10.0, rel=1e-4)
+
+        # a round right after decays nothing twice; thirty days more continue the same curve
+        await pixie.pixie_round(services)
+        assert await gewichte() == w
+        await zurueck("wissen", 30)
+        await pixie.pixie_round(services)
+        assert (await gewichte())["wissen"] == pytest.approx(5.0 * rest ** 60, rel=1e-4)
+
+    _run(stores, migrated, go)
+
+
+def test_a_decay_that_fails_is_named_and_the_round_does_its_tasks(stores, migrated):
+    class _Weg(_Store):
+        async def _run(self, op, args, kwargs):
+            if op == "lzg.bibliothek_zerfall":
+                raise RuntimeError("store away")
+            return await super()._run(op, args, kwargs)
+
+    async def go(p, r):
+        user, ch = f"pixie-weg-{uuid.uuid4().hex[:8]}", "nova"
+        services = _services(p, r, ScriptedLLM({"pixie": [ANTWORT]}), store=_Weg(p))
+        await r.rpush(f"{DELEGATIONS}:{user}:{ch}", json.dumps({"aufgabe": "Was sind Magnetare?", "turn_id": "t-9"}))
+        out = await pixie.pixie_round(services)
+        assert out["gewicht_decay"] == {"status": "gewicht_decay_ausgefallen"}
+        assert out["ausgaenge"] == ["geschrieben"]
 
     _run(stores, migrated, go)
