@@ -52,7 +52,7 @@ NODE_CONFIG: dict[str, NodeConfig] = {
     "sachlage": NodeConfig(temperature=0.7, max_tokens=304),
     "planner": NodeConfig(temperature=0.7, max_tokens=512),
     "salience": NodeConfig(temperature=0.7, max_tokens=288),
-    "praegung": NodeConfig(temperature=0.7, max_tokens=352),
+    "praegung": NodeConfig(temperature=0.7, max_tokens=416),
     "zusammenfassung": NodeConfig(temperature=0.7, max_tokens=224),
 }
 

@@ -1,6 +1,12 @@
 """verfasser: the content notes of the reply, in third person, from [GEDAECHTNIS], [AUFZEICHNUNGEN]
-and [TERMINE]; it receives the span. Skipped on a context cut (an agent acted: the responder must
-see less, not more — seed 004, AGT3)."""
+and [TERMINE]. Skipped on a context cut (an agent acted: the responder must see less, not more —
+seed 004, AGT3).
+
+It receives the attitude's three content quantities (seed 004 §3.3: "Die drei fachlichen Größen
+gehen zusätzlich an den Verfasser; `naehe` und `waerme` bleiben hier allein"): the span (`umfang`
+and its characters: how many points fit), the energy, and the initiative (whether she leads —
+brings in her own point or asks back — or follows him). Nearness and warmth stay with the
+responder: they shape her voice, not what she says."""
 from __future__ import annotations
 
 from pipeline.figur import figur
@@ -23,6 +29,13 @@ def _termine(route) -> str:
     return "\n".join(f"- {t['wochentag']}, {t['beginn_lokal'][:16].replace('T', ' ')}: {t['titel']}" for t in route.termine)
 
 
+def fachliche_groessen(h: HaltungRecord) -> str:
+    """The three content quantities of the attitude, as the [HALTUNG] block says them."""
+    fuehrt = "sie fuehrt: ein eigener Punkt oder eine Rueckfrage" if h.initiative >= 0.6 else (
+        "sie folgt ihm: kein neues Thema" if h.initiative <= 0.4 else "sie folgt ihm und darf nachfragen")
+    return f"Umfang: {h.umfang}, {h.spanne}\nEnergie: {h.energie}\nInitiative: {h.initiative:.1f} ({fuehrt})"
+
+
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     if state.plan and state.plan.task_context_cut:
@@ -33,8 +46,10 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if not gedaechtnis and not files and not (state.route and state.route.termine):
         deps.trace.decision(NAME, "verfasser.lauf", "ohne_material", {})
         return {"verfasser": VerfasserRecord()}
+    h = state.haltung or HaltungRecord()
     text, outcome = await ask(deps, NAME, {
-        "character_name": state.pair.character_name, "figur": figur(state.pair), "spanne": (state.haltung or HaltungRecord()).spanne,
+        "character_name": state.pair.character_name, "figur": figur(state.pair), "spanne": h.spanne,
+        "haltung": fachliche_groessen(h),
         "gedaechtnis": gedaechtnis or "(nichts)", "nachricht": state.stimulus.text, "termine": _termine(state.route),
         "aufzeichnungen": "\n".join(f"- {f['titel']}: {f['auszug']}" for f in files) or "(keine)"})
     deps.trace.decision(NAME, "verfasser.lauf", "notizen" if text else f"leer_{outcome}", {"zeichen": len(text or "")})
