@@ -3,8 +3,9 @@
 A quick check decides whether the reply carries checkable facts at all (no match → no LLM call;
 the router's `needs_web` forces the check). Then a ReAct loop of at most 5 iterations with real
 reasoning (`think=True`, only here) speaks a text protocol — `TOOL: name(arg)`, `ERGEBNIS: OK`,
-`ERGEBNIS: KORREKTUR` — over five tools made per turn. A correction overwrites the reply and goes
-to the tribunal as an annotation. When the answering model leaves its content empty and writes
+`ERGEBNIS: KORREKTUR` — over seven tools made per turn (the five of seed 000 §4, and the services
+`wissen` and `dateien` of seed 001 with the turn's search key). A correction overwrites the reply
+and goes to the tribunal as an annotation. When the answering model leaves its content empty and writes
 only reasoning, up to two follow-ups (`thinker_nachfass`, think=False) ask for the decision alone;
 when both fail, the reply stays, a neutral gesture is appended and the turn is retried once
 through the pair's event queue. Two decision entries per turn record what happened.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from pipeline import dienste
 from pipeline.node import Node
 from pipeline.reiz import retry_nutzlast
 from pipeline.services import Deps
@@ -32,7 +34,7 @@ NODE = Node(
     name=NAME,
     reads=("stimulus", "pair", "memory", "kontext", "sachlage", "anker", "route", "plan", "draft"),
     writes=("pruefung",),
-    store_reads=("timeline", "lzg"),
+    store_reads=("timeline", "lzg", "bibliothek", "aufzeichnungen"),
 )
 MAX_ITERATIONEN = 5
 GESTE = "Hmm... ich muss das nochmal durchgehen."
@@ -110,7 +112,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     cache = ToolCache()  # lives exactly as long as this check
     hits, objekt = prior_research(state)
     budget = SearchBudget(sachlage_treffer=hits, sachlage_objekt=objekt)
-    tools = create_tools(deps, s, cache, budget)
+    tools = create_tools(deps, s, cache, budget, dienste.suchschluessel(state.memory))
 
     model = await deps.llm.model_name()
     today = today_text(deps.settings.timezone, s.received_at)

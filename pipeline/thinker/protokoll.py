@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-TOOLS = ("timeline_check", "timeline_search", "memory_search", "web_search", "web_fetch")
+TOOLS = ("timeline_check", "timeline_search", "memory_search", "wissen", "dateien", "web_search", "web_fetch")
 _TOOL = re.compile(r"^\s*TOOL:\s*(\w+)\((.*)\)\s*$", re.M)
 _ERGEBNIS = re.compile(r"^\s*ERGEBNIS:\s*(OK|KORREKTUR)\b", re.M | re.I)
 

@@ -13,6 +13,7 @@ from datetime import date, datetime
 from typing import Awaitable, Callable
 from urllib.parse import unquote_plus, urlsplit
 
+from pipeline import dienste
 from pipeline.services import Deps
 from pipeline.state import Stimulus
 from pipeline.thinker.budget import LEITTEXT, SearchBudget
@@ -23,6 +24,8 @@ log = logging.getLogger("novaberg.thinker.tools")
 TIMELINE_LIMIT = 5
 FETCH_CHARS = 3000
 """Page text handed to the model per fetch (the prompt stays small on small engines)."""
+WISSEN_CHARS = 500
+"""Text of one library entry handed to the model (five of them stay below one fetched page)."""
 
 Tool = Callable[[str], Awaitable[str]]
 
@@ -52,6 +55,24 @@ def format_termin(e: dict) -> str:
 def format_faktencheck_treffer(rows: list[dict]) -> str:
     """The read path's order as retrieved (no reordering by weight), the observer as source, no weight."""
     return "\n".join(f"[LZG/{r['dimension']}, Quelle: {r['beobachter']}]: {r['inhalt']}" for r in rows)
+
+
+def format_wissen(hits: list[dict]) -> str:
+    """The library's entries nearest first, each with its cosine, its text cut at `WISSEN_CHARS`."""
+    return "\n".join(f"[Bibliothek, Kosinus {h['similarity']:.2f}] {h['titel']}: {h['inhalt'][:WISSEN_CHARS]}"
+                     for h in hits)
+
+
+def format_dateien(hits: list[dict]) -> str:
+    """The files nearest first, labelled as files (seed 001 §3.1a: what a file says is not Nova's
+    memory, and the label says so), with topic, summary and excerpt."""
+    lines = ["Aus den Dateien, die Person B gegeben hat (nicht Novas Erinnerung):"]
+    for h in hits:
+        kosinus = "-" if h.get("cosinus") is None else f"{h['cosinus']:.2f}"
+        zusammenfassung = f" — {h['zusammenfassung']}" if h.get("zusammenfassung") else ""
+        lines.append(f"[Datei {h.get('datei') or h['pfad']}, Kosinus {kosinus}] {h['titel']}{zusammenfassung}\n"
+                     f"   {h['auszug']}")
+    return "\n".join(lines)
 
 
 def format_treffer(hits: list[dict], kopf: str) -> str:
@@ -107,7 +128,48 @@ class FetchRules:
         return None
 
 
-def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: SearchBudget) -> dict[str, Tool]:
+def dienst_werkzeuge(deps: Deps, stimulus: Stimulus, such_vektor: list[float] | None,
+                     regeln: FetchRules) -> dict[str, Tool]:
+    """`wissen` and `dateien`: the services of seed 001 (pipeline/dienste.py) as tools. Without a
+    question they search with the turn's key, with one with the question's vector. What they
+    return is the pair's own text: a URL that carries it is not fetched (`regeln.erinnerungen`)."""
+
+    async def _schluessel(tool: str, arg: str):
+        """The vector a service searches with: the question's, else the turn's key (None: neither)."""
+        if arg.strip():
+            return await deps.embedder.embed(deps.trace, arg)
+        if such_vektor is None:
+            log.info("thinker: %s fallback kein_suchschluessel: this turn searched no memory and the call "
+                     "names no question", tool)
+        return such_vektor
+
+    async def wissen(arg: str) -> str:
+        vector = await _schluessel("wissen", arg)
+        if vector is None:
+            return "Dieser Turn hat keinen Suchschluessel: frage mit wissen(frage)."
+        hits = await dienste.wissen(deps, stimulus, vector, "thinker")
+        if not hits:
+            return "Keine Eintraege in der Bibliothek zu diesem Gegenstand."
+        regeln.erinnerungen += [h["inhalt"] for h in hits]
+        return format_wissen(hits)
+
+    async def dateien(arg: str) -> str:
+        vector = await _schluessel("dateien", arg)
+        if vector is None:
+            return "Dieser Turn hat keinen Suchschluessel: frage mit dateien(frage)."
+        hits = await dienste.dateien(deps, stimulus, vector, "thinker")
+        if not hits:
+            return "Keine Dateien."
+        regeln.erinnerungen += [h["auszug"] for h in hits]
+        return format_dateien(hits)
+
+    return {"wissen": wissen, "dateien": dateien}
+
+
+def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: SearchBudget,
+                 such_vektor: list[float] | None = None) -> dict[str, Tool]:
+    """The tools of one check; `such_vektor` is the turn's search key (`dienste.suchschluessel`),
+    which `wissen` and `dateien` read when called without a question."""
     store, web = deps.store, deps.services.web
     user_id, character_id = stimulus.user_id, stimulus.character_id
     tz = deps.settings.timezone
@@ -193,4 +255,4 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
         return f"Seiteninhalt von {page['url']}:\n{page['text'][:FETCH_CHARS]}"
 
     return {"timeline_check": timeline_check, "timeline_search": timeline_search, "memory_search": memory_search,
-            "web_search": web_search, "web_fetch": web_fetch}
+            **dienst_werkzeuge(deps, stimulus, such_vektor, regeln), "web_search": web_search, "web_fetch": web_fetch}

@@ -16,7 +16,7 @@ STORE_OF_OP = {"lesepfad": "lzg"}  # the read path reads the LZG
 HELPERS = {"agent_dispatch": ("pipeline.agents.notizen.dispatch", "pipeline.agents.timeline.dispatch",
                               "pipeline.agents.charakter.dispatch", "pipeline.agents.direktiven.dispatch"),
            "enricher": ("pipeline.plugins.notizen", "pipeline.plugins.timeline", "pipeline.plugins.bibliothek"),
-           "thinker": ("pipeline.thinker.tools",)}
+           "thinker": ("pipeline.thinker.tools", "pipeline.dienste")}
 
 
 def _name(step):

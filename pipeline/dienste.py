@@ -1,0 +1,77 @@
+"""The services `wissen` and `dateien` (seed 001, *Query Rewriting*): they read the pair's library
+and its file index with the turn's search key, `such_vektor`, which travels to them as their
+declared need. The Thinker calls them as tools (pipeline/thinker/tools.py); an agent calls them
+with the same key.
+
+- `wissen`: the library's own query (`bibliothek.suchen`, the one the enricher's library plugin
+  reads), the same threshold (`library_threshold`, 0.50 in the seed), capped at 5 instead of 3.
+  Only the pair's `wissen` entries: reports stay out, as on the enricher's path.
+- `dateien`: the file index (`aufzeichnungen.suchen`) on the dense channel alone, with no floor and
+  capped at 8, one hit per file. The seed measured it so (`keine Schwelle, Kappung 8`): the full cap
+  always arrives, which is why the search key must carry the conversation's subject.
+
+The key reaches the turn's later nodes through the enricher's plugin hook (pipeline/plugins/
+such_vektor.py keeps it in `memory.plugins`); `suchschluessel` reads it there. Each call logs its hit
+count and records a decision entry under the calling node.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pipeline.services import Deps
+from pipeline.state import MemoryRecord, Stimulus
+
+log = logging.getLogger("novaberg.dienste")
+
+SUCHSCHLUESSEL = "such_vektor"
+"""The need the two services declare, and the name under which the turn's memory record keeps it."""
+WISSEN_KAPPUNG = 5
+"""Seed 001: the service `wissen` shares the library's query and threshold; only its cap differs (5 against 3)."""
+DATEIEN_KAPPUNG = 8
+"""Seed 001: the service `dateien` has no threshold and a cap of 8."""
+KEIN_BODEN = -1.0
+"""The lowest cosine there is: the dense channel's floor switched off."""
+
+
+def suchschluessel(memory: MemoryRecord | None) -> list[float] | None:
+    """The turn's search key as the enricher searched with it (after the perception gravity), or
+    None when the turn searched no memory (nothing stored yet, or the human chain)."""
+    kept = memory.plugins.get(SUCHSCHLUESSEL, []) if memory is not None else []
+    return list(kept[0]["vektor"]) if kept else None
+
+
+def _kosinus(hits: list[dict], feld: str) -> float | None:
+    values = [h[feld] for h in hits if h.get(feld) is not None]
+    return min(values) if values else None
+
+
+async def wissen(deps: Deps, stimulus: Stimulus, such_vektor, node: str) -> list[dict[str, Any]]:
+    """The pair's library near the key: at most `WISSEN_KAPPUNG` `wissen` entries at or above the
+    library's threshold, nearest first (`id`, `titel`, `inhalt`, `similarity`, `gewicht` 0–1)."""
+    cfg = deps.services.memory_cfg
+    hits = await deps.store.bibliothek.suchen(stimulus.user_id, stimulus.character_id, such_vektor, cfg,
+                                              top_k=WISSEN_KAPPUNG)
+    schwaechster = _kosinus(hits, "similarity")
+    log.info("dienst wissen: %d Treffer (Schwelle %.2f, Kappung %d), schwaechster Kosinus %s", len(hits),
+             cfg.library_threshold, WISSEN_KAPPUNG, "-" if schwaechster is None else f"{schwaechster:.4f}")
+    deps.trace.decision(node, f"{node}.dienst_wissen", "treffer" if hits else "keine", {
+        "treffer": [h["id"] for h in hits], "schwaechster_kosinus": schwaechster, "kappung": WISSEN_KAPPUNG},
+        threshold=cfg.library_threshold)
+    return hits
+
+
+async def dateien(deps: Deps, stimulus: Stimulus, such_vektor, node: str) -> list[dict[str, Any]]:
+    """The pair's files near the key: the `DATEIEN_KAPPUNG` nearest, one chunk per file, without a
+    floor (`datei`, `titel`, `zusammenfassung`, `auszug`, `cosinus`, …, as the file index returns them)."""
+    cfg = deps.services.memory_cfg.model_copy(update={"files_dense_floor": KEIN_BODEN, "files_cap": DATEIEN_KAPPUNG})
+    # no words: the keyword channel stays out, the service reads the key alone
+    found = await deps.store.aufzeichnungen.suchen(stimulus.user_id, stimulus.character_id, "", such_vektor, cfg)
+    hits = found["treffer"]
+    log.info("dienst dateien: %d Treffer, Bestand %d (ohne Schwelle, Kappung %d), schwaechster Kosinus %s",
+             len(hits), found["bestand"], DATEIEN_KAPPUNG,
+             "-" if found["schwaechster_kosinus"] is None else f"{found['schwaechster_kosinus']:.4f}")
+    deps.trace.decision(node, f"{node}.dienst_dateien", "treffer" if hits else "keine", {
+        "treffer": [h["id"] for h in hits], "bestand": found["bestand"],
+        "schwaechster_kosinus": found["schwaechster_kosinus"], "kappung": DATEIEN_KAPPUNG})
+    return hits
