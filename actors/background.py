@@ -14,6 +14,7 @@ from pipeline.chains import BACKGROUND_CHAIN, MENSCH_CHAIN
 from pipeline.runner import ChainRunner
 from pipeline.services import Deps, Services
 from pipeline.state import DelegationSchreiben, KzgSchreiben, Schreibauftrag, Stimulus, TurnState
+from pipeline.wissensluecken import NEUGIER_VORRANG
 from pipeline.trace import TurnTrace
 
 log = logging.getLogger("novaberg.background")
@@ -75,28 +76,32 @@ async def schreiben(services: Services, trace: TurnTrace, s: Stimulus, writes: l
                                 arousal=w.arousal, quelle=s.turn_id, entry_id=f"turn-{s.turn_id}",
                                 keep=services.settings.kzg_max_entries)
         elif isinstance(w, DelegationSchreiben):
-            await delegieren(services.redis, s.user_id, s.character_id, s.turn_id, w.aufgabe, delegationen)
+            await delegieren(services.redis, s.user_id, s.character_id, s.turn_id, w.aufgabe, delegationen,
+                             vorne=w.neugier >= NEUGIER_VORRANG)
             delegationen += 1
 
 
 _DELEGIEREN = """
 if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[2]) then
-  redis.call('RPUSH', KEYS[1], ARGV[1])
+  redis.call(ARGV[3], KEYS[1], ARGV[1])
   return 1
 end
 return 0
 """
 
 
-async def delegieren(redis, user_id: str, character_id: str, turn_id: str, aufgabe: str, nummer: int = 0) -> bool:
+async def delegieren(redis, user_id: str, character_id: str, turn_id: str, aufgabe: str, nummer: int = 0, *,
+                     vorne: bool = False) -> bool:
     """Queue the turn's `nummer`-th delegated task for the pixie once: a job delivered again (its
     worker died after queueing, before the job was marked done) runs salience again, and a model
     that words the task differently the second time must not queue a second research. The marker
     is the turn and the task's place among the turn's delegations, not its wording. False when it
-    was queued already."""
+    was queued already. `vorne`: a knowledge gap the pair's goals pull on (its curiosity boost,
+    pipeline/wissensluecken.py) goes to the front of the queue, the pixie takes it next."""
     task = Delegation(aufgabe=aufgabe, turn_id=turn_id)
     queued = await redis.eval(_DELEGIEREN, 2, f"{DELEGATIONS}:{user_id}:{character_id}",
-                              delegation_key(user_id, character_id, turn_id, nummer), task.model_dump_json(), DONE_TTL_S)
+                              delegation_key(user_id, character_id, turn_id, nummer), task.model_dump_json(), DONE_TTL_S,
+                              "LPUSH" if vorne else "RPUSH")
     if not queued:
         log.info("background: delegation %d of turn %s is queued already (a job delivered again); not queued "
                  "twice", nummer, turn_id)

@@ -4,8 +4,9 @@ The two chains hold the pair in opposite order — the human chain `(mensch, nov
 chain `(nova, mensch)` — so every reader goes through `ziel_paar_bestimmen`; using the turn pair
 directly reads nothing on one of the two paths.
 
-Goals are formed in the background chain (`pipeline/nodes/zielbildung.py`) from what the human
-says they want or plan, and fade on a forgetting curve per horizon: a goal whose retention fell
+The goals are Nova's, one set per relationship (seed 001 §5; the decision and its words are in
+`pipeline/nodes/zielbildung.py`). They are formed in the background chain from what the human
+says he wants or plans, and fade on a forgetting curve per horizon: a goal whose retention fell
 below `VERGESSEN_SCHWELLE` is forgotten (made inactive) when its pair's goals are read next, and
 the others activate with their faded motivation. An activated medium-term goal restarts its curve
 (`verstaerken`, seed 001 §5), the anchor stays; a goal the human states again restarts it too

@@ -146,6 +146,9 @@ class MemoryRecord(_Record):
     user_intentionen: list[str] = Field(default_factory=list)
     aktivierte_ziele: list[AktiviertesZiel] = Field(default_factory=list)
     """Stored with the human's session turn, without vectors (seed 001 §3.3a)."""
+    ziel_vektoren: dict[int, list[float]] = Field(default_factory=dict)
+    """The vector of each activated goal by its id (seed 001 §4, `ziel_vektoren`); salience reads
+    them for the curiosity boost of a knowledge gap (`pipeline/wissensluecken.py`)."""
     zielsog_roh: float = 0.0
     kzg: list[dict] = Field(default_factory=list)
     lzg_resonanz: dict | None = None
@@ -164,6 +167,10 @@ class GravitationRecord(_Record):
     term: float = Field(default=0.0, ge=0, le=1)
     richtung: str = "neutral"
     punkte: int = 0
+    emotion: str | None = None
+    """Nova's emotion for this reply after the pull (None: ei_calc gave none); the responder reads it."""
+    arousal: float | None = Field(default=None, ge=0, le=1)
+    """Her arousal for this reply after the pull."""
 
 
 class KontextRecord(_Record):
@@ -382,6 +389,9 @@ class DelegationSchreiben(_Record):
 
     art: Literal["delegation"] = "delegation"
     aufgabe: str
+    neugier: float = Field(default=0.0, ge=0, le=1)
+    """The curiosity boost of this knowledge gap from the pair's activated goals
+    (`pipeline/wissensluecken.py`); from `NEUGIER_VORRANG` on the gap goes to the front of the queue."""
 
 
 Schreibauftrag = Annotated[Union[KzgSchreiben, DelegationSchreiben], Field(discriminator="art")]

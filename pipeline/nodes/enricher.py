@@ -1,12 +1,24 @@
 """enricher (seed 001): Nova's memory interface.
 
-Human chain (7 fields): the session turns, the user's intentions, the prompt embedding, activated
-goals with their strengths, the gravity term and the ungated goal pull — no vector search.
-Character chain (15 fields): the same, plus the session summary (seed 001 §3.1), the query
+Human chain: the session turns, the user's intentions, the prompt embedding, activated goals with
+their strengths and their vectors, and the ungated goal pull — no vector search.
+Character chain: the same, plus the session summary (seed 001 §3.1), the query
 rewrite (one LLM call, 20 s deadline, every other exit named and logged with the raw utterance
 used instead), the perception-gravity shift of the search key, KZG, LZG (anchors + spreading), the
 plugin hooks, and the file index as its own channel. One search key serves every reader. The
 protocol line names the memories read.
+
+Goals (seed 001 §4): `aktivierte_ziele` (without vectors), `ziel_vektoren` (the vector of each
+activated goal by its id; read by salience for the curiosity boost of a knowledge gap,
+`pipeline/wissensluecken.py`, the reader §4 names: "der Neugier-Boost der Wissenslücken je
+Kandidat") and `zielsog_roh` (salience's goal pull) are in the state. `gravitationsterm` — §4:
+"Aggregierter Drive-Term, normiert auf [0, 1]" — is not, on purpose: the seed lists it among the
+written fields and names no node that reads it (the goal pull of salience is `zielsog_roh`, kept
+apart "damit eine Zahl nicht zwei Wirkungen hat"; the search shift weighs each goal by its own
+strength). A field of the turn state that nothing reads is a defect of the node contract
+(pipeline/contract.py), so the term stands where the seed's date line says it is passed on, in
+[0, 1]: in the `enricher.ziele` decision entry of every turn of both chains, beside the
+activations per horizon.
 """
 from __future__ import annotations
 
@@ -292,7 +304,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     intentionen = state.perzeption.user_intentionen if state.perzeption else []
     a = await _goals(deps, state, raw_vec)
     base = dict(session_turns=turns, query_embedding=raw_vec, user_intentionen=intentionen,
-                aktivierte_ziele=a.aktivierte, zielsog_roh=a.zielsog_roh)
+                aktivierte_ziele=a.aktivierte, ziel_vektoren=a.ziel_vektoren, zielsog_roh=a.zielsog_roh)
     deps.trace.decision(NAME, "enricher.ziele", "aktiviert" if a.aktivierte else "keine", {
         "ziele": [g["id"] for g in a.aktivierte], "aktivierte_ziele_count": len(a.aktivierte),
         "aktiviert_je_horizont": a.aktiviert_je_horizont, "ueber_schwelle_je_horizont": a.ueber_schwelle_je_horizont,

@@ -31,7 +31,8 @@ from pipeline.timefmt import local_now, wochentag
 NAME = "responder"
 NODE = Node(
     name=NAME,
-    reads=("stimulus", "pair", "memory", "perzeption", "emotion", "plan", "landschaft", "haltung", "verfasser"),
+    reads=("stimulus", "pair", "memory", "perzeption", "emotion", "gravitation", "plan", "landschaft", "haltung",
+           "verfasser"),
     writes=("draft",),
 )
 DEFAULT_SPANNE = f"{HaltungRecord().umfang}, {HaltungRecord().spanne}"
@@ -185,10 +186,20 @@ def szene(state: TurnState, pr, model: str, now, ton: str) -> str:
                      wochentag=wochentag(now), datum=now.strftime("%d.%m.%Y"), uhrzeit=now.strftime("%H:%M"))
 
 
+def ihr_zustand(state: TurnState) -> tuple[str, float]:
+    """Her emotion and arousal for this reply: after the pull of her emotional memories
+    (emotionale_gravitation), else as ei_calc computed them."""
+    g, e = state.gravitation, state.emotion
+    if g is not None and g.emotion is not None:
+        return g.emotion, g.arousal if g.arousal is not None else e.nova_arousal
+    return e.nova_emotion, e.nova_arousal
+
+
 def nova_verlauf(state: TurnState) -> list[dict]:
     """Her own emotion history, newest first: this turn's state, then her stored replies."""
-    e, name = state.emotion, state.pair.character_name
-    out = [{"emotion": e.nova_emotion, "arousal": e.nova_arousal, "gewicht": 1.0}]
+    name = state.pair.character_name
+    emotion, arousal = ihr_zustand(state)
+    out = [{"emotion": emotion, "arousal": arousal, "gewicht": 1.0}]
     older = [t for t in reversed(state.memory.session_turns)
              if t.rolle == "assistant" and t.sprecher == name and t.emotion]
     for age, t in enumerate(older[: VERLAUF_MAX - 1], start=1):
@@ -205,8 +216,9 @@ def ihre_emotion(state: TurnState, pr, model: str) -> str:
     """[PERSON A — IHRE EMOTION]: her feeling, its course, its direction, and the conflict."""
     e, name = state.emotion, state.pair.character_name
     history = nova_verlauf(state)
-    return pr.render(NAME, "emotion", model, character_name=name, emotion=e.nova_emotion,
-                     arousal=f"{e.nova_arousal:.1f}", vektor=_vektor_text(vektor(history)),
+    emotion, arousal = ihr_zustand(state)
+    return pr.render(NAME, "emotion", model, character_name=name, emotion=emotion,
+                     arousal=f"{arousal:.1f}", vektor=_vektor_text(vektor(history)),
                      verlauf=", ".join(f"{h['emotion']} ({h['gewicht']:.0%}, a={h['arousal']:.0%})" for h in history),
                      konflikt=" " + pr.render(NAME, "konflikt", model, character_name=name) if e.konflikt else "")
 

@@ -1,6 +1,9 @@
 """salience (background): annotate the turn (kern, intentionen), score its salience — the
 model's importance, the human's arousal and the goal pull `zielsog_roh` — and decide the
-pending writes: a KZG entry when the turn matters, a delegation when one was named.
+pending writes: a KZG entry when the turn matters, a delegation when one was named. A named
+delegation is a knowledge gap: its curiosity boost from the pair's activated goals
+(`memory.ziel_vektoren`, seed 001 §4; `pipeline/wissensluecken.py`) travels with it, and a gap
+the goals pull on goes to the front of the pixie's queue.
 
 No tags: nothing read them, and seed 001 §3.1 records why none should (the lesson of Chat 30:
 metadata as string tags and a distilled core in place of the words destroyed the emotional
@@ -14,6 +17,7 @@ from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import DelegationSchreiben, HintergrundRecord, KzgSchreiben, TurnState, current_reply
+from pipeline.wissensluecken import NEUGIER_VORRANG, neugier_boosts
 
 NAME = "salience"
 NODE = Node(
@@ -36,6 +40,20 @@ def score(wichtigkeit: float, arousal: float, zielsog: float) -> float:
     return round(min(1.0, 0.5 * wichtigkeit + 0.3 * arousal + 0.2 * zielsog), 4)
 
 
+async def _wissensluecke(state: TurnState, deps: Deps, aufgabe: str) -> DelegationSchreiben:
+    """The named task as a knowledge gap with its curiosity boost from the activated goals (one
+    embedding, only when a goal with a vector was activated); decision `salience.neugier`."""
+    m = state.memory
+    if m is None or not m.ziel_vektoren:
+        deps.trace.decision(NAME, "salience.neugier", "keine_ziele", {})
+        return DelegationSchreiben(aufgabe=aufgabe)
+    vec = await deps.embedder.embed(deps.trace, aufgabe)
+    b = neugier_boosts({"aufgabe": vec}, m.ziel_vektoren, m.aktivierte_ziele)["aufgabe"]
+    deps.trace.decision(NAME, "salience.neugier", "vorrang" if b["boost"] >= NEUGIER_VORRANG else "hinten_an", b,
+                        threshold=NEUGIER_VORRANG)
+    return DelegationSchreiben(aufgabe=aufgabe, neugier=b["boost"])
+
+
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
@@ -52,7 +70,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         writes.append(KzgSchreiben(inhalt=(f"{s.text} — {antwort}" if antwort else s.text)[:500],
                                    emotion=state.perzeption.emotion if state.perzeption else None, arousal=arousal))
     if a.delegation.strip():
-        writes.append(DelegationSchreiben(aufgabe=a.delegation.strip()[:300]))
+        writes.append(await _wissensluecke(state, deps, a.delegation.strip()[:300]))
     deps.trace.decision(NAME, "salience.schreiben", "kzg" if sal >= KZG_SCHWELLE else "nichts",
                         {"salienz": sal, "zielsog_roh": zielsog, "antwort": outcome}, threshold=KZG_SCHWELLE)
     prev = state.hintergrund or HintergrundRecord()

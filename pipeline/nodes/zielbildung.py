@@ -1,4 +1,17 @@
-"""zielbildung (background): goals from what the human says they want or plan.
+"""zielbildung (background): Nova's goals in this relationship, taken up from what the human says
+he wants or plans.
+
+Whose goals: Nova's, one set per relationship. Seed 001 speaks of them only as hers — the search
+key is "eine Mischung aus Frage und Novas aktivierten Zielen" (§3.3a), "die Frage plus Novas
+Motivation" (§3.2a) — and holds them per pair: "Der Enricher liest die Ziele des Paares, nicht alle
+Ziele Novas. Beide Pfade … reichen ihr Turn-Paar an `ziel_paar_bestimmen()` weiter … Wer das
+Turn-Paar direkt als Ziel-Paar verwendet, liest auf einem der beiden Pfade nichts" (§5): both
+chains read the same goals of the pair (nova, mensch); the human chain holds no goals of its own.
+The seed names no source. The one this node reads is what the human says he wants: a companion's
+motivation in a relationship is what matters to the person she is with, and nothing else in a turn
+states a goal. So his plan becomes her goal within the pair, weighted with how firmly he stated it
+(her motivation follows his), and it is activated, reinforced and fades as hers (§3.3a, §5);
+Nova's own thought (`herkunft` ≠ user) forms none.
 
 Seed 001 activates, reinforces and shifts with the pair's goals (§3.3a, §5) but names no node
 that forms them; this one does, after the reply left. One model call reads the human's message;
