@@ -69,6 +69,9 @@ class PairRecord(_Record):
     mensch_kern: str = ""
     mensch_beziehung: str = ""
     """How Person B relates to her: the pair (mensch, nova), a statement of its own (seed 004 §3.3)."""
+    mensch_themen: str = ""
+    """What occupies Person B just now (seed 004 §3.1: [PERSON B — WER ER IST] "sein Kern · was ihn
+    beschäftigt"): the last few sentences praegung wrote, the oldest dropped."""
     direktiven: list[str] = Field(default_factory=list)
     anweisungen: list[str] = Field(default_factory=list)
     nova_emotion: str = "neutral"

@@ -23,7 +23,7 @@ import re
 from pipeline import satzende, vocab
 from pipeline.figur import du_fassung, einsetzen
 from pipeline.node import Node
-from pipeline.nodes.ei_calc import DECAY, VERLAUF_MAX, vektor
+from pipeline.nodes.ei_calc import DECAY, VERLAUF_MAX, stil_des_turns, vektor
 from pipeline.services import Deps
 from pipeline.state import DraftRecord, HaltungRecord, SessionTurn, TurnState
 from pipeline.timefmt import local_now, wochentag
@@ -90,11 +90,13 @@ def wesen(p) -> str:
 
 
 def achsen(h) -> str:
-    """The attitude's axes for [SZENE] (seed 004 §3.3: the situation in three grains, among the
-    axes the initiative); nothing when haltungsraum did not run."""
+    """The attitude's axes for [SZENE] (seed 004 §3.3: the situation in three grains, "sechs Achsen —
+    darunter die Initiative"): every quantity haltungsraum sets — Umfang, Naehe, Waerme, Energie,
+    Initiative. The seed counts six and names only the initiative; the attitude here has five, and
+    all five stand in the scene (prompts/README.md). Nothing when haltungsraum did not run."""
     if h is None:
         return ""
-    return (f" Achsen: Naehe {h.naehe:.1f}, Waerme {h.waerme:.1f}, Energie {h.energie}, "
+    return (f" Achsen: Umfang {h.umfang}, Naehe {h.naehe:.1f}, Waerme {h.waerme:.1f}, Energie {h.energie}, "
             f"Initiative {h.initiative:.1f} (hoch: sie fuehrt das Gespraech, niedrig: sie folgt ihm).")
 
 
@@ -145,6 +147,14 @@ def _person_a(p) -> str:
             ("Ihre Art zu kommunizieren", _saetze(p.nova_intentionen)))
         if value.strip()
     ) or f"{name} lernt Person B gerade erst kennen; ihr Bild von sich waechst mit dem Gespraech."
+
+
+def person_b(p) -> str:
+    """[PERSON B — WER ER IST]: his core and what occupies him just now (seed 004 §3.1)."""
+    name = p.character_name
+    return "\n".join(f"{label}: {einsetzen(_saetze(value), name)}" for label, value in (
+        ("Sein Kern", p.mensch_kern), ("Was ihn gerade beschaeftigt", p.mensch_themen)) if value.strip()
+    ) or "Noch unbekannt."
 
 
 def system_message(state: TurnState, pr, model: str) -> str:
@@ -251,8 +261,7 @@ def lage_blocks(state: TurnState, pr, model: str, now) -> tuple[list[str], list[
     if state.emotion:
         lage.append(ihre_emotion(state, pr, model))
         blocks.append("PERSON A — IHRE EMOTION")
-    lage.append(pr.render(NAME, "wer_er_ist", model, person_b=_or(p.mensch_kern, "Noch unbekannt."),
-                          zwischen=zwischen_beiden(p)))
+    lage.append(pr.render(NAME, "wer_er_ist", model, person_b=person_b(p), zwischen=zwischen_beiden(p)))
     blocks += ["PERSON B — WER ER IST", "ZWISCHEN BEIDEN"]
     cut = bool(state.plan and state.plan.task_context_cut)
     if state.plan and state.plan.task_block:
@@ -298,10 +307,18 @@ def ei_mikro(state: TurnState) -> list[tuple[str, str]]:
             for k, an in teile if an]
 
 
+def ton(state: TurnState) -> str:
+    """The tone of [DEIN SPRACHSTIL] (seed 004 §4.1: "Der Ton folgt dem Nutzer sofort", the register
+    of the current human turn): the style his message shows; a message that shows none, or an
+    impulse turn, keeps the style ei_calc weighed over his last turns."""
+    jetzt = stil_des_turns(state.stimulus.user_prompt) if state.stimulus.user_prompt else None
+    return jetzt or (state.emotion.sprach_stil if state.emotion else "")
+
+
 def sprachstil(state: TurnState, pr, model: str) -> str:
     """[DEIN SPRACHSTIL] after the prompt (seed 004 §4.1): landscape, tone, questions, tool, guiding
     line. Left out, and logged, only when all are missing."""
-    l, stil = state.landschaft, state.emotion.sprach_stil if state.emotion else ""
+    l, stil = state.landschaft, ton(state)
     if l is None and not stil:
         log.info("responder: [DEIN SPRACHSTIL] omitted: no landscape and no language style this turn")
         return ""

@@ -49,6 +49,7 @@ def test_a_budget_above_the_deployments_limit_is_refused_at_startup():
     with pytest.raises(ValueError, match="'responder': 900"):
         check_budgets(Settings(node_max_tokens={"responder": 900}))
     check_budgets(Settings(llm_max_tokens=360, node_max_tokens={"thinker": 360, "thinker_nachfass": 300, "planner": 360,
+                                                                "praegung": 360,
                                                                 "responder": 360}))  # fits
 
 

@@ -36,7 +36,7 @@ def test_the_log_only_allow_list_stays_a_handful():
 
 
 def test_the_check_finds_an_unread_field_and_an_unwritten_read(monkeypatch):
-    from pipeline.nodes import haltungsraum, responder
+    from pipeline.nodes import haltungsraum, responder, verfasser
 
     # a record read before anyone writes it
     late = tuple(NODES[n] for n in ("db_zugriff", "responder", "haltungsraum"))
@@ -44,13 +44,13 @@ def test_the_check_finds_an_unread_field_and_an_unwritten_read(monkeypatch):
     # a record written and read by nobody
     assert "haltungsraum writes haltung: never read downstream" in {
         str(g) for g in contract.record_gaps((haltungsraum.NODE,))}
-    # a field no reader names: the responder no longer reading the initiative is caught
+    # a field no reader names: the responder and the Verfasser no longer reading the initiative is caught
     contract._names_read.cache_clear()
     real = contract._names_read
 
     def without_initiative(name):
         names = real(name)
-        return names - {"initiative"} if name == responder.__name__ else names
+        return names - {"initiative"} if name in (responder.__name__, verfasser.__name__) else names
 
     monkeypatch.setattr(contract, "_names_read", without_initiative)
     assert "haltungsraum writes HaltungRecord.initiative: never read downstream" in {
