@@ -21,7 +21,7 @@ so, no `wissen`), `charakter_entfernt`, `delegation_unlesbar` (the task is dropp
 `gewicht_decay_ausgefallen` (the decay could not run; the round does its tasks).
 
 The library's weights decay (`gewicht_decay`, seed 001 §3.2a): each round, before its tasks,
-`memory/lzg.py::bibliothek_zerfall`. The seed names the weight, its cap and its reader — it "runs
+`memory/bibliothek.py::zerfall`. The seed names the weight, its cap and its reader — it "runs
 up to `LZG_KNOTEN_GEWICHT_CAP` (10.0)", and the read path divides by that cap onto the pool's
 0–1 — but no rate, floor or moment. Decided, with the reasons:
 - **rate**: the LZG nodes' forgetting curve, `gewicht × (1 − lzg_decay_per_day)^days` (0.01 a
@@ -264,7 +264,7 @@ async def gewicht_decay(services) -> dict[str, Any]:
     """Decay the library's weights (see the module's head); a store that fails is the named
     fallback `gewicht_decay_ausgefallen`, and the next round decays by the whole time since."""
     try:
-        out = await services.store.lzg.bibliothek_zerfall(services.memory_cfg)
+        out = await services.store.bibliothek.zerfall(services.memory_cfg)
     except Exception as e:
         log.warning("pixie: fallback gewicht_decay_ausgefallen: %s; the library's weights decay by the whole "
                     "time at the next round", type(e).__name__)

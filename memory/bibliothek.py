@@ -88,3 +88,30 @@ async def suchen(pool: AsyncConnectionPool, user_id: str, character_id: str, vec
         rows = await cur.fetchall()
     return [{"id": r[0], "titel": r[1], "inhalt": r[2], "similarity": round(float(r[4]), 6),
              "gewicht": round(min(max(r[3] / cfg.library_weight_cap, 0.0), 1.0), 6)} for r in rows]
+
+
+ZERFALL_SCHRITT_TAGE = 1.0
+"""The library's weights are decayed once their last decay is a day old (the exponent is exact, so
+the step changes no value, only how often a row is written: once a day, not every round)."""
+
+_ZERFALL = """
+UPDATE autonomous_wissen SET
+    gewicht = LEAST(%(cap)s, gewicht * power(1 - %(rate)s, extract(epoch FROM now() - zerfall_stand) / 86400.0)),
+    zerfall_stand = now()
+WHERE aktiv AND zerfall_stand <= now() - make_interval(secs => %(schritt_s)s)
+RETURNING gewicht
+"""
+
+
+async def zerfall(pool: AsyncConnectionPool, cfg: MemoryConfig,
+                  schritt_tage: float = ZERFALL_SCHRITT_TAGE) -> dict[str, Any]:
+    """`gewicht_decay` (seed 001 §3.2a): the library's weights on the LZG nodes' forgetting curve,
+    gewicht × (1 − `lzg_decay_per_day`)^days since each entry's `zerfall_stand`, capped at
+    `library_weight_cap` (LZG_KNOTEN_GEWICHT_CAP, 10.0), no floor. Every pair's active entries,
+    both types, whose last decay is `schritt_tage` old; an inactive one catches up if it comes back.
+    Returns {"verfallen": how many, "kleinstes": the smallest weight now among them, or None}."""
+    async with pool.connection() as conn, conn.transaction():
+        cur = await conn.execute(_ZERFALL, {"cap": cfg.library_weight_cap, "rate": cfg.lzg_decay_per_day,
+                                            "schritt_s": schritt_tage * 86400})
+        weights = [r[0] for r in await cur.fetchall()]
+    return {"verfallen": len(weights), "kleinstes": round(min(weights), 6) if weights else None}

@@ -93,11 +93,6 @@ class Lzg(StoreModule):
     async def touch(self, ids: list[int], *, turn: tuple[str, str, str] | None = None) -> None:
         """Activation restarts a node's forgetting curve."""
 
-    @op
-    async def bibliothek_zerfall(self, cfg: MemoryConfig, schritt_tage: float = 1.0) -> dict[str, Any]:
-        """`gewicht_decay` (seed 001 §3.2a): the library's weights on the LZG nodes' forgetting
-        curve, capped at `library_weight_cap`; {"verfallen": how many, "kleinstes": smallest or None}."""
-
 
 class Lesepfad(StoreModule):
     """memory/lesepfad.py"""
@@ -192,6 +187,11 @@ class Bibliothek(StoreModule):
         """A library entry and its topic vector. With `schluessel` (the pixie's idempotency key of a
         delegation and type) at most once: a second write with the same key returns the first
         entry's id and changes nothing."""
+
+    @op
+    async def zerfall(self, cfg: MemoryConfig, schritt_tage: float = 1.0) -> dict[str, Any]:
+        """`gewicht_decay` (seed 001 §3.2a): the library's weights on the LZG nodes' forgetting
+        curve, capped at `library_weight_cap`; {"verfallen": how many, "kleinstes": smallest or None}."""
 
     @op
     async def bestand(self, user_id: str, character_id: str) -> dict[str, int]:

@@ -10,9 +10,9 @@ with the same key.
   capped at 8, one hit per file. The seed measured it so (`keine Schwelle, Kappung 8`): the full cap
   always arrives, which is why the search key must carry the conversation's subject.
 
-The key reaches the turn's later nodes through the enricher's plugin hook (pipeline/plugins/
-such_vektor.py keeps it in `memory.plugins`); `suchschluessel` reads it there. Each call logs its hit
-count and records a decision entry under the calling node.
+The enricher writes the key into the turn's memory record (`MemoryRecord.such_vektor`, seed 001
+§4); `suchschluessel` reads it there. Each call logs its hit count and records a decision entry
+under the calling node.
 """
 from __future__ import annotations
 
@@ -24,8 +24,6 @@ from pipeline.state import MemoryRecord, Stimulus
 
 log = logging.getLogger("novaberg.dienste")
 
-SUCHSCHLUESSEL = "such_vektor"
-"""The need the two services declare, and the name under which the turn's memory record keeps it."""
 WISSEN_KAPPUNG = 5
 """Seed 001: the service `wissen` shares the library's query and threshold; only its cap differs (5 against 3)."""
 DATEIEN_KAPPUNG = 8
@@ -37,8 +35,7 @@ KEIN_BODEN = -1.0
 def suchschluessel(memory: MemoryRecord | None) -> list[float] | None:
     """The turn's search key as the enricher searched with it (after the perception gravity), or
     None when the turn searched no memory (nothing stored yet, or the human chain)."""
-    kept = memory.plugins.get(SUCHSCHLUESSEL, []) if memory is not None else []
-    return list(kept[0]["vektor"]) if kept else None
+    return list(memory.such_vektor) if memory is not None and memory.such_vektor is not None else None
 
 
 def _kosinus(hits: list[dict], feld: str) -> float | None:

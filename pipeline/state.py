@@ -149,6 +149,10 @@ class MemoryRecord(_Record):
     user_intentionen: list[str] = Field(default_factory=list)
     aktivierte_ziele: list[AktiviertesZiel] = Field(default_factory=list)
     """Stored with the human's session turn, without vectors (seed 001 §3.3a)."""
+    such_vektor: list[float] | None = None
+    """The turn's search key after the perception gravity (seed 001 §4, `such_vektor`): KZG, LZG,
+    library and file index searched with it; the services `wissen` and `dateien` get it as their
+    declared need (`pipeline/dienste.py`). None on a turn that searched no memory."""
     ziel_vektoren: dict[int, list[float]] = Field(default_factory=dict)
     """The vector of each activated goal by its id (seed 001 §4, `ziel_vektoren`); salience reads
     them for the curiosity boost of a knowledge gap (`pipeline/wissensluecken.py`)."""

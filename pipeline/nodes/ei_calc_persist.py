@@ -1,6 +1,10 @@
-"""ei_calc_persist: consolidate Nova's emotion state (computed state and perceived reply), let
-the pull of her emotional memories act on it (emotionale_gravitation), and persist it for the
-next turn's db_zugriff.
+"""ei_calc_persist: consolidate Nova's emotion state (computed state and perceived reply) and
+persist it for the next turn's db_zugriff.
+
+The pull of her emotional memories (emotionale_gravitation) acts once per turn: on this reply's
+emotion, before the responder, so the computed side consolidated here is the pulled one and the
+reply was written under it (decision `ei_calc_persist.gravitation` = `im_turn`). Only a turn
+whose pull had no emotion of ei_calc to act on (`gravitation.emotion` None) is pulled here.
 
 Only the next turn reads it, so it leaves the reply's path: the node writes the state as a
 record, and the dispatcher persists it in the turn's atomic commit (Redis, where the next turn's
@@ -38,11 +42,15 @@ def gezogen(emotion: str, arousal: float, g: GravitationRecord | None) -> tuple[
 
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
-    s, e, p = state.stimulus, state.emotion, state.nova_perzeption
-    emotion = p.emotion if p else (e.nova_emotion if e else "neutral")
-    arousal = round(0.5 * (p.arousal if p else 0.3) + 0.5 * (e.nova_arousal if e else 0.3), 4)
-    g = state.gravitation
-    emotion, arousal, zug = gezogen(emotion, arousal, g)
+    s, e, p, g = state.stimulus, state.emotion, state.nova_perzeption, state.gravitation
+    im_turn = g is not None and g.emotion is not None
+    berechnet = (g.emotion, g.arousal) if im_turn else ((e.nova_emotion, e.nova_arousal) if e else ("neutral", 0.3))
+    emotion = p.emotion if p else berechnet[0]
+    arousal = round(0.5 * (p.arousal if p else 0.3) + 0.5 * (berechnet[1] if berechnet[1] is not None else 0.3), 4)
+    if im_turn:  # the pull acted on this reply already: once per turn
+        zug = "im_turn"
+    else:
+        emotion, arousal, zug = gezogen(emotion, arousal, g)
     deps.trace.decision(NAME, "ei_calc_persist.gravitation", zug,
                         {"term": g.term if g else 0.0, "richtung": g.richtung if g else None,
                          "punkte": g.punkte if g else 0}, threshold=ZUG_RICHTUNG)

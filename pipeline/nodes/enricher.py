@@ -373,6 +373,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
              len(plugin_out.get("bibliothek", [])), len(aufzeichnungen))
     return {"memory": MemoryRecord(
         **base, kzg=kzg_hits, lzg_resonanz=resonanz, bibliothek=plugin_out.pop("bibliothek", []), plugins=plugin_out,
+        such_vektor=[float(x) for x in such_vektor],
         aufzeichnungen=aufzeichnungen, emotionale_gravitationspunkte=punkte)}
 
 

@@ -106,7 +106,7 @@ def _thinker_state(user, ch, memory: MemoryRecord) -> TurnState:
 
 def test_the_thinker_calls_both_services_with_the_turns_search_key(pool):
     user, ch = new_pair("dt")
-    key = MemoryRecord(plugins={dienste.SUCHSCHLUESSEL: [{"vektor": [float(x) for x in unit(0)]}]})
+    key = MemoryRecord(such_vektor=[float(x) for x in unit(0)])
 
     async def go(p):
         await _bibliothek(p, user, ch)

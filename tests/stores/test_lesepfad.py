@@ -151,6 +151,7 @@ def test_what_the_enricher_reads_at_the_turns_start_is_what_it_reads_with(stores
     once, before the enricher, and the enricher searches the memory they found instead of asking
     again."""
     user, ch = new_pair("lp-vor")
+    store_calls: list = []
 
     async def go(p):
         r = Redis.from_url(stores.redis_url)
@@ -170,6 +171,7 @@ def test_what_the_enricher_reads_at_the_turns_start_is_what_it_reads_with(stores
             before = [c[0] for c in store.calls]
             trace.chain = "character"
             out = (await run_node(enricher.NODE, state, deps))["memory"]
+            store_calls.extend(store.calls)
             return before, [c[0] for c in store.calls], embedder.prefetched, out
         finally:
             await r.aclose()
@@ -179,6 +181,9 @@ def test_what_the_enricher_reads_at_the_turns_start_is_what_it_reads_with(stores
     assert set(prefetched) == {"Wie heisst Annas Hund?"}  # the stimulus's vector, started early
     assert all(calls.count(op) == 1 for op in before) and calls.index("lesepfad.erinnern") >= len(before)
     assert out.lzg_resonanz["erinnerungen"][0]["inhalt"] == "Anna hat einen Hund namens Bello."
+    # the key it searched with travels in the state to the services wissen and dateien (seed 001 §4)
+    gesucht = next(c[1][3] for c in store_calls if c[0] == "lesepfad.erinnern")
+    assert out.such_vektor is not None and out.such_vektor == [float(x) for x in gesucht]
 
 
 def test_keyword_channel_reads_surroundings_stems_and_follows_new_neighbours(pool):

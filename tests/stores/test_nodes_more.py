@@ -215,6 +215,11 @@ def test_the_pull_of_emotional_memories_moves_novas_persisted_state():
     assert emotion == "freude" and arousal > 0.4 and ("ei_calc_persist.gravitation", "erregung") in d
     (emotion, arousal), d = saved(GravitationRecord(term=0.8, richtung="traurigkeit", punkte=4))
     assert emotion == "traurigkeit" and ("ei_calc_persist.gravitation", "richtung") in d
+    # the pull acted on this reply already (emotionale_gravitation): it is not applied a second time;
+    # what is kept consolidates the reply as perceived with the pulled state it was written under
+    (emotion, arousal), d = saved(GravitationRecord(term=0.8, richtung="traurigkeit", punkte=4,
+                                                    emotion="traurigkeit", arousal=0.8))
+    assert (emotion, arousal) == ("freude", 0.6) and ("ei_calc_persist.gravitation", "im_turn") in d
 
 
 def test_the_thinker_knows_the_anchor_this_turn_wrote():

@@ -291,7 +291,7 @@ def test_the_round_decays_the_librarys_weights(stores, migrated):
 def test_a_decay_that_fails_is_named_and_the_round_does_its_tasks(stores, migrated):
     class _Weg(_Store):
         async def _run(self, op, args, kwargs):
-            if op == "lzg.bibliothek_zerfall":
+            if op == "bibliothek.zerfall":
                 raise RuntimeError("store away")
             return await super()._run(op, args, kwargs)
 

@@ -1,23 +1,19 @@
 """The turn's search key reaches the services `wissen` and `dateien` (seed 001: `such_vektor`
-travels to them as their declared need): the enricher hands it to every plugin, the plugin
-`such_vektor` keeps it in the memory record, `dienste.suchschluessel` reads it there; the Thinker's
-protocol reads a call of either service."""
-import asyncio
+travels to them as their declared need): the enricher writes it into the memory record,
+`dienste.suchschluessel` reads it there (tests/stores/test_lesepfad.py runs the enricher); the
+Thinker's protocol reads a call of either service."""
 import re
 
-from pipeline import dienste, plugins
-from pipeline.plugins import such_vektor
+from pipeline import dienste
 from pipeline.state import MemoryRecord
 from pipeline.thinker.protokoll import REGEX, lesen
 
 
-def test_the_plugin_keeps_the_key_it_was_handed_and_the_services_read_it():
-    assert such_vektor in plugins.discover() and plugins.braucht_suchschluessel(such_vektor)
-    kept = asyncio.run(such_vektor.enrich(None, None, (0.6, 0.8, 0.0)))
-    memory = MemoryRecord(plugins={such_vektor.NAME: kept})
-    assert dienste.suchschluessel(memory) == [0.6, 0.8, 0.0]
-    assert asyncio.run(such_vektor.enrich(None, None, None)) == []  # a turn that searched nothing keeps none
-    assert dienste.suchschluessel(MemoryRecord()) is None and dienste.suchschluessel(None) is None
+def test_the_services_read_the_key_the_memory_record_carries():
+    assert dienste.suchschluessel(MemoryRecord(such_vektor=[0.6, 0.8, 0.0])) == [0.6, 0.8, 0.0]
+    # a turn that searched nothing carries none, through the job's JSON as well
+    leer = MemoryRecord.model_validate_json(MemoryRecord().model_dump_json())
+    assert dienste.suchschluessel(leer) is None and dienste.suchschluessel(None) is None
 
 
 def test_the_protocol_reads_a_service_call_with_and_without_a_question():
