@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel
 
 from core.wire import PairRetractRequest, RetractResult
-from memory import ruecknahme, session
+from memory import ruecknahme
 
 if TYPE_CHECKING:
     from pipeline.services import Services

@@ -11,7 +11,7 @@ with the same key.
   always arrives, which is why the search key must carry the conversation's subject.
 
 The enricher writes the key into the turn's memory record (`MemoryRecord.such_vektor`, seed 001
-§4); `suchschluessel` reads it there. Each call logs its hit count and records a decision entry
+§4); the calling node hands it on. Each call logs its hit count and records a decision entry
 under the calling node.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import logging
 from typing import Any
 
 from pipeline.services import Deps
-from pipeline.state import MemoryRecord, Stimulus
+from pipeline.state import Stimulus
 
 log = logging.getLogger("novaberg.dienste")
 
@@ -30,12 +30,6 @@ DATEIEN_KAPPUNG = 8
 """Seed 001: the service `dateien` has no threshold and a cap of 8."""
 KEIN_BODEN = -1.0
 """The lowest cosine there is: the dense channel's floor switched off."""
-
-
-def suchschluessel(memory: MemoryRecord | None) -> list[float] | None:
-    """The turn's search key as the enricher searched with it (after the perception gravity), or
-    None when the turn searched no memory (nothing stored yet, or the human chain)."""
-    return list(memory.such_vektor) if memory is not None and memory.such_vektor is not None else None
 
 
 def _kosinus(hits: list[dict], feld: str) -> float | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from pipeline import dienste
 from pipeline.node import Node
 from pipeline.reiz import retry_nutzlast
 from pipeline.services import Deps
@@ -112,7 +111,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     cache = ToolCache()  # lives exactly as long as this check
     hits, objekt = prior_research(state)
     budget = SearchBudget(sachlage_treffer=hits, sachlage_objekt=objekt)
-    tools = create_tools(deps, s, cache, budget, dienste.suchschluessel(state.memory))
+    tools = create_tools(deps, s, cache, budget, state.memory.such_vektor if state.memory else None)
 
     model = await deps.llm.model_name()
     today = today_text(deps.settings.timezone, s.received_at)
