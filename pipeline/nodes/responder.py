@@ -188,11 +188,13 @@ def farbton(state: TurnState) -> tuple[str, str]:
 
 
 def szene(state: TurnState, pr, model: str, now, ton: str) -> str:
-    """[SZENE]: landscape, her sector, the attitude's axes, the colour tone and the local time."""
+    """[SZENE]: landscape, her sector (of her emotion for this reply, after the pull of her
+    emotional memories), the attitude's axes, the colour tone and the local time."""
     l, e = state.landschaft, state.emotion
+    sektor = vocab.SEKTOR.get(ihr_zustand(state)[0], "neutral") if e else "neutral"
     return pr.render(NAME, "szene", model, character_name=state.pair.character_name,
                      landschaft=f"Landschaft: {l.cluster}. " if l else "",
-                     sektor=e.nova_sektor if e else "neutral", achsen=achsen(state.haltung), farbton=ton,
+                     sektor=sektor, achsen=achsen(state.haltung), farbton=ton,
                      wochentag=wochentag(now), datum=now.strftime("%d.%m.%Y"), uhrzeit=now.strftime("%H:%M"))
 
 

@@ -39,6 +39,9 @@ def test_a_strong_pull_turns_this_reply_s_emotion():
     assert "fuehlt gerade freude" not in zeile
     # her course starts with this turn's state after the pull
     assert responder.nova_verlauf(state)[0] == {"emotion": "traurigkeit", "arousal": g.arousal, "gewicht": 1.0}
+    # and [SZENE] places her in the sector of that emotion, not of the one before the pull
+    (_, user), _ = responder.build_messages(state, deps_for(ScriptedLLM()), "m")
+    assert "Sektor von Nova: traurigkeit." in user["content"].split("[SZENE]")[1]
 
 
 def test_a_weak_pull_raises_only_the_arousal_and_no_pull_leaves_her_as_ei_calc_computed():
