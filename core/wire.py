@@ -11,6 +11,7 @@ Like everything in `core/`, it imports nothing of the project.
 from __future__ import annotations
 
 import abc
+from datetime import datetime
 from typing import Annotated, Any, AsyncIterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -397,3 +398,59 @@ class RetractResult(BaseModel):
     failure: TurnFailure | None = None
     nichts: bool = False
     """Nothing to take back: the pair has no message of the human (409)."""
+
+
+# ---------------------------------------------------------------------------- the store: long-term memory's one write
+def knoten_text(zeitpunkt: datetime, zeitzone: str, sprecher: str, text: str) -> str:
+    """A spoken node's text, the one its vector is made from: the day it was said in the pair's
+    time zone, who said it, the words (`[04 December 2026] Person B: …`)."""
+    from zoneinfo import ZoneInfo
+
+    return f"[{zeitpunkt.astimezone(ZoneInfo(zeitzone)).strftime('%d %B %Y')}] {sprecher}: {text}"
+
+
+class Aeusserung(BaseModel):
+    """One side of an exchange as long-term memory keeps it: verbatim, with who said it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sprecher: str
+    """The name the text carries ("Person B", the character's name, an imported speaker)."""
+    beobachter: Literal["mensch", "nova"]
+    text: str = Field(min_length=1)
+    embedding: list[float]
+    """The vector of the node's text (`knoten_text`: date, speaker and the words)."""
+    quelle: str | None = None
+    """Its own source id (an imported turn's id); None: the episode's."""
+    emotion: str | None = None
+    arousal: float | None = None
+
+
+class Verdichtung(BaseModel):
+    """A memory distilled from an exchange (praegung): linked to the episode it came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inhalt: str = Field(min_length=1)
+    embedding: list[float]
+    dimension: str = "erlebnis"
+    emotion: str | None = None
+    arousal: float | None = None
+
+
+class Episode(BaseModel):
+    """What one exchange leaves in long-term memory (memory/lzg.py `episode_schreiben`, the one
+    write of LZG nodes for live turns and imports): its utterances in order and what was distilled
+    from it. Written once per `quelle` (a live turn's id; an import's session key)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    quelle: str
+    zeitpunkt: datetime
+    """When it was said (aware); the nodes' dates are read in `zeitzone`."""
+    zeitzone: str = "UTC"
+    aeusserungen: list[Aeusserung] = Field(default_factory=list)
+    verdichtungen: list[Verdichtung] = Field(default_factory=list)
+    anschluss_s: float | None = None
+    """Link the first utterance `nachbar` to the pair's newest utterance when that was said at most
+    this many seconds before (the same session); None: the episode opens a session."""

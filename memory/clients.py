@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Iterable, 
 if TYPE_CHECKING:
     from datetime import date, datetime
 
+    from core.wire import Episode
     from memory.beziehung import Beobachtung
     from memory.config import MemoryConfig
 
@@ -63,18 +64,10 @@ class Lzg(StoreModule):
     MODULE = "lzg"
 
     @op
-    async def add_nodes(self, user_id: str, character_id: str, nodes: Iterable[dict[str, Any]]) -> list[int]:
-        """Insert nodes (inhalt, embedding, and optional dimension, beobachter, emotion, arousal,
-        gewicht, quelle, zeitpunkt); returns their ids in order."""
-
-    @op
-    async def add_nodes_einmal(
-        self, user_id: str, character_id: str, quelle: str, nodes: Iterable[dict[str, Any]]
-    ) -> dict[str, Any]:
-        """Insert the nodes of one source once (each carries `quelle`): under a lock on the pair and
-        the source, a source that has nodes already gets those back and nothing is inserted, so two
-        deliveries of the same turn racing past a check still write once. Returns {"neu": True,
-        "ids": [new ids]} or {"neu": False, "ids": [the ids found]}."""
+    async def episode_schreiben(self, user_id: str, character_id: str, ep: Episode) -> dict[str, Any]:
+        """The one write of long-term memory nodes (live turns and imports): the exchange's
+        utterances verbatim and dated, linked `nachbar` in order and to the same session's previous
+        utterance, the distilled memories linked `herkunft` to them; once per `ep.quelle`."""
 
     @op
     async def knoten_der_quelle(self, user_id: str, character_id: str, quelle: str) -> list[int]:

@@ -104,6 +104,8 @@ _VERGESSEN = {
 async def vergessen(pool: AsyncConnectionPool, user_id: str, character_id: str, item_id: str) -> bool:
     """Forget one item (an id `auflisten` gave) and drop it from the before-images, in one
     transaction. False: no such item of the pair (an id of another kind raises ValueError)."""
+    from memory import lzg
+
     m = ID.match(item_id)
     if m is None:
         raise ValueError(f"not a memory id: {item_id!r}")
@@ -111,7 +113,10 @@ async def vergessen(pool: AsyncConnectionPool, user_id: str, character_id: str, 
         if m.group(1):
             tabelle, sql = _VERGESSEN[m.group(1)]
             row_id = int(m.group(2))
-            done = (await conn.execute(sql, {"id": row_id, "u": user_id, "c": character_id})).rowcount == 1
+            if m.group(1) == "knoten":  # its neighbours' surroundings forget its words too
+                done = await lzg.knoten_loeschen(conn, user_id, character_id, ids=[row_id]) == 1
+            else:
+                done = (await conn.execute(sql, {"id": row_id, "u": user_id, "c": character_id})).rowcount == 1
             if done:
                 await conn.execute("DELETE FROM turn_vorher WHERE user_id=%s AND tabelle=%s AND schluessel->>'id' = %s",
                                    (user_id, tabelle, str(row_id)))

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 from psycopg_pool import AsyncConnectionPool
 
+from core.wire import Episode, knoten_text
 from memory import vorher
 from memory.config import MemoryConfig
 from memory.vectors import normalise
@@ -53,8 +54,10 @@ async def _insert_nodes(conn, user_id: str, character_id: str, nodes: Iterable[d
 
 async def add_nodes(pool: AsyncConnectionPool, user_id: str, character_id: str,
                     nodes: Iterable[dict[str, Any]]) -> list[int]:
-    """Insert nodes (inhalt, embedding, and optional dimension, beobachter, emotion, arousal,
-    gewicht, quelle, zeitpunkt); returns their ids in order."""
+    """Insert nodes as they are (inhalt, embedding, and optional dimension, beobachter, emotion,
+    arousal, gewicht, quelle, zeitpunkt), unlinked; returns their ids in order. For test fixtures
+    and synthetic graphs only: what Nova remembers is written by `episode_schreiben`
+    (tests/unit/test_one_write_path.py holds it)."""
     async with pool.connection() as conn:
         async with conn.transaction():
             return await _insert_nodes(conn, user_id, character_id, nodes)
@@ -81,43 +84,112 @@ async def count_by_quelle(pool: AsyncConnectionPool, user_id: str, character_id:
         return {r[0]: r[1] for r in await cur.fetchall()}
 
 
-async def add_nodes_einmal(pool: AsyncConnectionPool, user_id: str, character_id: str, quelle: str,
-                           nodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Insert the nodes of one source once (each carries `quelle`): under a lock on the pair and
-    the source, a source that has nodes already gets those back and nothing is inserted, so two
-    deliveries of the same turn racing past a check still write once.
-    Returns {"neu": True, "ids": [new ids]} or {"neu": False, "ids": [the ids found]}."""
-    async with pool.connection() as conn:
-        async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
-                               (f"lzg_quelle:{user_id}:{character_id}:{quelle}",))
-            found = await _ids_der_quelle(conn, user_id, character_id, quelle)
-            if found:
-                return {"neu": False, "ids": found}
-            nodes = [dict(n, quelle=quelle) for n in nodes]
-            return {"neu": True, "ids": await _insert_nodes(conn, user_id, character_id, nodes)}
-
-
-async def add_synapses(pool: AsyncConnectionPool, edges: Iterable[tuple[int, int, float]], art: str = "assoziation") -> None:
-    """Undirected association: each edge is stored in both directions; a repeated edge keeps the
-    stronger weight."""
+async def _synapsen(conn, edges: Iterable[tuple[int, int, float]], art: str) -> None:
     rows = []
     for a, b, w in edges:
         rows += [(a, b, w, art), (b, a, w, art)]
     if not rows:
         return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO lzg_synapsen (von_id, nach_id, gewicht, art) VALUES (%s,%s,%s,%s)"
+            " ON CONFLICT (von_id, nach_id) DO UPDATE SET gewicht = GREATEST(lzg_synapsen.gewicht, EXCLUDED.gewicht)",
+            rows,
+        )
+        if art == "nachbar":  # a new neighbour changes the surroundings within two synapses
+            ends = sorted({r[0] for r in rows})
+            await cur.execute(
+                "SELECT nb_umfeld_aktualisieren(ARRAY(SELECT unnest(%s::bigint[]) UNION"
+                " SELECT nach_id FROM lzg_synapsen WHERE von_id = ANY(%s) AND art = 'nachbar'))", (ends, ends))
+
+
+async def add_synapses(pool: AsyncConnectionPool, edges: Iterable[tuple[int, int, float]], art: str = "assoziation") -> None:
+    """Undirected association: each edge is stored in both directions; a repeated edge keeps the
+    stronger weight."""
     async with pool.connection() as conn:
-        async with conn.cursor() as cur:
-            await cur.executemany(
-                "INSERT INTO lzg_synapsen (von_id, nach_id, gewicht, art) VALUES (%s,%s,%s,%s)"
-                " ON CONFLICT (von_id, nach_id) DO UPDATE SET gewicht = GREATEST(lzg_synapsen.gewicht, EXCLUDED.gewicht)",
-                rows,
-            )
-            if art == "nachbar":  # a new neighbour changes the surroundings within two synapses
-                ends = sorted({r[0] for r in rows})
-                await cur.execute(
-                    "SELECT nb_umfeld_aktualisieren(ARRAY(SELECT unnest(%s::bigint[]) UNION"
-                    " SELECT nach_id FROM lzg_synapsen WHERE von_id = ANY(%s) AND art = 'nachbar'))", (ends, ends))
+        await _synapsen(conn, list(edges), art)
+
+
+NACHBAR_GEWICHT = 0.6
+"""The synapse between consecutive utterances (`nachbar`): the read path's keyword channel reads a
+node's surroundings along it (memory/LESEPFAD.md)."""
+HERKUNFT_GEWICHT = 0.5
+"""The synapse between a distilled memory and the utterances it came from (`herkunft`)."""
+
+
+async def _vorgaenger(conn, user_id: str, character_id: str, ep: Episode) -> int | None:
+    """The pair's newest utterance, when it was said at most `anschluss_s` before this episode."""
+    if ep.anschluss_s is None:
+        return None
+    cur = await conn.execute(
+        "SELECT id FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND dimension='gespraech'"
+        " AND zeitpunkt IS NOT NULL AND zeitpunkt <= %s AND zeitpunkt >= %s - make_interval(secs => %s)"
+        " ORDER BY zeitpunkt DESC, id DESC LIMIT 1",
+        (user_id, character_id, ep.zeitpunkt, ep.zeitpunkt, ep.anschluss_s))
+    row = await cur.fetchone()
+    return row[0] if row else None
+
+
+async def episode_schreiben(pool: AsyncConnectionPool, user_id: str, character_id: str, ep: Episode) -> dict[str, Any]:
+    """The one write of long-term memory nodes, for live turns and imports alike (memory/LESEPFAD.md,
+    "One write path"): the exchange's utterances verbatim and dated (dimension `gespraech`,
+    observer by speaker), consecutive ones linked `nachbar`, the first to the pair's newest
+    utterance of the same session; the memories distilled from it linked to its utterances
+    (`herkunft`). Once per source: under a lock on the pair and `ep.quelle`, an episode whose
+    source (or one of its utterances' sources) has nodes already gets those back and nothing is
+    written, so two deliveries racing past a check still write once.
+    Returns {"neu", "ids" (all, in order), "episode" (utterances), "verdichtungen", "anschluss"}."""
+    quellen = sorted({ep.quelle, *(a.quelle for a in ep.aeusserungen if a.quelle)})
+    async with pool.connection() as conn, conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"lzg_quelle:{user_id}:{character_id}:{ep.quelle}",))
+        cur = await conn.execute("SELECT id FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND quelle = ANY(%s)"
+                                 " ORDER BY id", (user_id, character_id, quellen))
+        found = [r[0] for r in await cur.fetchall()]
+        if found:
+            return {"neu": False, "ids": found, "episode": [], "verdichtungen": [], "anschluss": None}
+        vorher = await _vorgaenger(conn, user_id, character_id, ep)
+        gesagt = await _insert_nodes(conn, user_id, character_id, [
+            {"inhalt": knoten_text(ep.zeitpunkt, ep.zeitzone, a.sprecher, a.text), "embedding": a.embedding,
+             "dimension": "gespraech", "beobachter": a.beobachter, "emotion": a.emotion, "arousal": a.arousal,
+             "quelle": a.quelle or ep.quelle, "zeitpunkt": ep.zeitpunkt} for a in ep.aeusserungen])
+        verdichtet = await _insert_nodes(conn, user_id, character_id, [
+            {"inhalt": v.inhalt, "embedding": v.embedding, "dimension": v.dimension[:30], "beobachter": "nova",
+             "emotion": v.emotion, "arousal": v.arousal, "quelle": ep.quelle, "zeitpunkt": ep.zeitpunkt}
+            for v in ep.verdichtungen])
+        kette = ([vorher] if vorher is not None else []) + gesagt
+        await _synapsen(conn, [(a, b, NACHBAR_GEWICHT) for a, b in zip(kette, kette[1:])], "nachbar")
+        await _synapsen(conn, [(v, g, HERKUNFT_GEWICHT) for v in verdichtet for g in gesagt], "herkunft")
+    return {"neu": True, "ids": gesagt + verdichtet, "episode": gesagt, "verdichtungen": verdichtet,
+            "anschluss": vorher}
+
+
+_NACHBARN_2 = """
+SELECT DISTINCT x FROM (
+    SELECT s1.nach_id AS x FROM lzg_synapsen s1 WHERE s1.von_id = ANY(%(ids)s) AND s1.art = 'nachbar'
+    UNION
+    SELECT s2.nach_id FROM lzg_synapsen s1 JOIN lzg_synapsen s2 ON s2.von_id = s1.nach_id AND s2.art = 'nachbar'
+    WHERE s1.von_id = ANY(%(ids)s) AND s1.art = 'nachbar'
+) n WHERE x <> ALL(%(ids)s)
+"""
+
+
+async def knoten_loeschen(conn, user_id: str, character_id: str, *, ids: list[int] | None = None,
+                          quellen: list[str] | None = None) -> int:
+    """Delete the pair's nodes (by id or by source), their synapses and postings with them, and
+    bring the keyword surroundings of their neighbours up to date: a deleted node's words leave
+    its neighbours' postings too, so what is forgotten or taken back is not found through the
+    utterance beside it. Runs in the caller's transaction; returns how many nodes went."""
+    cur = await conn.execute("SELECT id FROM lzg_knoten WHERE user_id=%s AND character_id=%s"
+                             " AND (id = ANY(%s) OR quelle = ANY(%s))", (user_id, character_id, ids or [], quellen or []))
+    weg = [r[0] for r in await cur.fetchall()]
+    if not weg:
+        return 0
+    cur = await conn.execute(_NACHBARN_2, {"ids": weg})
+    nachbarn = [r[0] for r in await cur.fetchall()]
+    n = (await conn.execute("DELETE FROM lzg_knoten WHERE id = ANY(%s)", (weg,))).rowcount
+    if nachbarn:
+        await conn.execute("SELECT nb_umfeld_aktualisieren(%s::bigint[])", (nachbarn,))
+    return n
 
 
 async def has_nodes(pool: AsyncConnectionPool, user_id: str, character_id: str) -> bool:

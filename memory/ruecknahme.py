@@ -50,7 +50,6 @@ _LOESCHEN: tuple[tuple[str, str], ...] = (
     ("charakter_anweisungen",
      "DELETE FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s AND turn_id = ANY(%s)"),
     ("ziele", "DELETE FROM ziele WHERE user_id=%s AND character_id=%s AND quelle_turn = ANY(%s)"),
-    ("lzg_knoten", "DELETE FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND quelle = ANY(%s)"),
     ("autonomous_wissen", "DELETE FROM autonomous_wissen WHERE user_id=%s AND character_id=%s"
                           " AND schluessel LIKE 'delegation:%%' AND split_part(schluessel, ':', 2) = ANY(%s)"),
     ("pair_profiles:schritte",
@@ -59,7 +58,8 @@ _LOESCHEN: tuple[tuple[str, str], ...] = (
      " AND EXISTS (SELECT 1 FROM unnest(profil_schritte) x WHERE split_part(x, ':', 2) = ANY(%s))"),
 )
 """What a turn wrote with its id, by table (docs/TURN_WRITES.md): deleted, or a lift undone. The
-long-term nodes take their postings and synapses along (`ON DELETE CASCADE`)."""
+long-term nodes go by `lzg.knoten_loeschen` (their postings and synapses with them, their
+neighbours' surroundings brought up to date)."""
 
 
 def _args(name: str, user_id: str, character_id: str, ids: list[str]) -> tuple:
@@ -78,7 +78,7 @@ async def zuruecknehmen(pool: AsyncConnectionPool, user_id: str, character_id: s
     regenerate or an edit) — their swipes move to it, and the replies `verworfen` (turn_id →
     reply) join them; without it their swipes go too. Running it again changes nothing more.
     Returns the rows changed per table."""
-    from memory import vorher  # the store deployment's import: Postgres' types
+    from memory import lzg, vorher  # the store deployment's import: Postgres' types
 
     ids = list(turn_ids)
     out: dict[str, int] = {}
@@ -88,6 +88,7 @@ async def zuruecknehmen(pool: AsyncConnectionPool, user_id: str, character_id: s
         out["turn_vorher"] = await vorher.zuruecksetzen(conn, user_id, character_id, ids)
         for name, sql in _LOESCHEN:
             out[name] = (await conn.execute(sql, _args(name, user_id, character_id, ids))).rowcount
+        out["lzg_knoten"] = await lzg.knoten_loeschen(conn, user_id, character_id, quellen=ids)
         out["antwort_varianten"] = await _varianten(conn, user_id, character_id, ids, varianten_an, verworfen or {})
     return out
 

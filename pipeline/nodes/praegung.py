@@ -1,17 +1,25 @@
-"""praegung (background): imprint — create long-term memory nodes from the turn, link them to the
-anchors that resonated, and let the human's profile grow slowly.
+"""praegung (background): imprint — write the exchange to long-term memory, with the memories
+distilled from it, link those to the anchors that resonated, and let the human's profile grow slowly.
 
-Once per turn: the nodes carry the turn as their source (`quelle`). A redelivered job finds them
+The exchange goes through long-term memory's one write (`lzg.episode_schreiben`, the same as an
+import's, memory/LESEPFAD.md "One write path"): both sides verbatim and dated in the pair's time
+zone, linked `nachbar` to each other and to the previous exchange of the same session (said at most
+`SITZUNG_LUECKE_S` before); the model's memories (or the turn's core on fallback) linked to the
+exchange they came from.
+
+Once per turn: every node carries the turn as its source (`quelle`). A redelivered job finds them
 (`lzg.knoten_der_quelle`) and neither asks the model nor writes (`praegung.ergebnis` =
-`schon_erledigt`); two deliveries racing past that check are settled by `lzg.add_nodes_einmal`,
-which inserts a source's nodes under a lock only while it has none. The synapses follow the new
-nodes only, the human's core grows through its own step (`praegung:{turn_id}`)."""
+`schon_erledigt`); two deliveries racing past that check are settled by the write, which inserts a
+source's nodes under a lock only while it has none. The synapses to the resonating anchors follow
+the new memories only, the human's core grows through its own step (`praegung:{turn_id}`)."""
 from __future__ import annotations
 
 import logging
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.wire import Aeusserung, Episode, Verdichtung, knoten_text
+from memory.session import PERSON_B
 from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
@@ -26,6 +34,10 @@ NODE = Node(
 )
 MAX_NEU = 2
 SYNAPSE_GEWICHT = 0.5
+SITZUNG_LUECKE_S = 6 * 3600
+"""An exchange continues the session of the one before when that was said at most six hours earlier
+(LoCoMo's sessions, the measure of the read path, lie days apart; a conversation's turns minutes).
+Set, not measured: the seeds name no session boundary for long-term memory."""
 MENSCH_KERN_SAETZE = 5
 """Sentences the human's core keeps; the oldest is dropped for a new one."""
 MENSCH_THEMEN_SAETZE = 3
@@ -49,15 +61,23 @@ class _Antwort(BaseModel):
 
 
 def _erinnerungen(answer: _Antwort | None, outcome: str, state: TurnState) -> tuple[list[dict], str]:
-    """What to remember, and where it came from: the model's memories, or — without a usable answer
-    or with nothing in it — the turn's core as it is (the named fallback `kern`)."""
+    """What to distil, and where it came from: the model's memories; without a usable answer or
+    with nothing in it, salience's core of the turn (the named fallback `kern`) — or nothing but the
+    exchange itself when the core is the message as it is (`nur_episode`: the episode keeps it
+    verbatim already, a copy would only take a place of the read)."""
     s, h = state.stimulus, state.hintergrund or HintergrundRecord()
     neu = [e.model_dump() for e in (answer.erinnerungen if answer else [])[:MAX_NEU] if e.inhalt.strip()]
     if neu:
         return neu, "modell"
+    kern = (h.kern or "").strip()
+    if not kern or kern == (s.user_prompt or "").strip():
+        log.warning("praegung: fallback nur_episode: the model gave no memory (%s) and the turn's core is the "
+                    "message itself; the exchange is remembered as it was said (%s:%s, turn %s)", outcome,
+                    s.user_id, s.character_id, s.turn_id)
+        return [], f"nur_episode_{outcome}"
     log.warning("praegung: fallback kern: the model gave no memory (%s); the turn's core is remembered as it is "
                 "(%s:%s, turn %s)", outcome, s.user_id, s.character_id, s.turn_id)
-    return [{"inhalt": (h.kern or s.text)[:300], "dimension": "erlebnis"}], f"kern_{outcome}"
+    return [{"inhalt": kern[:300], "dimension": "erlebnis"}], f"kern_{outcome}"
 
 
 def _schon_erledigt(deps: Deps, s: Stimulus, ids: list[int], wie: str) -> dict:
@@ -65,6 +85,26 @@ def _schon_erledigt(deps: Deps, s: Stimulus, ids: list[int], wie: str) -> dict:
              wie, ids)
     deps.trace.decision(NAME, ENTSCHEIDUNG, "schon_erledigt", {"knoten": ids, "erkannt": wie})
     return {}
+
+
+async def _episode(state: TurnState, deps: Deps, neu: list[dict]) -> Episode:
+    """The exchange as long-term memory keeps it: his message (none on her own impulse) and her
+    reply, each embedded as its node's text, and the distilled memories."""
+    s, zone = state.stimulus, deps.settings.timezone
+    p = state.perzeption
+    seiten = [(PERSON_B, "mensch", s.user_prompt, p.emotion if p else None, p.arousal if p else None),
+              (state.pair.character_name, "nova", current_reply(state), None, None)]
+    aeusserungen = []
+    for sprecher, beobachter, text, emotion, arousal in seiten:
+        if text and text.strip():
+            vec = await deps.embedder.embed(deps.trace, knoten_text(s.received_at, zone, sprecher, text))
+            aeusserungen.append(Aeusserung(sprecher=sprecher, beobachter=beobachter, text=text, embedding=vec,
+                                           emotion=emotion, arousal=arousal))
+    verdichtungen = [Verdichtung(inhalt=e["inhalt"], embedding=await deps.embedder.embed(deps.trace, e["inhalt"]),
+                                 dimension=e["dimension"][:30], emotion=p.emotion if p else None,
+                                 arousal=p.arousal if p else None) for e in neu]
+    return Episode(quelle=s.turn_id, zeitpunkt=s.received_at, zeitzone=zone, aeusserungen=aeusserungen,
+                   verdichtungen=verdichtungen, anschluss_s=SITZUNG_LUECKE_S)
 
 
 @NODE.runs
@@ -79,17 +119,10 @@ async def run(state: TurnState, deps: Deps) -> dict:
         "character_name": state.pair.character_name, "kern": h.kern or s.text, "mensch": s.text,
         "antwort": current_reply(state)})
     neu, quelle = _erinnerungen(answer, outcome, state)
-    emotion = state.perzeption.emotion if state.perzeption else None
-    arousal = state.perzeption.arousal if state.perzeption else None
-    nodes = []
-    for e in neu:
-        vec = await deps.embedder.embed(deps.trace, e["inhalt"])
-        nodes.append({"inhalt": e["inhalt"], "embedding": vec, "dimension": e["dimension"][:30], "beobachter": "nova",
-                      "emotion": emotion, "arousal": arousal, "quelle": s.turn_id})
-    out = await deps.store.lzg.add_nodes_einmal(s.user_id, s.character_id, s.turn_id, nodes)
+    out = await deps.store.lzg.episode_schreiben(s.user_id, s.character_id, await _episode(state, deps, neu))
     if not out["neu"]:  # a second delivery raced past the check: the source's lock decided
         return _schon_erledigt(deps, s, out["ids"], "beim_schreiben")
-    ids = out["ids"]
+    ids = out["verdichtungen"]
     resonanz = (state.memory.lzg_resonanz or {}).get("ids", [])[:3] if state.memory else []
     edges = [(new, old, SYNAPSE_GEWICHT) for new in ids for old in resonanz]
     if edges:
@@ -103,5 +136,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
         grenzen = {"mensch_kern": MENSCH_KERN_SAETZE, "mensch_themen": MENSCH_THEMEN_SAETZE}
         await deps.store.beziehung.profil_wachsen(s.user_id, s.character_id, f"{NAME}:{s.turn_id}", saetze,
                                                   {f: grenzen[f] for f in saetze})
-    deps.trace.decision(NAME, ENTSCHEIDUNG, quelle, {"knoten": ids, "kanten": len(edges)})
+    deps.trace.decision(NAME, ENTSCHEIDUNG, quelle, {"knoten": ids, "episode": out["episode"],
+                                                     "anschluss": out["anschluss"], "kanten": len(edges)})
     return {}

@@ -10,6 +10,7 @@ import pytest
 
 from memory import beziehung, erinnerungen, lzg, notizen, pg, ruecknahme, timeline, ziele
 from tests.conftest import unit
+from core.wire import Episode, Verdichtung
 
 
 def _job(user: str, ch: str, t: str, text: str) -> dict:
@@ -27,8 +28,8 @@ async def _scenario(stores):
         await pg.write_turn_job(pool, _job(user, ch, t1, "Ich segle gern."))
         await beziehung.profil_wachsen(pool, user, ch, f"praegung:{t1}", {"mensch_kern": "Ida segelt gern."},
                                        {"mensch_kern": 5})
-        await lzg.add_nodes_einmal(pool, user, ch, t1, [{"inhalt": "Ida segelt auf dem Wannsee", "embedding": unit(1),
-                                                           "quelle": t1}])
+        await lzg.episode_schreiben(pool, user, ch, Episode(quelle=t1, zeitpunkt=datetime.now(timezone.utc), verdichtungen=[
+            Verdichtung(inhalt="Ida segelt auf dem Wannsee", embedding=unit(1).tolist())]))
         note = await notizen.create(pool, user, "Segeln", "Boot putzen", turn_id=t1, schritt="n:0")
         await pg.write_turn_job(pool, _job(user, ch, t2, "Ich habe Angst vor Hunden."))
         await beziehung.profil_wachsen(pool, user, ch, f"praegung:{t2}", {"mensch_kern": "Ida hat Angst vor Hunden."},

@@ -12,6 +12,8 @@ from pipeline.state import PairRecord, RouteRecord, Stimulus, TurnState
 from tests.conftest import with_pool
 from tests.scripted_llm import PoolStore, ScriptedLLM, deps_for
 from pipeline.runner import run_node
+from datetime import datetime, timezone
+from core.wire import Episode, Verdichtung
 
 # at most three orders a turn (planner.MAX_AUFTRAEGE): two turns' plans cover the four agents that write
 PLAENE = {
@@ -120,14 +122,17 @@ def test_a_redelivered_background_job_imprints_its_memories_once(pool):
         after_first = await counts(p, user)
         again, llm = await deliver(p, user, resonanz)
         # a delivery that raced past the check: the source's lock admits the nodes once
-        race = await lzg.add_nodes_einmal(p, user, "nova", "t1", [{"inhalt": "doppelt", "embedding": unit(3)}])
+        race = await lzg.episode_schreiben(p, user, "nova", Episode(
+            quelle="t1", zeitpunkt=datetime.now(timezone.utc),
+            verdichtungen=[Verdichtung(inhalt="doppelt", embedding=unit(3).tolist())]))
         return first, after_first, again, llm, race, await counts(p, user), \
             await lzg.knoten_der_quelle(p, user, "nova", "t1")
 
     first, after_first, again, llm, race, after, ids = asyncio.run(with_pool(pool, go))
     assert ("praegung.ergebnis", "modell") in first
-    # two memories of the turn, each linked both ways to the two resonating anchors
-    assert after_first == (4, 2, 2 * 2 * 2, "Person B sorgt sich um Bello.")
+    # the exchange (two utterances, linked both ways) and two memories of the turn, each linked both
+    # ways to the exchange and to the two resonating anchors
+    assert after_first == (2 + 2 + 2, 4, 2 + 2 * 2 * 2 + 2 * 2 * 2, "Person B sorgt sich um Bello.")
     assert again == [("praegung.ergebnis", "schon_erledigt")] and llm.calls == []
-    assert race == {"neu": False, "ids": ids} and len(ids) == 2
+    assert (race["neu"], race["ids"]) == (False, ids) and len(ids) == 4
     assert after == after_first

@@ -59,7 +59,7 @@ def test_long_term_memory_is_read_one_way_only():
                         continue  # the plain nearest-neighbour baseline the read path is measured against
                     assert not any(r in text for r in lzg_reads), f"{rel} reads the LZG by itself: {text[:80]}"
     assert [op for op in OPS if op.startswith("lzg.") and op not in {
-        "lzg.add_nodes", "lzg.add_nodes_einmal", "lzg.knoten_der_quelle", "lzg.add_synapses", "lzg.has_nodes",
+        "lzg.episode_schreiben", "lzg.knoten_der_quelle", "lzg.add_synapses", "lzg.has_nodes",
         "lzg.touch"}] == []
     readers = {"pipeline/nodes/enricher.py": "lesepfad.erinnern", "pipeline/thinker/tools.py": "lesepfad.erinnern",
                "actors/pixie.py": "lesepfad.erinnern", "cluster/memory_cli.py": "erinnern",
