@@ -5,7 +5,10 @@ call a short sentence (the Thinker's protocol line where the prompt asks for one
 neu` every free text of an answer carries a word drawn from the request (`x` and six hex digits of
 its hash), as a model words each turn anew: profiles, notes and memories then grow turn by turn as
 they do with a real engine, and what a node's prompt shows of them changes; with `fest` (the
-default) every free text is `x`, and the background writes a profile sentence once. Point the
+default) every free text is `x`, and the background writes a profile sentence once. With
+`--transkript FILE` (a transcript engine, bench/locomo_live.py) the responder answers each message
+of a conversation with the line the file gives for it (`{"antworten": {message: reply}}`) and every
+free text of a structured answer is empty, the smallest a schema allows. Point the
 `openai` backend at it:
 
     python -m bench.standin --port 8099 --latency-ms 200 [--worte neu] &
@@ -64,7 +67,7 @@ def instance(schema: dict[str, Any], text: str = "x", hoch: bool = False) -> Any
         if t == "array":
             return []
         if t == "string":
-            return text if "pattern" not in s else "2026-01-01"
+            return (text or "x" * s.get("minLength", 0)) if "pattern" not in s else "2026-01-01"
         if t in ("number", "integer"):
             return s.get("maximum", 1) if hoch else 0
         if t == "boolean":
@@ -74,24 +77,42 @@ def instance(schema: dict[str, Any], text: str = "x", hoch: bool = False) -> Any
     return make(schema)
 
 
-def answer(body: dict[str, Any], worte: str = "fest", zahlen: str = "null") -> str:
-    text = wort(body) if worte == "neu" else "x"
+AKTUELL = "[AKTUELLER PROMPT]\nDies ist die aktuelle Nachricht von Person B. Der Verlauf davor war Hintergrund.\n"
+"""The responder's block that carries the message it answers (prompts/default/responder.task.txt)."""
+
+
+def transkript_antwort(body: dict[str, Any], antworten: dict[str, str]) -> str | None:
+    """The transcript's reply to the message the responder's prompt answers; None for another call."""
+    prompt = str(body.get("messages", [{}])[-1].get("content", ""))
+    if AKTUELL not in prompt:
+        return None
+    nachricht = prompt.split(AKTUELL, 1)[1].split("\n\n[", 1)[0].strip()
+    return antworten.get(nachricht, "Mhm.")
+
+
+def answer(body: dict[str, Any], worte: str = "fest", zahlen: str = "null",
+           antworten: dict[str, str] | None = None) -> str:
+    text = "" if antworten is not None else wort(body) if worte == "neu" else "x"
     fmt = body.get("response_format") or {}
     if fmt.get("type") == "json_schema":
         return json.dumps(instance(fmt["json_schema"]["schema"], text, hoch=zahlen == "hoch"))
+    if antworten is not None and (zeile := transkript_antwort(body, antworten)) is not None:
+        return zeile
     prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
     if "ERGEBNIS:" in prompt:
         return "ERGEBNIS: OK"
     return SATZ if worte == "fest" else f"{SATZ[:-1]} und von {text}."
 
 
-def app(latency_s: float, worte: str = "fest", zahlen: str = "null"):
+def app(latency_s: float, worte: str = "fest", zahlen: str = "null", transkript: str | None = None):
     from aiohttp import web
+
+    antworten = json.loads(open(transkript, encoding="utf-8").read())["antworten"] if transkript else None
 
     async def completions(request):
         body = await request.json()
         await asyncio.sleep(latency_s)
-        text, n = answer(body, worte, zahlen), 0
+        text, n = answer(body, worte, zahlen, antworten), 0
         n = len(text.split())
         usage = {"prompt_tokens": sum(len(str(m.get("content", ""))) // 4 for m in body.get("messages", [])),
                  "completion_tokens": n}
@@ -118,11 +139,12 @@ def app(latency_s: float, worte: str = "fest", zahlen: str = "null"):
     return a
 
 
-def start(port: int, latency_ms: float, worte: str = "fest", zahlen: str = "null") -> subprocess.Popen:
+def start(port: int, latency_ms: float, worte: str = "fest", zahlen: str = "null",
+          transkript: str | None = None) -> subprocess.Popen:
     """The stand-in in its own process (it must not share the measured process's CPU); returns
     when it answers."""
     proc = subprocess.Popen([sys.executable, "-m", "bench.standin", "--port", str(port), "--latency-ms", str(latency_ms),
-                             "--worte", worte, "--zahlen", zahlen],
+                             "--worte", worte, "--zahlen", zahlen, *(["--transkript", transkript] if transkript else [])],
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -147,8 +169,10 @@ def main() -> None:
                     help="free text always `x` (fest) or worded anew for every request (neu)")
     ap.add_argument("--zahlen", choices=ZAHLEN, default="null",
                     help="numbers the smallest allowed (null) or the largest (hoch)")
+    ap.add_argument("--transkript", help="a transcript engine: the responder answers each message with this file's reply")
     args = ap.parse_args()
-    web.run_app(app(args.latency_ms / 1000, args.worte, args.zahlen), host="127.0.0.1", port=args.port, print=None, access_log=None)
+    web.run_app(app(args.latency_ms / 1000, args.worte, args.zahlen, args.transkript), host="127.0.0.1", port=args.port,
+                print=None, access_log=None)
 
 
 if __name__ == "__main__":

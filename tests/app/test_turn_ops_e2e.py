@@ -19,7 +19,8 @@ pytestmark = pytest.mark.e2e
 
 VERGAENGLICH = {"created_at", "updated_at", "time", "zuletzt", "anker", "verstaerkt_am", "stand", "received_at",
                 "timings", "at", "exported_at", "id", "nr", "von_id", "nach_id", "knoten_id", "ms", "dauer_ms",
-                "beginn", "seq", "knoten", "ziele", "lzg_resonanz_ids"}
+                "beginn", "seq", "knoten", "ziele", "lzg_resonanz_ids", "episode", "anschluss",
+                "zeitpunkt"}
 """Fields that differ between two pairs that had the same conversation: clocks and durations, the
 order in which nodes that ran side by side were logged, and the serial ids of rows."""
 EIGENE = ("zurueckgenommen:", "ruecknahme:", "pair:seq", "inflight:", "selftrigger:", "novaberg:outbox")
