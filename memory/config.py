@@ -28,6 +28,11 @@ class MemoryConfig(BaseModel):
     """Weight of the dense channel's z-score in the fused score."""
     lesepfad_gewicht_stichwort: float = Field(default=1.0, ge=0)
     """Weight of the keyword channel's (BM25) z-score in the fused score."""
+    lesepfad_boden: float = Field(default=0.40, ge=-1, le=1)
+    """The read's floor (seed 001 §3.3: "Cold Start ist bei ankerlosen Prompts die richtige
+    Antwort"): a read whose best anchor's cosine to the question stays below it returns nothing.
+    The seed's anchor floor 0.40; measured for MiniLM on the anchorless set (memory/LESEPFAD.md,
+    "A floor"). -1 switches it off."""
     thinker_top_k: int = Field(default=20, ge=1)
     """The Thinker's memory_search: the read path's top 20 (seed 000), no floor."""
     spreading_depth: int = Field(default=2, ge=0, le=5)

@@ -381,8 +381,13 @@ def _resonanz_melden(deps: Deps, resonanz: dict | None) -> list:
     """Seed 001 §4: every long-term read names how many memories it read and which
     (`lzg_resonanz_count`, `lzg_resonanz_ids`), a read that found nothing, or did not run, too —
     in the log line and as the turn's `enricher.lzg_resonanz` entry (the pipeline log, where the
-    threshold is calibrated from real turns)."""
+    threshold is calibrated from real turns). A read the floor emptied is `cold_start`, with the best
+    anchor's cosine against the floor."""
     ids = list(resonanz["ids"]) if resonanz else []
-    deps.trace.decision(NAME, "enricher.lzg_resonanz", "gelesen" if resonanz is not None else "nicht_gelesen",
-                        {"lzg_resonanz_count": len(ids), "lzg_resonanz_ids": ids})
+    rahmen = (resonanz or {}).get("rahmen", {})
+    outcome = "nicht_gelesen" if resonanz is None else "cold_start" if rahmen.get("kaltstart") else "gelesen"
+    extra = {"bester_kosinus": rahmen["bester_kosinus"]} if rahmen.get("kaltstart") else {}
+    deps.trace.decision(NAME, "enricher.lzg_resonanz", outcome, {"lzg_resonanz_count": len(ids),
+                                                                "lzg_resonanz_ids": ids, **extra},
+                        threshold=deps.services.memory_cfg.lesepfad_boden)
     return ids

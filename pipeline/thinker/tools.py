@@ -198,7 +198,7 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
         vector = await deps.embedder.embed(deps.trace, arg)
         cfg = deps.services.memory_cfg  # the memory read path: top thinker_top_k (20), no floor, no spreading (§4.3)
         rows = (await store.lesepfad.erinnern(user_id, character_id, arg, vector, cfg,
-                                 k=cfg.thinker_top_k, ausbreiten=False))["erinnerungen"]
+                                              k=cfg.thinker_top_k, ausbreiten=False, boden=False))["erinnerungen"]
         if not rows:
             return "Keine Eintraege im Langzeitgedaechtnis."
         regeln.erinnerungen += [r["inhalt"] for r in rows]

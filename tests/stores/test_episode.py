@@ -150,7 +150,7 @@ def test_what_she_wrote_in_conversation_is_recalled_through_its_surroundings(poo
         await _turn(p, user, ch, "t2", "Nur eine Impfung.", "Dann ist ja alles gut.", t + timedelta(minutes=1))
         await _turn(p, user, ch, "t3", "Ich koche heute Suppe.", "Lecker!", t + timedelta(minutes=30))
         await _turn(p, user, ch, "t4", "Mit Karotten.", "Klingt gut.", t + timedelta(minutes=31))
-        cfg = MemoryConfig(lesepfad_gewicht_dicht=0.0)
+        cfg = MemoryConfig(lesepfad_gewicht_dicht=0.0, lesepfad_boden=-1)  # the keyword channel alone
         return await erinnern(p, user, ch, "Was hat der Tierarzt beim Hund gemacht?", _vec("?"), cfg, k=3,
                               ausbreiten=False)
 

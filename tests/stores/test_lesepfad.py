@@ -190,7 +190,7 @@ def test_keyword_channel_reads_surroundings_stems_and_follows_new_neighbours(poo
     """Vectors orthogonal to the question leave the keyword channel alone to rank: a turn is found by
     a word only its neighbour holds once the two are linked as `nachbar`, English and German words
     match their other forms, and a node with nothing in common stays last."""
-    cfg = MemoryConfig(lesepfad_k=10)
+    cfg = MemoryConfig(lesepfad_k=10, lesepfad_boden=-1)  # orthogonal vectors: the keyword channel alone ranks
 
     async def go(p):
         user, ch = new_pair("lp-kw")
@@ -241,6 +241,34 @@ def test_what_comes_back_is_bounded_and_carries_its_paths(pool):
     assert "Leuchtturm" in assoziiert[0]["eingefallen_ueber"]
     assert all(e["tiefe"] == 0 for e in ohne["erinnerungen"]) and len(ohne["ids"]) == 3
     assert len(mehr["ids"]) == 9 and len(set(mehr["ids"])) == 9
+
+
+def test_an_anchorless_turn_recalls_nothing_and_says_so(pool, caplog):
+    """Seed 001 §3.3: cold start is the right answer to an anchorless prompt. A read whose best
+    anchor lies below the floor returns nothing under the named fallback `cold_start`; a question
+    with an anchor above it reads as before; the Thinker's fact check takes no floor (seed 000)."""
+    import logging
+
+    from tests.conftest import at_cosine
+
+    cfg = MemoryConfig(lesepfad_boden=0.40)
+
+    async def go(p):
+        user, ch = new_pair("lp-boden")
+        await lzg.add_nodes(p, user, ch, [{"inhalt": "Anna hat einen Hund namens Bello.", "embedding": unit(0)},
+                                          {"inhalt": "Anna malt gern.", "embedding": unit(1)}])
+        unter = await erinnern(p, user, ch, "Hallo, wie gehts?", at_cosine(0.39, axis=2), cfg)
+        ueber = await erinnern(p, user, ch, "Wie heisst der Hund?", at_cosine(0.41, axis=2), cfg)
+        pruefung = await erinnern(p, user, ch, "Hallo, wie gehts?", at_cosine(0.39, axis=2), cfg, ausbreiten=False, boden=False)
+        return unter, ueber, pruefung
+
+    with caplog.at_level(logging.INFO, logger="novaberg.lesepfad"):
+        unter, ueber, pruefung = asyncio.run(with_pool(pool, go))
+    assert unter["erinnerungen"] == [] and unter["ids"] == []
+    assert unter["rahmen"]["kaltstart"] is True and abs(unter["rahmen"]["bester_kosinus"] - 0.39) < 1e-3
+    assert "fallback cold_start" in caplog.text
+    assert ueber["erinnerungen"][0]["inhalt"] == "Anna hat einen Hund namens Bello." and "kaltstart" not in ueber["rahmen"]
+    assert len(pruefung["erinnerungen"]) == 2
 
 
 def test_nothing_stored_reads_nothing(pool):

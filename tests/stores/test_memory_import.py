@@ -44,7 +44,7 @@ def test_round_trip(stores, migrated, minilm):
             stats = await import_conversation(p, r, user, ch, turns, "Anna", embed_with(minilm))
             assert stats == {"turns": 5, "lzg_nodes": 5, "synapses": 3, "kzg_entries": 5}
             everything = (await erinnern(p, user, ch, "x", embed_with(minilm)(["x"])[0],
-                                         for_model("all-minilm-l6-v2"), k=50))["erinnerungen"]
+                                         for_model("all-minilm-l6-v2"), k=50, boden=False))["erinnerungen"]
             assert sorted(h["quelle"] for h in everything) == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
             beobachter = {h["quelle"]: h["beobachter"] for h in everything}
             assert beobachter["D1:1"] == "mensch" and beobachter["D1:2"] == "nova"
