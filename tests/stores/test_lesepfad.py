@@ -118,6 +118,36 @@ def test_the_enricher_reads_through_the_path_with_the_pairs_configuration(stores
     assert entry["inputs"] == {"lzg_resonanz_count": len(direct["ids"]), "lzg_resonanz_ids": list(direct["ids"])}
 
 
+def test_a_read_the_floor_empties_is_named_in_the_turns_log(stores, migrated):
+    """Seed 001 §4 for a read the floor emptied: the entry names it (`cold_start`), with no
+    memory read, none handed on, and the best cosine against the floor."""
+    user, ch = new_pair("lp-kalt")
+
+    class _Fern(_Embedder):
+        async def embed(self, trace, text):
+            return unit(7).tolist()  # orthogonal to every memory: no anchor
+
+    async def go(p):
+        r = Redis.from_url(stores.redis_url)
+        try:
+            await lzg.add_nodes(p, user, ch, [{"inhalt": "Anna hat einen Hund namens Bello.", "embedding": unit(0)}])
+            services = Services(settings=Settings(), llm=ScriptedLLM({"query_rewrite": ["Hallo"]}),
+                                embedder=_Fern(), store=PoolStore(p), redis=r, prompts=PromptLibrary())
+            state = TurnState(stimulus=Stimulus(user_id=user, character_id=ch, turn_id="t1", user_prompt="Hallo!"))
+            trace = TurnTrace(user, ch, "t1")
+            trace.chain = "character"
+            out = (await run_node(enricher.NODE, state, Deps(services, trace)))["memory"]
+            return out, trace, services.memory_cfg
+        finally:
+            await r.aclose()
+
+    out, trace, cfg = asyncio.run(with_pool(migrated.database_url, go))
+    assert out.lzg_resonanz["erinnerungen"] == [] and out.lzg_resonanz["rahmen"]["kaltstart"] is True
+    [entry] = [r for r in trace.rows if r.get("entscheidung") == "enricher.lzg_resonanz"]
+    assert (entry["outcome"], entry["threshold"]) == ("cold_start", cfg.lesepfad_boden)
+    assert entry["inputs"] == {"lzg_resonanz_count": 0, "lzg_resonanz_ids": [], "bester_kosinus": 0.0}
+
+
 def test_a_pair_without_memory_names_an_empty_read_too(stores, migrated, caplog):
     """No memory to search: the read does not run, and its entry and log line still say how many
     memories were read and which — none."""
