@@ -1,7 +1,9 @@
 """agent_dispatch (seed 003): the generic router to the agents. It knows only the registry; each
 agent gets the state cut to its declared need (`BEDARF`, each record withheld logged). A
 missing dispatch and an agent's exception become `AgentResult(status="fehler")` and the chain
-goes on; `agent_name` is reset after each call. Delivered and processed counts per agent and
+goes on; `agent_name` is reset after each call. An agent that declares `memory` gets the turn's
+memory record, and with it the search key (`such_vektor`) the services `wissen` and `dateien`
+read with (pipeline/dienste.py; seed 001: "denen `such_vektor` als angemeldeter Bedarf mitwandert"). Delivered and processed counts per agent and
 chain live in Redis, so a restart does not zero them (memory/agent_quoten.py; the router counts
 the denominator)."""
 from __future__ import annotations
@@ -19,9 +21,9 @@ from pipeline.state import AgentResult, PlanRecord, TurnState
 NAME = "agent_dispatch"
 NODE = Node(
     name=NAME,
-    reads=("stimulus", "plan", "route", "pair"),
+    reads=("stimulus", "plan", "route", "pair", "memory"),
     writes=("plan",),
-    store_reads=("notizen", "timeline", "beziehung"),
+    store_reads=("notizen", "timeline", "beziehung", "bibliothek", "aufzeichnungen"),
     store_writes=("notizen", "timeline", "beziehung", "zaehler"),
 )
 

@@ -12,7 +12,7 @@ from pipeline.nodes import thinker
 from pipeline.runner import run_node
 from pipeline.state import DraftRecord, MemoryRecord, PairRecord, RouteRecord, Stimulus, TurnState
 from tests.conftest import at_cosine, new_pair, unit, with_pool
-from tests.scripted_llm import PoolStore, ScriptedLLM, deps_for
+from tests.scripted_llm import PoolStore, ScriptedLLM, Zaehler, deps_for
 
 DARUEBER = [0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.5001]
 DARUNTER = [0.4999, 0.3]
@@ -149,3 +149,35 @@ def test_without_a_search_key_the_thinker_reads_nothing_and_says_so(pool, caplog
     assert "keinen Suchschluessel" in wissen and "keinen Suchschluessel" in dateien
     assert not [r for r in deps.trace.rows if str(r.get("entscheidung", "")).startswith("thinker.dienst_")]
     assert "wissen fallback kein_suchschluessel" in caplog.text and "dateien fallback kein_suchschluessel" in caplog.text
+
+
+def test_an_agent_that_declares_the_memory_calls_the_services_with_the_turns_key(pool, monkeypatch):
+    """Seed 001: the services get `such_vektor` as a declared need: an agent that declares the
+    memory record receives the turn's key through the dispatch and reads the library with it."""
+    from pipeline import agents
+    from pipeline.nodes import agent_dispatch
+    from pipeline.state import AgentResult, Auftrag, PlanRecord
+
+    user, ch = new_pair("da")
+    gesehen: dict = {}
+
+    async def bibliothekar(state, deps):
+        hits = await dienste.wissen(deps, state.stimulus, state.memory.such_vektor, "agent_dispatch")
+        gesehen["titel"] = [h["titel"] for h in hits]
+        return AgentResult(agent_name="bibliothekar", status="abgeschlossen")
+
+    monkeypatch.setitem(agents.registry(), "bibliothekar", bibliothekar)
+    monkeypatch.setattr(agents, "bedarf", lambda name: ("plan", "memory") if name == "bibliothekar" else ("plan",))
+
+    async def go(p):
+        await _bibliothek(p, user, ch)
+        state = _thinker_state(user, ch, MemoryRecord(such_vektor=[float(x) for x in unit(0)]))
+        state.plan = PlanRecord(agent_name="bibliothekar", auftrag=Auftrag(agent="bibliothekar", aktion="suchen"))
+        deps = _deps(p, user, ch)
+        deps.services.redis = Zaehler()  # the router's and the dispatch's counters
+        await run_node(agent_dispatch.NODE, state, deps)
+        return deps
+
+    deps = asyncio.run(with_pool(pool, go))
+    assert gesehen["titel"] == ["W0", "W1", "W2", "W3", "W4"]
+    assert [r["outcome"] for r in deps.trace.rows if r.get("entscheidung") == "agent_dispatch.dienst_wissen"] == ["treffer"]

@@ -41,7 +41,8 @@ def test_an_agent_sees_only_what_it_declared(monkeypatch, caplog):
     with pytest.raises(NodeContractError):  # in the node's view, not declared by the agent: an error, not a None
         got.pair
     said = [r.getMessage() for r in caplog.records if "not in its declared need" in r.getMessage()]
-    assert said == ["agent_dispatch: spion gets no pair (not in its declared need)"]
+    assert said == ["agent_dispatch: spion gets no memory (not in its declared need)",
+                    "agent_dispatch: spion gets no pair (not in its declared need)"]
     assert out["plan"].agent_results[-1].status == "abgeschlossen"
 
 
