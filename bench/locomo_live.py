@@ -13,7 +13,9 @@ engine's `Mhm.`. The same conversations are imported into pairs of their own
 (`memory.importer`). Then every question of categories 1–4 is asked of both through the read path
 (`lesepfad.erinnern`, the product's configuration), and the share of its evidence turns among the
 memories returned is recall@5/@10; a live memory counts for the turns it holds (its exchange's
-message or reply). Printed beside them: the replay's turns/s, and how many stored replies are the
+message or reply). The live pair's memory names the two by their roles (`Person B`, Nova), the
+imported one by the speakers' names: the live pair is asked the question with the names put in
+roles (`in_rollen`). Printed beside them: the replay's turns/s, and how many stored replies are the
 transcript's line (the review may change a reply; the stand-in's tribunal approves).
 
     python -m bench.locomo_live [--conversations 5] [--sessions N] [--standin-ms 0] [--out report.json]
@@ -65,6 +67,15 @@ def austausche(data: dict, ci: int, max_sessions: int | None) -> list[Austausch]
             else:  # the session opens with the other speaker
                 out.append(Austausch(f"live{ci}-s{n}-{i}", OEFFNUNG, t["text"], [], [t["dia_id"]]))
     return out
+
+
+def in_rollen(frage: str, person: str, figur: str) -> str:
+    """A LoCoMo question as the live pair's memory names the two: the person is `Person B` there
+    and the other speaker is Nova (the node texts carry the roles, not the speakers' names; the
+    imported pair's carry the names and is asked the question as it is)."""
+    for name, rolle in ((person, "Person B"), (figur, "Nova")):
+        frage = re.sub(rf"\b{re.escape(name)}\b", rolle, frage)
+    return frage
 
 
 def transkript(alle: list[list[Austausch]]) -> dict[str, str]:
@@ -147,10 +158,14 @@ async def fragen(settings, raw: list, alle: list[list[Austausch]]) -> dict:
                   {(ex.turn_id, "nova"): ex.ids_antwort for ex in conv}
             asked = [qa for qa in data["qa"] if qa.get("category") in (1, 2, 3, 4) and qa.get("evidence")
                      and set(qa["evidence"]) <= gespielt]
-            for qa, qv in zip(asked, embed([qa["question"] for qa in asked]) if asked else []):
+            a, b = data["conversation"]["speaker_a"], data["conversation"]["speaker_b"]
+            gefragt = {"import": [qa["question"] for qa in asked],
+                       "live": [in_rollen(qa["question"], a, b) for qa in asked]}
+            vektoren = {arm: embed(qs) if qs else [] for arm, qs in gefragt.items()}
+            for n, qa in enumerate(asked):
                 ev = set(qa["evidence"])
                 for arm, user in (("live", f"live{ci}"), ("import", f"import{ci}")):
-                    got = (await erinnern(pool, user, "nova", qa["question"], qv, cfg))["erinnerungen"]
+                    got = (await erinnern(pool, user, "nova", gefragt[arm][n], vektoren[arm][n], cfg))["erinnerungen"]
                     ranked = [set(dia.get((m["quelle"], m["beobachter"]), [])) if arm == "live" else {m["quelle"]}
                               for m in got]
                     at = [set().union(*ranked[:k]) if ranked[:k] else set() for k in (5, 10)]
