@@ -143,27 +143,22 @@ def dienst_werkzeuge(deps: Deps, stimulus: Stimulus, such_vektor: list[float] | 
                      "names no question", tool)
         return such_vektor
 
-    async def wissen(arg: str) -> str:
-        vector = await _schluessel("wissen", arg)
-        if vector is None:
-            return "Dieser Turn hat keinen Suchschluessel: frage mit wissen(frage)."
-        hits = await dienste.wissen(deps, stimulus, vector, "thinker")
-        if not hits:
-            return "Keine Eintraege in der Bibliothek zu diesem Gegenstand."
-        regeln.erinnerungen += [h["inhalt"] for h in hits]
-        return format_wissen(hits)
+    def werkzeug(name: str, suche, leer: str, feld: str, formatieren) -> Tool:
+        async def rufen(arg: str) -> str:
+            vector = await _schluessel(name, arg)
+            if vector is None:
+                return f"Dieser Turn hat keinen Suchschluessel: frage mit {name}(frage)."
+            hits = await suche(deps, stimulus, vector, "thinker")
+            if not hits:
+                return leer
+            regeln.erinnerungen += [h[feld] for h in hits]
+            return formatieren(hits)
 
-    async def dateien(arg: str) -> str:
-        vector = await _schluessel("dateien", arg)
-        if vector is None:
-            return "Dieser Turn hat keinen Suchschluessel: frage mit dateien(frage)."
-        hits = await dienste.dateien(deps, stimulus, vector, "thinker")
-        if not hits:
-            return "Keine Dateien."
-        regeln.erinnerungen += [h["auszug"] for h in hits]
-        return format_dateien(hits)
+        return rufen
 
-    return {"wissen": wissen, "dateien": dateien}
+    return {"wissen": werkzeug("wissen", dienste.wissen, "Keine Eintraege in der Bibliothek zu diesem Gegenstand.",
+                               "inhalt", format_wissen),
+            "dateien": werkzeug("dateien", dienste.dateien, "Keine Dateien.", "auszug", format_dateien)}
 
 
 def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: SearchBudget,
