@@ -320,7 +320,7 @@ class PairSettings(Section):
 
     pair_idle_timeout_s: float = Field(default=300.0, gt=0)
     """A pair actor with no call for this long exits; the next turn rebuilds it from the stores."""
-    session_max_turns: int = Field(default=20, ge=2)
+    session_max_turns: int = Field(default=20, ge=8)
     """Turns of the session the chain reads (SESSION_MAX_TURNS of seed 001)."""
     session_keep_turns: int = Field(default=500, ge=20)
     """Turns kept in the Redis session list for history."""

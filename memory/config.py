@@ -13,8 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 class MemoryConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    session_max_turns: int = Field(default=20, ge=2)
-    """SESSION_MAX_TURNS: the session window the chain reads."""
+    session_max_turns: int = Field(default=20, ge=8)
+    """SESSION_MAX_TURNS: the session window the chain reads, a ceiling from a block's start
+    (memory/session.fenster_start): at least one block (8 entries)."""
     kzg_threshold: float = Field(default=0.72, ge=-1, le=1)
     """KZG_RETRIEVAL_SCHWELLE: absolute cosine floor of the short-term memory KNN."""
     kzg_top_k: int = Field(default=10, ge=1)

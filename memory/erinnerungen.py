@@ -22,8 +22,10 @@ PROFIL_FELDER = ("mensch_kern", "mensch_beziehung", "mensch_themen")
 ID = re.compile(r"^(knoten|ziel|termin|notiz)-(\d{1,18})$|^profil-(mensch_kern|mensch_beziehung|mensch_themen)-([0-9a-f]{12})$")
 
 _ZEILEN: dict[str, str] = {
-    "knoten": "SELECT 'knoten-' || k.id, 'erinnerung', k.inhalt, k.quelle, k.created_at FROM lzg_knoten k"
-              " WHERE k.user_id=%(u)s AND k.character_id=%(c)s AND k.aktiv",
+    "knoten": "SELECT 'knoten-' || k.id, CASE WHEN k.dimension = 'gespraech' THEN 'gespraech' ELSE 'erinnerung' END,"
+              " k.inhalt, k.quelle, k.created_at FROM lzg_knoten k"
+              " WHERE k.user_id=%(u)s AND k.character_id=%(c)s AND k.aktiv ORDER BY k.created_at DESC, k.id DESC"
+              " LIMIT %(n)s",
     "ziel": "SELECT 'ziel-' || z.id, 'ziel', z.inhalt, z.quelle_turn, z.anker FROM ziele z"
             " WHERE z.user_id=%(u)s AND z.character_id=%(c)s AND z.aktiv",
     "termin": "SELECT 'termin-' || t.id, 'termin', t.titel || ' (' || to_char(t.beginn AT TIME ZONE 'UTC',"
@@ -69,7 +71,7 @@ async def auflisten(pool: AsyncConnectionPool, user_id: str, character_id: str, 
     """What Nova remembers about the person with the character, newest first, each with its turn
     and that turn's message (`aus`: None when the turn record is gone or the item came from no
     turn); `q` keeps the items whose text holds it (case-insensitive)."""
-    args = {"u": user_id, "c": character_id}
+    args = {"u": user_id, "c": character_id, "n": limit if not q else 10_000}  # a search reads further
     async with pool.connection() as conn:
         items = []
         for sql in _ZEILEN.values():
@@ -113,8 +115,8 @@ async def vergessen(pool: AsyncConnectionPool, user_id: str, character_id: str, 
         if m.group(1):
             tabelle, sql = _VERGESSEN[m.group(1)]
             row_id = int(m.group(2))
-            if m.group(1) == "knoten":  # its neighbours' surroundings forget its words too
-                done = await lzg.knoten_loeschen(conn, user_id, character_id, ids=[row_id]) == 1
+            if m.group(1) == "knoten":  # with what it came from or what came from it; neighbours forget its words
+                done = await lzg.vergessen(conn, user_id, character_id, row_id)
             else:
                 done = (await conn.execute(sql, {"id": row_id, "u": user_id, "c": character_id})).rowcount == 1
             if done:

@@ -122,7 +122,7 @@ async def _vorgaenger(conn, user_id: str, character_id: str, ep: Episode) -> int
     if ep.anschluss_s is None:
         return None
     cur = await conn.execute(
-        "SELECT id FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND dimension='gespraech'"
+        "SELECT id FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND aktiv AND dimension='gespraech'"
         " AND zeitpunkt IS NOT NULL AND zeitpunkt <= %s AND zeitpunkt >= %s - make_interval(secs => %s)"
         " ORDER BY zeitpunkt DESC, id DESC LIMIT 1",
         (user_id, character_id, ep.zeitpunkt, ep.zeitpunkt, ep.anschluss_s))
@@ -190,6 +190,21 @@ async def knoten_loeschen(conn, user_id: str, character_id: str, *, ids: list[in
     if nachbarn:
         await conn.execute("SELECT nb_umfeld_aktualisieren(%s::bigint[])", (nachbarn,))
     return n
+
+
+async def vergessen(conn, user_id: str, character_id: str, knoten_id: int) -> bool:
+    """Forget one of the pair's nodes the person names, and what is its provenance: a distilled
+    memory goes with the utterances it came from, an utterance with what was distilled from it
+    (`herkunft`) — a forgotten memory is not recalled through its source. False: no such node."""
+    cur = await conn.execute(
+        "SELECT k.id FROM lzg_knoten k WHERE k.user_id=%s AND k.character_id=%s AND k.id=%s"
+        " UNION SELECT s.nach_id FROM lzg_synapsen s JOIN lzg_knoten k ON k.id = s.von_id"
+        " WHERE k.user_id=%s AND k.character_id=%s AND s.von_id=%s AND s.art = 'herkunft'",
+        (user_id, character_id, knoten_id, user_id, character_id, knoten_id))
+    ids = [r[0] for r in await cur.fetchall()]
+    if knoten_id not in ids:
+        return False
+    return await knoten_loeschen(conn, user_id, character_id, ids=ids) >= 1
 
 
 async def has_nodes(pool: AsyncConnectionPool, user_id: str, character_id: str) -> bool:

@@ -87,6 +87,13 @@ def _schon_erledigt(deps: Deps, s: Stimulus, ids: list[int], wie: str) -> dict:
     return {}
 
 
+def _dimension(wort: str) -> str:
+    """A distilled memory's dimension as the model named it; `gespraech` is the utterances' own
+    (the session's chain links to them), so a memory the model calls so is kept as an experience."""
+    wort = wort.strip()[:30] or "erlebnis"
+    return "erlebnis" if wort == "gespraech" else wort
+
+
 async def _episode(state: TurnState, deps: Deps, neu: list[dict]) -> Episode:
     """The exchange as long-term memory keeps it: his message (none on her own impulse) and her
     reply, each embedded as its node's text, and the distilled memories."""
@@ -101,7 +108,7 @@ async def _episode(state: TurnState, deps: Deps, neu: list[dict]) -> Episode:
             aeusserungen.append(Aeusserung(sprecher=sprecher, beobachter=beobachter, text=text, embedding=vec,
                                            emotion=emotion, arousal=arousal))
     verdichtungen = [Verdichtung(inhalt=e["inhalt"], embedding=await deps.embedder.embed(deps.trace, e["inhalt"]),
-                                 dimension=e["dimension"][:30], emotion=p.emotion if p else None,
+                                 dimension=_dimension(e["dimension"]), emotion=p.emotion if p else None,
                                  arousal=p.arousal if p else None) for e in neu]
     return Episode(quelle=s.turn_id, zeitpunkt=s.received_at, zeitzone=zone, aeusserungen=aeusserungen,
                    verdichtungen=verdichtungen, anschluss_s=SITZUNG_LUECKE_S)

@@ -143,7 +143,7 @@ def dienst_werkzeuge(deps: Deps, stimulus: Stimulus, such_vektor: list[float] | 
                      "names no question", tool)
         return such_vektor
 
-    def werkzeug(name: str, suche, leer: str, feld: str, formatieren) -> Tool:
+    def werkzeug(name: str, suche, leer: str, felder: tuple[str, ...], formatieren) -> Tool:
         async def rufen(arg: str) -> str:
             vector = await _schluessel(name, arg)
             if vector is None:
@@ -151,14 +151,15 @@ def dienst_werkzeuge(deps: Deps, stimulus: Stimulus, such_vektor: list[float] | 
             hits = await suche(deps, stimulus, vector, "thinker")
             if not hits:
                 return leer
-            regeln.erinnerungen += [h[feld] for h in hits]
+            regeln.erinnerungen += [h[f] for h in hits for f in felder if h.get(f)]
             return formatieren(hits)
 
         return rufen
 
     return {"wissen": werkzeug("wissen", dienste.wissen, "Keine Eintraege in der Bibliothek zu diesem Gegenstand.",
-                               "inhalt", format_wissen),
-            "dateien": werkzeug("dateien", dienste.dateien, "Keine Dateien.", "auszug", format_dateien)}
+                               ("titel", "inhalt"), format_wissen),
+            "dateien": werkzeug("dateien", dienste.dateien, "Keine Dateien.", ("titel", "zusammenfassung", "auszug"),
+                                format_dateien)}
 
 
 def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: SearchBudget,

@@ -187,3 +187,27 @@ def test_a_forgotten_or_taken_back_utterance_is_not_found_through_its_neighbours
     # has two after it; the last exchange's has two before it and its reply after it)
     assert vorher == (3, 4)
     assert danach == (0, 0)
+
+
+def test_forgetting_a_memory_forgets_where_it_came_from(pool):
+    """A distilled memory forgotten takes the utterances it came from along (`herkunft`), so its
+    content is not recalled through its source; the other exchanges stay."""
+    from memory import erinnerungen
+
+    user, ch = new_pair("ep-verg")
+
+    async def go(p):
+        await _turn(p, user, ch, "t1", "Ich habe Schulden.", "Das tut mir leid.", SPAET, merke=["Person B hat Schulden"])
+        await _turn(p, user, ch, "t2", "Ich mag Tee.", "Ich auch!", SPAET + timedelta(minutes=1))
+        items = await erinnerungen.auflisten(p, user, ch)
+        gemerkt = next(i for i in items if i["inhalt"] == "Person B hat Schulden")
+        assert await erinnerungen.vergessen(p, user, ch, gemerkt["id"])
+        assert not await erinnerungen.vergessen(p, user, ch, gemerkt["id"])  # gone: nothing left to forget
+        return items, [n[1] for n in (await _nodes(p, user, ch))[0]]
+
+    items, left = asyncio.run(with_pool(pool, go))
+    # the list names the utterances apart from what was distilled
+    arten = {i["inhalt"]: i["art"] for i in items}
+    assert arten["Person B hat Schulden"] == "erinnerung" and arten["[04 December 2026] Person B: Ich habe Schulden."] == "gespraech"
+    assert not any("Schulden" in t or "leid" in t for t in left)
+    assert "[04 December 2026] Person B: Ich mag Tee." in left

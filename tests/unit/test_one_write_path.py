@@ -42,3 +42,11 @@ def test_nothing_but_the_one_write_calls_the_raw_insertion():
     from memory.ops import OPS
 
     assert "lzg.episode_schreiben" in OPS and not {f"lzg.{n}" for n in ROH} & set(OPS)
+
+
+def test_a_memory_the_model_calls_gespraech_is_kept_as_an_experience():
+    """`gespraech` is the utterances' own dimension (the session's chain links to its newest one):
+    a distilled memory the model names so cannot enter that chain."""
+    from pipeline.nodes.praegung import _dimension
+
+    assert _dimension("gespraech") == "erlebnis" and _dimension(" wissen ") == "wissen" and _dimension("") == "erlebnis"
