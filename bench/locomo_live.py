@@ -8,8 +8,8 @@ gets the smallest answer its schema allows, so `praegung` distils nothing and th
 what long-term memory keeps (the named fallback `nur_episode`). Each conversation is one pair; its
 exchanges go over HTTP one after another (`POST /v1/pairs/{user}/nova/turns`), the background chain
 writing each turn's long-term memory through the one write (`lzg.episode_schreiben`). A session
-that opens with the other speaker opens with the message `…`; a last line of the person's gets the
-engine's `Mhm.`. The same conversations are imported into pairs of their own
+that opens with the other speaker opens with the message `… {conversation}.{session}`; a last line
+of the person's gets the engine's `Mhm.`. The same conversations are imported into pairs of their own
 (`memory.importer`). Then every question of categories 1–4 is asked of both through the read path
 (`lesepfad.erinnern`, the product's configuration), and the share of its evidence turns among the
 memories returned is recall@5/@10; a live memory counts for the turns it holds (its exchange's
@@ -40,7 +40,8 @@ from bench.harness import _free_port
 from bench.locomo_recall import DEFAULT_DATA
 
 OEFFNUNG = "…"
-"""The person's message that opens a session whose first line is the other speaker's."""
+"""The person's message that opens a session whose first line is the other speaker's, numbered
+(`… 2.7`: conversation 2, session 7) so the transcript answers it with that line."""
 
 
 @dataclass
@@ -65,7 +66,7 @@ def austausche(data: dict, ci: int, max_sessions: int | None) -> list[Austausch]
             elif out and out[-1].antwort is None and out[-1].turn_id.startswith(f"live{ci}-s{n}-"):
                 out[-1].antwort, out[-1].ids_antwort = t["text"], [t["dia_id"]]
             else:  # the session opens with the other speaker
-                out.append(Austausch(f"live{ci}-s{n}-{i}", OEFFNUNG, t["text"], [], [t["dia_id"]]))
+                out.append(Austausch(f"live{ci}-s{n}-{i}", f"{OEFFNUNG} {ci}.{n}", t["text"], [], [t["dia_id"]]))
     return out
 
 
@@ -81,7 +82,7 @@ def in_rollen(frage: str, person: str, figur: str) -> str:
 def transkript(alle: list[list[Austausch]]) -> dict[str, str]:
     antworten: dict[str, str] = {}
     for ex in (x for conv in alle for x in conv):
-        if ex.antwort is not None and ex.nachricht != OEFFNUNG:
+        if ex.antwort is not None:
             antworten.setdefault(ex.nachricht.strip(), ex.antwort)
     return antworten
 
@@ -98,7 +99,7 @@ async def _replay_pair(c: httpx.AsyncClient, key: str, user: str, exchanges: lis
                 raise SystemExit(f"{user} {ex.turn_id}: {r.status_code} {r.text[:300]}")
             await asyncio.sleep(0.1)  # the pair's previous background still holds its place
         reply = r.json().get("reply", "")
-        wie += int(ex.antwort is None or reply.strip() == ex.antwort.strip() or ex.nachricht == OEFFNUNG)
+        wie += int(ex.antwort is None or reply.strip() == ex.antwort.strip())
     return len(exchanges), wie
 
 
@@ -110,8 +111,9 @@ async def replay(rt, key: str, alle: list[list[Austausch]]) -> dict:
             "replies_as_transcript": sum(d[1] for d in done)}
 
 
-async def warten_bis_geschrieben(settings, alle: list[list[Austausch]], timeout_s: float = 900) -> int:
-    """Until every exchange's background has written its long-term memory; returns the nodes."""
+async def warten_bis_geschrieben(settings, alle: list[list[Austausch]], timeout_s: float = 900) -> dict:
+    """Until every exchange's background has written its long-term memory: the nodes, and the
+    exchanges left unwritten when it gave up."""
     from memory import lzg, pg
 
     pool = pg.open_pool(settings.database_url, 1, 2)
@@ -122,7 +124,7 @@ async def warten_bis_geschrieben(settings, alle: list[list[Austausch]], timeout_
             counts = [await lzg.count_by_quelle(pool, f"live{ci}", "nova") for ci in range(len(alle))]
             missing = sum(1 for ci, conv in enumerate(alle) for ex in conv if ex.turn_id not in counts[ci])
             if missing == 0 or time.time() > deadline:
-                return sum(sum(c.values()) for c in counts)
+                return {"lzg_nodes": sum(sum(c.values()) for c in counts), "exchanges_unwritten": missing}
             await asyncio.sleep(2)
     finally:
         await pool.close()
@@ -200,7 +202,7 @@ def main() -> None:
     try:
         t0 = time.perf_counter()
         gespielt = asyncio.run(replay(rt, runtime.create_key(None, operator=True), alle))
-        gespielt["lzg_nodes"] = asyncio.run(warten_bis_geschrieben(rt.settings, alle))
+        gespielt |= asyncio.run(warten_bis_geschrieben(rt.settings, alle))
         gespielt["seconds_until_written"] = round(time.perf_counter() - t0, 1)
         recall = asyncio.run(fragen(rt.settings, raw, alle))
     finally:
