@@ -76,11 +76,14 @@ async def knoten_der_quelle(pool: AsyncConnectionPool, user_id: str, character_i
         return await _ids_der_quelle(conn, user_id, character_id, quelle)
 
 
-async def count_by_quelle(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, int]:
-    """Per source (a turn id): how many of the pair's nodes it wrote, forgotten ones included."""
+async def count_by_quelle(pool: AsyncConnectionPool, user_id: str, character_id: str,
+                          dimension: str | None = None) -> dict[str, int]:
+    """Per source (a turn id): how many of the pair's nodes it wrote (of one `dimension`: the
+    exchange's utterances are `gespraech`), forgotten ones included."""
     async with pool.connection() as conn:
         cur = await conn.execute("SELECT quelle, count(*) FROM lzg_knoten WHERE user_id=%s AND character_id=%s"
-                                 " AND quelle IS NOT NULL GROUP BY quelle", (user_id, character_id))
+                                 " AND quelle IS NOT NULL AND (%s::text IS NULL OR dimension = %s) GROUP BY quelle",
+                                 (user_id, character_id, dimension, dimension))
         return {r[0]: r[1] for r in await cur.fetchall()}
 
 

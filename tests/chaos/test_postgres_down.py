@@ -82,7 +82,8 @@ def test_postgres_down_under_load_loses_no_acknowledged_turn(system, keys, chara
     lost, duplicated, missing = [], [], []
     for u, c in pairs:
         stored = Counter(pg_call(s.database_url, pg.turn_ids, u, c))
-        nodes = pg_call(s.database_url, lzg.count_by_quelle, u, c)
+        # a turn's exchange: its message and its reply, written once (the distilled memories vary)
+        nodes = pg_call(s.database_url, lzg.count_by_quelle, u, c, "gespraech")
         kzg_entries = redis_call(s.redis_url, _kzg_by_source, u, c)
         for tid in sorted({tid for (uu, cc, tid) in rec.acked if (uu, cc) == (u, c)}):
             if stored[tid] == 0:
@@ -92,7 +93,8 @@ def test_postgres_down_under_load_loses_no_acknowledged_turn(system, keys, chara
             if kzg_entries.get(tid, 0) == 0:
                 missing.append(f"kzg entry {u}/{c}/{tid}")
         for what, counts in (("turn row", stored), ("lzg node", nodes), ("kzg entry", kzg_entries)):
-            duplicated += [f"{what} {u}/{c}/{tid}: {n}x" for tid, n in counts.items() if n > 1]
+            duplicated += [f"{what} {u}/{c}/{tid}: {n}x" for tid, n in counts.items()
+                           if n > (2 if what == "lzg node" else 1)]
 
     figures = {"down_s": DOWN_S, "acked_before_stop": before, "acked_while_down": during["acked"] - before,
                "acked": rec.acked_count(), "attempts": rec.attempts, "retried_until_restart": during["retried"],
