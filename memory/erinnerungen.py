@@ -94,7 +94,7 @@ async def auflisten(pool: AsyncConnectionPool, user_id: str, character_id: str, 
 
 
 _VERGESSEN = {
-    "knoten": ("lzg_knoten", "DELETE FROM lzg_knoten WHERE id=%(id)s AND user_id=%(u)s AND character_id=%(c)s"),
+    "knoten": ("lzg_knoten", None),  # lzg.vergessen: the node with its provenance
     "ziel": ("ziele", "DELETE FROM ziele WHERE id=%(id)s AND user_id=%(u)s AND character_id=%(c)s"),
     "termin": ("timeline", "DELETE FROM timeline WHERE id=%(id)s AND user_id=%(u)s AND character_id=%(c)s"
                            " AND typ='termin'"),

@@ -36,7 +36,10 @@ def effective_weight(gewicht: float, zuletzt: datetime, decay_per_day: float, no
     return gewicht * math.pow(1 - decay_per_day, days)
 
 
-async def _insert_nodes(conn, user_id: str, character_id: str, nodes: Iterable[dict[str, Any]]) -> list[int]:
+async def _insert_nodes(conn, user_id: str, character_id: str, nodes: Iterable[dict[str, Any]], *,
+                        umfeld: bool = True) -> list[int]:
+    """Insert nodes; with `umfeld` their keyword surroundings are computed here (without: the
+    caller links them `nachbar` next, which computes them)."""
     ids: list[int] = []
     for n in nodes:
         cur = await conn.execute(
@@ -47,7 +50,7 @@ async def _insert_nodes(conn, user_id: str, character_id: str, nodes: Iterable[d
              n.get("quelle"), n.get("zeitpunkt")),
         )
         ids.append((await cur.fetchone())[0])
-    if ids:  # the keyword channel's lexemes (memory/lesepfad.py): own text and surroundings
+    if ids and umfeld:  # the keyword channel's lexemes (memory/lesepfad.py): own text and surroundings
         await conn.execute("SELECT nb_umfeld_aktualisieren(%s::bigint[])", (ids,))
     return ids
 
@@ -151,10 +154,11 @@ async def episode_schreiben(pool: AsyncConnectionPool, user_id: str, character_i
         if found:
             return {"neu": False, "ids": found, "episode": [], "verdichtungen": [], "anschluss": None}
         vorher = await _vorgaenger(conn, user_id, character_id, ep)
+        verbunden = vorher is not None or len(ep.aeusserungen) > 1  # the nachbar links compute their surroundings
         gesagt = await _insert_nodes(conn, user_id, character_id, [
             {"inhalt": knoten_text(ep.zeitpunkt, ep.zeitzone, a.sprecher, a.text), "embedding": a.embedding,
              "dimension": "gespraech", "beobachter": a.beobachter, "emotion": a.emotion, "arousal": a.arousal,
-             "quelle": a.quelle or ep.quelle, "zeitpunkt": ep.zeitpunkt} for a in ep.aeusserungen])
+             "quelle": a.quelle or ep.quelle, "zeitpunkt": ep.zeitpunkt} for a in ep.aeusserungen], umfeld=not verbunden)
         verdichtet = await _insert_nodes(conn, user_id, character_id, [
             {"inhalt": v.inhalt, "embedding": v.embedding, "dimension": v.dimension[:30], "beobachter": "nova",
              "emotion": v.emotion, "arousal": v.arousal, "quelle": ep.quelle, "zeitpunkt": ep.zeitpunkt}

@@ -63,14 +63,17 @@ def sprach_stil(text: str, frueher: list[str] | tuple[str, ...] = ()) -> str:
     for age, t in enumerate([text, *frueher[:STIL_FENSTER]]):
         for s, n in _merkmale(t).items():
             scores[s] += n * DECAY ** age
-    best = max(scores.values())
-    return "locker" if best == 0 else next(s for s in vocab.SPRACHSTILE if scores[s] == best)
+    return _bester(scores) or "locker"
 
 
 def stil_des_turns(text: str) -> str | None:
     """The style this one message shows, or None when it shows no marker of any (seed 004 §4.1:
     the responder's tone follows the human at once; a message without a register sets none)."""
-    scores = _merkmale(text)
+    return _bester(_merkmale(text))
+
+
+def _bester(scores: dict) -> str | None:
+    """The highest-scoring style (ties in vocabulary order), None when nothing scored."""
     best = max(scores.values())
     return None if best == 0 else next(s for s in vocab.SPRACHSTILE if scores[s] == best)
 
