@@ -147,16 +147,16 @@ async def impuls_erledigt(r, due_key: str, raw, *, again_in_s: float | None = No
     await pipe.execute()
 
 
-async def deliver_self_trigger(settings, job: dict[str, Any]) -> None:
+async def deliver_self_trigger(redis, settings, job: dict[str, Any]) -> None:
     """A self-trigger's follow-up (the `selbst_anstoss` job committed with its turn) to the pair's
     event queue. Idempotent by the follow-up's own turn id: a second delivery (a worker that died
     after it) answers from the stored result and counts no second self-trigger. A pair actor that
     is away right now raises an outage: the job waits and is delivered again."""
-    from actors.pair import get_or_create_pair
+    from actors.activation import aktivieren
     from core.wire import EventDropped, PairEventRequest, TurnFailure
 
     t = job["turn"]
-    actor = get_or_create_pair(t["user_id"], t["character_id"], settings)
+    actor = await aktivieren(redis, settings, t["user_id"], t["character_id"])
     out = await actor.event.remote(PairEventRequest(kind="continue", aus_turn=t["turn_id"], **job["anstoss"]))
     if isinstance(out, EventDropped):
         log.warning("self-trigger of turn %s of %s:%s dropped: %s", t["turn_id"], t["user_id"], t["character_id"],
@@ -169,7 +169,7 @@ async def deliver_self_trigger(settings, job: dict[str, Any]) -> None:
 async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> int:
     """Hand impulses whose time has come to their pair's event queue (claimed, then acknowledged
     after the delivery; the delivery is idempotent by its turn id `imp-{id}`)."""
-    from actors.pair import get_or_create_pair
+    from actors.activation import aktivieren
     from core.wire import PairEventRequest
     from pipeline.nodes.aufgriff import DUE_KEY
 
@@ -184,7 +184,7 @@ async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> 
             await impuls_erledigt(r, DUE_KEY, raw)
             continue
         try:
-            actor = get_or_create_pair(imp["user_id"], imp["character_id"], settings)
+            actor = await aktivieren(r, settings, imp["user_id"], imp["character_id"])
             await actor.event.remote(PairEventRequest(kind="impulse", eigener_gedanke=imp["gedanke"],
                                                       turn_id=f"imp-{imp['id']}", aus_turn=imp.get("aus_turn")))
             await r.srem(f"impulse:offen:{imp['user_id']}:{imp['character_id']}", imp["id"])

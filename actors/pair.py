@@ -1,4 +1,6 @@
-"""PairActor: one per (user, character), named `pair:{user}:{character}`.
+"""PairActor: one per (user, character) at any moment, a process named `pairhost:{hex}` that the
+registry (actors/registry.py) binds to its pair under a fencing token; started ahead as a warm
+spare, already connected, so a returning person does not wait for a new process.
 
 It serialises the pair's turns (one at a time, in arrival order) while read-only calls (history,
 status) are still answered; it holds what lives only for a turn; it exits after an idle timeout
@@ -18,6 +20,8 @@ from typing import Any, AsyncIterator
 import ray
 from pydantic import TypeAdapter
 
+from actors import registry
+from actors.registry import pair_name
 from actors.arrival import ArrivalOrder
 from core.names import APP_NAME, NODES_DEPLOYMENT
 from core.settings import Settings
@@ -47,10 +51,6 @@ _STREAM_EVENT: TypeAdapter[TurnStreamEvent] = TypeAdapter(TurnStreamEvent)
 """The events a turn's trace puts on its queue (node_started / node_finished / draft), typed."""
 
 
-def pair_name(user_id: str, character_id: str) -> str:
-    return f"pair:{user_id}:{character_id}"
-
-
 def kept_reply(result: TurnResult, drafted: str) -> TokenEvent:
     """The stream's `token` event: the committed reply, byte for byte, and whether the streamed
     draft was kept as it was (a client that showed it need not redraw it)."""
@@ -59,10 +59,13 @@ def kept_reply(result: TurnResult, drafted: str) -> TokenEvent:
 
 
 class PairActor:
-    def __init__(self, user_id: str, character_id: str, settings: dict):
-        # construction is cheap; connections come up with the first call
-        self.user_id = user_id
-        self.character_id = character_id
+    def __init__(self, settings: dict, name: str):
+        # construction is cheap; connections come up with `vorwaermen` or the first call
+        self.name = name
+        self.user_id: str | None = None
+        self.character_id: str | None = None
+        self._token: int | None = None
+        """The fencing token the registry bound this process to its pair under (`binden`)."""
         self.settings = Settings(**settings)
         self._services: Services | None = None
         self._human: ChainRunner | None = None
@@ -78,7 +81,7 @@ class PairActor:
         self._history_checked = False
 
     # ------------------------------------------------------------------ plumbing
-    def _ensure(self) -> Services:
+    def _verbinden(self) -> Services:
         if self._services is None:
             self._services = Services.connect(self.settings)
             nodes_handle = None
@@ -92,9 +95,49 @@ class PairActor:
             self._human = ChainRunner(HUMAN_CHAIN, remote=remote, nodes_handle=nodes_handle, name="human", schedule=plan)
             self._character = ChainRunner(CHARACTER_CHAIN, remote=remote, nodes_handle=nodes_handle, name="character",
                                           schedule=plan)
+        return self._services
+
+    def _ensure(self) -> Services:
+        """The connections of a process that serves its pair (a call to one that serves none, e.g.
+        restarted by Ray since it was bound, is refused: the caller binds it again)."""
+        if self.user_id is None:
+            raise registry.PairSuperseded(f"{self.name} serves no pair (started anew)")
+        services = self._verbinden()
         if self._watch is None:
             self._watch = asyncio.get_running_loop().create_task(self._idle_watch())
-        return self._services
+        return services
+
+    async def vorwaermen(self) -> int:
+        """A spare gets ready before any pair needs it: the deployments' handles, the chains."""
+        self._verbinden()
+        return os.getpid()
+
+    async def binden(self, user_id: str, character_id: str, token: int) -> int:
+        """Serve the pair under `token`, when the registry's entry says so (the fence)."""
+        mine = (self.user_id, self.character_id)
+        if mine == (user_id, character_id) and self._token == token:
+            return os.getpid()
+        if self.user_id is not None and mine != (user_id, character_id):
+            raise registry.PairSuperseded(f"{self.name} serves {pair_name(*mine)} already")
+        services = self._verbinden()
+        stand = await registry.eintrag(services.redis, pair_name(user_id, character_id))
+        if stand != registry.Eintrag(self.name, token):
+            raise registry.PairSuperseded(f"{pair_name(user_id, character_id)} is not {self.name}'s under token "
+                                          f"{token} (the registry holds {stand})")
+        self.user_id, self.character_id, self._token = user_id, character_id, token
+        self._last = time.monotonic()
+        log.info("pair %s: served by %s under token %d", pair_name(user_id, character_id), self.name, token)
+        return os.getpid()
+
+    def _abgeloest(self, stand: registry.Eintrag | None) -> registry.PairSuperseded:
+        """The registry gave the pair to another process: this one serves it no more and exits."""
+        pair = pair_name(self.user_id, self.character_id)
+        log.warning("pair %s: fallback abgeloest: %s held token %s, the registry holds %s; exiting", pair, self.name,
+                    self._token, stand)
+        self.user_id = self.character_id = self._token = None
+        me = ray.get_runtime_context().current_actor
+        asyncio.get_running_loop().call_later(1.0, lambda: ray.kill(me, no_restart=True))
+        return registry.PairSuperseded(f"{pair} is served by another process now")
 
     def _enter(self) -> None:
         self._inflight += 1
@@ -108,7 +151,7 @@ class PairActor:
         timeout = self.settings.pair_idle_timeout_s
         while True:
             await asyncio.sleep(min(timeout / 4, 5.0))
-            if self._inflight == 0 and time.monotonic() - self._last > timeout:
+            if self.user_id is not None and self._inflight == 0 and time.monotonic() - self._last > timeout:
                 await self._evict()
                 return
 
@@ -117,6 +160,7 @@ class PairActor:
         log.info("pair %s idle for %.0fs: evicting itself", name, self.settings.pair_idle_timeout_s)
         try:
             r = self._services.redis
+            await registry.freigeben(r, name, registry.Eintrag(self.name, self._token))
             await r.hdel(LIVE_PAIRS, name)
             await r.zadd(EVICTED_PAIRS, {name: time.time()})
         except Exception:
@@ -223,10 +267,14 @@ class PairActor:
 
     async def _begin(self, services: Services, turn_id: str, seq: int | None,
                      ursprung: str | None = None) -> tuple[dict | None, str | None]:
-        """A turn's start in one round trip: the arrival number it starts under (a new actor of the
-        pair continues after it), the stored result of a turn_id that ran before, and which of the
+        """A turn's start: the fence (this process still serves the pair), then in one round trip the
+        arrival number it starts under (a new actor of the pair continues after it), the stored result of a turn_id that ran before, and which of the
         turn and the turn it continues (`ursprung`) was taken back, if one was."""
         ids = [t for t in (turn_id, ursprung) if t]
+        # the fence first: a process the registry replaced writes nothing of the turn, not even its place
+        stand = await registry.eintrag(services.redis, pair_name(self.user_id, self.character_id))
+        if stand != registry.Eintrag(self.name, self._token):
+            raise self._abgeloest(stand)
         async with services.redis.pipeline(transaction=False) as p:
             if seq is not None:
                 p.set(self._seq_key(), int(self._order.last))
@@ -463,7 +511,9 @@ class PairActor:
             self._leave()
 
     def status(self) -> dict[str, Any]:
-        return {"user_id": self.user_id, "character_id": self.character_id, "turns_here": self._turns,
+        if self.user_id is None:
+            raise registry.PairSuperseded(f"{self.name} serves no pair")
+        return {"process": self.name, "token": self._token, "user_id": self.user_id, "character_id": self.character_id, "turns_here": self._turns,
                 "busy": self._order.busy, "inflight": self._inflight,
                 "idle_s": round(time.monotonic() - self._last, 2), "up_s": round(time.time() - self._started, 2),
                 "pid": os.getpid(),
@@ -472,17 +522,3 @@ class PairActor:
 
 
 PairActorRemote = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(PairActor)
-
-
-def get_or_create_pair(user_id: str, character_id: str, settings: Settings):
-    """Find the pair's actor by name from any process, or create it (detached: it must not die
-    with the ingress replica that happened to create it)."""
-    placement = {"resources": settings.pair_resources} if settings.pair_resources else {}
-    if settings.pair_spread:
-        placement["scheduling_strategy"] = "SPREAD"
-    # no task events: Ray would record every call of every pair (a turn, a status) and send them to
-    # the GCS for its state API, which nothing here reads — as Serve does for its replicas
-    return PairActorRemote.options(
-        name=pair_name(user_id, character_id), namespace=settings.namespace, get_if_exists=True,
-        lifetime="detached", enable_task_events=False, **placement,
-    ).remote(user_id, character_id, settings.model_dump(mode="json", by_alias=False))

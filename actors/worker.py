@@ -95,7 +95,7 @@ class BackgroundWorker:
             elif kind == "selbst_anstoss":
                 from actors.background import deliver_self_trigger
 
-                await deliver_self_trigger(self.settings, job)
+                await deliver_self_trigger(r, self.settings, job)
             elif kind == "hintergrund":
                 from actors.background import run_background
                 from pipeline.services import Services

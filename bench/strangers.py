@@ -23,15 +23,19 @@ from bench.system import running
 from pipeline.node_config import capped
 
 
-def _pair_actors(ids: list[str]) -> int | None:
-    """Pair actors whose character is one of `ids`, from Ray's named actors (None: not connected)."""
-    import ray
-
-    if not ray.is_initialized():
+def _pair_actors(ids: list[str], redis_url: str | None) -> int | None:
+    """Pair actors whose character is one of `ids`, from the registry (None: no store at hand)."""
+    if not redis_url:
         return None
-    wanted = set(ids)
-    return sum(1 for a in ray.util.list_named_actors(all_namespaces=True)
-               if a["name"].startswith("pair:") and a["name"].rsplit(":", 1)[-1] in wanted)
+    from redis import Redis
+
+    from actors.registry import BESITZ
+
+    wanted, r = set(ids), Redis.from_url(redis_url)
+    try:
+        return sum(1 for k in r.hkeys(BESITZ) if k.decode().rsplit(":", 1)[-1] in wanted)
+    finally:
+        r.close()
 
 
 async def run_strangers(url: str, key: str, n: int, user: str = "bench") -> dict:
@@ -49,11 +53,13 @@ async def run_strangers(url: str, key: str, n: int, user: str = "bench") -> dict
             if r.status_code == 200:
                 names.add(r.json()["character_name"])
         after = (await client.get("/v1/operator/status", headers=headers)).json()["live_pairs"]
-    actors = _pair_actors(ids)
+    from bench.system import STARTED
+
+    actors = _pair_actors(ids, STARTED[-1].redis_url if STARTED else None)
     return {"ids": n, "status_codes": {str(k): v for k, v in sorted(codes.items())},
             "improvised_characters": codes.get(200, 0), "improvised_names_sample": sorted(names)[:3],
             "pair_actors_left": actors if actors is not None else after - before,
-            "pair_actors_counted_by": "ray named actors" if actors is not None else "live-pair registry",
+            "pair_actors_counted_by": "the pair registry" if actors is not None else "live-pair registry",
             "latency_p50_ms": round(pct(lat, 50), 1), "latency_p95_ms": round(pct(lat, 95), 1)}
 
 

@@ -8,6 +8,10 @@ from pathlib import Path
 from typing import Iterator
 
 
+STARTED: list = []
+"""The settings of the systems `running` started in this process, newest last."""
+
+
 @contextmanager
 def running(url: str | None, key: str | None, **overrides) -> Iterator[tuple[str, str]]:
     """(url, operator key) of the system to measure; `overrides` are settings of a fresh one."""
@@ -21,6 +25,7 @@ def running(url: str | None, key: str | None, **overrides) -> Iterator[tuple[str
 
     home = Path(tempfile.mkdtemp(prefix="nbbench-", dir="/tmp"))
     rt = runtime.start(load_settings(home=home, **overrides))
+    STARTED.append(rt.settings)
     try:
         yield rt.url, runtime.create_key(None, operator=True)
     finally:

@@ -182,16 +182,11 @@ def stop(rt: Runtime, *, stop_stores: bool = True) -> None:
 
 
 def _kill_pairs(settings: Settings) -> None:
-    """The pair actors this deployment made (detached, named `pair:…` in its namespace): their
-    state is in the stores, so they go with the deployment."""
-    import ray
+    """The pair processes this deployment made (detached, `pairhost:…` in its namespace) and the
+    registry's keys: their state is in the stores, so they go with the deployment."""
+    from actors.activation import alle_stoppen
 
-    for a in ray.util.list_named_actors(all_namespaces=True):
-        if a["namespace"] == settings.namespace and a["name"].startswith("pair:"):
-            try:
-                ray.kill(ray.get_actor(a["name"], namespace=settings.namespace), no_restart=True)
-            except ValueError:
-                pass  # it went on its own (idle)
+    alle_stoppen(settings)
 
 
 def create_key(user_id: str | None, *, operator: bool = False, label: str = "") -> str:

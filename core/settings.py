@@ -320,6 +320,13 @@ class PairSettings(Section):
 
     pair_idle_timeout_s: float = Field(default=300.0, gt=0)
     """A pair actor with no call for this long exits; the next turn rebuilds it from the stores."""
+    pair_spares: int = Field(default=4, ge=0, le=1024)
+    """Warm spares: pair processes started ahead and connected, each taken by the next pair that
+    becomes active (actors/registry.py). 0: every activation starts its process then (slow)."""
+    pair_spares_parallel: int = Field(default=2, ge=1, le=64)
+    """Spares started at once while the reserve refills."""
+    pair_spares_check_s: float = Field(default=10.0, gt=0)
+    """How often the reserve is checked for spares that died, and refilled, without an activation."""
     session_max_turns: int = Field(default=20, ge=8)
     """Turns of the session the chain reads (SESSION_MAX_TURNS of seed 001)."""
     session_keep_turns: int = Field(default=500, ge=20)

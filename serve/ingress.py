@@ -19,7 +19,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from ray import serve
 
-from actors.pair import get_or_create_pair, pair_name
+from actors import activation, registry
+from actors.registry import pair_name
 from core.names import INGRESS_DEPLOYMENT
 from core.settings import Settings
 from core.wire import ErrorEvent, PairTurnRequest, RestartEvent, TurnFailure, TurnResult, TurnStreamEvent
@@ -153,8 +154,11 @@ class Ingress:
         self.dashboard_loop = dashboard.DashboardLoop(
             self.store_ops, self.redis_client, dashboard.LoadSampler(llm, embedder),
             interval_s=self.settings.dashboard_sample_s, window_s=self.settings.dashboard_window_s)
+        self.reserve = activation.Nachfuellen(self.redis_client, self.settings)
+        """The warm spares' keeper: refills the reserve after activations and on a timer."""
         try:  # the gauges are published from the start when the replica has its loop already
             self.dashboard_loop.ensure()
+            self.reserve.anstossen()
         except RuntimeError:
             pass  # no running loop yet: the first dashboard request starts it
         common.bind(self)
@@ -219,6 +223,7 @@ class Ingress:
             from memory.redis_client import verbinden
 
             self._redis = verbinden(self.settings.redis_url, self.settings.redis_reconnect_s)
+            self.reserve.anstossen(wecken=False)  # the replica's loop runs now: the reserve fills
         return self._redis
 
     # ------------------------------------------------------------------ admission
@@ -350,14 +355,18 @@ class Ingress:
         self._characters.pop(character_id, None)
 
     # ------------------------------------------------------------------ pair actors
-    def _pair(self, user_id: str, character_id: str):
+    async def _pair(self, user_id: str, character_id: str):
+        """The pair's bound actor: this replica's handle, or one the registry activates (a warm
+        spare, actors/registry.py); the reserve refills beside it."""
         k = f"{user_id}\x00{character_id}"
         h = self._pairs.get(k)
         if h is None:
             if len(self._pairs) > 10_000:
                 self._pairs.clear()
-            h = get_or_create_pair(user_id, character_id, self.settings)
+            h = await activation.aktivieren(await self.redis_client(), self.settings, user_id, character_id,
+                                          ACTOR_GONE)
             self._pairs[k] = h
+            self.reserve.anstossen()
         return h
 
     async def live_pair(self, user_id: str, character_id: str):
@@ -365,11 +374,8 @@ class Ingress:
         h = self._pairs.get(f"{user_id}\x00{character_id}")
         if h is not None:
             return h
-        try:
-            return await asyncio.to_thread(ray.get_actor, pair_name(user_id, character_id),
-                                           namespace=self.settings.namespace)
-        except ValueError:
-            return None
+        stand = await registry.eintrag(await self.redis_client(), pair_name(user_id, character_id))
+        return None if stand is None else await asyncio.to_thread(activation.handle_by_name, stand.aktor, self.settings)
 
     def forget(self, user_id: str, character_id: str) -> None:
         self._pairs.pop(f"{user_id}\x00{character_id}", None)
@@ -378,7 +384,8 @@ class Ingress:
         """Erase everything stored about a user, or about every pair of a character
         (memory/erasure.py): their pair actors stop first (a live one would write again), then
         the queued jobs and the Redis keys, then the Postgres rows. Returns what went, by store."""
-        stopped = await asyncio.to_thread(self._stop_pairs, user_id, character_id)
+        stopped = await activation.anhalten(await self.redis_client(), self.settings,
+                                          lambda u, c: self._in_scope([u, c], user_id, character_id))
         for k in [k for k in self._pairs if self._in_scope(k.split("\x00"), user_id, character_id)]:
             self._pairs.pop(k, None)
         if user_id is not None:
@@ -396,20 +403,6 @@ class Ingress:
     def _in_scope(pair: list[str], user_id: str | None, character_id: str | None) -> bool:
         return (user_id is not None and pair[0] == user_id) or (character_id is not None and pair[1:] == [character_id])
 
-    def _stop_pairs(self, user_id: str | None, character_id: str | None) -> int:
-        stopped = 0
-        for a in ray.util.list_named_actors(all_namespaces=True):
-            parts = a["name"].split(":")
-            if a["namespace"] != self.settings.namespace or len(parts) != 3 or parts[0] != "pair":
-                continue
-            if self._in_scope(parts[1:], user_id, character_id):
-                try:
-                    ray.kill(ray.get_actor(a["name"], namespace=self.settings.namespace), no_restart=True)
-                    stopped += 1
-                except ValueError:
-                    pass  # it went on its own (idle)
-        return stopped
-
     async def call(self, user_id: str, character_id: str, send: Callable[[Any], Awaitable[T]]) -> T:
         """Call the pair's actor: `send` calls one of its methods on the handle, e.g.
         `lambda h: h.turn.remote(request)` (`actors.pair.PairActor.turn`). When the actor is gone
@@ -417,7 +410,7 @@ class Ingress:
         fixed before the first attempt."""
         last: Exception | None = None
         for attempt in range(4):
-            h = self._pair(user_id, character_id)
+            h = await self._pair(user_id, character_id)
             try:
                 return await send(h)
             except ACTOR_GONE as e:
@@ -434,7 +427,7 @@ class Ingress:
         way, the turn runs again (after a `restart` event once events were sent); when it stays
         gone, an `error` event ends the stream."""
         for attempt in range(4):
-            h = self._pair(user_id, character_id)
+            h = await self._pair(user_id, character_id)
             started = False
             try:
                 gen = h.turn_stream.options(num_returns="streaming").remote(request)

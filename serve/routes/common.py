@@ -12,10 +12,13 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as FormError
 
+from actors.registry import PairSuperseded
 from core.wire import PairRetractRequest, RetractResult, TurnFailure, TurnResult
 
-ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError)
-"""The errors of a call whose pair actor is gone (evicted or crashed)."""
+ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError,
+              PairSuperseded)
+"""The errors of a call whose pair actor is gone (evicted or crashed) or serves the pair no more
+(the registry gave it to another process, or Ray restarted it unbound): the pair is resolved anew."""
 
 _running: Any = None
 

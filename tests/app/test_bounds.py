@@ -9,7 +9,7 @@ import uuid
 import pytest
 import ray
 
-from actors.pair import pair_name
+from actors.activation import pair_actor
 from cluster import cli
 from memory import pg, session
 from tests.conftest import auth, pg_call, redis_call
@@ -25,7 +25,7 @@ def _stored(settings, user, ch):
 
 def _actor_exists(settings, user, ch) -> bool:
     try:
-        ray.get_actor(pair_name(user, ch), namespace=settings.namespace)
+        pair_actor(settings, user, ch)
         return True
     except ValueError:
         return False

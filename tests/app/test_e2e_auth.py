@@ -31,7 +31,7 @@ def test_operator_endpoints_need_the_operator_key(client, keys):
     assert client.get("/v1/pairs/alice/nova/turns", headers=auth(carol)).status_code == 403
 
 
-def test_ray_itself_refuses_a_driver_without_the_token(client, keys, tmp_path):
+def test_ray_itself_refuses_a_driver_without_the_token(client, keys, settings, tmp_path):
     """Past the API: a process that reaches Ray's GCS but holds no token cannot join the cluster,
     so it cannot call a pair actor's history (Ray token authentication is on)."""
     import os
@@ -40,14 +40,15 @@ def test_ray_itself_refuses_a_driver_without_the_token(client, keys, tmp_path):
 
     import ray
 
-    from actors.pair import pair_name
+    from actors.activation import pair_actor
 
     assert client.post("/v1/pairs/alice/nova/turns", json={"text": "Geheim: mein Hund heisst Bello."},
                        headers=auth(keys["alice"])).status_code == 200
+    aktor = ray.get(pair_actor(settings, "alice", "nova").status.remote())["process"]
     gcs = ray.get_runtime_context().gcs_address
     namespace = ray.get_runtime_context().namespace
     code = (f"import ray; ray.init(address={gcs!r}, namespace={namespace!r}); "
-            f"print(ray.get(ray.get_actor({pair_name('alice', 'nova')!r}).history.remote()))")
+            f"print(ray.get(ray.get_actor({aktor!r}).history.remote()))")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_TOKEN")}
     for mode in ("disabled", "token"):  # claiming auth is off changes nothing; having no token is the point
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

@@ -12,7 +12,7 @@ import ray
 from PIL import Image, PngImagePlugin
 from ray import serve
 
-from actors.pair import pair_name
+from actors.activation import pair_actor
 from memory import session
 from tests.conftest import auth, redis_call
 
@@ -71,7 +71,7 @@ def test_unknown_character_gets_404_and_no_pair_actor(client, keys, settings, sy
         assert r.status_code == 404, (r.request.url, r.text)
         assert r.json()["error"]["type"] == "unknown_character" and "GET /v1/characters" in r.json()["error"]["message"]
     with pytest.raises(ValueError):
-        ray.get_actor(pair_name("alice", cid), namespace=settings.namespace)
+        pair_actor(settings, "alice", cid)
 
 
 def _png_card(name: str) -> bytes:

@@ -139,8 +139,8 @@ def test_the_thinkers_retry_reaches_an_open_stream_as_a_second_message(system, c
         # the pair actor dies right after the reply (seed 000 §3.5: the follow-up is delivered all the
         # same — it went into the outbox with the turn, not into the actor's memory)
         import ray
-        from actors.pair import pair_name
-        ray.kill(ray.get_actor(pair_name("alice", ch), namespace=system.settings.namespace), no_restart=False)
+        from actors.activation import pair_actor
+        ray.kill(pair_actor(system.settings, "alice", ch), no_restart=False)
         kind, _, msg = live.next(timeout=120)
         assert kind == "nachricht" and msg["herkunft"] == "self_trigger"
         assert msg["ursprung_turn_id"] == first["turn_id"] and msg["turn_id"] == f"{first['turn_id']}-retry"

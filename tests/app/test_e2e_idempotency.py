@@ -5,7 +5,7 @@ import uuid
 import pytest
 import ray
 
-from actors.pair import pair_name
+from actors.activation import pair_actor
 from memory import pg, session
 from tests.conftest import auth, pg_call, redis_call, wait_for
 
@@ -51,7 +51,7 @@ def test_turn_survives_its_actor_killed_mid_turn(client, keys, settings, system,
     # read-only calls are answered while the turn runs; wait until the turn is under way
     status = wait_for(lambda: (s := client.get(f"/v1/pairs/alice/{character}/status", headers=h).json())["busy"]
                       and s, timeout=60, interval=0.05)
-    actor = ray.get_actor(pair_name("alice", character), namespace=settings.namespace)
+    actor = pair_actor(settings, "alice", character)
     ray.kill(actor, no_restart=False)  # a crash: Ray restarts the actor
     t.join(timeout=300)
     r = result["r"]

@@ -8,7 +8,7 @@ import ray
 from redis import Redis
 
 from actors.background import LOG_SEQ_OFFSET, erledigt_key
-from actors.pair import pair_name
+from actors.activation import pair_actor
 from actors.worker import worker_name
 from memory import outbox, pg
 from tests.conftest import auth, pg_call, wait_for
@@ -16,9 +16,10 @@ from tests.conftest import auth, pg_call, wait_for
 pytestmark = pytest.mark.e2e
 
 
-def _gone(name, namespace):
+def _gone(settings, user, character):
+    """No live actor serves the pair: its registry entry went (an evicted actor gives it up)."""
     try:
-        ray.get_actor(name, namespace=namespace)
+        pair_actor(settings, user, character)
         return False
     except ValueError:
         return True
@@ -30,9 +31,8 @@ def test_evicted_pair_actor_comes_back_with_its_history(client, keys, settings, 
     r = client.post(f"/v1/pairs/alice/{character}/turns", json={"text": "Merk dir: mein Hund heisst Bello."},
                     headers=h)
     assert r.status_code == 200
-    name = pair_name("alice", character)
-    assert not _gone(name, settings.namespace)
-    wait_for(lambda: _gone(name, settings.namespace), timeout=settings.pair_idle_timeout_s + 20)
+    assert not _gone(settings, "alice", character)
+    wait_for(lambda: _gone(settings, "alice", character), timeout=settings.pair_idle_timeout_s + 20)
     hist = client.get(f"/v1/pairs/alice/{character}/turns", headers=h)
     assert hist.status_code == 200
     assert [t["inhalt"] for t in hist.json()["turns"]][0] == "Merk dir: mein Hund heisst Bello."
@@ -94,8 +94,7 @@ def test_a_history_redis_lost_is_rebuilt_from_postgres(client, keys, settings, c
     first = client.post(f"/v1/pairs/alice/{character}/turns", json={"text": "Mein Hund heisst Bello."}, headers=h)
     assert first.status_code == 200
     wait_for(lambda: pg_call(settings.database_url, pg.turn_record, "alice", character, first.json()["turn_id"]))
-    name = pair_name("alice", character)
-    wait_for(lambda: _gone(name, settings.namespace), timeout=settings.pair_idle_timeout_s + 20)
+    wait_for(lambda: _gone(settings, "alice", character), timeout=settings.pair_idle_timeout_s + 20)
     redis_call(settings.redis_url, lambda r: r.delete(session.session_key("alice", character)))
     assert client.get(f"/v1/pairs/alice/{character}/turns", headers=h).json()["turns"] == []  # lost
     r2 = client.post(f"/v1/pairs/alice/{character}/turns", json={"text": "Wie heisst mein Hund?"}, headers=h)

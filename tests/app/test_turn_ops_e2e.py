@@ -10,7 +10,7 @@ import pytest
 import ray
 
 from actors.background import erledigt_key
-from actors.pair import pair_name
+from actors.activation import pair_actor
 from core.wire import EventDropped, PairEventRequest
 from memory import erasure, pg
 from tests.conftest import auth, pg_call, redis_call, wait_for
@@ -112,7 +112,7 @@ def test_rewind_leaves_the_pair_as_one_that_never_had_the_turn(client, settings,
     assert r.status_code == 200, r.text
     assert r.json()["zurueckgenommen"] == [f"{tag}2"] and r.json()["by_store"]["pg:turns"] == 1
     # a thought Nova planned in the taken-back turn, delivered late, is dropped and writes nothing
-    actor = ray.get_actor(pair_name(a, ch), namespace=settings.namespace)
+    actor = pair_actor(settings, a, ch)
     late = ray.get(actor.event.remote(PairEventRequest(kind="impulse", eigener_gedanke="Ob Erin Hunde mag?",
                                                        turn_id=f"imp-{tag}2-late", aus_turn=f"{tag}2")), timeout=120)
     assert isinstance(late, EventDropped) and late.reason == "zurueckgenommen"
@@ -143,7 +143,7 @@ def test_rewind_with_the_pair_actor_killed_in_the_middle_ends_the_same(client, s
 
     def live_actor():  # the pair's actor (an idle one evicted itself: the rewind makes it again)
         try:
-            return ray.get_actor(pair_name(a, ch), namespace=settings.namespace)
+            return pair_actor(settings, a, ch)
         except ValueError:
             return None
 

@@ -29,7 +29,7 @@ import httpx
 import pytest
 import ray
 
-from actors.pair import pair_name
+from actors.activation import pair_actor
 from actors.worker import worker_name
 from memory import kzg, lzg, outbox, pg, timeline
 from tests.conftest import auth, pg_call, redis_call, wait_for
@@ -105,7 +105,7 @@ def _drive(url: str, key: str, user: str, character: str, rec: Clients, chaos_do
 def _kill_pair(settings, pairs) -> str | None:
     user, character = random.choice(pairs)
     try:
-        actor = ray.get_actor(pair_name(user, character), namespace=settings.namespace)
+        actor = pair_actor(settings, user, character)
     except ValueError:
         return None  # not made yet (or evicted): nothing to kill
     ray.kill(actor, no_restart=False)  # a crash: Ray restarts it

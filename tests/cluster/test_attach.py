@@ -30,8 +30,9 @@ def test_attach_to_a_running_cluster_and_leave_it_running(settings, migrated):
             r = httpx.post(f"{rt.url}/v1/pairs/attach/nova/turns", json={"text": "Hallo"}, headers=auth(key),
                            timeout=120)
             assert r.status_code == 200 and r.json()["reply"]
-            mine = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True)}
-            assert "pair:attach:nova" in mine
+            from actors.activation import pair_actor
+
+            assert ray.get(pair_actor(attached, "attach", "nova").status.remote())["user_id"] == "attach"
         finally:
             runtime.stop(rt, stop_stores=False)
         # the cluster is still there, without the app, its pairs and its workers

@@ -12,7 +12,7 @@ import pytest
 import ray
 from ray import cloudpickle
 
-from actors.pair import pair_name
+from actors.activation import pair_actor
 from memory import pg
 from tests import scripted_engine
 from tests.cluster.conftest import local_cluster
@@ -46,11 +46,11 @@ def _turn(url: str, key: str, user: str, turn_id: str, deadline_s: float = 240) 
     raise AssertionError(f"turn {turn_id} of {user} not acknowledged within {deadline_s}s")
 
 
-def _node_of(name: str, namespace: str) -> str:
-    """The node a named actor runs on, from the connected cluster's actor table."""
+def _node_of(settings, user: str) -> str:
+    """The node the pair's actor runs on, from the connected cluster's actor table."""
     from ray._private import state
 
-    info = state.actors(ray.get_actor(name, namespace=namespace)._actor_id.hex())
+    info = state.actors(pair_actor(settings, user, "nova")._actor_id.hex())
     assert info["State"] == "ALIVE", info["State"]
     return info["Address"]["NodeID"]
 
@@ -80,7 +80,7 @@ def test_a_lost_node_loses_no_acknowledged_turn(settings, migrated):
         for u in users:  # the pairs come to life on the only node that has their resource
             _turn(rt.url, keys[u], u, f"{u}-0")
             acked[u].append(f"{u}-0")
-        assert {_node_of(pair_name(u, "nova"), s.namespace) for u in users} == {first.node_id}
+        assert {_node_of(s, u) for u in users} == {first.node_id}
         cluster.add_node(num_cpus=1, resources={"pairs": 100})
         cluster.wait_for_nodes()
 
@@ -102,7 +102,7 @@ def test_a_lost_node_loses_no_acknowledged_turn(settings, migrated):
               f"pairs answering again {max(back) - removed:.1f}s after the node went")
         for u in users:
             acked[u].append(f"{u}-after")
-            assert _node_of(pair_name(u, "nova"), s.namespace) != first.node_id
+            assert _node_of(s, u) != first.node_id
             # every acknowledged turn stored, each once (the turn id is the row's key), nothing else;
             # the rows come through the outbox: a worker that ran on the lost node is restarted, and
             # what it held is claimed again after `outbox_claim_idle_ms`

@@ -4,7 +4,8 @@ impulse turn; the self-trigger limit; background writes visible to the next turn
 import pytest
 import ray
 
-from actors.pair import MAX_SELF_TRIGGERS, pair_name
+from actors.pair import MAX_SELF_TRIGGERS
+from actors.activation import pair_actor
 from core.wire import EventDropped, PairEventRequest, TurnResult
 from memory import ausstehender_auftrag, lzg, pg
 from tests.conftest import auth, pg_call, redis_call, wait_for
@@ -68,7 +69,7 @@ def test_impulse_turn_and_the_self_trigger_limit(client, keys, settings, charact
     assert client.post(f"/v1/pairs/alice/{ch}/events", json={"kind": "impulse", "eigener_gedanke": "x"},
                        headers=auth(keys["alice"])).status_code == 403
     # self-triggers: MAX_SELF_TRIGGERS run, the next is dropped and counted
-    actor = ray.get_actor(pair_name("alice", ch), namespace=settings.namespace)
+    actor = pair_actor(settings, "alice", ch)
     outs = [ray.get(actor.event.remote(PairEventRequest(kind="continue", eigener_gedanke=f"Nachgedanke {i}")))
             for i in range(MAX_SELF_TRIGGERS + 1)]
     assert all(isinstance(o, TurnResult) for o in outs[:MAX_SELF_TRIGGERS]), outs

@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime, timezone
 
 from actors.background import delegation_key, erledigt_key
-from actors.pair import pair_name
+from actors.registry import pair_name
 from memory import ausstehender_auftrag, beziehung, erasure, notizen, outbox, pg, session, timeline
 from memory.kzg import _k as kzg_key
 from pipeline.nodes.gv_node import gv_key

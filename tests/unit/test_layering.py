@@ -238,5 +238,5 @@ def test_the_scan_sees_every_kind_of_import(tmp_path):
         ["core.base -> pipeline.runner (line 1)", "pipeline.runner -> core.base (line 1)"]]
     # and in the project itself: an arrow at module level, a late one, across the floors' one door
     real = {(a.source, a.target, a.late) for a in import_graph()}
-    assert ("serve.ingress", "actors.pair", False) in real
+    assert ("serve.ingress", "actors.activation", False) in real
     assert ("cluster.cli", "cluster.character_cli", True) in real

@@ -1,0 +1,194 @@
+"""Activating a pair: the handle of its one actor, bound to it under the registry's fencing token
+(actors/registry.py), and the reserve of warm spares activations take their processes from.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import ray
+
+from actors.pair import PairActorRemote
+from actors.registry import (BESITZ, HOST_PREFIX, RESERVE, RESERVE_LOCK, Eintrag, PairSuperseded, beanspruchen,
+                             eintrag, freigeben, host_name, pair_name)
+from core.settings import Settings
+
+log = logging.getLogger("novaberg.registry")
+
+
+def handle_by_name(name: str, settings: Settings):
+    """The live actor of that name in the namespace, or None."""
+    try:
+        return ray.get_actor(name, namespace=settings.namespace)
+    except ValueError:
+        return None
+
+
+def host_starten(settings: Settings, name: str | None = None):
+    """A pair process of no pair yet (detached: it must not die with whoever started it)."""
+    placement: dict[str, Any] = {"resources": settings.pair_resources} if settings.pair_resources else {}
+    if settings.pair_spread:
+        placement["scheduling_strategy"] = "SPREAD"
+    # no task events: Ray would record every call of every pair and send them to the GCS for its
+    # state API, which nothing here reads — as Serve does for its replicas
+    name = name or host_name()
+    return name, PairActorRemote.options(name=name, namespace=settings.namespace, lifetime="detached",
+                                         enable_task_events=False, **placement
+                                         ).remote(settings.model_dump(mode="json", by_alias=False), name)
+
+
+async def _ersatz(redis, settings: Settings, pair: str) -> tuple[str, Any]:
+    """A spare from the reserve, or a process started now (fallback `kein_ersatz`)."""
+    while (raw := await redis.lpop(RESERVE)) is not None:
+        name = raw.decode() if isinstance(raw, bytes) else raw
+        h = await asyncio.to_thread(_handle, name, settings)
+        if h is not None:
+            return name, h
+        log.warning("registry: spare %s in the reserve is gone; taking the next", name)
+    log.warning("registry: fallback kein_ersatz: no warm spare for %s; starting its process now", pair)
+    return host_starten(settings)
+
+
+async def aktivieren(redis, settings: Settings, user_id: str, character_id: str, gone: tuple = ()) -> Any:
+    """The handle of the pair's one actor, bound to the pair: the registry's live actor, or a
+    spare claimed for it. `gone`: the errors of a call whose actor is gone (besides the ones here)."""
+    pair = pair_name(user_id, character_id)
+    vergeblich = (PairSuperseded, ray.exceptions.RayActorError, *gone)
+    for _ in range(6):
+        stand = await eintrag(redis, pair)
+        if stand is not None and (h := await asyncio.to_thread(_handle, stand.aktor, settings)) is not None:
+            try:
+                await h.binden.remote(user_id, character_id, stand.token)
+                return h
+            except vergeblich as e:
+                log.warning("registry: %s's actor %s did not take it (%s); claiming the pair anew", pair,
+                            stand.aktor, type(e).__name__)
+        name, h = await _ersatz(redis, settings, pair)
+        won, neu = await beanspruchen(redis, pair, stand, name)
+        if not won:  # another caller activated the pair meanwhile: the spare goes back
+            await redis.rpush(RESERVE, name)
+            continue
+        try:
+            await h.binden.remote(user_id, character_id, neu.token)
+            return h
+        except vergeblich as e:  # killed during the hand-over: the next round claims past it
+            log.warning("registry: %s's new actor %s failed while taking it (%s)", pair, name, type(e).__name__)
+    raise PairSuperseded(f"{pair}: no actor could be bound to it")
+
+
+def pair_actor(settings: Settings, user_id: str, character_id: str):
+    """The actor the registry holds for the pair (for operators' tools and tests; never
+    activates). Raises ValueError when none is registered or it is gone, as `ray.get_actor` does."""
+    from redis import Redis
+
+    r = Redis.from_url(settings.redis_url)
+    try:
+        stand = Eintrag.lesen(r.hget(BESITZ, pair_name(user_id, character_id)))
+    finally:
+        r.close()
+    if stand is None:
+        raise ValueError(f"no actor serves {pair_name(user_id, character_id)}")
+    return ray.get_actor(stand.aktor, namespace=settings.namespace)
+
+
+async def anhalten(redis, settings: Settings, im_bereich) -> int:
+    """Stop the pair actors of the pairs `im_bereich(user_id, character_id)` accepts (erasure):
+    their entries go first, so nothing can bind them again. Returns how many were stopped."""
+    stopped = 0
+    for k, raw in (await redis.hgetall(BESITZ)).items():
+        pair = k.decode() if isinstance(k, bytes) else k
+        parts = pair.split(":")
+        stand = Eintrag.lesen(raw)
+        if len(parts) != 3 or stand is None or not im_bereich(parts[1], parts[2]):
+            continue
+        await freigeben(redis, pair, stand)
+        h = await asyncio.to_thread(_handle, stand.aktor, settings)
+        if h is not None:
+            ray.kill(h, no_restart=True)
+            stopped += 1
+    return stopped
+
+
+# ---------------------------------------------------------------------- the reserve
+async def auffuellen(redis, settings: Settings, pruefen: bool = False) -> int:
+    """Start spares until the reserve holds `pair_spares`, at most `pair_spares_parallel` at once,
+    each connected before it is offered (one caller at a time, by a lock with a lease). `pruefen`:
+    names of spares that died are dropped from the reserve first. Returns how many were added."""
+    if settings.pair_spares <= 0 or not await redis.set(RESERVE_LOCK, "1", nx=True, ex=60):
+        return 0
+    try:
+        for raw in await redis.lrange(RESERVE, 0, -1) if pruefen else ():
+            name = raw.decode() if isinstance(raw, bytes) else raw
+            if await asyncio.to_thread(_handle, name, settings) is None:
+                await redis.lrem(RESERVE, 0, raw)
+        fehlen = settings.pair_spares - await redis.llen(RESERVE)
+        added = 0
+        while fehlen > 0:
+            batch = [host_starten(settings) for _ in range(min(fehlen, settings.pair_spares_parallel))]
+            for (name, h), ok in zip(batch, await asyncio.gather(*(h.vorwaermen.remote() for _, h in batch),
+                                                                  return_exceptions=True)):
+                if isinstance(ok, BaseException):
+                    log.warning("registry: spare %s did not come up: %s", name, ok)
+                    continue
+                await redis.rpush(RESERVE, name)
+                added += 1
+            fehlen -= len(batch)
+        return added
+    finally:
+        await redis.delete(RESERVE_LOCK)
+
+
+async def reserve_stand(redis, settings: Settings) -> dict[str, int]:
+    """The reserve as the dashboard shows it: ready spares against the pool's size, live pairs."""
+    ready, bound = await asyncio.gather(redis.llen(RESERVE), redis.hlen(BESITZ))
+    return {"bereit": int(ready), "groesse": settings.pair_spares, "gebunden": int(bound)}
+
+
+class Nachfuellen:
+    """The reserve's keeper in a process with an event loop (an ingress replica): refills after
+    every activation and every `pair_spares_check_s`."""
+
+    def __init__(self, redis_factory, settings: Settings):
+        self._redis_factory, self._settings = redis_factory, settings
+        self._task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+
+    def anstossen(self, wecken: bool = True) -> None:
+        """Start the keeper (needs a running loop); `wecken`: refill now (a spare was just taken)."""
+        if self._settings.pair_spares <= 0:
+            return
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        if wecken:
+            self._wake.set()
+
+    async def _run(self) -> None:
+        pruefen = True
+        while True:
+            try:
+                await auffuellen(await self._redis_factory(), self._settings, pruefen=pruefen)
+            except Exception:
+                log.warning("registry: refilling the reserve failed; trying again", exc_info=True)
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), self._settings.pair_spares_check_s)
+                pruefen = False
+            except asyncio.TimeoutError:
+                pruefen = True
+
+
+def alle_stoppen(settings: Settings) -> None:
+    """Every pair process of the namespace and the registry's keys (the deployment goes)."""
+    for a in ray.util.list_named_actors(all_namespaces=True):
+        if a["namespace"] == settings.namespace and a["name"].startswith(HOST_PREFIX):
+            if (h := handle_by_name(a["name"], settings)) is not None:
+                ray.kill(h, no_restart=True)
+    from redis import Redis
+
+    try:
+        r = Redis.from_url(settings.redis_url)
+        r.delete(BESITZ, RESERVE, RESERVE_LOCK)
+        r.close()
+    except Exception:
+        log.warning("registry: the registry's keys could not be cleared", exc_info=True)

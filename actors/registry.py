@@ -1,0 +1,100 @@
+"""Which process serves a pair: the project's own registry (pair → actor) with a fencing token.
+Activation and the warm spares it takes processes from: actors/activation.py.
+
+A pair actor is a Ray actor process named `pairhost:{hex}`; it belongs to no pair when it starts.
+A small pool of them (`pair_spares`) is started ahead, each already connected to the deployments
+(`PairActor.vorwaermen`), their names in the Redis list `pairs:reserve`. Activating a pair
+(`aktivieren`, from any ingress replica or background worker):
+
+1. the registry's entry for the pair (`pairs:besitz`, value `{actor}|{token}`) names a live
+   actor: it is asked to serve the pair under that token (`binden`) and is the pair's;
+2. otherwise a spare is taken from the reserve (none there: a process is started now, the named
+   fallback `kein_ersatz`) and claimed for the pair by compare-and-set against the entry that was
+   read: a new token from one counter, so tokens only grow. Whoever loses the race puts the spare
+   back and takes the winner's actor.
+
+The fencing token keeps one actor per pair at any moment: an actor serves a pair only under the
+registry's current token, checked when it is bound and again at every turn's start
+(`PairActor._begin`); an actor that finds itself replaced raises `PairSuperseded` and exits, and its
+callers resolve the pair anew. An idle actor gives its entry up by compare-and-delete
+(`freigeben`) before it exits, so it can never delete a newer owner's entry.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import ServiceError
+
+log = logging.getLogger("novaberg.registry")
+
+BESITZ = "pairs:besitz"
+"""Hash: pair name (`pair:{user}:{character}`) → `{actor name}|{token}`."""
+TOKEN = "pairs:token"
+"""The one counter the fencing tokens come from."""
+RESERVE = "pairs:reserve"
+"""List of warm spares' actor names, ready to be claimed."""
+RESERVE_LOCK = "pairs:reserve:lock"
+HOST_PREFIX = "pairhost:"
+
+_CLAIM = """
+local cur = redis.call('HGET', KEYS[1], ARGV[1]) or ''
+if cur ~= ARGV[2] then return {0, cur} end
+local t = redis.call('INCR', KEYS[2])
+local v = ARGV[3] .. '|' .. t
+redis.call('HSET', KEYS[1], ARGV[1], v)
+return {1, v}
+"""
+_RELEASE = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 0
+"""
+
+
+class PairSuperseded(ServiceError, RuntimeError):
+    """The process asked is not (or no longer) the pair's: it was never bound, or the registry
+    gave the pair to another process under a newer token. Callers resolve the pair anew."""
+
+
+@dataclass(frozen=True)
+class Eintrag:
+    aktor: str
+    token: int
+
+    @property
+    def wert(self) -> str:
+        return f"{self.aktor}|{self.token}"
+
+    @staticmethod
+    def lesen(raw: Any) -> "Eintrag | None":
+        if not raw:
+            return None
+        s = raw.decode() if isinstance(raw, bytes) else str(raw)
+        aktor, _, token = s.rpartition("|")
+        return Eintrag(aktor, int(token)) if aktor and token.isdigit() else None
+
+
+def pair_name(user_id: str, character_id: str) -> str:
+    return f"pair:{user_id}:{character_id}"
+
+
+def host_name() -> str:
+    return f"{HOST_PREFIX}{uuid.uuid4().hex[:16]}"
+
+
+async def eintrag(redis, pair: str) -> Eintrag | None:
+    return Eintrag.lesen(await redis.hget(BESITZ, pair))
+
+
+async def beanspruchen(redis, pair: str, vorher: Eintrag | None, aktor: str) -> tuple[bool, Eintrag | None]:
+    """Compare-and-set: the pair goes to `aktor` under a new token when its entry is still
+    `vorher`. Returns (won, the entry that now stands)."""
+    won, raw = await redis.eval(_CLAIM, 2, BESITZ, TOKEN, pair, vorher.wert if vorher else "", aktor)
+    return bool(int(won)), Eintrag.lesen(raw)
+
+
+async def freigeben(redis, pair: str, mein: Eintrag) -> bool:
+    """Compare-and-delete: the entry goes only while it is still `mein`."""
+    return bool(int(await redis.eval(_RELEASE, 1, BESITZ, pair, mein.wert)))
