@@ -42,7 +42,7 @@ async def _ersatz(redis, settings: Settings, pair: str) -> tuple[str, Any]:
     """A spare from the reserve, or a process started now (fallback `kein_ersatz`)."""
     while (raw := await redis.lpop(RESERVE)) is not None:
         name = raw.decode() if isinstance(raw, bytes) else raw
-        h = await asyncio.to_thread(_handle, name, settings)
+        h = await asyncio.to_thread(handle_by_name, name, settings)
         if h is not None:
             return name, h
         log.warning("registry: spare %s in the reserve is gone; taking the next", name)
@@ -57,7 +57,7 @@ async def aktivieren(redis, settings: Settings, user_id: str, character_id: str,
     vergeblich = (PairSuperseded, ray.exceptions.RayActorError, *gone)
     for _ in range(6):
         stand = await eintrag(redis, pair)
-        if stand is not None and (h := await asyncio.to_thread(_handle, stand.aktor, settings)) is not None:
+        if stand is not None and (h := await asyncio.to_thread(handle_by_name, stand.aktor, settings)) is not None:
             try:
                 await h.binden.remote(user_id, character_id, stand.token)
                 return h
@@ -103,7 +103,7 @@ async def anhalten(redis, settings: Settings, im_bereich) -> int:
         if len(parts) != 3 or stand is None or not im_bereich(parts[1], parts[2]):
             continue
         await freigeben(redis, pair, stand)
-        h = await asyncio.to_thread(_handle, stand.aktor, settings)
+        h = await asyncio.to_thread(handle_by_name, stand.aktor, settings)
         if h is not None:
             ray.kill(h, no_restart=True)
             stopped += 1
@@ -120,7 +120,7 @@ async def auffuellen(redis, settings: Settings, pruefen: bool = False) -> int:
     try:
         for raw in await redis.lrange(RESERVE, 0, -1) if pruefen else ():
             name = raw.decode() if isinstance(raw, bytes) else raw
-            if await asyncio.to_thread(_handle, name, settings) is None:
+            if await asyncio.to_thread(handle_by_name, name, settings) is None:
                 await redis.lrem(RESERVE, 0, raw)
         fehlen = settings.pair_spares - await redis.llen(RESERVE)
         added = 0

@@ -1,0 +1,142 @@
+"""One live actor per pair at any moment (actors/registry.py, actors/activation.py): a pair's
+process comes warm from the reserve; two replicas racing to activate one pair end on one actor; an
+actor killed during its hand-over, or replaced under a newer token, serves the pair no more."""
+import asyncio
+import uuid
+
+import pytest
+import ray
+from redis import Redis
+
+from actors import activation, registry
+from core.settings import Settings
+from tests.conftest import auth, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def _reserve(settings) -> list[str]:
+    r = Redis.from_url(settings.redis_url)
+    try:
+        return [n.decode() for n in r.lrange(registry.RESERVE, 0, -1)]
+    finally:
+        r.close()
+
+
+def _stand(settings, user, ch) -> registry.Eintrag | None:
+    r = Redis.from_url(settings.redis_url)
+    try:
+        return registry.Eintrag.lesen(r.hget(registry.BESITZ, registry.pair_name(user, ch)))
+    finally:
+        r.close()
+
+
+def _process(settings, user, ch) -> str:
+    return ray.get(activation.pair_actor(settings, user, ch).status.remote(), timeout=60)["process"]
+
+
+@ray.remote(num_cpus=0)
+def _activate(settings: dict, user: str, ch: str) -> str:
+    """One activation as an ingress replica makes it, in a process of its own."""
+    from memory.redis_client import verbinden
+
+    s = Settings(**settings)
+
+    async def go():
+        r = verbinden(s.redis_url, 5.0)
+        try:
+            h = await activation.aktivieren(r, s, user, ch)
+            return (await h.status.remote())["process"]
+        finally:
+            await r.aclose()
+
+    return asyncio.run(go())
+
+
+def test_a_new_pair_is_served_by_a_warm_spare_and_the_reserve_refills(client, keys, settings, character):
+    ch = character("reserve")
+    wait_for(lambda: len(_reserve(settings)) >= settings.pair_spares, timeout=120)
+    ready = set(_reserve(settings))
+    r = client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": "Hallo"}, headers=auth(keys["alice"]))
+    assert r.status_code == 200, r.text
+    served_by = _process(settings, "alice", ch)
+    assert served_by in ready  # a spare that was waiting, not a process started for the turn
+    assert served_by not in _reserve(settings)
+    wait_for(lambda: len(_reserve(settings)) >= settings.pair_spares, timeout=120)  # refilled
+    stand = _stand(settings, "alice", ch)
+    assert stand is not None and stand.aktor == served_by
+
+
+def test_two_replicas_racing_to_activate_one_pair_end_on_one_actor(settings, system, character):
+    ch = character("race")
+    dump = settings.model_dump(mode="json", by_alias=False)
+    for i in range(4):
+        user = f"race{i}-{uuid.uuid4().hex[:4]}"
+        won = ray.get([_activate.remote(dump, user, ch) for _ in range(2)], timeout=180)
+        assert won[0] == won[1], won  # both callers hold the same process
+        assert _stand(settings, user, ch).aktor == won[0]
+        assert _serving(settings, user, ch) == [won[0]]  # the loser's spare serves nobody
+
+
+def _serving(settings, user, ch) -> list[str]:
+    """Every live pair process that says it serves the pair."""
+    found = []
+    for a in ray.util.list_named_actors(all_namespaces=True):
+        if a["namespace"] != settings.namespace or not a["name"].startswith(registry.HOST_PREFIX):
+            continue
+        try:
+            st = ray.get(ray.get_actor(a["name"], namespace=settings.namespace).status.remote(), timeout=60)
+        except (registry.PairSuperseded, ray.exceptions.RayActorError, ValueError):
+            continue  # a spare, or gone
+        if (st["user_id"], st["character_id"]) == (user, ch):
+            found.append(st["process"])
+    return found
+
+
+def test_an_actor_killed_during_its_hand_over_is_passed_over(client, keys, settings, character):
+    """A replica claimed a spare for the pair and the spare died before it was bound: the next
+    activation claims past the dead entry under a newer token, and the turn is answered."""
+    ch = character("handover")
+    name, h = activation.host_starten(settings)
+    ray.get(h.vorwaermen.remote(), timeout=120)
+    won, stand = asyncio.run(_claim(settings, registry.pair_name("alice", ch), name))
+    assert won
+    ray.kill(h, no_restart=True)  # gone between the claim and `binden`
+    wait_for(lambda: activation.handle_by_name(name, settings) is None, timeout=30)
+    resp = client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": "Bist du da?"}, headers=auth(keys["alice"]))
+    assert resp.status_code == 200, resp.text
+    after = _stand(settings, "alice", ch)
+    assert after.aktor != name and after.token > stand.token
+    assert _serving(settings, "alice", ch) == [after.aktor]
+
+
+async def _claim(settings, pair, name):
+    from memory.redis_client import verbinden
+
+    r = verbinden(settings.redis_url, 5.0)
+    try:
+        return await registry.beanspruchen(r, pair, await registry.eintrag(r, pair), name)
+    finally:
+        await r.aclose()
+
+
+def test_an_actor_replaced_under_a_newer_token_refuses_the_pair_and_exits(client, keys, settings, character):
+    ch = character("fence")
+    h = auth(keys["alice"])
+    assert client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": "Eins"}, headers=h).status_code == 200
+    old = _stand(settings, "alice", ch)
+    old_actor = activation.handle_by_name(old.aktor, settings)
+    name, spare = activation.host_starten(settings)
+    ray.get(spare.vorwaermen.remote(), timeout=120)
+    won, new = asyncio.run(_claim(settings, registry.pair_name("alice", ch), name))
+    assert won and new.token > old.token
+    from core.wire import PairTurnRequest
+
+    with pytest.raises(registry.PairSuperseded):  # the fence: the old process writes nothing of the turn
+        ray.get(old_actor.turn.remote(PairTurnRequest(text="Zwei", turn_id=uuid.uuid4().hex)), timeout=120)
+    wait_for(lambda: activation.handle_by_name(old.aktor, settings) is None, timeout=30)  # it exited
+    r = client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": "Drei"}, headers=h)
+    assert r.status_code == 200, r.text
+    assert _serving(settings, "alice", ch) == [name]
+    texts = [t["inhalt"] for t in client.get(f"/v1/pairs/alice/{ch}/turns", headers=h).json()["turns"]]
+    assert "Zwei" not in texts and texts.count("Drei") == 1
