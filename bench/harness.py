@@ -201,18 +201,37 @@ class ActorDriver:
 
     def __init__(self, settings):
         self.settings = settings
+        self._redis = None
+        self._pairs: dict[tuple[str, str], Any] = {}
 
     async def turn(self, user: str, character: str, text: str) -> dict:
-        from actors.pair import get_or_create_pair
+        from actors.activation import aktivieren
         from core.wire import PairTurnRequest, TurnFailure
+        from memory.redis_client import verbinden
 
-        out = await get_or_create_pair(user, character, self.settings).turn.remote(PairTurnRequest(text=text))
+        import ray
+
+        from actors.registry import PairSuperseded
+
+        request = PairTurnRequest(text=text)
+        for attempt in range(3):
+            if (user, character) not in self._pairs:  # activated as the ingress does: through the registry
+                self._redis = self._redis or verbinden(self.settings.redis_url, self.settings.redis_reconnect_s)
+                self._pairs[(user, character)] = await aktivieren(self._redis, self.settings, user, character)
+            try:
+                out = await self._pairs[(user, character)].turn.remote(request)
+                break
+            except (ray.exceptions.RayActorError, PairSuperseded):  # evicted meanwhile: activated anew
+                self._pairs.pop((user, character), None)
+                if attempt == 2:
+                    raise
         if isinstance(out, TurnFailure):
             return {"turn_id": out.turn_id, "error": out.model_dump(exclude={"turn_id"})}
         return out.body()
 
     async def close(self):
-        pass
+        if self._redis is not None:
+            await self._redis.aclose()
 
 
 async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None = None) -> dict[str, Any]:

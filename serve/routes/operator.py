@@ -111,6 +111,8 @@ async def operator_status(ing: TheIngress, authorization: str | None = Header(No
     from memory import outbox
 
     r = await ing.redis_client()
+    from actors.activation import reserve_stand
+
     live = await r.hlen("pairs:live")
-    return {"live_pairs": live, "outbox": await outbox.backlog(r),
+    return {"live_pairs": live, "reserve": await reserve_stand(r, ing.settings), "outbox": await outbox.backlog(r),
             "llm": await ing.llm.load.remote(), "embedder": await ing.embedder.load.remote()}

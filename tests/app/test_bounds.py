@@ -7,7 +7,6 @@ import time
 import uuid
 
 import pytest
-import ray
 
 from actors.activation import pair_actor
 from cluster import cli

@@ -8,7 +8,6 @@ import json
 import uuid
 
 import pytest
-import ray
 from PIL import Image, PngImagePlugin
 from ray import serve
 

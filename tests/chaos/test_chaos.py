@@ -30,6 +30,7 @@ import pytest
 import ray
 
 from actors.activation import pair_actor
+from actors.registry import pair_name
 from actors.worker import worker_name
 from memory import kzg, lzg, outbox, pg, timeline
 from tests.conftest import auth, pg_call, redis_call, wait_for
