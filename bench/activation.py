@@ -9,7 +9,8 @@ after a fixed latency — bench/standin.py — so what is left is the pipeline a
 - returning: pairs that had a turn and whose actor was evicted after the idle timeout come back one
   after another (first turn p50/p95, the reserve refilled in between, as after a coffee);
 - burst N: N pairs never seen take their first turn all at once (first turn p50/p95, activations/s
-  = N over the time until the last first turn answered, so an underestimate);
+  = N over the time until the last first turn answered, so an underestimate), then the same N pairs,
+  warm now, a second turn at once: the same concurrency without the activation;
 - memory: USS (and PSS) of the pair processes that served, and of a bare Ray actor, pairs per GiB.
 The arms: `pair_spares=0` (every activation starts its process: the base) and `pair_spares=--spares`.
 """
@@ -128,10 +129,14 @@ async def _arm(url: str, key: str, settings, returning: int, bursts: list[int], 
                 await asyncio.to_thread(_reserve_full, redis, settings)
                 users = [f"b{n}-{i}-{tag}" for i in range(n)]
                 t0 = time.perf_counter()
-                ms = await asyncio.gather(*(_turn(c, key, u) for u in users))
+                ms = list(await asyncio.gather(*(_turn(c, key, u) for u in users)))
                 wall = time.perf_counter() - t0
-                out[f"burst_{n}"] = {**_stat(list(ms)), "activations_per_s": round(n / wall, 1),
-                                     "over_warm_p95": round(pct(list(ms), 95) / out["warm"]["p95_ms"], 2)}
+                # the same pairs at once again, warm now: the same concurrency without the activation
+                again = list(await asyncio.gather(*(_turn(c, key, u) for u in users)))
+                out[f"burst_{n}"] = {**_stat(ms), "activations_per_s": round(n / wall, 1),
+                                     "over_warm_p95": round(pct(ms, 95) / out["warm"]["p95_ms"], 2),
+                                     "warm_burst": _stat(again),
+                                     "over_warm_burst_p95": round(pct(ms, 95) / pct(again, 95), 2)}
             out["memory"] = _memory(settings, back + [f"b{bursts[-1]}-{i}-{tag}" for i in range(bursts[-1])]
                                     if bursts else back)
     finally:
@@ -185,7 +190,8 @@ def main() -> None:
                 f"p50 {arm['returning']['p50_ms']} ms ({arm['returning']['over_warm_p50']}× warm)")
         for n in args.bursts:
             b = arm[f"burst_{n}"]
-            line += (f" | burst {n}: p50 {b['p50_ms']} p95 {b['p95_ms']} ms ({b['over_warm_p95']}× warm p95), "
+            line += (f" | burst {n}: p50 {b['p50_ms']} p95 {b['p95_ms']} ms ({b['over_warm_p95']}× warm p95, "
+                     f"{b['over_warm_burst_p95']}× a warm burst's p95 {b['warm_burst']['p95_ms']} ms), "
                      f"{b['activations_per_s']} activations/s")
         print(line + f" | memory {arm['memory']}")
     if args.out:
