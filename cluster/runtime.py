@@ -173,6 +173,7 @@ def stop(rt: Runtime, *, stop_stores: bool = True) -> None:
             _kill_pairs(rt.settings)
             ray.shutdown()
         else:
+            _kill_pairs(rt.settings)  # the registry's keys go with them: a restart finds none stale
             # our own local Ray: this stops Serve and every actor; return when its raylet and GCS
             # have exited, so that a Ray started next (the next test tier, a restarted daemon)
             # does not come up beside a cluster still going down
