@@ -125,7 +125,9 @@ async def auffuellen(redis, settings: Settings, pruefen: bool = False) -> int:
         fehlen = settings.pair_spares - await redis.llen(RESERVE)
         added = 0
         while fehlen > 0:
-            batch = [host_starten(settings) for _ in range(min(fehlen, settings.pair_spares_parallel))]
+            # made in a thread: an actor's creation blocks its caller, and the caller is an ingress's loop
+            batch = await asyncio.gather(*(asyncio.to_thread(host_starten, settings)
+                                           for _ in range(min(fehlen, settings.pair_spares_parallel))))
             for (name, h), ok in zip(batch, await asyncio.gather(*(h.vorwaermen.remote() for _, h in batch),
                                                                   return_exceptions=True)):
                 if isinstance(ok, BaseException):
@@ -174,8 +176,17 @@ class Nachfuellen:
             try:
                 await asyncio.wait_for(self._wake.wait(), self._settings.pair_spares_check_s)
                 pruefen = False
+                await self._nach_dem_turn()
             except asyncio.TimeoutError:
                 pruefen = True
+
+    async def _nach_dem_turn(self) -> None:
+        """A spare was just taken, for a turn that runs now: a process started beside it would take
+        the turn's CPU, so the refill waits `pair_spares_refill_delay_s` — unless the reserve has
+        fallen below half its size."""
+        redis = await self._redis_factory()
+        if await redis.llen(RESERVE) * 2 >= self._settings.pair_spares:
+            await asyncio.sleep(self._settings.pair_spares_refill_delay_s)
 
 
 def alle_stoppen(settings: Settings) -> None:

@@ -108,8 +108,16 @@ class PairActor:
         return services
 
     async def vorwaermen(self) -> int:
-        """A spare gets ready before any pair needs it: the deployments' handles, the chains."""
-        self._verbinden()
+        """A spare gets ready before any pair needs it: the deployments' handles, the chains, and
+        one cheap call over each handle a turn uses at once (a handle's first call sets up its
+        routing and its channel to a replica: without it the first turn's model calls were slower)."""
+        services = self._verbinden()
+        calls = [services.llm.handle.load.remote(), services.embedder.handle.load.remote(),
+                 services.store.handle.ready.remote(), services.redis.ping()]
+        for name, out in zip(("llm", "embedder", "store", "redis"), await asyncio.gather(*calls, return_exceptions=True)):
+            if isinstance(out, BaseException):
+                log.warning("pair process %s: warming the %s handle failed (%s); its first call sets it up", self.name,
+                            name, type(out).__name__)
         return os.getpid()
 
     async def binden(self, user_id: str, character_id: str, token: int) -> int:

@@ -325,6 +325,9 @@ class PairSettings(Section):
     becomes active (actors/registry.py). 0: every activation starts its process then (slow)."""
     pair_spares_parallel: int = Field(default=2, ge=1, le=64)
     """Spares started at once while the reserve refills."""
+    pair_spares_refill_delay_s: float = Field(default=2.0, ge=0)
+    """After a spare was taken, the refill waits this long (the turn that took it runs meanwhile),
+    unless the reserve holds less than half its size."""
     pair_spares_check_s: float = Field(default=10.0, gt=0)
     """How often the reserve is checked for spares that died, and refilled, without an activation."""
     session_max_turns: int = Field(default=20, ge=8)

@@ -417,7 +417,9 @@ class Ingress:
                 self.forget(user_id, character_id)
                 log.warning("ingress: pair %s:%s actor gone during a call (attempt %d): retrying", user_id,
                             character_id, attempt + 1)
-                await asyncio.sleep(0.2 * (attempt + 1))
+                # at once the first time: mostly a handle of an actor that was evicted while idle,
+                # for which waiting helps nothing (the registry resolves the pair anew)
+                await asyncio.sleep(0.2 * attempt)
         raise error(503, "unavailable", f"pair actor unavailable: {type(last).__name__}")
 
     async def stream(self, user_id: str, character_id: str,
@@ -441,5 +443,5 @@ class Ingress:
                             character_id, attempt + 1)
                 if started:
                     yield RestartEvent(reason="pair actor restarted; the turn runs again")
-                await asyncio.sleep(0.2 * (attempt + 1))
+                await asyncio.sleep(0.2 * attempt)  # at once the first time, as in `call`
         yield ErrorEvent(failure=TurnFailure(node=None, message="pair actor unavailable"))
