@@ -10,8 +10,8 @@ from typing import Any
 import ray
 
 from actors.pair import PairActorRemote
-from actors.registry import (BESITZ, HOST_PREFIX, RESERVE, RESERVE_LOCK, Eintrag, PairSuperseded, beanspruchen,
-                             eintrag, freigeben, host_name, pair_name)
+from actors.registry import (BESITZ, GESPERRT, HOST_PREFIX, RESERVE, RESERVE_LOCK, Eintrag, PairSuperseded,
+                             beanspruchen, eintrag, entsperren, freigeben, host_name, pair_name, sperren)
 from core.settings import Settings
 
 log = logging.getLogger("novaberg.registry")
@@ -47,33 +47,60 @@ async def _ersatz(redis, settings: Settings, pair: str) -> tuple[str, Any]:
             return name, h
         log.warning("registry: spare %s in the reserve is gone; taking the next", name)
     log.warning("registry: fallback kein_ersatz: no warm spare for %s; starting its process now", pair)
-    return host_starten(settings)
+    return await asyncio.to_thread(host_starten, settings)  # a creation blocks: not on the caller's loop
 
 
-async def aktivieren(redis, settings: Settings, user_id: str, character_id: str, gone: tuple = ()) -> Any:
+def _weg(h) -> None:
+    """A process no one will use (a spare that failed or was left over): it goes."""
+    try:
+        ray.kill(h, no_restart=True)
+    except Exception:
+        pass
+
+
+async def _binden(h, user_id: str, character_id: str, token: int) -> None:
+    """Bind, waiting out a process that is unavailable for a moment (a restart, a slow reply): only
+    a process that is certainly dead is passed over, a live one is never replaced."""
+    for attempt in range(5):
+        try:
+            await h.binden.remote(user_id, character_id, token)
+            return
+        except ray.exceptions.ActorUnavailableError:
+            if attempt == 4:
+                raise
+            await asyncio.sleep(0.2 * (attempt + 1))
+
+
+async def aktivieren(redis, settings: Settings, user_id: str, character_id: str) -> Any:
     """The handle of the pair's one actor, bound to the pair: the registry's live actor, or a
-    spare claimed for it. `gone`: the errors of a call whose actor is gone (besides the ones here)."""
+    spare claimed for it when the registry names none or a dead one. Raises PairSuperseded when no
+    actor could be bound (the pair is being erased, or the races did not settle)."""
     pair = pair_name(user_id, character_id)
-    vergeblich = (PairSuperseded, ray.exceptions.RayActorError, *gone)
+    tot = (ray.exceptions.ActorDiedError, PairSuperseded)
     for _ in range(6):
         stand = await eintrag(redis, pair)
         if stand is not None and (h := await asyncio.to_thread(handle_by_name, stand.aktor, settings)) is not None:
             try:
-                await h.binden.remote(user_id, character_id, stand.token)
+                await _binden(h, user_id, character_id, stand.token)
                 return h
-            except vergeblich as e:
+            except tot as e:
                 log.warning("registry: %s's actor %s did not take it (%s); claiming the pair anew", pair,
                             stand.aktor, type(e).__name__)
         name, h = await _ersatz(redis, settings, pair)
-        won, neu = await beanspruchen(redis, pair, stand, name)
-        if not won:  # another caller activated the pair meanwhile: the spare goes back
+        try:
+            won, neu = await beanspruchen(redis, pair, stand, name)
+        except BaseException:
+            _weg(h)  # neither claimed nor back in the reserve
+            raise
+        if not won:  # another caller activated the pair meanwhile (or an erasure locks it): the spare goes back
             await redis.rpush(RESERVE, name)
             continue
         try:
-            await h.binden.remote(user_id, character_id, neu.token)
+            await _binden(h, user_id, character_id, neu.token)
             return h
-        except vergeblich as e:  # killed during the hand-over: the next round claims past it
+        except tot as e:  # killed during the hand-over: the next round claims past it
             log.warning("registry: %s's new actor %s failed while taking it (%s)", pair, name, type(e).__name__)
+            _weg(h)
     raise PairSuperseded(f"{pair}: no actor could be bound to it")
 
 
@@ -94,7 +121,8 @@ def pair_actor(settings: Settings, user_id: str, character_id: str):
 
 async def anhalten(redis, settings: Settings, im_bereich) -> int:
     """Stop the pair actors of the pairs `im_bereich(user_id, character_id)` accepts (erasure):
-    their entries go first, so nothing can bind them again. Returns how many were stopped."""
+    each pair is locked against new claims first (for `registry.SPERRE_S`, or until `freigeben_nach`),
+    then its entry goes and its process is killed. Returns how many were stopped."""
     stopped = 0
     for k, raw in (await redis.hgetall(BESITZ)).items():
         pair = k.decode() if isinstance(k, bytes) else k
@@ -102,12 +130,22 @@ async def anhalten(redis, settings: Settings, im_bereich) -> int:
         stand = Eintrag.lesen(raw)
         if len(parts) != 3 or stand is None or not im_bereich(parts[1], parts[2]):
             continue
+        await sperren(redis, pair)
         await freigeben(redis, pair, stand)
         h = await asyncio.to_thread(handle_by_name, stand.aktor, settings)
         if h is not None:
-            ray.kill(h, no_restart=True)
+            await asyncio.to_thread(_weg, h)
             stopped += 1
     return stopped
+
+
+async def freigeben_nach(redis, settings: Settings, im_bereich) -> None:
+    """The erasure is done: the pairs it locked may be activated again (a new conversation)."""
+    for k in await redis.keys(f"{GESPERRT}*"):
+        pair = (k.decode() if isinstance(k, bytes) else k)[len(GESPERRT):]
+        parts = pair.split(":")
+        if len(parts) == 3 and im_bereich(parts[1], parts[2]):
+            await entsperren(redis, pair)
 
 
 # ---------------------------------------------------------------------- the reserve
@@ -115,7 +153,8 @@ async def auffuellen(redis, settings: Settings, pruefen: bool = False) -> int:
     """Start spares until the reserve holds `pair_spares`, at most `pair_spares_parallel` at once,
     each connected before it is offered (one caller at a time, by a lock with a lease). `pruefen`:
     names of spares that died are dropped from the reserve first. Returns how many were added."""
-    if settings.pair_spares <= 0 or not await redis.set(RESERVE_LOCK, "1", nx=True, ex=60):
+    mein = host_name()  # the lock's value: only its holder releases it
+    if settings.pair_spares <= 0 or not await redis.set(RESERVE_LOCK, mein, nx=True, ex=120):
         return 0
     try:
         for raw in await redis.lrange(RESERVE, 0, -1) if pruefen else ():
@@ -125,20 +164,38 @@ async def auffuellen(redis, settings: Settings, pruefen: bool = False) -> int:
         fehlen = settings.pair_spares - await redis.llen(RESERVE)
         added = 0
         while fehlen > 0:
-            # made in a thread: an actor's creation blocks its caller, and the caller is an ingress's loop
-            batch = await asyncio.gather(*(asyncio.to_thread(host_starten, settings)
-                                           for _ in range(min(fehlen, settings.pair_spares_parallel))))
-            for (name, h), ok in zip(batch, await asyncio.gather(*(h.vorwaermen.remote() for _, h in batch),
-                                                                  return_exceptions=True)):
-                if isinstance(ok, BaseException):
-                    log.warning("registry: spare %s did not come up: %s", name, ok)
-                    continue
-                await redis.rpush(RESERVE, name)
-                added += 1
-            fehlen -= len(batch)
+            n = min(fehlen, settings.pair_spares_parallel)
+            added += await _spares_starten(redis, settings, n)
+            await redis.expire(RESERVE_LOCK, 120)
+            fehlen -= n
         return added
     finally:
-        await redis.delete(RESERVE_LOCK)
+        await redis.eval(_LOCK_FREI, 1, RESERVE_LOCK, mein)
+
+
+_LOCK_FREI = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
+
+async def _spares_starten(redis, settings: Settings, n: int) -> int:
+    """`n` spares, started in threads (an actor's creation blocks its caller, and the caller is an
+    ingress's loop), each offered once connected; one that does not come up within 120 s goes."""
+    made = await asyncio.gather(*(asyncio.to_thread(host_starten, settings) for _ in range(n)),
+                                return_exceptions=True)
+    batch = [m for m in made if not isinstance(m, BaseException)]
+    for m in made:
+        if isinstance(m, BaseException):
+            log.warning("registry: a spare could not be started: %s", m)
+    warm = await asyncio.gather(*(asyncio.wait_for(h.vorwaermen.remote(), 120) for _, h in batch),
+                                return_exceptions=True)
+    added = 0
+    for (name, h), ok in zip(batch, warm):
+        if isinstance(ok, BaseException):
+            log.warning("registry: spare %s did not come up (%s); it goes", name, type(ok).__name__)
+            _weg(h)
+            continue
+        await redis.rpush(RESERVE, name)
+        added += 1
+    return added
 
 
 async def reserve_stand(redis, settings: Settings) -> dict[str, int]:
@@ -169,16 +226,19 @@ class Nachfuellen:
         pruefen = True
         while True:
             try:
+                self._wake.clear()  # a wake-up during the refill is kept for the next round
                 await auffuellen(await self._redis_factory(), self._settings, pruefen=pruefen)
+                try:
+                    await asyncio.wait_for(self._wake.wait(), self._settings.pair_spares_check_s)
+                    pruefen = False
+                    await self._nach_dem_turn()
+                except asyncio.TimeoutError:
+                    pruefen = True
+            except asyncio.CancelledError:
+                raise
             except Exception:
                 log.warning("registry: refilling the reserve failed; trying again", exc_info=True)
-            self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), self._settings.pair_spares_check_s)
-                pruefen = False
-                await self._nach_dem_turn()
-            except asyncio.TimeoutError:
-                pruefen = True
+                await asyncio.sleep(1.0)
 
     async def _nach_dem_turn(self) -> None:
         """A spare was just taken, for a turn that runs now: a process started beside it would take

@@ -79,6 +79,8 @@ class PairActor:
         self._watch: asyncio.Task | None = None
         self._started = time.time()
         self._history_checked = False
+        self._evicting = False
+        """Set, before its first await, by the idle eviction: no call starts any more."""
 
     # ------------------------------------------------------------------ plumbing
     def _verbinden(self) -> Services:
@@ -100,8 +102,8 @@ class PairActor:
     def _ensure(self) -> Services:
         """The connections of a process that serves its pair (a call to one that serves none, e.g.
         restarted by Ray since it was bound, is refused: the caller binds it again)."""
-        if self.user_id is None:
-            raise registry.PairSuperseded(f"{self.name} serves no pair (started anew)")
+        if self.user_id is None or self._evicting:
+            raise registry.PairSuperseded(f"{self.name} serves no pair (started anew, or leaving)")
         services = self._verbinden()
         if self._watch is None:
             self._watch = asyncio.get_running_loop().create_task(self._idle_watch())
@@ -122,20 +124,38 @@ class PairActor:
 
     async def binden(self, user_id: str, character_id: str, token: int) -> int:
         """Serve the pair under `token`, when the registry's entry says so (the fence)."""
-        mine = (self.user_id, self.character_id)
-        if mine == (user_id, character_id) and self._token == token:
+        self._bindbar(user_id, character_id, token)
+        if (self.user_id, self.character_id, self._token) == (user_id, character_id, token):
             return os.getpid()
-        if self.user_id is not None and mine != (user_id, character_id):
-            raise registry.PairSuperseded(f"{self.name} serves {pair_name(*mine)} already")
         services = self._verbinden()
         stand = await registry.eintrag(services.redis, pair_name(user_id, character_id))
         if stand != registry.Eintrag(self.name, token):
             raise registry.PairSuperseded(f"{pair_name(user_id, character_id)} is not {self.name}'s under token "
                                           f"{token} (the registry holds {stand})")
+        self._bindbar(user_id, character_id, token)  # again: another binding may have come in meanwhile
         self.user_id, self.character_id, self._token = user_id, character_id, token
         self._last = time.monotonic()
+        if self._watch is None:  # bound and never called: the idle eviction gives the entry up all the same
+            self._watch = asyncio.get_running_loop().create_task(self._idle_watch())
         log.info("pair %s: served by %s under token %d", pair_name(user_id, character_id), self.name, token)
         return os.getpid()
+
+    def _bindbar(self, user_id: str, character_id: str, token: int) -> None:
+        """A process serves one pair in its life, and never under an older token than it holds."""
+        if self._evicting:
+            raise registry.PairSuperseded(f"{self.name} is leaving")
+        mine = (self.user_id, self.character_id)
+        if self.user_id is not None and mine != (user_id, character_id):
+            raise registry.PairSuperseded(f"{self.name} serves {pair_name(*mine)} already")
+        if self._token is not None and token < self._token:
+            raise registry.PairSuperseded(f"token {token} is older than {self._token}")
+
+    async def _fence(self, services: Services) -> None:
+        """The fence: this process still serves the pair under its token (before anything is
+        written for the pair: a turn, a taking back, a self-trigger's count)."""
+        stand = await registry.eintrag(services.redis, pair_name(self.user_id, self.character_id))
+        if stand != registry.Eintrag(self.name, self._token):
+            raise self._abgeloest(stand)
 
     def _abgeloest(self, stand: registry.Eintrag | None) -> registry.PairSuperseded:
         """The registry gave the pair to another process: this one serves it no more and exits."""
@@ -160,6 +180,7 @@ class PairActor:
         while True:
             await asyncio.sleep(min(timeout / 4, 5.0))
             if self.user_id is not None and self._inflight == 0 and time.monotonic() - self._last > timeout:
+                self._evicting = True  # before the first await: no call starts from here on
                 await self._evict()
                 return
 
@@ -279,10 +300,7 @@ class PairActor:
         arrival number it starts under (a new actor of the pair continues after it), the stored result of a turn_id that ran before, and which of the
         turn and the turn it continues (`ursprung`) was taken back, if one was."""
         ids = [t for t in (turn_id, ursprung) if t]
-        # the fence first: a process the registry replaced writes nothing of the turn, not even its place
-        stand = await registry.eintrag(services.redis, pair_name(self.user_id, self.character_id))
-        if stand != registry.Eintrag(self.name, self._token):
-            raise self._abgeloest(stand)
+        await self._fence(services)  # first: a process the registry replaced writes nothing, not even the place
         async with services.redis.pipeline(transaction=False) as p:
             if seq is not None:
                 p.set(self._seq_key(), int(self._order.last))
@@ -417,6 +435,7 @@ class PairActor:
         self._enter()
         try:
             services = self._ensure()
+            await self._fence(services)  # before the self-trigger's count: a replaced process counts nothing
             kind = request.kind
             if kind == "continue" and await self._answered_before(services, request):
                 herkunft = "self_trigger"  # delivered again: the stored result answers, nothing counts twice
@@ -465,6 +484,7 @@ class PairActor:
             await self._prime(services)
             await self._order.acquire(None)
             try:
+                await self._fence(services)
                 if not self._history_checked:
                     await self._check_history(services)
                 return await self._vorgang(services, request)

@@ -37,9 +37,14 @@ TOKEN = "pairs:token"
 RESERVE = "pairs:reserve"
 """List of warm spares' actor names, ready to be claimed."""
 RESERVE_LOCK = "pairs:reserve:lock"
+GESPERRT = "pairs:gesperrt:"
+"""`pairs:gesperrt:{pair}`: while it lives (an erasure of the pair's user or character), no claim
+of the pair succeeds."""
+SPERRE_S = 60
 HOST_PREFIX = "pairhost:"
 
 _CLAIM = """
+if redis.call('EXISTS', KEYS[3]) == 1 then return {0, ''} end
 local cur = redis.call('HGET', KEYS[1], ARGV[1]) or ''
 if cur ~= ARGV[2] then return {0, cur} end
 local t = redis.call('INCR', KEYS[2])
@@ -90,9 +95,20 @@ async def eintrag(redis, pair: str) -> Eintrag | None:
 
 async def beanspruchen(redis, pair: str, vorher: Eintrag | None, aktor: str) -> tuple[bool, Eintrag | None]:
     """Compare-and-set: the pair goes to `aktor` under a new token when its entry is still
-    `vorher`. Returns (won, the entry that now stands)."""
-    won, raw = await redis.eval(_CLAIM, 2, BESITZ, TOKEN, pair, vorher.wert if vorher else "", aktor)
-    return bool(int(won)), Eintrag.lesen(raw)
+    `vorher` (and the pair is not locked by an erasure). Returns (won, the entry that now stands).
+    A claim whose reply was lost and that was sent again finds its own entry: that is a win."""
+    won, raw = await redis.eval(_CLAIM, 3, BESITZ, TOKEN, GESPERRT + pair, pair, vorher.wert if vorher else "", aktor)
+    stand = Eintrag.lesen(raw)
+    return bool(int(won)) or (stand is not None and stand.aktor == aktor), stand
+
+
+async def sperren(redis, pair: str) -> None:
+    """No claim of the pair succeeds for `SPERRE_S` (its data is being erased)."""
+    await redis.set(GESPERRT + pair, "1", ex=SPERRE_S)
+
+
+async def entsperren(redis, pair: str) -> None:
+    await redis.delete(GESPERRT + pair)
 
 
 async def freigeben(redis, pair: str, mein: Eintrag) -> bool:

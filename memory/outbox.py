@@ -27,7 +27,8 @@ MAX_PAUSE_S = 30.0
 """The longest a consumer waits between two rounds while a store is away."""
 OUTAGES = frozenset({"OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed", "ConnectionError",
                      "ConnectionRefusedError", "ConnectionResetError", "BrokenPipeError", "TimeoutError",
-                     "BusyLoadingError", "ActorUnavailableError", "ActorDiedError"})
+                     "BusyLoadingError", "ActorUnavailableError", "ActorDiedError",
+                     "PairSuperseded"})
 """Exception classes (by name, through Ray's wrappers) that say a store or its process is away."""
 
 

@@ -362,8 +362,7 @@ class Ingress:
         if h is None:
             if len(self._pairs) > 10_000:
                 self._pairs.clear()
-            h = await activation.aktivieren(await self.redis_client(), self.settings, user_id, character_id,
-                                          ACTOR_GONE)
+            h = await activation.aktivieren(await self.redis_client(), self.settings, user_id, character_id)
             self._pairs[k] = h
             self.reserve.anstossen()
         return h
@@ -391,6 +390,9 @@ class Ingress:
             self.forget_keys(user_id=user_id)  # the user's keys go with the rows (other replicas: ≤ 30 s)
         gone = await erasure.erase_keys(await self.redis_client(), user_id, character_id)
         gone.update(await self.store_ops.erasure.erase_rows(user_id, character_id))
+        # locked against activation since their actors stopped: a new conversation may begin now
+        await activation.freigeben_nach(await self.redis_client(), self.settings,
+                                        lambda u, c: self._in_scope([u, c], user_id, character_id))
         gone["actors"] = stopped
         log.info("ingress: erased %s: %d pair actors stopped, %d rows, %d keys and entries",
                  f"user {user_id}" if user_id is not None else f"the pairs of character {character_id}", stopped,
@@ -409,9 +411,8 @@ class Ingress:
         fixed before the first attempt."""
         last: Exception | None = None
         for attempt in range(4):
-            h = await self._pair(user_id, character_id)
             try:
-                return await send(h)
+                return await send(await self._pair(user_id, character_id))
             except ACTOR_GONE as e:
                 last = e
                 self.forget(user_id, character_id)
@@ -428,9 +429,9 @@ class Ingress:
         way, the turn runs again (after a `restart` event once events were sent); when it stays
         gone, an `error` event ends the stream."""
         for attempt in range(4):
-            h = await self._pair(user_id, character_id)
             started = False
             try:
+                h = await self._pair(user_id, character_id)
                 gen = h.turn_stream.options(num_returns="streaming").remote(request)
                 async for ref in gen:
                     ev = await ref

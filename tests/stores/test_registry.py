@@ -28,6 +28,19 @@ async def _scenario(url):
         assert await registry.eintrag(r, pair) == second
         assert await registry.freigeben(r, pair, second)
         assert await registry.eintrag(r, pair) is None
+        # a claim sent again after its reply was lost finds its own entry: a win, not a loss
+        won, mine = await registry.beanspruchen(r, pair, None, "pairhost:e")
+        again, same = await registry.beanspruchen(r, pair, None, "pairhost:e")
+        assert won and again and same == mine
+        assert await registry.freigeben(r, pair, mine)
+        # while the pair's data is erased no claim succeeds; afterwards one does
+        await registry.sperren(r, pair)
+        locked, nobody = await registry.beanspruchen(r, pair, None, "pairhost:f")
+        assert not locked and await registry.eintrag(r, pair) is None
+        await registry.entsperren(r, pair)
+        won, after = await registry.beanspruchen(r, pair, None, "pairhost:f")
+        assert won and after.aktor == "pairhost:f"
+        assert await registry.freigeben(r, pair, after)
         # many callers at once: exactly one wins each round
         outcomes = await asyncio.gather(*(registry.beanspruchen(r, pair, None, f"pairhost:{i}") for i in range(16)))
         assert sum(1 for won, _ in outcomes if won) == 1
