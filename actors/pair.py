@@ -134,6 +134,7 @@ class PairActor:
                                           f"{token} (the registry holds {stand})")
         self._bindbar(user_id, character_id, token)  # again: another binding may have come in meanwhile
         self.user_id, self.character_id, self._token = user_id, character_id, token
+        services.zaun = (registry.BESITZ, pair_name(user_id, character_id), stand.wert)  # every commit's fence
         self._last = time.monotonic()
         if self._watch is None:  # bound and never called: the idle eviction gives the entry up all the same
             self._watch = asyncio.get_running_loop().create_task(self._idle_watch())
@@ -358,6 +359,8 @@ class PairActor:
             trace.call_sent()  # the first node made no model call (its fallback): the reads start now
             await self._character.run(state, deps)
         except NodeFailed as e:
+            if isinstance(e.cause, registry.PairSuperseded):  # the commit's fence: the new process runs the turn
+                raise self._abgeloest(None) from e
             metrics.turn_finished("error")
             metrics.node_error(e.node)
             await self._record_error(services, e.node, turn_id)

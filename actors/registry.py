@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import ServiceError
+from core.wire import PairSuperseded  # noqa: F401 (the registry's error, raised across processes)
 
 log = logging.getLogger("novaberg.registry")
 
@@ -56,11 +56,6 @@ _RELEASE = """
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 0
 """
-
-
-class PairSuperseded(ServiceError, RuntimeError):
-    """The process asked is not (or no longer) the pair's: it was never bound, or the registry
-    gave the pair to another process under a newer token. Callers resolve the pair anew."""
 
 
 @dataclass(frozen=True)

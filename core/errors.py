@@ -31,7 +31,7 @@ The tree (a class, the module it is defined in, its builtin second base):
     │   └── UnknownOperation        memory.ops; KeyError
     ├── ServiceError                a service the project calls did not deliver
     │   ├── NoSearchProvider        serve.web; RuntimeError
-    │   ├── PairSuperseded          actors.registry; RuntimeError (the process serves the pair no more)
+    │   ├── PairSuperseded          core.wire; RuntimeError (the process serves the pair no more)
     │   └── EngineError             the model engine failed a call, or its answer cannot be used
     │       ├── LLMBackendError     serve.llm_backends; RuntimeError (`transient`: worth a retry)
     │       └── NichtEndlich        pipeline.llm_json; ValueError

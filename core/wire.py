@@ -16,7 +16,16 @@ from typing import Annotated, Any, AsyncIterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.errors import ServiceError
+
 # ---------------------------------------------------------------------------- ingress ↔ pair actor
+
+class PairSuperseded(ServiceError, RuntimeError):
+    """The pair process asked is not (or no longer) the pair's (actors/registry.py): it was never
+    bound, or the registry gave the pair to another process under a newer token — found at the
+    latest by the commit's fence. Callers resolve the pair anew and try again (the turn_id holds)."""
+
+
 class PairTurnRequest(BaseModel):
     """A message of the human, as the ingress hands it to the pair's actor (`PairActor.turn`,
     `PairActor.turn_stream`)."""

@@ -91,7 +91,13 @@ def fenster(turns: list, n: int, block: int = FENSTER_BLOCK) -> list:
     return turns[fenster_start(len(turns), n, block):]
 
 
-_COMMIT = redis_vorher.LUA_FESTHALTEN + """
+_ZAUN = """
+if ARGV[{Z}] ~= '' and redis.call('HGET', KEYS[{K}], ARGV[{Z}]) ~= ARGV[{Z} + 1] then return -1 end
+"""
+"""The fence (actors/registry.py): when the committing process names its registry entry, the
+commit happens only while the entry is still its own (-1: another process serves the pair)."""
+
+_COMMIT = redis_vorher.LUA_FESTHALTEN + _ZAUN.replace("{Z}", "9").replace("{K}", "8") + """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
 if ARGV[3] == '' or redis.call('EXISTS', KEYS[6]) == 1 then
@@ -108,7 +114,7 @@ if ARGV[8] ~= '' then
   vorher_festhalten(KEYS[5], KEYS[7], {FRIST})
   redis.call('SET', KEYS[5], ARGV[8])
 end
-for i = 9, #ARGV do
+for i = 11, #ARGV do
   redis.call('XADD', KEYS[3], '*', 'job', ARGV[i])
 end
 return 1
@@ -118,13 +124,13 @@ return 1
 after the turn, the jobs. The human's entry is left out when his turn was committed on its own
 before (`mensch_key`: an earlier attempt of this turn failed in Nova's chain)."""
 
-_MENSCH = """
+_MENSCH = _ZAUN.replace("{Z}", "5").replace("{K}", "5") + """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'EX', tonumber(ARGV[2])) then return 2 end
 redis.call('RPUSH', KEYS[3], ARGV[3])
 local weg = redis.call('LLEN', KEYS[3]) - tonumber(ARGV[4])
 if weg >= {BLOCK} then redis.call('LTRIM', KEYS[3], weg - weg % {BLOCK}, -1) end
-for i = 5, #ARGV do
+for i = 7, #ARGV do
   redis.call('XADD', KEYS[4], '*', 'job', ARGV[i])
 end
 return 1
@@ -285,36 +291,61 @@ def result_from(raw: bytes | str | None) -> dict | None:
     return None if raw is None else json.loads(raw)
 
 
+Zaun = tuple[str, str, str]
+"""A commit's fence: (the registry's hash, the pair's field, the committing process's entry)."""
+
+
+def _zaun_args(zaun: Zaun | None, fallback_key: str) -> tuple[str, str, str]:
+    return zaun if zaun is not None else (fallback_key, "", "")
+
+
+def _gezaeunt(done: int, user_id: str, character_id: str, turn_id: str) -> None:
+    if int(done) == -1:
+        from core.wire import PairSuperseded
+
+        raise PairSuperseded(f"turn {turn_id} of {user_id}:{character_id} not committed: another process serves "
+                             "the pair now")
+
+
 async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str, result: dict,
                       user_turn: dict | None, nova_turn: dict, job: dict | list[dict], keep_turns: int, ttl_s: int,
-                      push: dict | None = None, push_keep: int = 1000, zustand: dict | None = None) -> bool:
+                      push: dict | None = None, push_keep: int = 1000, zustand: dict | None = None,
+                      zaun: Zaun | None = None) -> bool:
     """Store result, both session turns, the pushed message, Nova's state and the outbox jobs
     atomically. False: already committed. `user_turn` None: the turn has no new message of the
     human (a self-triggered retry). `push`: a message nobody asked for, for the events route.
-    `zustand`: Nova's emotion state after the turn (ei_calc_persist), for the next turn."""
+    `zustand`: Nova's emotion state after the turn (ei_calc_persist), for the next turn. `zaun`:
+    commit only while the committing process still serves the pair (else PairSuperseded)."""
     jobs = job if isinstance(job, list) else [job]
+    fence_key, fence_field, fence_value = _zaun_args(zaun, result_key(user_id, character_id, turn_id))
     done = await r.eval(
-        _COMMIT, 7,
+        _COMMIT, 8,
         result_key(user_id, character_id, turn_id), session_key(user_id, character_id), OUTBOX_STREAM,
         push_key(user_id, character_id), zustand_key(user_id, character_id), mensch_key(user_id, character_id, turn_id),
-        redis_vorher.vorher_key(user_id, character_id, turn_id),
+        redis_vorher.vorher_key(user_id, character_id, turn_id), fence_key,
         json.dumps(result), ttl_s, json.dumps(user_turn) if user_turn is not None else "", json.dumps(nova_turn), keep_turns,
         json.dumps(push) if push is not None else "", push_keep, json.dumps(zustand) if zustand is not None else "",
-        *[json.dumps(j) for j in jobs],
+        fence_field, fence_value, *[json.dumps(j) for j in jobs],
     )
+    _gezaeunt(done, user_id, character_id, turn_id)
     return bool(done)
 
 
 async def commit_human(r: Redis, *, user_id: str, character_id: str, turn_id: str,
-                       user_turn: dict, jobs: list[dict], keep_turns: int, ttl_s: int) -> int:
+                       user_turn: dict, jobs: list[dict], keep_turns: int, ttl_s: int, zaun: Zaun | None = None) -> int:
     """Keep the human's message when Nova's chain failed: his session entry and `jobs` (the turn's
     record, salience of his words) atomically, once per turn. 1: kept now; 2: his part was kept
-    before; 0: the whole turn is committed. A later commit of the whole turn adds Nova's reply alone."""
-    return int(await r.eval(
-        _MENSCH, 4, result_key(user_id, character_id, turn_id), mensch_key(user_id, character_id, turn_id),
-        session_key(user_id, character_id), OUTBOX_STREAM,
-        str(time.time()), ttl_s, json.dumps(user_turn), keep_turns, *[json.dumps(j) for j in jobs],
+    before; 0: the whole turn is committed. A later commit of the whole turn adds Nova's reply alone.
+    `zaun` as for `commit_turn`."""
+    fence_key, fence_field, fence_value = _zaun_args(zaun, result_key(user_id, character_id, turn_id))
+    done = int(await r.eval(
+        _MENSCH, 5, result_key(user_id, character_id, turn_id), mensch_key(user_id, character_id, turn_id),
+        session_key(user_id, character_id), OUTBOX_STREAM, fence_key,
+        str(time.time()), ttl_s, json.dumps(user_turn), keep_turns, fence_field, fence_value,
+        *[json.dumps(j) for j in jobs],
     ))
+    _gezaeunt(done, user_id, character_id, turn_id)
+    return done
 
 
 async def load_zustand(r: Redis, user_id: str, character_id: str) -> dict | None:

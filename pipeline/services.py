@@ -245,6 +245,9 @@ class Services:
     """What is the same for every pair these services serve (e.g. the memory configuration).
     Never a pair's data: the node deployment serves many pairs with one `Services`."""
     pair_caches: "OrderedDict[tuple[str, str], dict]" = field(default_factory=OrderedDict)
+    zaun: tuple[str, str, str] | None = None
+    """In a pair process: its registry entry, the fence of every commit it makes
+    (`memory.session.commit_turn`); None where many pairs share the services."""
 
     PAIR_CACHES = 256
     """How many pairs' caches a shared node deployment keeps warm (least recently used go)."""

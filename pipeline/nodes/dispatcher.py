@@ -115,7 +115,8 @@ async def keep_human(state: TurnState, deps: Deps, failed_node: str) -> bool:
     ]
     status = await session.commit_human(
         deps.redis, user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id,
-        user_turn=entry, jobs=jobs, keep_turns=deps.settings.session_keep_turns, ttl_s=deps.settings.turn_result_ttl_s)
+        user_turn=entry, jobs=jobs, keep_turns=deps.settings.session_keep_turns, ttl_s=deps.settings.turn_result_ttl_s,
+        zaun=deps.services.zaun)
     if status == 1:
         log.warning("dispatcher: fallback nachricht_behalten: node %s failed on turn %s of %s:%s; the human's "
                     "message is committed on its own, the same turn_id asks for the reply again", failed_node,
@@ -171,7 +172,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         deps.redis, user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id, result=result,
         user_turn=user_turn, nova_turn=nova_turn, job=jobs, keep_turns=deps.settings.session_keep_turns,
         ttl_s=deps.settings.turn_result_ttl_s, push=pushed_message(result),
-        push_keep=deps.settings.push_keep_messages, zustand=zustand,
+        push_keep=deps.settings.push_keep_messages, zustand=zustand, zaun=deps.services.zaun,
     )
     if not committed:
         log.warning("dispatcher: turn %s of %s:%s was committed already; nothing written twice",

@@ -140,3 +140,42 @@ def test_an_actor_replaced_under_a_newer_token_refuses_the_pair_and_exits(client
     assert _serving(settings, "alice", ch) == [name]
     texts = [t["inhalt"] for t in client.get(f"/v1/pairs/alice/{ch}/turns", headers=h).json()["turns"]]
     assert "Zwei" not in texts and texts.count("Drei") == 1
+
+
+def test_a_turn_whose_process_was_replaced_mid_turn_is_committed_only_by_the_new_one(client, keys, settings,
+                                                                                      character):
+    """The pair is handed to another process while a turn runs in the old one (past the fence at
+    its start): the old one's commit is refused by the commit's own fence, nothing of the turn is
+    stored by it, and the same turn_id at the door is answered by the new process, stored once."""
+    import time
+
+    from core.wire import PairTurnRequest
+    from memory import session
+    from tests.app.conftest import LATENCY_S
+    from tests.conftest import redis_call
+
+    ch = character("zaun")
+    h = auth(keys["alice"])
+    assert client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": "Eins"}, headers=h).status_code == 200
+    old = _stand(settings, "alice", ch)
+    old_actor = activation.handle_by_name(old.aktor, settings)
+    name, spare = activation.host_starten(settings)
+    ray.get(spare.vorwaermen.remote(), timeout=120)
+    turn_id = uuid.uuid4().hex
+    ref = old_actor.turn.remote(PairTurnRequest(text="Zwei", turn_id=turn_id))
+    wait_for(lambda: ray.get(old_actor.status.remote(), timeout=30)["busy"], timeout=60, interval=0.02)
+    time.sleep(1.5 * LATENCY_S)  # past the turn's start: its first model call is under way
+    won, _ = asyncio.run(_claim(settings, registry.pair_name("alice", ch), name))
+    assert won
+    with pytest.raises(registry.PairSuperseded):
+        ray.get(ref, timeout=120)
+
+    def entries():
+        turns = redis_call(settings.redis_url, session.load_turns, "alice", ch, 100)
+        return [t for t in turns if t.get("turn_id") == turn_id]
+
+    assert entries() == []  # the replaced process stored nothing of it
+    r = client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": "Zwei", "turn_id": turn_id}, headers=h)
+    assert r.status_code == 200, r.text
+    assert r.json()["replayed"] is False and len(entries()) == 2  # his message and her reply, once
+    assert _serving(settings, "alice", ch) == [name]
