@@ -33,6 +33,8 @@ def _talk(client, settings, user, key, ch, text) -> str:
     # the turn's background work has run: nothing of it is still on its way to a store
     wait_for(lambda: redis_call(settings.redis_url, lambda rd: rd.exists(erledigt_key(user, ch, turn_id))), timeout=90)
     wait_for(lambda: pg_call(settings.database_url, pg.turn_record, user, ch, turn_id) is not None, timeout=60)
+    # and its jobs have left the outbox (a job is taken off the stream just after its work is done)
+    wait_for(lambda: _count(settings, user_id=user)["redis:outbox"] == 0, timeout=60)
     return turn_id
 
 

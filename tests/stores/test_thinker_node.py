@@ -417,7 +417,8 @@ def test_the_pair_consumer_logs_every_arrival_and_the_retry_goes_with_the_commit
     from pipeline.nodes.dispatcher import _anstoss_job
     from pipeline.state import DispatchRecord, PruefungRecord
 
-    actor = PairActor("u", "nova", Settings().model_dump(mode="json"))
+    actor = PairActor(Settings().model_dump(mode="json"), "pairhost:test")
+    actor.user_id, actor.character_id = "u", "nova"  # bound, as the registry binds a process to its pair
     events = []
 
     async def event(request):
