@@ -120,14 +120,19 @@ async def _claim(settings, pair, name):
         await r.aclose()
 
 
-def test_an_actor_replaced_under_a_newer_token_refuses_the_pair_and_exits(client, keys, settings, character):
-    ch = character("fence")
+def _served_and_a_spare(client, keys, settings, ch):
+    """The pair served after one turn: its entry, its process, and a warm spare of no pair."""
     h = auth(keys["alice"])
     assert client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": "Eins"}, headers=h).status_code == 200
     old = _stand(settings, "alice", ch)
-    old_actor = activation.handle_by_name(old.aktor, settings)
     name, spare = activation.host_starten(settings)
     ray.get(spare.vorwaermen.remote(), timeout=120)
+    return h, old, activation.handle_by_name(old.aktor, settings), name
+
+
+def test_an_actor_replaced_under_a_newer_token_refuses_the_pair_and_exits(client, keys, settings, character):
+    ch = character("fence")
+    h, old, old_actor, name = _served_and_a_spare(client, keys, settings, ch)
     won, new = asyncio.run(_claim(settings, registry.pair_name("alice", ch), name))
     assert won and new.token > old.token
     from core.wire import PairTurnRequest
@@ -155,12 +160,7 @@ def test_a_turn_whose_process_was_replaced_mid_turn_is_committed_only_by_the_new
     from tests.conftest import redis_call
 
     ch = character("zaun")
-    h = auth(keys["alice"])
-    assert client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": "Eins"}, headers=h).status_code == 200
-    old = _stand(settings, "alice", ch)
-    old_actor = activation.handle_by_name(old.aktor, settings)
-    name, spare = activation.host_starten(settings)
-    ray.get(spare.vorwaermen.remote(), timeout=120)
+    h, _, old_actor, name = _served_and_a_spare(client, keys, settings, ch)
     turn_id = uuid.uuid4().hex
     ref = old_actor.turn.remote(PairTurnRequest(text="Zwei", turn_id=turn_id))
     wait_for(lambda: ray.get(old_actor.status.remote(), timeout=30)["busy"], timeout=60, interval=0.02)
