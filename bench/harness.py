@@ -19,6 +19,8 @@ whether the pipeline keeps the engine busy.
         # --transport ray for the internal deployments called as Ray actor calls instead of over gRPC
 
 Every pair has one unmeasured turn first (its actor is made then); `--cold` measures it too.
+Activations — pairs that come back after eviction, bursts of new pairs, memory per pair process,
+with and without the reserve of warm spares in one run — are measured by `bench/activation.py`.
 
 Writes `report.json`, `latency.png` and `throughput.png` to --out (default bench/results/<time>).
 """
