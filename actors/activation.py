@@ -10,8 +10,8 @@ from typing import Any
 import ray
 
 from actors.pair import PairActorRemote
-from actors.registry import (BESITZ, GESPERRT, HOST_PREFIX, RESERVE, RESERVE_LOCK, Eintrag, PairSuperseded,
-                             beanspruchen, eintrag, entsperren, freigeben, host_name, pair_name, sperren)
+from actors.registry import (BESITZ, HOST_PREFIX, RESERVE, RESERVE_LOCK, Eintrag, PairSuperseded,
+                             beanspruchen, eintrag, freigeben, host_name, pair_name, sperren)
 from core.settings import Settings
 
 log = logging.getLogger("novaberg.registry")
@@ -119,11 +119,12 @@ def pair_actor(settings: Settings, user_id: str, character_id: str):
     return ray.get_actor(stand.aktor, namespace=settings.namespace)
 
 
-async def anhalten(redis, settings: Settings, im_bereich) -> int:
+async def anhalten(redis, settings: Settings, im_bereich) -> list[str]:
     """Stop the pair actors of the pairs `im_bereich(user_id, character_id)` accepts (erasure):
-    each pair is locked against new claims first (for `registry.SPERRE_S`, or until `freigeben_nach`),
-    then its entry goes and its process is killed. Returns how many were stopped."""
-    stopped = 0
+    each pair is locked against new claims first (for `registry.SPERRE_S`, or until the erasure
+    unlocks it with `entsperren`), then its entry goes and its process is killed. Returns the pairs
+    locked (a process stopped for each that was alive)."""
+    gesperrt = []
     for k, raw in (await redis.hgetall(BESITZ)).items():
         pair = k.decode() if isinstance(k, bytes) else k
         parts = pair.split(":")
@@ -131,21 +132,11 @@ async def anhalten(redis, settings: Settings, im_bereich) -> int:
         if len(parts) != 3 or stand is None or not im_bereich(parts[1], parts[2]):
             continue
         await sperren(redis, pair)
+        gesperrt.append(pair)
         await freigeben(redis, pair, stand)
-        h = await asyncio.to_thread(handle_by_name, stand.aktor, settings)
-        if h is not None:
+        if (h := await asyncio.to_thread(handle_by_name, stand.aktor, settings)) is not None:
             await asyncio.to_thread(_weg, h)
-            stopped += 1
-    return stopped
-
-
-async def freigeben_nach(redis, settings: Settings, im_bereich) -> None:
-    """The erasure is done: the pairs it locked may be activated again (a new conversation)."""
-    for k in await redis.keys(f"{GESPERRT}*"):
-        pair = (k.decode() if isinstance(k, bytes) else k)[len(GESPERRT):]
-        parts = pair.split(":")
-        if len(parts) == 3 and im_bereich(parts[1], parts[2]):
-            await entsperren(redis, pair)
+    return gesperrt
 
 
 # ---------------------------------------------------------------------- the reserve
@@ -198,10 +189,11 @@ async def _spares_starten(redis, settings: Settings, n: int) -> int:
     return added
 
 
-async def reserve_stand(redis, settings: Settings) -> dict[str, int]:
-    """The reserve as the dashboard shows it: ready spares against the pool's size, live pairs."""
-    ready, bound = await asyncio.gather(redis.llen(RESERVE), redis.hlen(BESITZ))
-    return {"bereit": int(ready), "groesse": settings.pair_spares, "gebunden": int(bound)}
+async def reserve_stand(redis) -> dict[str, int]:
+    """The registry as the dashboard and the operator status show it: processes bound to a pair,
+    and warm spares waiting for the next activation."""
+    bound, ready = await asyncio.gather(redis.hlen(BESITZ), redis.llen(RESERVE))
+    return {"bound": int(bound), "spares_ready": int(ready)}
 
 
 class Nachfuellen:

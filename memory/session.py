@@ -18,6 +18,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from core.wire import PairSuperseded
 from memory import redis_vorher
 from memory.outbox import OUTBOX_STREAM
 
@@ -301,8 +302,6 @@ def _zaun_args(zaun: Zaun | None, fallback_key: str) -> tuple[str, str, str]:
 
 def _gezaeunt(done: int, user_id: str, character_id: str, turn_id: str) -> None:
     if int(done) == -1:
-        from core.wire import PairSuperseded
-
         raise PairSuperseded(f"turn {turn_id} of {user_id}:{character_id} not committed: another process serves "
                              "the pair now")
 

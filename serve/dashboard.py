@@ -66,13 +66,12 @@ class LoadSampler:
 async def pairs_figures(redis, now: float | None = None) -> dict[str, int]:
     now = now or time.time()
     live = {k.decode() if isinstance(k, bytes) else k: float(v) for k, v in (await redis.hgetall(LIVE_PAIRS)).items()}
-    from actors.registry import BESITZ, RESERVE
+    from actors.activation import reserve_stand
 
     return {"alive": len(live), "idle": sum(1 for t in live.values() if now - t > IDLE_AFTER_S),
             "active": sum(1 for t in live.values() if now - t <= IDLE_AFTER_S),
             "evicted_last_hour": int(await redis.zcount(EVICTED_PAIRS, now - 3600, now)),
-            # the registry: processes bound to a pair, and warm spares waiting for the next activation
-            "bound": int(await redis.hlen(BESITZ)), "spares_ready": int(await redis.llen(RESERVE))}
+            **await reserve_stand(redis)}
 
 
 async def node_errors(redis, since: float) -> dict[str, int]:

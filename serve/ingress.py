@@ -382,17 +382,17 @@ class Ingress:
         """Erase everything stored about a user, or about every pair of a character
         (memory/erasure.py): their pair actors stop first (a live one would write again), then
         the queued jobs and the Redis keys, then the Postgres rows. Returns what went, by store."""
-        stopped = await activation.anhalten(await self.redis_client(), self.settings,
-                                          lambda u, c: self._in_scope([u, c], user_id, character_id))
+        gesperrt = await activation.anhalten(await self.redis_client(), self.settings,
+                                             lambda u, c: self._in_scope([u, c], user_id, character_id))
         for k in [k for k in self._pairs if self._in_scope(k.split("\x00"), user_id, character_id)]:
             self._pairs.pop(k, None)
         if user_id is not None:
             self.forget_keys(user_id=user_id)  # the user's keys go with the rows (other replicas: ≤ 30 s)
         gone = await erasure.erase_keys(await self.redis_client(), user_id, character_id)
         gone.update(await self.store_ops.erasure.erase_rows(user_id, character_id))
-        # locked against activation since their actors stopped: a new conversation may begin now
-        await activation.freigeben_nach(await self.redis_client(), self.settings,
-                                        lambda u, c: self._in_scope([u, c], user_id, character_id))
+        for pair in gesperrt:  # locked against activation since their actors stopped: a new conversation may begin
+            await registry.entsperren(await self.redis_client(), pair)
+        stopped = len(gesperrt)
         gone["actors"] = stopped
         log.info("ingress: erased %s: %d pair actors stopped, %d rows, %d keys and entries",
                  f"user {user_id}" if user_id is not None else f"the pairs of character {character_id}", stopped,

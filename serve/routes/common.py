@@ -12,8 +12,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as FormError
 
-from actors.registry import PairSuperseded
-from core.wire import PairRetractRequest, RetractResult, TurnFailure, TurnResult
+from core.wire import PairRetractRequest, PairSuperseded, RetractResult, TurnFailure, TurnResult
 
 ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError,
               PairSuperseded)

@@ -108,11 +108,10 @@ async def dashboard_pair(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN
 @router.get("/v1/operator/status")
 async def operator_status(ing: TheIngress, authorization: str | None = Header(None)):
     await ing.operator(authorization)
+    from actors.activation import reserve_stand
     from memory import outbox
 
     r = await ing.redis_client()
-    from actors.activation import reserve_stand
-
     live = await r.hlen("pairs:live")
-    return {"live_pairs": live, "reserve": await reserve_stand(r, ing.settings), "outbox": await outbox.backlog(r),
+    return {"live_pairs": live, "registry": await reserve_stand(r), "outbox": await outbox.backlog(r),
             "llm": await ing.llm.load.remote(), "embedder": await ing.embedder.load.remote()}
