@@ -339,7 +339,8 @@ class PairActor:
                          events: asyncio.Queue | None, stimulus: Stimulus | None = None) -> TurnResult | TurnFailure:
         t0 = time.perf_counter()
         stimulus = stimulus or Stimulus(user_id=self.user_id, character_id=self.character_id, turn_id=turn_id,
-                                        user_prompt=request.text, herkunft="user")
+                                        user_prompt=request.text, herkunft="user", person_name=request.name,
+                                        **({"received_at": request.received_at} if request.received_at else {}))
         state = TurnState(stimulus=stimulus)
         trace = TurnTrace(self.user_id, self.character_id, turn_id, events)
         # Redis writes beside the turn instead of on its path: the dashboard's registry of live pairs

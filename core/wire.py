@@ -38,6 +38,11 @@ class PairTurnRequest(BaseModel):
     the same one); None: the actor draws one."""
     seq: int | None = None
     """The turn's arrival number for its pair (drawn with its admission); None: not in the order."""
+    name: str | None = None
+    """The human's name as the client sent it (`TurnRequest.name`); None: `Person B`."""
+    received_at: datetime | None = None
+    """When the message was said, for a replayed conversation (an operator's `TurnRequest.zeitpunkt`);
+    None: now."""
 
 
 class PairEventRequest(BaseModel):

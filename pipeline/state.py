@@ -30,6 +30,9 @@ class Stimulus(_Record):
     eigener_gedanke: str | None = None
     herkunft: Herkunft = "user"
     received_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    person_name: str | None = None
+    """The human's name as his client sent it with the message; his utterance in long-term memory
+    carries it (praegung), otherwise `Person B`."""
     reiz_herkunft: Herkunft | None = None
     """For a self-triggered retry: where the stimulus it repeats came from."""
     gedanke_arousal: float | None = Field(default=None, ge=0, le=1)

@@ -11,6 +11,7 @@ import time
 import uuid
 from collections import OrderedDict
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 from fastapi import FastAPI, HTTPException, Request
@@ -272,12 +273,13 @@ class Ingress:
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: the caller may be gone
         return task
 
-    async def run_turn(self, user_id: str, character_id: str, text: str, turn_id: str) -> TurnResult | TurnFailure:
+    async def run_turn(self, user_id: str, character_id: str, text: str, turn_id: str, *, name: str | None = None,
+                       received_at: datetime | None = None) -> TurnResult | TurnFailure:
         """A message's turn: admitted (429 beyond the bounds), handed to the pair's actor, and its
         admission lease held until the actor has finished it, whatever becomes of the caller — a
         client that hangs up frees no place while its turn still runs."""
         lease, seq = await self.admit(user_id, character_id, ankunft=True)
-        request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
+        request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq, name=name, received_at=received_at)
 
         async def owned() -> TurnResult | TurnFailure:
             try:
@@ -287,13 +289,13 @@ class Ingress:
 
         return await asyncio.shield(self._own(owned()))
 
-    async def run_stream(self, user_id: str, character_id: str, text: str,
-                         turn_id: str) -> AsyncIterator[TurnStreamEvent]:
+    async def run_stream(self, user_id: str, character_id: str, text: str, turn_id: str, *, name: str | None = None,
+                         received_at: datetime | None = None) -> AsyncIterator[TurnStreamEvent]:
         """A message's turn as events: admitted here (429 before any byte of the answer), then the
         pair actor's stream is read to its end by a task of its own, which gives the lease back;
         a client that leaves early stops reading, not the turn, and frees no place before it ends."""
         lease, seq = await self.admit(user_id, character_id, ankunft=True)
-        request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq)
+        request = PairTurnRequest(text=text, turn_id=turn_id, seq=seq, name=name, received_at=received_at)
         queue: asyncio.Queue[TurnStreamEvent | None] = asyncio.Queue()
 
         async def pump() -> None:

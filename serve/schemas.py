@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -21,14 +22,42 @@ def no_control(v: str | None) -> str | None:
     return v
 
 
+PERSON_NAME_PATTERN = r"^[^\x00-\x1f\x7f\[\]:]{1,64}$"
+"""A name for the human: one line, up to 64 characters, none of the brackets and colon that frame
+an utterance in a memory's text (`[date] Name: text`)."""
+
+
+def person_name(v: str | None) -> str | None:
+    """The human's name as a client sends it, trimmed; empty is none."""
+    if v is None or not v.strip():
+        return None
+    v = v.strip()
+    if not re.fullmatch(PERSON_NAME_PATTERN, v):
+        raise ValueError("a name is one line of at most 64 characters, without '[', ']' or ':'")
+    return v
+
+
 class TurnRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str = Field(description="The human's message.")
     turn_id: str | None = Field(default=None, pattern=TURN_ID_PATTERN,
                                 description="Idempotency key; repeating it returns the stored result.")
+    name: str | None = Field(default=None, description="The human's name as the client knows it (a persona): "
+                             "Nova's long-term memory of this message names him so instead of `Person B`.")
+    zeitpunkt: datetime | None = Field(default=None, description=(
+        "When the message was said, with its zone: a conversation replayed from elsewhere keeps its dates "
+        "(its memories are dated so, its sessions part at their gaps). Operator keys only; not in the future."))
 
     _text = field_validator("text")(classmethod(lambda cls, v: no_control(v)))
+    _name = field_validator("name")(classmethod(lambda cls, v: person_name(v)))
+
+    @field_validator("zeitpunkt")
+    @classmethod
+    def _aware(cls, v: datetime | None) -> datetime | None:
+        if v is not None and v.utcoffset() is None:
+            raise ValueError("zeitpunkt needs its zone (e.g. 2023-05-08T13:56:00Z)")
+        return v
 
 
 class RewindRequest(BaseModel):

@@ -95,11 +95,12 @@ def _dimension(wort: str) -> str:
 
 
 async def _episode(state: TurnState, deps: Deps, neu: list[dict]) -> Episode:
-    """The exchange as long-term memory keeps it: his message (none on her own impulse) and her
-    reply, each embedded as its node's text, and the distilled memories."""
+    """The exchange as long-term memory keeps it: his message (none on her own impulse) under the
+    name his client sent (`Person B` without one) and her reply, each embedded as its node's text,
+    and the distilled memories."""
     s, zone = state.stimulus, deps.settings.timezone
     p = state.perzeption
-    seiten = [(PERSON_B, "mensch", s.user_prompt, p.emotion if p else None, p.arousal if p else None),
+    seiten = [(s.person_name or PERSON_B, "mensch", s.user_prompt, p.emotion if p else None, p.arousal if p else None),
               (state.pair.character_name, "nova", current_reply(state), None, None)]
     aeusserungen = []
     for sprecher, beobachter, text, emotion, arousal in seiten:

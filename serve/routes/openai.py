@@ -16,7 +16,7 @@ from core.wire import ErrorEvent, FinalEvent, PairRetractRequest, TokenEvent, Tu
 from memory import session
 from serve import reconcile
 from serve.routes.common import TheIngress, error, retract, turn_failed, turn_result
-from serve.schemas import TURN_ID_PATTERN, ChatCompletionRequest, ChatMessage
+from serve.schemas import TURN_ID_PATTERN, ChatCompletionRequest, ChatMessage, person_name
 
 log = logging.getLogger("novaberg.ingress")
 
@@ -102,6 +102,10 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     if last is None:
         raise error(422, "invalid_request", "messages: no user message (the history lives server-side)")
     text, turn_id = ing.validate_text(_text(last) or ""), x_turn_id or uuid.uuid4().hex
+    try:  # the name a client gives the human's message (a persona's): his memories carry it
+        name = person_name(last.name)
+    except ValueError as e:
+        raise error(422, "invalid_request", f"messages: the user message's name: {e}") from None
     character_id = body.model
     await ing.known_character(character_id)
     aufgabe = reconcile.client_aufgabe(text) if len(body.messages) == 1 else None
@@ -121,7 +125,7 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     result = await _noch_einmal(ing, user_id, character_id, art, text, turn_id) if art in ("regenerate", "edit") \
         else None
     if not body.stream:
-        result = result or turn_result(await ing.run_turn(user_id, character_id, text, turn_id))
+        result = result or turn_result(await ing.run_turn(user_id, character_id, text, turn_id, name=name))
         response.headers.update(headers)
         u = result.usage
         return {"id": cid, "object": "chat.completion", "created": created, "model": character_id,
@@ -135,7 +139,7 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     if result is not None:  # answered already: the kept reply as the stream's one piece of text
         turn = _beantwortet(result)
     else:
-        turn = await ing.run_stream(user_id, character_id, text, turn_id)  # 429 here, before the answer starts
+        turn = await ing.run_stream(user_id, character_id, text, turn_id, name=name)  # 429 here, before the answer starts
 
     sse = _sse
 

@@ -27,10 +27,11 @@ async def post_turn(body: TurnRequest, ing: TheIngress, user_id: str = Path(patt
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     text, turn_id = ing.validate_text(body.text), body.turn_id or uuid.uuid4().hex
+    person = {"name": body.name, "received_at": _zeitpunkt(principal, body.zeitpunkt)}
     await ing.known_character(character_id)
     if not stream:
-        return turn_result(await ing.run_turn(user_id, character_id, text, turn_id)).body()
-    turn = await ing.run_stream(user_id, character_id, text, turn_id)  # 429 here, before the answer starts
+        return turn_result(await ing.run_turn(user_id, character_id, text, turn_id, **person)).body()
+    turn = await ing.run_stream(user_id, character_id, text, turn_id, **person)  # 429 here, before the answer starts
 
     async def events():
         async for ev in turn:
@@ -43,6 +44,21 @@ async def post_turn(body: TurnRequest, ing: TheIngress, user_id: str = Path(patt
             yield {"event": ev.event, "data": json.dumps(data)}
 
     return EventSourceResponse(events())
+
+
+ZUKUNFT_S = 60
+"""How far ahead of this replica's clock a replayed message's date may lie (clocks differ a little)."""
+
+
+def _zeitpunkt(principal: dict, zeitpunkt: datetime | None) -> datetime | None:
+    """A message's own date: an operator's, for a conversation replayed from elsewhere; never one to come."""
+    if zeitpunkt is None:
+        return None
+    if not principal["is_operator"]:
+        raise error(403, "forbidden", "zeitpunkt: only an operator key dates a message")
+    if zeitpunkt.timestamp() > time.time() + ZUKUNFT_S:
+        raise error(422, "invalid_request", "zeitpunkt: lies in the future")
+    return zeitpunkt.astimezone(timezone.utc)
 
 
 @router.get("/v1/pairs/{user_id}/{character_id}/turns", response_model=HistoryResponse)
