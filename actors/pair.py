@@ -523,8 +523,8 @@ class PairActor:
             if stored is not None:
                 out.turn = TurnResult.model_validate({**stored, "replayed": True})
             else:
-                done = await self._run_chain(services, v.turn_id, PairTurnRequest(text=v.text or "", turn_id=v.turn_id),
-                                             None)
+                request = PairTurnRequest(text=v.text or "", turn_id=v.turn_id, name=v.name)
+                done = await self._run_chain(services, v.turn_id, request, None)
                 if isinstance(done, TurnFailure):
                     out.failure = done
                 else:

@@ -38,6 +38,8 @@ class Vorgang(BaseModel):
     stand: Literal["begonnen", "zurueckgenommen", "fertig"] = "begonnen"
     text: str | None = None
     """The message the new turn answers (regenerate: the old one; edit: the new one)."""
+    name: str | None = None
+    """The name the message came with (`TurnRequest.name`): the new turn's memories carry it too."""
     turn_id: str | None = None
     """The new turn's id (regenerate, edit)."""
     verworfen: dict[str, str] = {}
@@ -60,8 +62,9 @@ def planen(eintraege: list[dict], request: PairRetractRequest, neue_turn_id: str
     ids = list(dict.fromkeys(e["turn_id"] for e in eintraege[ab:] if e.get("turn_id") and e["turn_id"] != "begruessung"))
     verworfen = {e["turn_id"]: e.get("inhalt", "") for e in eintraege[ab:] if e.get("rolle") == "assistant"}
     text = request.text if request.art == "edit" else eintraege[ab].get("inhalt", "")
+    name = (request.art == "edit" and request.name) or eintraege[ab].get("name")
     return Vorgang(op_id=request.op_id, art=request.art, zurueckgenommen=ids,
-                   text=text if request.art != "rewind" else None,
+                   text=text if request.art != "rewind" else None, name=name if request.art != "rewind" else None,
                    turn_id=neue_turn_id if request.art != "rewind" else None,
                    verworfen=verworfen if request.art == "regenerate" else {})
 

@@ -396,6 +396,8 @@ class PairRetractRequest(BaseModel):
     n: int = Field(1, ge=1, le=50)
     text: str | None = None
     turn_id: str | None = None
+    name: str | None = None
+    """edit: the name the changed message comes with (None: the old message's)."""
 
 
 class RetractResult(BaseModel):

@@ -114,6 +114,8 @@ class SessionTurn(_Record):
     """Source id of an imported turn (e.g. LoCoMo's dia_id)."""
     ziele: list[AktiviertesZiel] | None = None
     """The goals this message of the human activated (seed 001 §3.3a: stored, without vectors)."""
+    name: str | None = None
+    """The name his client sent with the message (`TurnRequest.name`); the label stays `sprecher`."""
 
 
 class PerzeptionRecord(_Record):

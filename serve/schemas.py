@@ -78,8 +78,10 @@ class RegenerateRequest(BaseModel):
 
 class EditRequest(RegenerateRequest):
     text: str = Field(description="The human's message, as it should have been.")
+    name: str | None = Field(default=None, description="The name the message comes with (none: the old message's).")
 
     _text = field_validator("text")(classmethod(lambda cls, v: no_control(v)))
+    _name = field_validator("name")(classmethod(lambda cls, v: person_name(v)))
 
 
 class TurnTimings(BaseModel):

@@ -81,6 +81,8 @@ def human_entry(state: TurnState) -> dict | None:
                  "vektor": state.emotion.emotions_vektor if state.emotion else None,
                  "ziele": [z.model_dump() for z in state.memory.aktivierte_ziele] if state.memory else None,
                  "stil": state.emotion.sprach_stil if state.emotion else None}
+    if s.person_name:  # the name his client sent: a regenerate or edit of the message keeps it
+        user_turn["name"] = s.person_name
     if s.thinker_unsicher_retry:
         # the retry answers the same stimulus again: it is in the session already, only Nova speaks
         return None

@@ -73,10 +73,12 @@ async def _aufgabe(ing, body: ChatCompletionRequest, character_id: str, key: str
     return StreamingResponse(chunks(), media_type="text/event-stream", headers=headers)
 
 
-async def _noch_einmal(ing, user_id: str, character_id: str, art: str, text: str, turn_id: str) -> TurnResult:
+async def _noch_einmal(ing, user_id: str, character_id: str, art: str, text: str, turn_id: str,
+                       name: str | None) -> TurnResult:
     """A regenerate or an edit the client's messages asked for, once per turn id."""
     out = await retract(ing, user_id, character_id, PairRetractRequest(
-        art=art, op_id=f"oa-{turn_id}", turn_id=turn_id, text=text if art == "edit" else None))
+        art=art, op_id=f"oa-{turn_id}", turn_id=turn_id, text=text if art == "edit" else None,
+        name=name if art == "edit" else None))
     return out.turn
 
 
@@ -122,7 +124,7 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     if art == "abweichung":
         log.info("ingress: turn %s over the OpenAI door: the client's history differs from the stored one; the "
                  "stored one stands (fallback verlauf_des_servers)", turn_id)
-    result = await _noch_einmal(ing, user_id, character_id, art, text, turn_id) if art in ("regenerate", "edit") \
+    result = await _noch_einmal(ing, user_id, character_id, art, text, turn_id, name) if art in ("regenerate", "edit") \
         else None
     if not body.stream:
         result = result or turn_result(await ing.run_turn(user_id, character_id, text, turn_id, name=name))

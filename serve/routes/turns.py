@@ -108,7 +108,8 @@ async def edit(body: EditRequest, ing: TheIngress, user_id: str = Path(pattern=I
                character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
     """Change the human's last message: its turn is taken back and the new text answered."""
     text = ing.validate_text(body.text)
-    request = PairRetractRequest(art="edit", text=text, op_id=body.op_id or uuid.uuid4().hex, turn_id=body.turn_id)
+    request = PairRetractRequest(art="edit", text=text, op_id=body.op_id or uuid.uuid4().hex, turn_id=body.turn_id,
+                                 name=body.name)
     return await _retract(ing, authorization, user_id, character_id, request)
 
 

@@ -50,6 +50,28 @@ def test_a_named_and_dated_message_is_remembered_under_the_name_and_date(client,
     assert any(t.endswith("] Person B: Und heute regnet es.") and "2023" not in t for t in texts), texts
 
 
+def test_a_regenerated_or_edited_message_keeps_its_name(client, settings, character):
+    ch = character("name")
+    user, key = _person(settings)
+    r = client.post(f"/v1/pairs/{user}/{ch}/turns", headers=auth(key),
+                    json={"text": "Ich male gern Sonnenuntergaenge.", "turn_id": "rg1", "name": "Caroline"})
+    assert r.status_code == 200, r.text
+    _fertig(settings, user, ch, "rg1")
+    r = client.post(f"/v1/pairs/{user}/{ch}/turns/regenerate", headers=auth(key), json={"turn_id": "rg2"})
+    assert r.status_code == 200, r.text
+    _fertig(settings, user, ch, "rg2")
+    texts = _gespraech(client, key, user, ch)
+    assert [t for t in texts if "Sonnenuntergaenge" in t] == [
+        t for t in texts if t.endswith("] Caroline: Ich male gern Sonnenuntergaenge.")] and texts, texts
+    r = client.post(f"/v1/pairs/{user}/{ch}/turns/edit", headers=auth(key),
+                    json={"turn_id": "rg3", "text": "Ich male gern Berge."})
+    assert r.status_code == 200, r.text
+    _fertig(settings, user, ch, "rg3")
+    texts = _gespraech(client, key, user, ch)
+    assert any(t.endswith("] Caroline: Ich male gern Berge.") for t in texts), texts
+    assert not any("Sonnenuntergaenge" in t for t in texts), texts
+
+
 def test_only_an_operator_dates_a_message_and_never_ahead(client, settings, keys, character):
     ch = character("name")
     user, key = _person(settings)
