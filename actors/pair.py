@@ -340,7 +340,8 @@ class PairActor:
         t0 = time.perf_counter()
         stimulus = stimulus or Stimulus(user_id=self.user_id, character_id=self.character_id, turn_id=turn_id,
                                         user_prompt=request.text, herkunft="user", person_name=request.name,
-                                        **({"received_at": request.received_at} if request.received_at else {}))
+                                        **({"received_at": request.received_at, "datiert": True}
+                                           if request.received_at else {}))
         state = TurnState(stimulus=stimulus)
         trace = TurnTrace(self.user_id, self.character_id, turn_id, events)
         # Redis writes beside the turn instead of on its path: the dashboard's registry of live pairs
@@ -523,7 +524,7 @@ class PairActor:
             if stored is not None:
                 out.turn = TurnResult.model_validate({**stored, "replayed": True})
             else:
-                request = PairTurnRequest(text=v.text or "", turn_id=v.turn_id, name=v.name)
+                request = PairTurnRequest(text=v.text or "", turn_id=v.turn_id, name=v.name, received_at=v.received_at)
                 done = await self._run_chain(services, v.turn_id, request, None)
                 if isinstance(done, TurnFailure):
                     out.failure = done

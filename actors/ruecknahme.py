@@ -10,6 +10,7 @@ result, and the same op_id answers it again).
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
@@ -40,6 +41,8 @@ class Vorgang(BaseModel):
     """The message the new turn answers (regenerate: the old one; edit: the new one)."""
     name: str | None = None
     """The name the message came with (`TurnRequest.name`): the new turn's memories carry it too."""
+    received_at: datetime | None = None
+    """The date an operator gave the message (its entry is `datiert`): the new turn keeps it."""
     turn_id: str | None = None
     """The new turn's id (regenerate, edit)."""
     verworfen: dict[str, str] = {}
@@ -63,8 +66,10 @@ def planen(eintraege: list[dict], request: PairRetractRequest, neue_turn_id: str
     verworfen = {e["turn_id"]: e.get("inhalt", "") for e in eintraege[ab:] if e.get("rolle") == "assistant"}
     text = request.text if request.art == "edit" else eintraege[ab].get("inhalt", "")
     name = (request.art == "edit" and request.name) or eintraege[ab].get("name")
+    datum = eintraege[ab].get("time") if eintraege[ab].get("datiert") else None
     return Vorgang(op_id=request.op_id, art=request.art, zurueckgenommen=ids,
                    text=text if request.art != "rewind" else None, name=name if request.art != "rewind" else None,
+                   received_at=datum if request.art != "rewind" else None,
                    turn_id=neue_turn_id if request.art != "rewind" else None,
                    verworfen=verworfen if request.art == "regenerate" else {})
 

@@ -62,6 +62,10 @@ class PairEventRequest(BaseModel):
     reiz_herkunft: str | None = None
     gedanke_arousal: float | None = None
     thinker_unsicher_retry: bool = False
+    person_name: str | None = None
+    """A retry of a named message: the name it came with."""
+    received_at: datetime | None = None
+    """A retry of a message an operator dated: its date."""
 
 
 class TurnUsage(BaseModel):

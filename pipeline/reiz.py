@@ -15,7 +15,9 @@ def retry_nutzlast(stimulus: Stimulus) -> RetryNutzlast:
     eigener_gedanke, where it came from, the arousal a thought brought, the turn, the marker."""
     return RetryNutzlast(reiz_herkunft=stimulus.reiz_herkunft or stimulus.herkunft,
                          gedanke_arousal=stimulus.gedanke_arousal, turn_id=stimulus.turn_id,
-                         user_prompt=stimulus.user_prompt, eigener_gedanke=stimulus.eigener_gedanke)
+                         user_prompt=stimulus.user_prompt, eigener_gedanke=stimulus.eigener_gedanke,
+                         person_name=stimulus.person_name,
+                         received_at=stimulus.received_at if stimulus.datiert else None)
 
 
 def stimulus_from_event(user_id: str, character_id: str, request: dict[str, Any], herkunft: str) -> Stimulus:
@@ -25,8 +27,10 @@ def stimulus_from_event(user_id: str, character_id: str, request: dict[str, Any]
     retry = bool(request.get("thinker_unsicher_retry"))
     origin = request.get("turn_id")
     turn_id = request.get("retry_turn_id") or (f"{origin}{RETRY_SUFFIX}" if retry and origin else origin)
+    datum = request.get("received_at")
     return Stimulus(user_id=user_id, character_id=character_id, turn_id=turn_id,
                     user_prompt=request.get("user_prompt"), eigener_gedanke=request.get("eigener_gedanke"),
                     herkunft=herkunft, reiz_herkunft=request.get("reiz_herkunft"),
                     gedanke_arousal=request.get("gedanke_arousal"), thinker_unsicher_retry=retry,
-                    ursprung_turn_id=origin if retry else None)
+                    ursprung_turn_id=origin if retry else None, person_name=request.get("person_name"),
+                    **({"received_at": datum, "datiert": True} if datum else {}))

@@ -33,6 +33,9 @@ class Stimulus(_Record):
     person_name: str | None = None
     """The human's name as his client sent it with the message; his utterance in long-term memory
     carries it (praegung), otherwise `Person B`."""
+    datiert: bool = False
+    """`received_at` is the message's own date, given by an operator for a replayed conversation
+    (`TurnRequest.zeitpunkt`), not its arrival: a retry or a regenerate of the message keeps it."""
     reiz_herkunft: Herkunft | None = None
     """For a self-triggered retry: where the stimulus it repeats came from."""
     gedanke_arousal: float | None = Field(default=None, ge=0, le=1)
@@ -116,6 +119,8 @@ class SessionTurn(_Record):
     """The goals this message of the human activated (seed 001 §3.3a: stored, without vectors)."""
     name: str | None = None
     """The name his client sent with the message (`TurnRequest.name`); the label stays `sprecher`."""
+    datiert: bool | None = None
+    """True: `time` is the message's own date, given by an operator (`Stimulus.datiert`)."""
 
 
 class PerzeptionRecord(_Record):
@@ -332,6 +337,9 @@ class RetryNutzlast(_Record):
     thinker_unsicher_retry: Literal[True] = True
     user_prompt: str | None = None
     eigener_gedanke: str | None = None
+    person_name: str | None = None
+    received_at: datetime | None = None
+    """Only for a message an operator dated (`Stimulus.datiert`): the retry keeps its date."""
 
     @model_validator(mode="after")
     def _one_stimulus(self):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import datetime
 from typing import Any, Literal
 
@@ -22,19 +23,30 @@ def no_control(v: str | None) -> str | None:
     return v
 
 
-PERSON_NAME_PATTERN = r"^[^\x00-\x1f\x7f\[\]:]{1,64}$"
-"""A name for the human: one line, up to 64 characters, none of the brackets and colon that frame
-an utterance in a memory's text (`[date] Name: text`)."""
+PERSON_NAME_MAX = 64
+_NAME_RAHMEN = set("[]:\uff1a")
+"""The brackets and colons (the fullwidth one too) that frame an utterance in a memory's text
+(`[date] Name: text`)."""
 
 
 def person_name(v: str | None) -> str | None:
-    """The human's name as a client sends it, trimmed; empty is none."""
+    """The human's name as a client sends it, trimmed; empty is none. One line of at most 64
+    characters: no control, format or line-separating characters (bidi overrides among them),
+    nothing that frames an utterance in a memory's text, and not the label the prompts give him."""
     if v is None or not v.strip():
         return None
     v = v.strip()
-    if not re.fullmatch(PERSON_NAME_PATTERN, v):
-        raise ValueError("a name is one line of at most 64 characters, without '[', ']' or ':'")
+    if len(v) > PERSON_NAME_MAX or any(c in _NAME_RAHMEN or unicodedata.category(c)[0] == "C"
+                                       or unicodedata.category(c) in ("Zl", "Zp") for c in v):
+        raise ValueError(f"a name is one line of at most {PERSON_NAME_MAX} characters, without control "
+                         "characters, '[', ']' or ':'")
+    if v.casefold() == "person b":
+        raise ValueError("'Person B' is the label the prompts give the person, not a name")
     return v
+
+
+ZEITPUNKT_AB = 1900
+"""The earliest year a replayed message may be dated in."""
 
 
 class TurnRequest(BaseModel):
@@ -57,6 +69,8 @@ class TurnRequest(BaseModel):
     def _aware(cls, v: datetime | None) -> datetime | None:
         if v is not None and v.utcoffset() is None:
             raise ValueError("zeitpunkt needs its zone (e.g. 2023-05-08T13:56:00Z)")
+        if v is not None and v.year < ZEITPUNKT_AB:
+            raise ValueError(f"zeitpunkt lies before {ZEITPUNKT_AB}")
         return v
 
 

@@ -83,6 +83,8 @@ def human_entry(state: TurnState) -> dict | None:
                  "stil": state.emotion.sprach_stil if state.emotion else None}
     if s.person_name:  # the name his client sent: a regenerate or edit of the message keeps it
         user_turn["name"] = s.person_name
+    if s.datiert:  # an operator's date: a regenerate or edit keeps it too
+        user_turn["datiert"] = True
     if s.thinker_unsicher_retry:
         # the retry answers the same stimulus again: it is in the session already, only Nova speaks
         return None

@@ -40,7 +40,7 @@ class _Antwort(BaseModel):
 
 
 def _fragen(deps: Deps, s: Stimulus):
-    return ask_json(deps, NAME, _Antwort, {"nachricht": s.text, "heute": local_now(deps.settings.timezone).date().isoformat()})
+    return ask_json(deps, NAME, _Antwort, {"nachricht": s.text, "heute": local_now(deps.settings.timezone, s.received_at).date().isoformat()})
 
 
 @NODE.at_turn_start

@@ -106,7 +106,7 @@ async def ausstehend_block(deps: Deps, p: AusstehenderAuftrag | None) -> str:
 async def _auftraege(deps: Deps, state: TurnState, plan: PlanRecord) -> tuple[list[Auftrag] | None, str]:
     """The orders still to do, as the model sees them now (None: no usable answer). In the first
     round it sees the pending order of the pair ([AUSSTEHEND])."""
-    now = local_now(deps.settings.timezone)
+    now = local_now(deps.settings.timezone, state.stimulus.received_at)
     lage = plan.ausstehend if plan.schleifen == 0 else None
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
         "nachricht": state.stimulus.text, "heute": f"{now:%Y-%m-%d %H:%M}",

@@ -94,13 +94,25 @@ def _dimension(wort: str) -> str:
     return "erlebnis" if wort == "gespraech" else wort
 
 
+def _sprecher(s: Stimulus, figur: str) -> str:
+    """His label in the memory: the name his client sent, `Person B` without one — and also when the
+    name is the character's own, so that his words never read as hers (fallback `name_wie_figur`)."""
+    if not s.person_name:
+        return PERSON_B
+    if s.person_name.casefold() == figur.strip().casefold():
+        log.warning("praegung: fallback name_wie_figur: the name his client sent (%r) is the character's; his "
+                    "utterance is kept under %s (turn %s)", s.person_name, PERSON_B, s.turn_id)
+        return PERSON_B
+    return s.person_name
+
+
 async def _episode(state: TurnState, deps: Deps, neu: list[dict]) -> Episode:
     """The exchange as long-term memory keeps it: his message (none on her own impulse) under the
     name his client sent (`Person B` without one) and her reply, each embedded as its node's text,
     and the distilled memories."""
     s, zone = state.stimulus, deps.settings.timezone
     p = state.perzeption
-    seiten = [(s.person_name or PERSON_B, "mensch", s.user_prompt, p.emotion if p else None, p.arousal if p else None),
+    seiten = [(_sprecher(s, state.pair.character_name), "mensch", s.user_prompt, p.emotion if p else None, p.arousal if p else None),
               (state.pair.character_name, "nova", current_reply(state), None, None)]
     aeusserungen = []
     for sprecher, beobachter, text, emotion, arousal in seiten:

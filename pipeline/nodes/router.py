@@ -96,10 +96,11 @@ def management_mit_regel(deps: Deps, text: str, management: str, genannt: bool) 
     return by_rule
 
 
-def _klassifizieren(deps: Deps, text: str, session_turns) -> Awaitable:
+def _klassifizieren(deps: Deps, s: Stimulus, session_turns) -> Awaitable:
     turns = [t.model_dump() for t in fenster(session_turns, VERLAUF_TURNS)]
     return ask_json(deps, NAME, _Antwort, {
-        "verlauf": kurzverlauf(turns), "nachricht": text, "heute": local_now(deps.settings.timezone).date().isoformat(),
+        "verlauf": kurzverlauf(turns), "nachricht": s.text,
+        "heute": local_now(deps.settings.timezone, s.received_at).date().isoformat(),
         "management": ", ".join(vocab.MANAGEMENT), "momentum": ", ".join(vocab.MOMENTUM)})
 
 
@@ -107,14 +108,14 @@ def _klassifizieren(deps: Deps, text: str, session_turns) -> Awaitable:
 def voraus(state: TurnState, deps: Deps) -> None:
     """The classification's model call, as soon as the session and the perception are there."""
     turns = state.memory.session_turns if state.memory else []
-    deps.trace.start_once(VORAUS, lambda: _klassifizieren(deps, state.stimulus.text, turns))
+    deps.trace.start_once(VORAUS, lambda: _klassifizieren(deps, state.stimulus, turns))
 
 
 @NODE.at_turn_start
 def vorab(deps: Deps, s: Stimulus) -> None:
     """The classification's model call at the turn's start, on the session the enricher reads."""
     async def frage():
-        return await _klassifizieren(deps, s.text, await sitzung(deps, s.user_id, s.character_id))
+        return await _klassifizieren(deps, s, await sitzung(deps, s.user_id, s.character_id))
 
     deps.trace.start_once(VORAUS, frage)
 
@@ -124,7 +125,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     frueh = deps.trace.started_in(VORAUS)
     turns = state.memory.session_turns if state.memory else []
-    answer, outcome = await (frueh if frueh is not None else _klassifizieren(deps, s.text, turns))
+    answer, outcome = await (frueh if frueh is not None else _klassifizieren(deps, s, turns))
     if answer is None:
         # without a usable classification: the rules read management requests, the rest is
         # plain conversation with memory

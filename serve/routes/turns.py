@@ -29,6 +29,8 @@ async def post_turn(body: TurnRequest, ing: TheIngress, user_id: str = Path(patt
     text, turn_id = ing.validate_text(body.text), body.turn_id or uuid.uuid4().hex
     person = {"name": body.name, "received_at": _zeitpunkt(principal, body.zeitpunkt)}
     await ing.known_character(character_id)
+    if person["received_at"] is not None:
+        await _nicht_vor_dem_letzten(ing, user_id, character_id, person["received_at"])
     if not stream:
         return turn_result(await ing.run_turn(user_id, character_id, text, turn_id, **person)).body()
     turn = await ing.run_stream(user_id, character_id, text, turn_id, **person)  # 429 here, before the answer starts
@@ -59,6 +61,15 @@ def _zeitpunkt(principal: dict, zeitpunkt: datetime | None) -> datetime | None:
     if zeitpunkt.timestamp() > time.time() + ZUKUNFT_S:
         raise error(422, "invalid_request", "zeitpunkt: lies in the future")
     return zeitpunkt.astimezone(timezone.utc)
+
+
+async def _nicht_vor_dem_letzten(ing, user_id: str, character_id: str, zeitpunkt: datetime) -> None:
+    """A replayed message goes after the pair's last entry: its memories, its sessions and Nova's
+    stored state follow the order of the dates."""
+    last = await session.load_turns(await ing.redis_client(), user_id, character_id, 1)
+    if last and datetime.fromisoformat(last[-1]["time"]) > zeitpunkt:
+        raise error(422, "invalid_request", f"zeitpunkt: before the pair's last message ({last[-1]['time']}); a "
+                                            "replayed conversation goes in order, into a pair of its own")
 
 
 @router.get("/v1/pairs/{user_id}/{character_id}/turns", response_model=HistoryResponse)

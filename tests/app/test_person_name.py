@@ -49,6 +49,11 @@ def test_a_named_and_dated_message_is_remembered_under_the_name_and_date(client,
     texts = _gespraech(client, key, user, ch)
     assert any(t.endswith("] Person B: Und heute regnet es.") and "2023" not in t for t in texts), texts
 
+    # a replayed message goes after the pair's last one, not between
+    r = client.post(f"/v1/pairs/{user}/{ch}/turns", headers=auth(keys["operator"]),
+                    json={"text": "Noch etwas von damals.", "zeitpunkt": "2023-05-09T12:00:00Z"})
+    assert r.status_code == 422 and "before the pair's last message" in r.text, r.text
+
 
 def test_a_regenerated_or_edited_message_keeps_its_name(client, settings, character):
     ch = character("name")
@@ -78,10 +83,10 @@ def test_only_an_operator_dates_a_message_and_never_ahead(client, settings, keys
     body = {"text": "Hallo.", "zeitpunkt": "2023-05-08T12:00:00Z"}
     r = client.post(f"/v1/pairs/{user}/{ch}/turns", headers=auth(key), json=body)
     assert r.status_code == 403 and "zeitpunkt" in r.text, r.text
-    for bad, status in (("2999-01-01T00:00:00Z", 422), ("2023-05-08T12:00:00", 422)):
+    for bad in ("2999-01-01T00:00:00Z", "2023-05-08T12:00:00", "0001-01-01T00:00:00+01:00"):
         r = client.post(f"/v1/pairs/{user}/{ch}/turns", headers=auth(keys["operator"]), json={**body, "zeitpunkt": bad})
-        assert r.status_code == status and "zeitpunkt" in r.text, (bad, r.text)
-    for bad in ("Caro: line", "A\nB", "x" * 65, "[Caro]"):
+        assert r.status_code == 422 and "zeitpunkt" in r.text, (bad, r.text)
+    for bad in ("Caro: line", "A\nB", "x" * 65, "[Caro]", "Person B"):
         r = client.post(f"/v1/pairs/{user}/{ch}/turns", headers=auth(key), json={"text": "Hallo.", "name": bad})
         assert r.status_code == 422 and "name" in r.text, (bad, r.text)
     # nothing of the refused requests was stored

@@ -100,7 +100,7 @@ async def dispatch_timeline(state, deps) -> AgentResult:
         return AgentResult(agent_name="timeline", status="rueckfrage", ergebnis={
             "frage": "Worum geht es bei dem Termin?", "fehlt": "titel", "angabe": ANGABEN["titel"]})
     if aktion in ("anlegen", "verschieben"):
-        when = parse_when(str(p.get("wann") or ""), tz)
+        when = parse_when(str(p.get("wann") or ""), tz, local_now(tz, s.received_at))
         if when is None:
             return AgentResult(agent_name="timeline", status="rueckfrage", ergebnis={
                 "frage": f"Wann genau ist '{titel}' (Tag und Uhrzeit)?", "fehlt": "wann", "angabe": ANGABEN["wann"]})
