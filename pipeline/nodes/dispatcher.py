@@ -153,7 +153,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     name = state.pair.character_name
     user_turn = human_entry(state)
     nova_turn = {"rolle": "assistant", "sprecher": name, "inhalt": result["reply"], "turn_id": s.turn_id,
-                 "herkunft": s.herkunft, "time": result["created_at"],
+                 "herkunft": s.herkunft, "time": s.received_at.isoformat() if s.datiert else result["created_at"],
                  "emotion": np_.emotion if np_ else None, "arousal": np_.arousal if np_ else None,
                  "stil": np_.stil if np_ else None}
     deps.trace.node_row(NAME, (time.perf_counter() - t0) * 1000, start_ms=(t0 - deps.trace.started) * 1000)

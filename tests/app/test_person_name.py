@@ -40,6 +40,13 @@ def test_a_named_and_dated_message_is_remembered_under_the_name_and_date(client,
     assert not any("Person B" in t for t in texts), texts
     history = client.get(f"/v1/pairs/{user}/{ch}/turns", headers=auth(key)).json()["turns"]
     assert history[0]["inhalt"] == text and history[0]["time"].startswith("2023-05-08T12:00:00"), history[0]
+    assert history[1]["rolle"] == "assistant" and history[1]["time"].startswith("2023-05-08T12:00:00"), history[1]
+    # the replay goes on in order
+    r = client.post(f"/v1/pairs/{user}/{ch}/turns", headers=auth(keys["operator"]),
+                    json={"text": "Die Band war grossartig.", "turn_id": "nm1b", "name": "Caroline",
+                          "zeitpunkt": "2023-05-08T12:01:00Z"})
+    assert r.status_code == 200, r.text
+    _fertig(settings, user, ch, "nm1b")
 
     # without a name: Person B, today
     r = client.post(f"/v1/pairs/{user}/{ch}/turns", headers=auth(key), json={"text": "Und heute regnet es.",
