@@ -67,7 +67,13 @@ async def _nicht_vor_dem_letzten(ing, user_id: str, character_id: str, zeitpunkt
     """A replayed message goes after the pair's last entry: its memories, its sessions and Nova's
     stored state follow the order of the dates."""
     last = await session.load_turns(await ing.redis_client(), user_id, character_id, 1)
-    if last and datetime.fromisoformat(last[-1]["time"]) > zeitpunkt:
+    try:
+        zuletzt = datetime.fromisoformat(last[-1]["time"]) if last else None
+    except (TypeError, ValueError, KeyError):  # an entry without a readable time (an undated import) orders nothing
+        return
+    if zuletzt is not None and zuletzt.tzinfo is None:
+        zuletzt = zuletzt.replace(tzinfo=timezone.utc)
+    if zuletzt is not None and zuletzt > zeitpunkt:
         raise error(422, "invalid_request", f"zeitpunkt: before the pair's last message ({last[-1]['time']}); a "
                                             "replayed conversation goes in order, into a pair of its own")
 
