@@ -367,7 +367,8 @@ def test_double_failure_keeps_the_reply_adds_the_gesture_and_triggers_once():
     assert p.reply == "Dein Termin ist am Montag um 14 Uhr. " + thinker.GESTE
     assert p.self_trigger_payload.model_dump() == {
         "user_prompt": "Wann ist mein Termin?", "eigener_gedanke": None, "reiz_herkunft": "user",
-        "gedanke_arousal": None, "turn_id": "t1", "thinker_unsicher_retry": True}
+        "gedanke_arousal": None, "turn_id": "t1", "thinker_unsicher_retry": True, "person_name": None,
+        "received_at": None}
     assert any("self_trigger=True" in a for a in p.node_annotations)
     assert [c["node"] for c in llm.calls] == ["thinker", "thinker_nachfass", "thinker_nachfass"]
     assert _decisions(deps)["thinker.ergebnis"]["outcome"] == "self_trigger"
