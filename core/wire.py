@@ -118,6 +118,10 @@ class TurnResult(BaseModel):
     nachricht_folgt: bool = False
     pruefung: TurnCheck | None = None
     ursprung_turn_id: str | None = None
+    name: str | None = None
+    """The person's name as the turn's request gave it (`TurnRequest.name`); absent when none came."""
+    zeitpunkt: str | None = None
+    """The message's date as an operator gave it (`TurnRequest.zeitpunkt`); absent when none came."""
     created_at: str
     timings: dict[str, Any] = Field(default_factory=dict)
     replayed: bool = False

@@ -403,17 +403,22 @@ return 1
 def eintraege_aus_records(records: list[dict]) -> list[dict]:
     """Session entries from stored turn records (oldest first), as the dispatcher wrote them: the
     human's message (or Nova's own thought, by its speaker; none for a Thinker retry), then her
-    reply, each with `quelle: postgres`. What perception added to an entry (emotion, intentions) is
-    not in the record."""
+    reply, each with `quelle: postgres`. The name his client sent and an operator's date come back
+    as the dispatcher wrote them (`name`, `datiert`, the date as both entries' time). What
+    perception added to an entry (emotion, intentions) is not in the record."""
     out = []
     for rec in records:
         res = rec.get("result") or {}
         name, herkunft = res.get("character_name") or "Nova", res.get("herkunft", "user")
-        base = {"turn_id": rec["turn_id"], "herkunft": herkunft, "time": rec["created_at"], "quelle": "postgres"}
+        base = {"turn_id": rec["turn_id"], "herkunft": herkunft, "time": res.get("zeitpunkt") or rec["created_at"],
+                "quelle": "postgres"}
         if not res.get("ursprung_turn_id") and rec.get("user_text"):
             label = sprecher(name, herkunft == "eigener_impuls")
             rolle = "assistant" if herkunft == "eigener_impuls" else "user"
-            out.append({**base, "rolle": rolle, "sprecher": label, "inhalt": rec["user_text"]})
+            nachricht = {"name": res["name"]} if res.get("name") else {}
+            if res.get("zeitpunkt"):
+                nachricht["datiert"] = True
+            out.append({**base, "rolle": rolle, "sprecher": label, "inhalt": rec["user_text"], **nachricht})
         if rec.get("reply"):  # a turn whose reply failed keeps the human's message alone
             out.append({**base, "rolle": "assistant", "sprecher": name, "inhalt": rec["reply"]})
     return out

@@ -149,6 +149,10 @@ class TurnResponse(BaseModel):
     """How the Thinker checked the reply."""
     ursprung_turn_id: str | None = None
     """On that second message: the turn it continues."""
+    name: str | None = None
+    """The person's name as the request gave it (`name`); absent when none came."""
+    zeitpunkt: str | None = None
+    """The message's date as an operator gave it (`zeitpunkt`); absent when none came."""
 
 
 class RetractResponse(BaseModel):

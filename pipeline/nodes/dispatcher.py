@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from memory import session
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import DispatchRecord, TurnState, current_reply
+from pipeline.state import DispatchRecord, Stimulus, TurnState, current_reply
 
 NAME = "dispatcher"
 NODE = Node(
@@ -31,6 +31,17 @@ MENSCH_LOG_SEQ_OFFSET = 20_000
 """The rows of an attempt whose character chain failed follow the later attempt's own rows."""
 
 log = logging.getLogger("novaberg.node.dispatcher")
+
+
+def nachricht_felder(s: Stimulus) -> dict:
+    """What the turn's record keeps of its message beyond the text: the name his client sent and
+    an operator's date, each only when given — the history rebuilt from Postgres gives them back."""
+    felder = {}
+    if s.person_name:
+        felder["name"] = s.person_name
+    if s.datiert:
+        felder["zeitpunkt"] = s.received_at.isoformat()
+    return felder
 
 
 def turn_result(state: TurnState, deps: Deps) -> dict:
@@ -56,6 +67,7 @@ def turn_result(state: TurnState, deps: Deps) -> dict:
         "pruefung": ({"status": state.pruefung.status, "iterationen": state.pruefung.iterationen,
                       "werkzeuge": state.pruefung.werkzeuge} if state.pruefung else None),
         "ursprung_turn_id": s.ursprung_turn_id,
+        **nachricht_felder(s),
         "created_at": datetime.now(timezone.utc).isoformat(),
     }
 
@@ -106,7 +118,7 @@ async def keep_human(state: TurnState, deps: Deps, failed_node: str) -> bool:
     entry = human_entry(state)
     now = datetime.now(timezone.utc).isoformat()
     record = {"turn_id": s.turn_id, "user_id": s.user_id, "character_id": s.character_id, "reply": None,
-              "herkunft": s.herkunft, "fehler_knoten": failed_node, "created_at": now}
+              "herkunft": s.herkunft, "fehler_knoten": failed_node, **nachricht_felder(s), "created_at": now}
     rows = [dict(r, seq=r["seq"] + MENSCH_LOG_SEQ_OFFSET) for r in deps.trace.rows]
     jobs = [
         {"kind": "turn", "turn": {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id,

@@ -54,3 +54,26 @@ def test_a_lost_history_is_rebuilt_from_postgres_once(stores, pool):
             await r.aclose()
 
     asyncio.run(with_pool(pool, go))
+
+
+def test_a_rebuilt_history_keeps_the_name_and_the_date_of_a_message(stores, pool):
+    u, c = new_pair("rebuild-name")
+
+    async def go(p):
+        r = Redis.from_url(stores.redis_url)
+        try:
+            await pg.write_turn_job(p, _job(u, c, "n1", "Ich war am See.", "Schön!", "2026-12-05T09:00:00+00:00",
+                                            name="Caroline", zeitpunkt="2023-05-08T12:00:00+00:00"))
+            await pg.write_turn_job(p, _job(u, c, "n2", "Und heute?", "Regen.", "2026-12-05T09:01:00+00:00"))
+            assert await session.verlauf_wiederherstellen(
+                r, lambda limit: pg.recent_turn_records(p, u, c, limit), u, c, 500) == 4
+            turns = [SessionTurn.model_validate(t) for t in await session.load_turns(r, u, c, 50)]
+            er, sie, heute, _ = turns
+            assert (er.sprecher, er.name, er.datiert, er.time.isoformat()) == (
+                "Person B", "Caroline", True, "2023-05-08T12:00:00+00:00")
+            assert (sie.rolle, sie.time.isoformat()) == ("assistant", "2023-05-08T12:00:00+00:00")
+            assert (heute.name, heute.datiert, heute.time.isoformat()) == (None, None, "2026-12-05T09:01:00+00:00")
+        finally:
+            await r.aclose()
+
+    asyncio.run(with_pool(pool, go))
