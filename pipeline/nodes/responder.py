@@ -149,11 +149,22 @@ def _person_a(p) -> str:
     ) or f"{name} lernt Person B gerade erst kennen; ihr Bild von sich waechst mit dem Gespraech."
 
 
-def person_b(p) -> str:
-    """[PERSON B — WER ER IST]: his core and what occupies him just now (seed 004 §3.1)."""
-    name = p.character_name
-    return "\n".join(f"{label}: {einsetzen(_saetze(value), name)}" for label, value in (
-        ("Sein Kern", p.mensch_kern), ("Was ihn gerade beschaeftigt", p.mensch_themen)) if value.strip()
+def sein_name(state: TurnState) -> str:
+    """The name his client sent with this message, else the latest one in the session window; ""
+    without one, and when it is the character's own (praegung keeps him as Person B then too)."""
+    name = state.stimulus.person_name
+    if not name and state.memory:
+        name = next((t.name for t in reversed(state.memory.session_turns) if t.name), None)
+    return "" if not name or name.casefold() == state.pair.character_name.strip().casefold() else name
+
+
+def person_b(p, name: str = "") -> str:
+    """[PERSON B — WER ER IST]: his name when his client sent one, his core and what occupies him just
+    now (seed 004 §3.1)."""
+    figur = p.character_name
+    return "\n".join(f"{label}: {einsetzen(_saetze(value), figur)}" for label, value in (
+        ("Sein Name", name), ("Sein Kern", p.mensch_kern), ("Was ihn gerade beschaeftigt", p.mensch_themen))
+        if value.strip()
     ) or "Noch unbekannt."
 
 
@@ -263,7 +274,7 @@ def lage_blocks(state: TurnState, pr, model: str, now) -> tuple[list[str], list[
     if state.emotion:
         lage.append(ihre_emotion(state, pr, model))
         blocks.append("PERSON A — IHRE EMOTION")
-    lage.append(pr.render(NAME, "wer_er_ist", model, person_b=person_b(p), zwischen=zwischen_beiden(p)))
+    lage.append(pr.render(NAME, "wer_er_ist", model, person_b=person_b(p, sein_name(state)), zwischen=zwischen_beiden(p)))
     blocks += ["PERSON B — WER ER IST", "ZWISCHEN BEIDEN"]
     cut = bool(state.plan and state.plan.task_context_cut)
     if state.plan and state.plan.task_block:

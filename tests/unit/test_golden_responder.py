@@ -25,7 +25,8 @@ T0 = datetime(2026, 8, 20, 10, 0, tzinfo=timezone.utc)  # a Thursday; 12:00 in E
 
 def _turn(i: int, rolle: str, inhalt: str, emotion: str, arousal: float) -> SessionTurn:
     return SessionTurn(rolle=rolle, sprecher="Person B" if rolle == "user" else "Nova", inhalt=inhalt,
-                       turn_id=f"t{i}", time=T0, emotion=emotion, arousal=arousal)
+                       turn_id=f"t{i}", time=T0, emotion=emotion, arousal=arousal,
+                       name="Caroline" if rolle == "user" else None)  # the name his client sends
 
 
 def golden_state(impulse: bool = False) -> TurnState:
