@@ -81,6 +81,10 @@ class PairActor:
         self._history_checked = False
         self._evicting = False
         """Set, before its first await, by the idle eviction: no call starts any more."""
+        self._neu = ray.get_runtime_context().was_current_actor_reconstructed
+        """Ray restarted this process (it crashed): it serves no pair until it is bound again."""
+        if self._neu:  # called again, it is bound again; called by nobody, it must not stay forever
+            self._watch = asyncio.get_running_loop().create_task(self._idle_watch())
 
     # ------------------------------------------------------------------ plumbing
     def _verbinden(self) -> Services:
@@ -105,7 +109,7 @@ class PairActor:
         if self.user_id is None or self._evicting:
             raise registry.PairSuperseded(f"{self.name} serves no pair (started anew, or leaving)")
         services = self._verbinden()
-        if self._watch is None:
+        if self._watch is None or self._watch.done():
             self._watch = asyncio.get_running_loop().create_task(self._idle_watch())
         return services
 
@@ -136,7 +140,7 @@ class PairActor:
         self.user_id, self.character_id, self._token = user_id, character_id, token
         services.zaun = (registry.BESITZ, pair_name(user_id, character_id), stand.wert)  # every commit's fence
         self._last = time.monotonic()
-        if self._watch is None:  # bound and never called: the idle eviction gives the entry up all the same
+        if self._watch is None or self._watch.done():  # bound, never called: the idle eviction frees it all the same
             self._watch = asyncio.get_running_loop().create_task(self._idle_watch())
         log.info("pair %s: served by %s under token %d", pair_name(user_id, character_id), self.name, token)
         return os.getpid()
@@ -158,11 +162,12 @@ class PairActor:
         if stand != registry.Eintrag(self.name, self._token):
             raise self._abgeloest(stand)
 
-    def _abgeloest(self, stand: registry.Eintrag | None) -> registry.PairSuperseded:
-        """The registry gave the pair to another process: this one serves it no more and exits."""
+    def _abgeloest(self, stand: registry.Eintrag | None, *, beim_commit: bool = False) -> registry.PairSuperseded:
+        """The registry gave the pair to another process: this one serves it no more and exits.
+        `beim_commit`: the commit's own fence refused the turn (what the registry holds is not read)."""
         pair = pair_name(self.user_id, self.character_id)
-        log.warning("pair %s: fallback abgeloest: %s held token %s, the registry holds %s; exiting", pair, self.name,
-                    self._token, stand)
+        wo = "the commit's fence refused its turn" if beim_commit else f"the registry holds {stand or 'no entry'}"
+        log.warning("pair %s: fallback abgeloest: %s held token %s, %s; exiting", pair, self.name, self._token, wo)
         self.user_id = self.character_id = self._token = None
         me = ray.get_runtime_context().current_actor
         asyncio.get_running_loop().call_later(1.0, lambda: ray.kill(me, no_restart=True))
@@ -180,10 +185,38 @@ class PairActor:
         timeout = self.settings.pair_idle_timeout_s
         while True:
             await asyncio.sleep(min(timeout / 4, 5.0))
-            if self.user_id is not None and self._inflight == 0 and time.monotonic() - self._last > timeout:
+            if self._inflight or time.monotonic() - self._last <= timeout:
+                continue
+            if self.user_id is not None:
                 self._evicting = True  # before the first await: no call starts from here on
                 await self._evict()
                 return
+            if self._neu and not await self._verwaist():
+                return  # a spare in the reserve: it waits there by design
+
+    async def _verwaist(self) -> bool:
+        """A process Ray restarted, bound to no pair and called by nobody for the idle timeout: it
+        gives up the entries that still name it and exits (fallback `verwaist`) — unless it waits
+        in the reserve as a spare. False: it stays."""
+        r = self._verbinden().redis
+        if await registry.in_reserve(r, self.name):
+            return False
+        if self.user_id is not None or self._inflight or self._evicting:
+            return True  # bound or called meanwhile: the watch goes on
+        self._evicting = True  # before the next await: no call or binding starts from here on
+        try:
+            stale = await registry.eintraege_von(r, self.name)
+            for pair, stand in stale.items():
+                if await registry.freigeben(r, pair, stand):
+                    await r.hdel(LIVE_PAIRS, pair)
+        except Exception:
+            stale = {}
+            log.warning("pair process %s: could not give up its entries", self.name, exc_info=True)
+        log.warning("pair process %s: fallback verwaist: restarted by Ray, bound to no pair and called by nobody "
+                    "for %.0fs; gives up %s and exits", self.name, self.settings.pair_idle_timeout_s,
+                    ", ".join(stale) or "no entry")
+        ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+        return True
 
     async def _evict(self) -> None:
         name = pair_name(self.user_id, self.character_id)
@@ -362,7 +395,7 @@ class PairActor:
             await self._character.run(state, deps)
         except NodeFailed as e:
             if isinstance(e.cause, registry.PairSuperseded):  # the commit's fence: the new process runs the turn
-                raise self._abgeloest(None) from e
+                raise self._abgeloest(None, beim_commit=True) from e
             metrics.turn_finished("error")
             metrics.node_error(e.node)
             await self._record_error(services, e.node, turn_id)

@@ -106,6 +106,20 @@ async def entsperren(redis, pair: str) -> None:
     await redis.delete(GESPERRT + pair)
 
 
+async def eintraege_von(redis, aktor: str) -> dict[str, Eintrag]:
+    """The entries that name `aktor` (a scan of every entry: only a process Ray restarted asks)."""
+    out = {}
+    async for pair, raw in redis.hscan_iter(BESITZ):
+        stand = Eintrag.lesen(raw)
+        if stand is not None and stand.aktor == aktor:
+            out[pair.decode() if isinstance(pair, bytes) else pair] = stand
+    return out
+
+
+async def in_reserve(redis, aktor: str) -> bool:
+    return await redis.lpos(RESERVE, aktor) is not None
+
+
 async def freigeben(redis, pair: str, mein: Eintrag) -> bool:
     """Compare-and-delete: the entry goes only while it is still `mein`."""
     return bool(int(await redis.eval(_RELEASE, 1, BESITZ, pair, mein.wert)))

@@ -179,3 +179,35 @@ def test_a_turn_whose_process_was_replaced_mid_turn_is_committed_only_by_the_new
     assert r.status_code == 200, r.text
     assert r.json()["replayed"] is False and len(entries()) == 2  # his message and her reply, once
     assert _serving(settings, "alice", ch) == [name]
+
+
+def _ungebunden(handle) -> bool:
+    try:
+        ray.get(handle.status.remote(), timeout=60)
+    except registry.PairSuperseded:
+        return True
+    except ray.exceptions.RayActorError:
+        return False  # still restarting
+    return False
+
+
+def test_a_process_ray_restarted_that_nobody_calls_gives_its_entry_up_and_exits(client, keys, settings, character):
+    """A pair's process crashed and Ray started it again: it serves no pair now. Called by nobody
+    for the idle timeout, it gives up the registry's entry that still names it and exits (fallback
+    `verwaist`); the pair's next turn is served by another process."""
+    import os
+    import signal
+
+    ch = character("neustart")
+    h = auth(keys["alice"])
+    assert client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": "Eins"}, headers=h).status_code == 200
+    old = _stand(settings, "alice", ch)
+    actor = activation.handle_by_name(old.aktor, settings)
+    os.kill(ray.get(actor.status.remote(), timeout=60)["pid"], signal.SIGKILL)
+    wait_for(lambda: _ungebunden(actor), timeout=60)  # back, under the same name, bound to nothing
+    assert _stand(settings, "alice", ch) == old  # the entry still names it
+    wait_for(lambda: activation.handle_by_name(old.aktor, settings) is None, timeout=60)
+    assert _stand(settings, "alice", ch) is None
+    r = client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": "Zwei"}, headers=h)
+    assert r.status_code == 200, r.text
+    assert _serving(settings, "alice", ch) == [_stand(settings, "alice", ch).aktor] != [old.aktor]
