@@ -7,6 +7,7 @@ import importlib
 import logging
 import pkgutil
 import threading
+from datetime import datetime
 from functools import lru_cache
 from typing import Awaitable, Callable
 
@@ -73,13 +74,13 @@ def get_dispatch(name: str) -> Dispatch | None:
     return registry().get(name)
 
 
-Ergaenzen = Callable[[dict, list, str, str], "dict | None"]
+Ergaenzen = Callable[[dict, list, str, str, datetime], "dict | None"]
 
 
 def ergaenzung(name: str) -> Ergaenzen | None:
     """An agent's rule for its pending order (memory/ausstehender_auftrag.py), where its
-    dispatch.py defines one: `ergaenzen(parameter, fehlt, text, tz)` returns what the human's
-    message supplies of the missing parameters, or None. An agent without one is completed by the
+    dispatch.py defines one: `ergaenzen(parameter, fehlt, text, tz, jetzt)` returns what the
+    human's message, sent at `jetzt`, supplies of the missing parameters, or None. An agent without one is completed by the
     planner's model alone."""
     if name not in registry():
         return None

@@ -294,7 +294,7 @@ async def _mit_ausstehendem(deps: Deps, state: TurnState, plan: PlanRecord) -> t
     regel_fn = ergaenzung(p.agent)
     regel = None
     if regel_fn is not None and regeln.diktat(management, text) is None:
-        regel = regel_fn(dict(p.parameter), list(p.fehlt), text, deps.settings.timezone)
+        regel = regel_fn(dict(p.parameter), list(p.fehlt), text, deps.settings.timezone, state.stimulus.received_at)
     if regel:
         deps.trace.decision(NAME, "planner.ausstehend", "ergaenzt", {
             "auftrag": f"{p.agent}/{p.aktion}", "quelle": "regel", "ergaenzt": sorted(regel), "turns": p.turns})

@@ -43,15 +43,16 @@ _ZEITANGABE = re.compile(r"\d|heute|morgen|abend|mittag|nacht|uhr\b|montag|diens
 _FUELLWORT = re.compile(r"\b(?:bitte|danke|ach|ok|okay|ja|gerne|gern|dann|also|na|so|genau)\b", re.I)
 
 
-def ergaenzen(parameter: dict, fehlt: list[str], text: str, tz: str) -> dict | None:
+def ergaenzen(parameter: dict, fehlt: list[str], text: str, tz: str, jetzt: datetime | None = None) -> dict | None:
     """What a message of the human supplies for a pending order of this agent (one that asked
     back, memory/ausstehender_auftrag.py): a missing `wann` when the message, or one of its
     clauses without fillers ("Ach, morgen um 15 Uhr, danke"), reads as a date or a time that is
     not past, in the person's words; None when it supplies nothing missing. The title is read
-    only by the planner's model: any short text could be one."""
+    only by the planner's model: any short text could be one. `jetzt`: the message's time (an
+    operator's date, `Stimulus.received_at`); now without one."""
     if "wann" not in fehlt or not _ZEITANGABE.search(text or ""):
         return None
-    now = local_now(tz).replace(tzinfo=None, second=0, microsecond=0)
+    now = local_now(tz, jetzt).replace(tzinfo=None, second=0, microsecond=0)
     teile = [text] + [" ".join(_FUELLWORT.sub(" ", t).split()) for t in re.split(r"[,;!?]|(?<!\d)\.(?=\s|$)", text)]
     for teil in dict.fromkeys(t.strip() for t in teile):
         if teil and _ZEITANGABE.search(teil):
