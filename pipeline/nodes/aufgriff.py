@@ -53,6 +53,10 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if s.herkunft != "user":
         deps.trace.decision(NAME, "aufgriff.plan", "kein_nutzerreiz", {})
         return {}
+    if s.datiert:  # a replayed message (an operator's date): its "later" has passed, and an impulse
+        # delivered now would stand, dated today, between the replay's messages
+        deps.trace.decision(NAME, "aufgriff.plan", "datiert", {"zeitpunkt": s.received_at.isoformat()})
+        return {}
     marker = f"aufgriff:geplant:{s.user_id}:{s.character_id}:{s.turn_id}"
     if await deps.redis.exists(marker):
         log.info("aufgriff: turn %s planned its impulse already (a redelivered job); nothing planned", s.turn_id)

@@ -2,7 +2,7 @@
 praegung and aufgriff with a scripted LLM: their branches, fallbacks and decision entries."""
 import asyncio
 import json
-from datetime import datetime
+from datetime import datetime, timezone
 
 from pipeline.nodes import (aufgriff, ei_calc_persist, erinnerungsanker, perzeption_assistant, praegung, sachlage,
                             salience, verfasser)
@@ -197,6 +197,16 @@ def test_aufgriff_plans_an_impulse_and_skips_non_user_turns(stores):
             deps2 = deps_for(ScriptedLLM(), redis=r)
             await run_node(aufgriff.NODE, _state("x", herkunft="eigener_impuls"), deps2)
             assert ("aufgriff.plan", "kein_nutzerreiz") in _d(deps2)
+            # a replayed message an operator dated plans nothing, and asks no model
+            modell = ScriptedLLM({"aufgriff": ['{"aufgreifen": true, "gedanke": "Und Bello?", "in_minuten": 5}']})
+            deps3 = deps_for(modell, redis=r)
+            alt = _state("Bello ist wieder gesund", hintergrund=HintergrundRecord(kern="Bello gesund"))
+            alt.stimulus = alt.stimulus.model_copy(update={"user_id": f"auf-alt-{id(alt)}", "datiert": True,
+                                                           "received_at": datetime(2023, 5, 8, 12, 0, tzinfo=timezone.utc)})
+            await run_node(aufgriff.NODE, alt, deps3)
+            assert ("aufgriff.plan", "datiert") in _d(deps3) and modell.calls == []
+            assert not [m for m in await r.zrange(aufgriff.DUE_KEY, 0, -1)
+                        if json.loads(m)["user_id"] == alt.stimulus.user_id]
         finally:
             await r.aclose()
 
