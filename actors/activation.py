@@ -10,8 +10,8 @@ from typing import Any
 import ray
 
 from actors.pair import PairActorRemote
-from actors.registry import (BESITZ, HOST_PREFIX, RESERVE, RESERVE_LOCK, Eintrag, PairSuperseded,
-                             beanspruchen, eintrag, freigeben, host_name, pair_name, sperren)
+from actors.registry import (BESITZ, FASSUNGEN, HOST_PREFIX, LEBT, RESERVE_LOCK, Eintrag, PairSuperseded,
+                             beanspruchen, eintrag, fassung, freigeben, host_name, pair_name, reserve_key, sperren)
 from core.settings import Settings
 
 log = logging.getLogger("novaberg.registry")
@@ -40,7 +40,7 @@ def host_starten(settings: Settings, name: str | None = None):
 
 async def _ersatz(redis, settings: Settings, pair: str) -> tuple[str, Any]:
     """A spare from the reserve, or a process started now (fallback `kein_ersatz`)."""
-    while (raw := await redis.lpop(RESERVE)) is not None:
+    while (raw := await redis.lpop(reserve_key())) is not None:
         name = raw.decode() if isinstance(raw, bytes) else raw
         h = await asyncio.to_thread(handle_by_name, name, settings)
         if h is not None:
@@ -93,7 +93,7 @@ async def aktivieren(redis, settings: Settings, user_id: str, character_id: str)
             _weg(h)  # neither claimed nor back in the reserve
             raise
         if not won:  # another caller activated the pair meanwhile (or an erasure locks it): the spare goes back
-            await redis.rpush(RESERVE, name)
+            await redis.rpush(reserve_key(), name)
             continue
         try:
             await _binden(h, user_id, character_id, neu.token)
@@ -148,11 +148,15 @@ async def auffuellen(redis, settings: Settings, pruefen: bool = False) -> int:
     if settings.pair_spares <= 0 or not await redis.set(RESERVE_LOCK, mein, nx=True, ex=120):
         return 0
     try:
-        for raw in await redis.lrange(RESERVE, 0, -1) if pruefen else ():
+        key = reserve_key()
+        await lebenszeichen(redis, settings)
+        if pruefen:
+            await alte_fassungen_raeumen(redis, settings)
+        for raw in await redis.lrange(key, 0, -1) if pruefen else ():
             name = raw.decode() if isinstance(raw, bytes) else raw
             if await asyncio.to_thread(handle_by_name, name, settings) is None:
-                await redis.lrem(RESERVE, 0, raw)
-        fehlen = settings.pair_spares - await redis.llen(RESERVE)
+                await redis.lrem(key, 0, raw)
+        fehlen = settings.pair_spares - await redis.llen(key)
         added = 0
         while fehlen > 0:
             n = min(fehlen, settings.pair_spares_parallel)
@@ -162,6 +166,35 @@ async def auffuellen(redis, settings: Settings, pruefen: bool = False) -> int:
         return added
     finally:
         await redis.eval(_LOCK_FREI, 1, RESERVE_LOCK, mein)
+
+
+async def lebenszeichen(redis, settings: Settings) -> None:
+    """This version's reserve has a keeper: its spares stay (for three checks, renewed by each)."""
+    await redis.sadd(FASSUNGEN, fassung())
+    await redis.set(LEBT + fassung(), "1", ex=max(int(settings.pair_spares_check_s * 3), 30))
+
+
+async def alte_fassungen_raeumen(redis, settings: Settings) -> int:
+    """The reserves of other versions of the code whose keepers are all gone (a deployment of new
+    code replaced them): their spares go, unused (fallback `alte_fassung`). A version whose keeper
+    still lives (a rolling update) keeps its reserve. Returns the spares that went."""
+    weg = 0
+    for raw in await redis.smembers(FASSUNGEN):
+        alt = raw.decode() if isinstance(raw, bytes) else raw
+        if alt == fassung() or await redis.exists(LEBT + alt):
+            continue
+        namen = []
+        while (n := await redis.lpop(reserve_key(alt))) is not None:
+            namen.append(n.decode() if isinstance(n, bytes) else n)
+        await redis.srem(FASSUNGEN, alt)
+        for name in namen:
+            if (h := await asyncio.to_thread(handle_by_name, name, settings)) is not None:
+                _weg(h)
+        if namen:
+            log.warning("registry: fallback alte_fassung: %d spares of code version %s, whose keepers are gone, "
+                        "go unused (this version: %s)", len(namen), alt, fassung())
+        weg += len(namen)
+    return weg
 
 
 _LOCK_FREI = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
@@ -184,7 +217,7 @@ async def _spares_starten(redis, settings: Settings, n: int) -> int:
             log.warning("registry: spare %s did not come up (%s); it goes", name, type(ok).__name__)
             _weg(h)
             continue
-        await redis.rpush(RESERVE, name)
+        await redis.rpush(reserve_key(), name)
         added += 1
     return added
 
@@ -192,7 +225,7 @@ async def _spares_starten(redis, settings: Settings, n: int) -> int:
 async def reserve_stand(redis) -> dict[str, int]:
     """The registry as the dashboard and the operator status show it: processes bound to a pair,
     and warm spares waiting for the next activation."""
-    bound, ready = await asyncio.gather(redis.hlen(BESITZ), redis.llen(RESERVE))
+    bound, ready = await asyncio.gather(redis.hlen(BESITZ), redis.llen(reserve_key()))
     return {"bound": int(bound), "spares_ready": int(ready)}
 
 
@@ -237,7 +270,7 @@ class Nachfuellen:
         the turn's CPU, so the refill waits `pair_spares_refill_delay_s` — unless the reserve has
         fallen below half its size."""
         redis = await self._redis_factory()
-        if await redis.llen(RESERVE) * 2 >= self._settings.pair_spares:
+        if await redis.llen(reserve_key()) * 2 >= self._settings.pair_spares:
             await asyncio.sleep(self._settings.pair_spares_refill_delay_s)
 
 
@@ -251,7 +284,8 @@ def alle_stoppen(settings: Settings) -> None:
 
     try:
         r = Redis.from_url(settings.redis_url)
-        r.delete(BESITZ, RESERVE, RESERVE_LOCK)
+        versionen = {v.decode() for v in r.smembers(FASSUNGEN)} | {fassung()}
+        r.delete(BESITZ, RESERVE_LOCK, FASSUNGEN, *(reserve_key(v) for v in versionen), *(LEBT + v for v in versionen))
         r.close()
     except Exception:
         log.warning("registry: the registry's keys could not be cleared", exc_info=True)

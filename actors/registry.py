@@ -3,7 +3,7 @@ Activation and the warm spares it takes processes from: actors/activation.py.
 
 A pair actor is a Ray actor process named `pairhost:{hex}`; it belongs to no pair when it starts.
 A small pool of them (`pair_spares`) is started ahead, each already connected to the deployments
-(`PairActor.vorwaermen`), their names in the Redis list `pairs:reserve`. Activating a pair
+(`PairActor.vorwaermen`), their names in the Redis list `pairs:reserve:{fassung}` (one per version of the code). Activating a pair
 (`aktivieren`, from any ingress replica or background worker):
 
 1. the registry's entry for the pair (`pairs:besitz`, value `{actor}|{token}`) names a live
@@ -21,9 +21,12 @@ callers resolve the pair anew. An idle actor gives its entry up by compare-and-d
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from core.wire import PairSuperseded  # noqa: F401 (the registry's error, raised across processes)
@@ -35,7 +38,12 @@ BESITZ = "pairs:besitz"
 TOKEN = "pairs:token"
 """The one counter the fencing tokens come from."""
 RESERVE = "pairs:reserve"
-"""List of warm spares' actor names, ready to be claimed."""
+"""`pairs:reserve:{fassung}`: list of warm spares' actor names, ready to be claimed — one list per
+version of the code (`fassung`), so a deployment of new code never hands out a spare of the old."""
+FASSUNGEN = "pairs:fassungen"
+"""Set of the versions that have had a reserve."""
+LEBT = "pairs:fassung:lebt:"
+"""`pairs:fassung:lebt:{fassung}`: set by that version's reserve keepers while one lives (TTL)."""
 RESERVE_LOCK = "pairs:reserve:lock"
 GESPERRT = "pairs:gesperrt:"
 """`pairs:gesperrt:{pair}`: while it lives (an erasure of the pair's user or character), no claim
@@ -74,6 +82,27 @@ class Eintrag:
         s = raw.decode() if isinstance(raw, bytes) else str(raw)
         aktor, _, token = s.rpartition("|")
         return Eintrag(aktor, int(token)) if aktor and token.isdigit() else None
+
+
+_QUELLEN = ("actors", "core", "cluster", "memory", "pipeline", "prompts", "serve")
+
+
+@functools.lru_cache(maxsize=1)
+def fassung() -> str:
+    """The version of the code a process runs: a hash over the project's source files (the pair
+    process, the nodes, the prompts, the migrations). Processes started from the same tree agree."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha1()
+    for folder in _QUELLEN:
+        for f in sorted((root / folder).rglob("*")):
+            if f.suffix in (".py", ".txt", ".sql", ".json") and "__pycache__" not in f.parts:
+                h.update(f.relative_to(root).as_posix().encode())
+                h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def reserve_key(version: str | None = None) -> str:
+    return f"{RESERVE}:{version or fassung()}"
 
 
 def pair_name(user_id: str, character_id: str) -> str:
@@ -117,7 +146,7 @@ async def eintraege_von(redis, aktor: str) -> dict[str, Eintrag]:
 
 
 async def in_reserve(redis, aktor: str) -> bool:
-    return await redis.lpos(RESERVE, aktor) is not None
+    return await redis.lpos(reserve_key(), aktor) is not None
 
 
 async def freigeben(redis, pair: str, mein: Eintrag) -> bool:

@@ -62,10 +62,10 @@ def _wait(pred, timeout: float) -> None:
 
 
 def _reserve_full(redis, settings) -> None:
-    from actors.registry import RESERVE
+    from actors.registry import reserve_key
 
     if settings.pair_spares:
-        _wait(lambda: redis.llen(RESERVE) >= settings.pair_spares, 600)
+        _wait(lambda: redis.llen(reserve_key()) >= settings.pair_spares, 600)
 
 
 def _memory(settings, users: list[str]) -> dict:
