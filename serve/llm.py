@@ -121,18 +121,26 @@ def vllm_source(settings: Settings) -> str:
     return settings.llm_model if ist_hub_referenz(settings.llm_model) else settings.vllm_model_source
 
 
-def vllm_server_app(settings: Settings):
-    """The `LLMServer` application of Ray Serve LLM for the vllm backend (GPU machines)."""
+def _serve_llm():
     try:
-        from ray.serve.llm import LLMConfig, build_llm_deployment
+        import ray.serve.llm as serve_llm
     except ImportError as e:  # pragma: no cover - depends on the optional extra
         raise RuntimeError("llm_backend=vllm needs the optional extra: pip install 'novaberg[vllm]'") from e
-    config = LLMConfig(
+    return serve_llm
+
+
+def vllm_llm_config(settings: Settings):
+    """Ray Serve LLM's `LLMConfig` for the vllm backend: the model, its replicas, the engine's options."""
+    return _serve_llm().LLMConfig(
         model_loading_config={"model_id": settings.llm_model, "model_source": vllm_source(settings)},
         deployment_config={"num_replicas": settings.llm_replicas, "max_ongoing_requests": 256},
         engine_kwargs=vllm_engine_kwargs(settings),
     )
-    return build_llm_deployment(config)
+
+
+def vllm_server_app(settings: Settings):
+    """The `LLMServer` application of Ray Serve LLM for the vllm backend (GPU machines)."""
+    return _serve_llm().build_llm_deployment(vllm_llm_config(settings))
 
 
 REASONING_PARSERS = (("qwen3", "qwen3"), ("qwq", "deepseek_r1"), ("deepseek-r1", "deepseek_r1"))
