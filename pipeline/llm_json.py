@@ -9,6 +9,7 @@ documented default.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -245,6 +246,17 @@ def json_schliessen(text: str) -> dict | None:
     return None
 
 
+def _wartet(deps: Deps, e: BaseException) -> bool:
+    """A background chain's model call failed because the model is away (its replica died or cannot
+    be reached, after the client's own repeats): the job waits for it (the outbox keeps a job whose
+    failure is an outage pending) instead of a default standing in — nobody waits for the background,
+    and what it writes is kept for good. A timeout or a refusal is no outage: the default stands in."""
+    from memory.outbox import is_outage
+
+    return (deps.trace.chain.startswith("background") and is_outage(e)
+            and not isinstance(e, (TimeoutError, asyncio.TimeoutError)))
+
+
 async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] = ("identity", "rules", "task"),
               think: bool = False, prompt: str | None = None, timeout_s: float | None = None,
               response_schema: dict | None = None) -> tuple[str | None, str]:
@@ -264,6 +276,10 @@ async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] 
                              response_schema=response_schema)
         res = await (asyncio.wait_for(call, timeout_s) if timeout_s else call)
     except Exception as e:  # the engine is down or refused: the node goes on without it
+        if _wartet(deps, e):
+            log.warning("%s: fallback hintergrund_wartet: the model is away (%s: %s); the background job waits "
+                        "and runs again, no default stands in (turn %s)", node, type(e).__name__, e, deps.trace.turn_id)
+            raise
         log.warning("%s: fallback aufruf_gescheitert: %s: %s", node, type(e).__name__, e)
         return None, "aufruf_gescheitert"
     text = res.content.strip()

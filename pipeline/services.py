@@ -25,13 +25,21 @@ from prompts import PromptLibrary
 log = logging.getLogger("novaberg.llm")
 
 
+REPLIKAT_WEG = frozenset({"ActorDiedError", "ActorUnavailableError"})
+"""Ray's errors (by class name) for a call whose replica died or cannot be reached: Serve routes a
+repeat to a live replica, and a model call changes nothing, so it may be asked again."""
+
+
 def transient(e: BaseException) -> bool:
     """An engine error that may pass: the backend says so (`LLMBackendError.transient`, also
-    when Ray hands it on wrapped), or the call timed out or lost its connection."""
+    when Ray hands it on wrapped), the call timed out or lost its connection, or its replica died
+    or could not be reached (`REPLIKAT_WEG`)."""
     for err in (e, getattr(e, "cause", None), e.__cause__):
         if err is None:
             continue
         if getattr(err, "transient", False) or isinstance(err, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
+            return True
+        if any(c.__name__ in REPLIKAT_WEG for c in type(err).__mro__):
             return True
     return False
 

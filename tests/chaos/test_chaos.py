@@ -238,9 +238,11 @@ def _anchor_fallback(s, u: str, c: str, tid: str) -> bool:
 
 
 def _kzg_fallback(s, u: str, c: str, tid: str) -> bool:
-    """Salience wrote no KZG entry by its named fallback: its model call failed (an LLM replica
-    killed under it), its defaults scored the turn below the threshold, and `salience.schreiben`
-    says `nichts` with the answer `aufruf_gescheitert`. An entry missing without that was lost."""
+    """Salience wrote no KZG entry by its named fallback: its model call failed for a reason that is
+    no outage (a replica killed under it is one: the call is repeated, and then the background job
+    waits for the model, fallback `hintergrund_wartet`), its defaults scored the turn below the
+    threshold, and `salience.schreiben` says `nichts` with the answer `aufruf_gescheitert`. An
+    entry missing without that was lost."""
     rows = pg_call(s.database_url, pg.pipeline_rows, u, c, tid)
     return any(r["entscheidung"] == "salience.schreiben" and r["outcome"] == "nichts"
                and (r.get("inputs") or {}).get("antwort") == "aufruf_gescheitert" for r in rows)

@@ -121,3 +121,18 @@ def test_a_stream_is_asked_again_only_before_it_sent_text():
         asyncio.run(_client(handle).chat(TurnTrace("u", "c", "t", asyncio.Queue()), "responder", MESSAGES,
                                          stream_tokens=True))
     assert len(handle.requests) == 1
+
+
+def test_a_call_whose_replica_died_or_is_unreachable_is_asked_again():
+    """A replica killed under a call (Serve raises `ActorUnavailableError` over gRPC, `ActorDiedError`
+    as a Ray call): the repeat goes to a live replica; a model call changes nothing."""
+    from ray.exceptions import ActorDiedError, ActorUnavailableError
+
+    weg = ActorUnavailableError("the replica is unreachable", b"\0" * 16)
+    assert transient(weg) and transient(ActorDiedError())
+    wrapped = RuntimeError("task failed")
+    wrapped.cause = ActorDiedError()
+    assert transient(wrapped)
+    handle = FakeHandle([weg, "Da bin ich."])
+    result = asyncio.run(_client(handle).chat(TurnTrace("u", "c", "t"), "salience", MESSAGES))
+    assert result.content == "Da bin ich." and len(handle.requests) == 2
