@@ -268,7 +268,8 @@ class LLMSettings(Section):
     an entry of its own here (e.g. `{"*": 24}` for short test answers)."""
     llm_retries: int = Field(default=2, ge=0, le=5)
     """How often a model call the engine failed transiently (a server error, a reset or refused
-    connection, a timeout) is asked again before its node fails (`fallback modell_wiederholt`)."""
+    connection, a timeout, a replica that died or cannot be reached) is asked again before its node
+    fails (`fallback modell_wiederholt`)."""
     llm_retry_backoff_s: float = Field(default=0.25, ge=0.0, le=10.0)
     """The wait before the first repeat; it doubles with each further one (with jitter)."""
     llm_seed: int | None = None
