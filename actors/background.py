@@ -48,7 +48,7 @@ async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
     trace = TurnTrace(s.user_id, s.character_id, s.turn_id)
     deps = Deps(services, trace)
     chain = MENSCH_CHAIN if teil == "mensch" else BACKGROUND_CHAIN
-    await ChainRunner(chain, name="background" if teil == "ganz" else f"background_{teil}").run(state, deps)
+    await ChainRunner(chain, name="background" if teil == "ganz" else f"background_{teil}", ausklingen=True).run(state, deps)
     h = state.hintergrund
     if h is not None and s.user_prompt is not None and not s.thinker_unsicher_retry:
         # salience's reading of the human's turn joins that turn in the session (seed 001 §3.1)

@@ -34,6 +34,7 @@ The tree (a class, the module it is defined in, its builtin second base):
     │   ├── PairSuperseded          core.wire; RuntimeError (the process serves the pair no more)
     │   └── EngineError             the model engine failed a call, or its answer cannot be used
     │       ├── LLMBackendError     serve.llm_backends; RuntimeError (`transient`: worth a retry)
+    │       ├── ModelAway           pipeline.llm_json; RuntimeError (a background job waits for the model)
     │       └── NichtEndlich        pipeline.llm_json; ValueError
     └── ChainError                  a node broke its contract with the chain runner, or failed
         ├── NodeDeclarationError    pipeline.node; ValueError (a node's declaration, at import)

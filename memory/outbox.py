@@ -4,8 +4,11 @@ A job is acknowledged only after its handler committed; a job that stays pending
 longer than `claim_idle_ms` (its worker died) is taken over with XAUTOCLAIM. A job that failed
 `MAX_DELIVERIES` times for a reason of its own moves to the dead-letter stream, loudly, instead of
 blocking the queue; a store that is away (Postgres or Redis unreachable) is no reason of the job's:
-the job waits, pending, the consumer backs off, and nothing is dead-lettered for the outage. Dead
-letters can be listed and replayed, each exactly once (`dead_letters`, `replay`).
+the job waits, pending, the consumer backs off, and nothing is dead-lettered for the outage. A
+background job whose model is away (`is_model_away`) waits too, but alone: it stays pending for a
+later delivery while the jobs behind it go on, and after `MAX_MODEL_WAITS` deliveries it is given up
+to the dead letters. Dead letters can be listed and replayed, each exactly once (`dead_letters`,
+`replay`).
 """
 from __future__ import annotations
 
@@ -30,11 +33,15 @@ OUTAGES = frozenset({"OperationalError", "InterfaceError", "PoolTimeout", "PoolC
                      "BusyLoadingError", "ActorUnavailableError", "ActorDiedError",
                      "PairSuperseded"})
 """Exception classes (by name, through Ray's wrappers) that say a store or its process is away."""
+MODEL_WAITS = "novaberg:outbox:modell_weg"
+"""Each pending job's deliveries that found the model away (a hash: entry id -> count)."""
+MAX_MODEL_WAITS = 10
+"""A background job waits for the model this many deliveries (each after `claim_idle_ms`), then
+goes to the dead letters: a job whose own call takes the model down must not do so for ever."""
 
 
-def is_outage(e: BaseException) -> bool:
-    """Whether a handler's failure says a store is away rather than that the job is bad: by the
-    classes of the exception and of its causes (a Ray task error carries the store's exception)."""
+def _causes(e: BaseException):
+    """The exception and its causes (a Ray task error carries the remote exception as `cause`)."""
     seen: set[int] = set()
     stack: list[BaseException | None] = [e]
     while stack:
@@ -42,10 +49,20 @@ def is_outage(e: BaseException) -> bool:
         if x is None or id(x) in seen:
             continue
         seen.add(id(x))
-        if any(c.__name__ in OUTAGES for c in type(x).__mro__):
-            return True
+        yield x
         stack += [x.__cause__, x.__context__, getattr(x, "cause", None)]
-    return False
+
+
+def is_model_away(e: BaseException) -> bool:
+    """A background chain waits for its model (`pipeline.llm_json.ModelAway`): the job stays
+    pending for a later delivery, and the jobs behind it go on (the stores are there)."""
+    return any(type(x).__name__ == "ModelAway" for x in _causes(e))
+
+
+def is_outage(e: BaseException) -> bool:
+    """Whether a handler's failure says a store is away rather than that the job is bad: by the
+    classes of the exception and of its causes (a Ray task error carries the store's exception)."""
+    return any(c.__name__ in OUTAGES for x in _causes(e) for c in type(x).__mro__)
 
 log = logging.getLogger("novaberg.outbox")
 
@@ -196,6 +213,9 @@ class OutboxConsumer:
             job = json.loads(raw)
             await self.handler(job)
         except Exception as e:
+            if is_model_away(e):
+                await self._model_away(entry_id, raw, e)
+                return 0
             if is_outage(e):
                 self.pause_s = min(MAX_PAUSE_S, max(0.5, self.pause_s * 2))
                 log.warning("outbox: job %s waits, a store is away (%s: %s); it stays pending, the next try in "
@@ -209,6 +229,7 @@ class OutboxConsumer:
         async with self.r.pipeline(transaction=False) as p:
             p.xack(self.stream, GROUP, entry_id)
             p.hdel(FAILURES, _s(entry_id))
+            p.hdel(MODEL_WAITS, _s(entry_id))
             await p.execute()
         self.processed += 1
         self.pause_s = 0.0
@@ -223,12 +244,28 @@ class OutboxConsumer:
             return
         log.error("outbox: job %s failed %d times, moved to %s", _s(entry_id), failures, self.dead_stream,
                   exc_info=True)
+        await self._dead(entry_id, raw, f"{type(e).__name__}: {e}"[:500] + f" (after {failures} failures)")
+
+    async def _model_away(self, entry_id, raw, e: Exception) -> None:
+        """A background job found its model away: it stays pending (delivered again once
+        `claim_idle_ms` passed) while the jobs behind it go on; counted apart from the job's own
+        failures, and at `MAX_MODEL_WAITS` deliveries it moves to the dead letters."""
+        waits = await self.r.hincrby(MODEL_WAITS, _s(entry_id), 1)
+        if waits < MAX_MODEL_WAITS:
+            log.warning("outbox: job %s waits for the model (delivery %d of %d): it stays pending and is taken up "
+                        "again in %.0f s (fallback hintergrund_wartet)", _s(entry_id), waits, MAX_MODEL_WAITS,
+                        self.claim_idle_ms / 1000)
+            return
+        log.error("outbox: job %s found the model away %d times, moved to %s", _s(entry_id), waits, self.dead_stream)
+        await self._dead(entry_id, raw, f"{type(e).__name__}: {e}"[:500] + f" (the model away {waits} times)")
+
+    async def _dead(self, entry_id, raw, reason: str) -> None:
         # the reason travels with the job: the operator sees why it was given up
-        reason = f"{type(e).__name__}: {e}"[:500] + f" (after {failures} failures)"
         async with self.r.pipeline(transaction=True) as p:
             p.xadd(self.dead_stream, {"job": raw, "from": entry_id, "reason": reason})
             p.xack(self.stream, GROUP, entry_id)
             p.hdel(FAILURES, _s(entry_id))
+            p.hdel(MODEL_WAITS, _s(entry_id))
             await p.execute()
 
 

@@ -246,6 +246,11 @@ def json_schliessen(text: str) -> dict | None:
     return None
 
 
+class ModelAway(EngineError, RuntimeError):
+    """A background chain's model call found the model away: the job waits for it (the outbox
+    leaves it pending, memory/outbox.py `is_model_away`) instead of a default standing in."""
+
+
 def _wartet(deps: Deps, e: BaseException) -> bool:
     """A background chain's model call failed because the model is away (its replica died or cannot
     be reached, after the client's own repeats): the job waits for it (the outbox keeps a job whose
@@ -279,7 +284,7 @@ async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] 
         if _wartet(deps, e):
             log.warning("%s: fallback hintergrund_wartet: the model is away (%s: %s); the background job waits "
                         "and runs again, no default stands in (turn %s)", node, type(e).__name__, e, deps.trace.turn_id)
-            raise
+            raise ModelAway(f"{node}: the model is away ({type(e).__name__})") from e
         log.warning("%s: fallback aufruf_gescheitert: %s: %s", node, type(e).__name__, e)
         return None, "aufruf_gescheitert"
     text = res.content.strip()

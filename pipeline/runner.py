@@ -151,11 +151,15 @@ class ChainRunner:
     conflicts; `"written"` runs them one after another in the written order — the same result."""
 
     def __init__(self, chain: Sequence = (), remote: Sequence[str] = (), nodes_handle=None,
-                 name: str = "character", schedule: str = "data"):
+                 name: str = "character", schedule: str = "data", ausklingen: bool = False):
         if schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {schedule!r}: one of {SCHEDULES}")
         self.name = name
         self.schedule = schedule
+        self.ausklingen = ausklingen
+        """When a node fails, the nodes already running finish before the chain fails (the
+        background chain: a node cut off between two of its writes could find the first on the
+        job's next delivery and skip the second); a turn's chain cancels them, it ends at once."""
         bad = [s for s in chain if not isinstance(s, (Node, Loop))]
         if bad:
             raise TypeError(f"a chain lists Node objects and loops, not {bad!r}")
@@ -179,13 +183,15 @@ class ChainRunner:
                 await self._step(step, state, deps)
             return state
         tasks: list[asyncio.Task] = []
+        begonnen: set[asyncio.Task] = set()  # the steps that started their node
         for step, before in zip(self.steps, self.waits_for):
-            tasks.append(asyncio.ensure_future(self._after([tasks[i] for i in before], step, state, deps)))
+            tasks.append(asyncio.ensure_future(self._after([tasks[i] for i in before], step, state, deps, begonnen)))
         try:
             await asyncio.gather(*tasks)
         except BaseException:
             for t in tasks:  # a failed node ends the turn: nothing after it runs
-                t.cancel()
+                if not (self.ausklingen and t in begonnen):
+                    t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
         return state
@@ -209,9 +215,11 @@ class ChainRunner:
             self._waits = (key, schedule.dependencies([_access(s, self._modules) for s in self.steps]))
         return self._waits[1]
 
-    async def _after(self, before: list[asyncio.Task], step, state: TurnState, deps: Deps) -> None:
-        if before:
-            await asyncio.gather(*before)
+    async def _after(self, before: list[asyncio.Task], step, state: TurnState, deps: Deps,
+                     begonnen: set[asyncio.Task]) -> None:
+        if before:  # shielded: a step cancelled while it waits must not cancel the steps it waits for
+            await asyncio.gather(*map(asyncio.shield, before))
+        begonnen.add(asyncio.current_task())
         await self._step(step, state, deps)
 
     async def _step(self, step, state: TurnState, deps: Deps) -> None:

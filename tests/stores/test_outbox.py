@@ -203,3 +203,61 @@ def test_outages_are_told_from_a_job_of_its_own_through_wrappers():
     except RuntimeError as wrapped:
         assert outbox.is_outage(wrapped)
     assert not outbox.is_outage(ValueError("bad job")) and not outbox.is_outage(KeyError("turn"))
+
+
+def test_a_job_waiting_for_its_model_holds_up_no_other_and_is_given_up_in_the_end(stores):
+    """A background job whose model is away (`ModelAway`) stays pending without a back-off, so the
+    job behind it is done at once; it is delivered again after `claim_idle_ms`, counted apart from
+    failures of its own, done once the model is back — and a job that finds the model away
+    `MAX_MODEL_WAITS` times goes to the dead letters with the reason."""
+    from ray.exceptions import ActorUnavailableError
+    from redis.asyncio import Redis
+
+    from pipeline.llm_json import ModelAway
+    from pipeline.runner import NodeFailed
+
+    def weg():
+        try:
+            raise ActorUnavailableError("the replica is unreachable", b"\0" * 16)
+        except ActorUnavailableError as e:
+            try:
+                raise ModelAway("salience: the model is away") from e
+            except ModelAway as m:
+                return NodeFailed("salience", m)
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            stream, dead = f"test:outbox:{uuid.uuid4().hex[:8]}", f"test:dead:{uuid.uuid4().hex[:8]}"
+            await outbox.ensure_group(r, stream)
+            state = {"weg": True, "done": []}
+
+            async def handle(job):
+                if job["kind"] == "wartet" and state["weg"]:
+                    raise weg()
+                state["done"].append(job["kind"])
+
+            worker = OutboxConsumer(r, "w", handle, claim_idle_ms=0, block_ms=10, stream=stream, dead_stream=dead)
+            await outbox.enqueue(r, {"kind": "wartet"}, stream)
+            await outbox.enqueue(r, {"kind": "dahinter"}, stream)
+            assert await worker.step() == 1 and state["done"] == ["dahinter"]  # not held up
+            [waiting] = await r.xpending_range(stream, GROUP, "-", "+", 10)
+            entry = waiting["message_id"].decode()
+            assert worker.pause_s == 0 and await r.hget(outbox.FAILURES, entry) is None  # no failure of its own
+            assert await r.hget(outbox.MODEL_WAITS, entry) == b"1"
+            state["weg"] = False
+            assert await worker.step() == 1 and state["done"] == ["dahinter", "wartet"]
+            assert await r.hlen(outbox.MODEL_WAITS) == 0 and await r.xlen(dead) == 0
+
+            state["weg"] = True
+            await outbox.enqueue(r, {"kind": "wartet"}, stream)
+            for _ in range(outbox.MAX_MODEL_WAITS):
+                await worker.step()
+            [letter] = await outbox.dead_letters(r, stream=dead)
+            assert letter["kind"] == "wartet" and letter["reason"].endswith(
+                f"(the model away {outbox.MAX_MODEL_WAITS} times)")
+            assert (await r.xpending(stream, GROUP))["pending"] == 0 and await r.hlen(outbox.MODEL_WAITS) == 0
+        finally:
+            await r.aclose()
+
+    asyncio.run(go())

@@ -151,3 +151,33 @@ def test_by_data_a_failed_node_ends_the_turn_before_the_commit():
     with pytest.raises(NodeFailed, match="node kaputt failed"):
         asyncio.run(runner.run(_state(), Deps(None, TurnTrace("u", "c", "t1"))))
     assert "commit" not in ran and "danach" not in ran
+
+
+def test_a_background_chain_lets_its_running_nodes_finish_when_one_fails():
+    """`ausklingen` (the background chain): a node that fails no longer cuts off a node running
+    beside it between two of its writes — that one finishes, nothing after the failure starts, and
+    the chain fails naming the node; a turn's chain cancels the running node at once."""
+    for ausklingen, expected in ((True, ["erste", "zweite"]), (False, ["erste"])):
+        writes = []
+
+        async def zwei_schritte(state, deps):
+            writes.append("erste")
+            await asyncio.sleep(0.05)
+            writes.append("zweite")
+            return {"pair": PairRecord(character_name="Nova")}
+
+        async def kaputt(state, deps):
+            await asyncio.sleep(0.01)
+            raise RuntimeError("the model is away")
+
+        async def danach(state, deps):
+            writes.append("danach")
+            return {}
+
+        runner = ChainRunner(chain=(), name="background", ausklingen=ausklingen)
+        runner.nodes = [_node("praegung", ("stimulus",), ("pair",), zwei_schritte),
+                        _node("kaputt", ("stimulus",), (), kaputt),
+                        _node("danach", ("stimulus", "pair"), (), danach)]
+        with pytest.raises(NodeFailed, match="node kaputt failed"):
+            asyncio.run(runner.run(_state(), Deps(None, TurnTrace("u", "c", "t1"))))
+        assert writes == expected, ausklingen
