@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -24,7 +24,11 @@ def no_control(v: str | None) -> str | None:
 
 
 PERSON_NAME_MAX = 64
-_NAME_RAHMEN = set("[]:\uff1a")
+_NAME_RAHMEN = set("[]:\uff1a{}<>")
+"""What frames an utterance in a memory's text (`[date] Name: …`) or a placeholder of a card
+(`{{user}}`, `<BOT>`); every other bracket of Unicode (open/close punctuation) but `(` `)` too."""
+_NAME_LABELS = ("person a", "person b")
+"""The labels the prompts give the two speakers."""
 """The brackets and colons (the fullwidth one too) that frame an utterance in a memory's text
 (`[date] Name: text`)."""
 
@@ -36,13 +40,18 @@ def person_name(v: str | None) -> str | None:
     if v is None or not v.strip():
         return None
     v = v.strip()
-    if len(v) > PERSON_NAME_MAX or any(c in _NAME_RAHMEN or unicodedata.category(c)[0] == "C"
-                                       or unicodedata.category(c) in ("Zl", "Zp") for c in v):
+    if len(v) > PERSON_NAME_MAX or any(_rahmt(c) for c in v):
         raise ValueError(f"a name is one line of at most {PERSON_NAME_MAX} characters, without control "
-                         "characters, '[', ']' or ':'")
-    if v.casefold() == "person b":
-        raise ValueError("'Person B' is the label the prompts give the person, not a name")
+                         "characters, ':', '<', '>' or brackets other than '(' and ')'")
+    if v.casefold() in _NAME_LABELS:
+        raise ValueError(f"'{v}' is a label the prompts give a speaker, not a name")
     return v
+
+
+def _rahmt(c: str) -> bool:
+    cat = unicodedata.category(c)
+    return (c in _NAME_RAHMEN or cat[0] == "C" or cat in ("Zl", "Zp")
+            or (cat in ("Ps", "Pe") and c not in "()"))
 
 
 ZEITPUNKT_AB = 1900
@@ -230,6 +239,16 @@ SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "min_p", "top_a", "typical_p
 ignored, because every node of the chain sets its own temperature, budget and stops."""
 
 
+class ClientUser(BaseModel):
+    """`user` as Open WebUI sends it for a model it serves as a pipeline: the account (`id`, `name`,
+    `email`, `role`). The id names the user as a string `user` does; the name is the person's."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(pattern=ID_PATTERN)
+    name: str | None = None
+
+
 class ChatCompletionRequest(BaseModel):
     """The fields the OpenAI clients send. The sampling fields (`SAMPLING_FIELDS`) and any other
     field a client adds are accepted and ignored, and `ignored()` names them: the answer's
@@ -239,7 +258,8 @@ class ChatCompletionRequest(BaseModel):
 
     model: str = Field(pattern=ID_PATTERN, description="The character.")
     messages: list[ChatMessage] = Field(min_length=1)
-    user: str | None = Field(default=None, pattern=ID_PATTERN)
+    user: Annotated[str, Field(pattern=ID_PATTERN)] | ClientUser | None = None
+    """The user an operator key speaks for: his id, or Open WebUI's account object (`ClientUser`)."""
     stream: bool = False
     stream_options: dict[str, Any] | None = None
     n: int | None = Field(default=None, ge=1, le=1, description="One reply per request.")
@@ -259,6 +279,9 @@ class ChatCompletionRequest(BaseModel):
     max_completion_tokens: int | None = None
     logprobs: bool | None = None
     top_logprobs: int | None = None
+
+    def user_id(self) -> str | None:
+        return self.user.id if isinstance(self.user, ClientUser) else self.user
 
     def ignored(self) -> list[str]:
         """The fields this request set that the turn does not use: sampling fields, fields no

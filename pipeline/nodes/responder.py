@@ -162,10 +162,10 @@ def person_b(p, name: str = "") -> str:
     """[PERSON B — WER ER IST]: his name when his client sent one, his core and what occupies him just
     now (seed 004 §3.1)."""
     figur = p.character_name
-    return "\n".join(f"{label}: {einsetzen(_saetze(value), figur)}" for label, value in (
-        ("Sein Name", name), ("Sein Kern", p.mensch_kern), ("Was ihn gerade beschaeftigt", p.mensch_themen))
-        if value.strip()
-    ) or "Noch unbekannt."
+    zeilen = [f"Sein Name: {name}"] if name else []  # his own words: no placeholder of a card is filled in
+    zeilen += [f"{label}: {einsetzen(_saetze(value), figur)}" for label, value in (
+        ("Sein Kern", p.mensch_kern), ("Was ihn gerade beschaeftigt", p.mensch_themen)) if value.strip()]
+    return "\n".join(zeilen) or "Noch unbekannt."
 
 
 def system_message(state: TurnState, pr, model: str) -> str:

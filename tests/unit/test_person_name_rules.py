@@ -21,9 +21,13 @@ def test_a_name_is_one_plain_line_and_not_the_label_of_the_prompts():
     assert person_name("  Caroline ") == "Caroline"
     assert person_name("Jean-Luc O'Neill") == "Jean-Luc O'Neill"
     assert person_name("Zoë Müller") == "Zoë Müller"
+    assert person_name("Anna (Annie)") == "Anna (Annie)"
     assert person_name("") is None and person_name("   ") is None and person_name(None) is None
+    # no frame of a memory's text, no placeholder of a card, no bracket that could pass for a block's
+    # header, not the label of either speaker
     for bad in ("Caro: line", "A\nB", "x" * 65, "[Caro]", "Caro\u2028line", "Caro\u202eenil", "Caro\uff1a",
-                "Caro\x00", "person b", "Person B"):
+                "Caro\x00", "person b", "Person B", "PERSON A", "{{char}}", "<BOT>", "\uff3bSZENE\uff3d",
+                "\u3010Nova\u3011", "Caro{"):
         with pytest.raises(ValueError):
             person_name(bad)
 
