@@ -6,6 +6,8 @@ router's: the utterances it classified, per chain. The quota (delivered / routed
 once the chain has the minimum sample of utterances."""
 from __future__ import annotations
 
+import hashlib
+
 from pydantic import BaseModel
 from redis.asyncio import Redis
 
@@ -39,16 +41,37 @@ def _s(x) -> str:
     return x.decode() if isinstance(x, bytes) else str(x)
 
 
-async def geroutet(r: Redis, chain: str) -> None:
-    await r.hincrby(ROUTED, chain, 1)
+GEZAEHLT = "agents:gezaehlt:"
+"""`agents:gezaehlt:{what}:{hash of the pair, turn and step}`: a turn's count is in (a turn run again
+counts nothing twice); hashed, so no key names the person (an erasure need not find them)."""
+GEZAEHLT_TTL_S = 2 * 24 * 3600
+_EINMAL = """
+if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[2]) then
+  return redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+end
+return 0
+"""
 
 
-async def zugestellt(r: Redis, agent: str, chain: str) -> None:
-    await r.hincrby(DELIVERED, f"{agent}:{chain}", 1)
+async def _zaehlen(r: Redis, key: str, field: str, turn: str | None) -> None:
+    """One count; with `turn` (the pair, the turn and the step), once per turn however often it runs."""
+    if turn is None:
+        await r.hincrby(key, field, 1)
+    else:
+        mark = hashlib.sha256(turn.encode()).hexdigest()[:24]
+        await r.eval(_EINMAL, 2, key, f"{GEZAEHLT}{key}:{field}:{mark}", field, GEZAEHLT_TTL_S)
 
 
-async def bearbeitet(r: Redis, agent: str, chain: str, outcome: str) -> None:
-    await r.hincrby(PROCESSED, f"{agent}:{chain}:{outcome}", 1)
+async def geroutet(r: Redis, chain: str, turn: str | None = None) -> None:
+    await _zaehlen(r, ROUTED, chain, turn)
+
+
+async def zugestellt(r: Redis, agent: str, chain: str, turn: str | None = None) -> None:
+    await _zaehlen(r, DELIVERED, f"{agent}:{chain}", turn)
+
+
+async def bearbeitet(r: Redis, agent: str, chain: str, outcome: str, turn: str | None = None) -> None:
+    await _zaehlen(r, PROCESSED, f"{agent}:{chain}:{outcome}", turn)
 
 
 async def lesen(r: Redis) -> list[AgentQuote]:

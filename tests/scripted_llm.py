@@ -54,10 +54,19 @@ class Zaehler:
 
     def __init__(self):
         self.counted: list[tuple[str, str, int]] = []
+        self._marks: set[str] = set()
 
     async def hincrby(self, key, field, n):
         self.counted.append((key, field, n))
         return n
+
+    async def eval(self, script, numkeys, *args):
+        """The once-per-turn count (memory/agent_quoten.py `_EINMAL`): counted when its mark is new."""
+        (key, mark), (field, _ttl) = args[:numkeys], args[numkeys:]
+        if mark in self._marks:
+            return 0
+        self._marks.add(mark)
+        return await self.hincrby(key, field, 1)
 
 
 def deps_for(llm: ScriptedLLM, *, store=None, redis=None, embedder=None, settings=None, web=None,

@@ -46,8 +46,10 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if not name:
         deps.trace.decision(NAME, "agent_dispatch.zustellung", "kein_agent", {})
         return {}
-    chain = deps.trace.chain
-    await agent_quoten.zugestellt(deps.redis, name, chain)
+    chain, t = deps.trace.chain, deps.trace
+    # a turn run again (the same turn_id) counts its delivery and its result once, by the step
+    einmal = f"{t.user_id}:{t.character_id}:{t.turn_id}:{len(plan.agent_results)}"
+    await agent_quoten.zugestellt(deps.redis, name, chain, einmal)
     fn = get_dispatch(name)
     if fn is None:
         log.error("agent_dispatch: no dispatch registered for agent %r", name)
@@ -62,6 +64,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
             log.exception("agent_dispatch: agent %s failed", name)
             result = AgentResult(agent_name=name, status="fehler", fehler=f"{type(e).__name__}: {e}")
     result = result.model_copy(update={"auftrag": plan.auftrag})
-    await agent_quoten.bearbeitet(deps.redis, name, chain, result.status)
+    await agent_quoten.bearbeitet(deps.redis, name, chain, result.status, einmal)
     deps.trace.decision(NAME, "agent_dispatch.zustellung", result.status, {"agent": name, "fehler": result.fehler})
     return {"plan": plan.model_copy(update={"agent_name": "", "agent_results": plan.agent_results + [result]})}

@@ -152,5 +152,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
                         {"needs_memory": needs_memory, "needs_timeline": needs_timeline, "anfrage": anfrage,
                          "needs_web": rec.needs_web, "momentum": rec.momentum, "antwort": outcome})
     deps.trace.decision(NAME, "router.termine", termine_status, {"gefunden": len(rec.termine)})
-    await agent_quoten.geroutet(deps.redis, deps.trace.chain)  # seed 003: the quota's denominator, per chain
+    t = deps.trace  # seed 003: the quota's denominator, per chain; a turn run again counts once
+    await agent_quoten.geroutet(deps.redis, t.chain, f"{t.user_id}:{t.character_id}:{t.turn_id}")
     return {"route": rec}

@@ -1,6 +1,7 @@
 """Planner ⇄ agent_dispatch: the registry and its error paths, the counters in Redis, the
 [AUFGABE] block variants and the context cut; the agents do real store operations."""
 import asyncio
+import uuid
 
 
 from memory import agent_quoten
@@ -44,12 +45,17 @@ def test_missing_dispatch_and_failing_agent_become_fehler(stores, monkeypatch):
     async def go():
         r = Redis.from_url(stores.redis_url)
         try:
-            deps = deps_for(ScriptedLLM(), redis=r)
+            deps = deps_for(ScriptedLLM(), redis=r, turn=("u1", "nova", uuid.uuid4().hex))
             before = int(await r.hget(agent_quoten.DELIVERED, "geist:character") or 0)
             out = await run_node(agent_dispatch.NODE, _state("x", agent_name="geist"), deps)
             res = out["plan"].agent_results[-1]
             assert res.status == "fehler" and "Kein Dispatch" in res.fehler and out["plan"].agent_name == ""
             assert int(await r.hget(agent_quoten.DELIVERED, "geist:character")) == before + 1
+            # the same turn run again (its turn_id repeated) counts its delivery once; its next step counts
+            await run_node(agent_dispatch.NODE, _state("x", agent_name="geist"), deps)
+            assert int(await r.hget(agent_quoten.DELIVERED, "geist:character")) == before + 1
+            await run_node(agent_dispatch.NODE, _state("x", agent_name="geist", agent_results=[res]), deps)
+            assert int(await r.hget(agent_quoten.DELIVERED, "geist:character")) == before + 2
 
             async def boom(state, deps):
                 raise RuntimeError("kaputt")
@@ -226,10 +232,11 @@ def test_the_quota_counters_read_with_the_routers_denominator(stores):
         try:
             for key in (agent_quoten.DELIVERED, agent_quoten.PROCESSED, agent_quoten.ROUTED):
                 await r.delete(key)
-            deps = deps_for(ScriptedLLM({"router": ['{"intent": "austausch", "management": "keins"}']}), redis=r)
-            deps.trace.chain = "character"
             from pipeline.nodes import router
-            for _ in range(3):  # three utterances classified
+            for i in range(3):  # three utterances classified, each its own turn
+                deps = deps_for(ScriptedLLM({"router": ['{"intent": "austausch", "management": "keins"}']}), redis=r,
+                                turn=("u1", "nova", f"quote-{uuid.uuid4().hex}"))
+                deps.trace.chain = "character"
                 await run_node(router.NODE, _state("Wie geht es dir?"), deps)
             await run_node(agent_dispatch.NODE, _state("x", agent_name="geist"), deps)  # delivered, came back: fehler
             await agent_quoten.zugestellt(r, "notizen", "character")  # delivered, never came back
