@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from actors.delegation import DELEGATIONS, Delegation
+from core.errors import ChainError
 from memory import kzg, session
 from pipeline.chains import BACKGROUND_CHAIN, MENSCH_CHAIN
 from pipeline.runner import ChainRunner
@@ -20,6 +21,11 @@ from pipeline.trace import TurnTrace
 log = logging.getLogger("novaberg.background")
 DONE_TTL_S = 7 * 24 * 3600
 LOG_SEQ_OFFSET = 10_000  # background rows follow the turn's own rows in pipeline_log
+
+
+class FollowUpFailed(ChainError, RuntimeError):
+    """A self-trigger's follow-up turn failed: its job fails so that the outbox delivers it again
+    (a failure of its own: counted, dead-lettered after `MAX_DELIVERIES`)."""
 
 
 def erledigt_key(user_id: str, character_id: str, turn_id: str) -> str:
@@ -162,8 +168,10 @@ async def deliver_self_trigger(redis, settings, job: dict[str, Any]) -> None:
         log.warning("self-trigger of turn %s of %s:%s dropped: %s", t["turn_id"], t["user_id"], t["character_id"],
                     out.reason)
     elif isinstance(out, TurnFailure):
-        log.error("self-trigger of turn %s of %s:%s failed in %s: %s", t["turn_id"], t["user_id"], t["character_id"],
-                  out.node, out.message)
+        # the reply announced it (`nachricht_folgt`): the job fails, and the outbox delivers it again
+        log.error("self-trigger of turn %s of %s:%s failed in %s: %s; the outbox delivers it again", t["turn_id"],
+                  t["user_id"], t["character_id"], out.node, out.message)
+        raise FollowUpFailed(f"the follow-up of turn {t['turn_id']} failed in {out.node}: {out.message}"[:500])
 
 
 async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> int:

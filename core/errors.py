@@ -39,7 +39,8 @@ The tree (a class, the module it is defined in, its builtin second base):
     └── ChainError                  a node broke its contract with the chain runner, or failed
         ├── NodeDeclarationError    pipeline.node; ValueError (a node's declaration, at import)
         ├── NodeContractError       pipeline.runner; RuntimeError
-        └── NodeFailed              pipeline.runner; RuntimeError (carries `node` and `cause`)
+        ├── NodeFailed              pipeline.runner; RuntimeError (carries `node` and `cause`)
+        └── FollowUpFailed          actors.background; RuntimeError (a self-trigger's follow-up, delivered again)
 
 A family is defined here; a class under it is defined beside the code that raises it, in the module
 named. A new exception class takes its family as its first base (tests/unit/test_errors.py fails
