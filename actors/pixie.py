@@ -167,6 +167,18 @@ async def _bericht(services, trace, user_id: str, character_id: str, task: Deleg
                               schluessel=f"{task.schluessel()}:bericht")
 
 
+async def _zurueckgenommen(r, user_id: str, character_id: str, task: Delegation, wann: str) -> bool:
+    """The turn that delegated the task was taken back (memory/ruecknahme.py): the task writes
+    nothing to the library (fallback `zurueckgenommen`)."""
+    from memory.ruecknahme import gilt_als_zurueckgenommen
+
+    if await gilt_als_zurueckgenommen(r, user_id, character_id, task.turn_id) is None:
+        return False
+    log.warning("pixie: fallback zurueckgenommen: task %s of %s:%s %s: its turn %s was taken back; nothing is "
+                "written", task.schluessel(), user_id, character_id, wann, task.turn_id)
+    return True
+
+
 async def _arbeiten(services, trace, user_id: str, character_id: str, name: str, task: Delegation) -> str:
     """Research, ask, write: `geschrieben`, `zurueck` or `aufgegeben`."""
     from pipeline.llm_json import ask_json
@@ -192,6 +204,8 @@ async def _arbeiten(services, trace, user_id: str, character_id: str, name: str,
                        f"aufgegeben: keine verwertbare Antwort des Modells ({outcome}) nach {MAX_VERSUCHE} Versuchen",
                        vec)
         return "aufgegeben"
+    if await _zurueckgenommen(services.redis, user_id, character_id, task, "after its research"):
+        return "zurueckgenommen"  # taken back while it ran: nothing is written
     titel = answer.titel.strip()[:200]
     topic = await services.embedder.embed(trace, titel)
     await services.store.bibliothek.add(user_id, character_id, "wissen", titel, answer.wissen.strip()[:2000],
@@ -222,6 +236,8 @@ async def _bearbeiten(services, queue_key: str, raw) -> str:
         log.warning("pixie: fallback charakter_entfernt: character %r no longer exists; task %s dropped",
                     character_id, task.schluessel())
         outcome = "verworfen"
+    elif await _zurueckgenommen(r, user_id, character_id, task, "before it starts"):
+        outcome = "zurueckgenommen"
     elif await services.store.bibliothek.vorhanden(user_id, character_id, f"{task.schluessel()}:bericht"):
         log.info("pixie: task %s of %s:%s is done already (its bericht exists); not done twice",
                  task.schluessel(), user_id, character_id)

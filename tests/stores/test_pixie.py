@@ -304,3 +304,41 @@ def test_a_decay_that_fails_is_named_and_the_round_does_its_tasks(stores, migrat
         assert out["ausgaenge"] == ["geschrieben"]
 
     _run(stores, migrated, go)
+
+
+def test_a_task_of_a_turn_taken_back_writes_nothing(stores, migrated):
+    """Taking a turn back reaches the pixie: a task of that turn still queued does no research, and
+    one whose turn is taken back while it runs writes nothing to the library (fallback
+    `zurueckgenommen`); a task of another turn is done."""
+    from memory.ruecknahme import zurueckgenommen_key
+
+    async def go(p, r):
+        ch = f"mira-{uuid.uuid4().hex[:8]}"
+        await charaktere.create(p, ch, {"name": "Mira", "identitaet": "Leuchtturmwaerterin"})
+        user = f"pixie-{uuid.uuid4().hex[:6]}"
+        queue = f"{DELEGATIONS}:{user}:{ch}"
+        llm = ScriptedLLM({"pixie": [ANTWORT]})
+        services = _services(p, r, llm)
+        await r.sadd(zurueckgenommen_key(user, ch), "t-weg")
+        await r.rpush(queue, json.dumps({"aufgabe": "Was sind Pulsare?", "turn_id": "t-weg"}))
+        out = await pixie.pixie_round(services)
+        assert out["ausgaenge"] == ["zurueckgenommen"] and llm.calls == []  # no research, no model call
+        assert await bibliothek.eintraege(p, user, ch) == [] and await _lists(r, user, ch) == ([], [])
+
+        # taken back while the model answers: nothing is written
+        class _Zuruecknehmen(ScriptedLLM):
+            async def chat(self, trace, node, messages, **kw):
+                await r.sadd(zurueckgenommen_key(user, ch), "t-spaet")
+                return await super().chat(trace, node, messages, **kw)
+
+        services = _services(p, r, _Zuruecknehmen({"pixie": [ANTWORT]}))
+        await r.rpush(queue, json.dumps({"aufgabe": "Was sind Magnetare?", "turn_id": "t-spaet"}))
+        assert (await pixie.pixie_round(services))["ausgaenge"] == ["zurueckgenommen"]
+        assert await bibliothek.eintraege(p, user, ch) == []
+
+        await r.rpush(queue, json.dumps({"aufgabe": "Was sind Magnetare?", "turn_id": "t-bleibt"}))
+        assert (await pixie.pixie_round(_services(p, r, ScriptedLLM({"pixie": [ANTWORT]}))))["ausgaenge"] == [
+            "geschrieben"]
+        assert sorted(e["typ"] for e in await bibliothek.eintraege(p, user, ch)) == ["bericht", "wissen"]
+
+    _run(stores, migrated, go)
