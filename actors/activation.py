@@ -10,7 +10,7 @@ from typing import Any
 import ray
 
 from actors.pair import PairActorRemote
-from actors.registry import (BESITZ, FASSUNGEN, HOST_PREFIX, LEBT, RESERVE_LOCK, Eintrag, PairSuperseded,
+from actors.registry import (BESITZ, HOST_PREFIX, LEBT, RESERVE, RESERVE_LOCK, Eintrag, PairSuperseded,
                              beanspruchen, eintrag, fassung, freigeben, host_name, pair_name, reserve_key, sperren)
 from core.settings import Settings
 
@@ -145,11 +145,13 @@ async def auffuellen(redis, settings: Settings, pruefen: bool = False) -> int:
     each connected before it is offered (one caller at a time, by a lock with a lease). `pruefen`:
     names of spares that died are dropped from the reserve first. Returns how many were added."""
     mein = host_name()  # the lock's value: only its holder releases it
-    if settings.pair_spares <= 0 or not await redis.set(RESERVE_LOCK, mein, nx=True, ex=120):
+    if settings.pair_spares <= 0:
+        return 0
+    await lebenszeichen(redis, settings)  # every round, lock or not: a keeper of another version may hold it
+    if not await redis.set(RESERVE_LOCK, mein, nx=True, ex=120):
         return 0
     try:
         key = reserve_key()
-        await lebenszeichen(redis, settings)
         if pruefen:
             await alte_fassungen_raeumen(redis, settings)
         for raw in await redis.lrange(key, 0, -1) if pruefen else ():
@@ -170,8 +172,17 @@ async def auffuellen(redis, settings: Settings, pruefen: bool = False) -> int:
 
 async def lebenszeichen(redis, settings: Settings) -> None:
     """This version's reserve has a keeper: its spares stay (for three checks, renewed by each)."""
-    await redis.sadd(FASSUNGEN, fassung())
     await redis.set(LEBT + fassung(), "1", ex=max(int(settings.pair_spares_check_s * 3), 30))
+
+
+async def reserven(redis) -> dict[str, str]:
+    """Every reserve list in Redis by its version ("" for the list of a release before versions)."""
+    out = {RESERVE: ""} if await redis.type(RESERVE) in (b"list", "list") else {}
+    async for raw in redis.scan_iter(match=RESERVE + ":*", count=100):
+        key = raw.decode() if isinstance(raw, bytes) else raw
+        if key != RESERVE_LOCK:
+            out[key] = key[len(RESERVE) + 1:]
+    return out
 
 
 async def alte_fassungen_raeumen(redis, settings: Settings) -> int:
@@ -179,14 +190,12 @@ async def alte_fassungen_raeumen(redis, settings: Settings) -> int:
     code replaced them): their spares go, unused (fallback `alte_fassung`). A version whose keeper
     still lives (a rolling update) keeps its reserve. Returns the spares that went."""
     weg = 0
-    for raw in await redis.smembers(FASSUNGEN):
-        alt = raw.decode() if isinstance(raw, bytes) else raw
-        if alt == fassung() or await redis.exists(LEBT + alt):
+    for key, alt in (await reserven(redis)).items():
+        if alt == fassung() or (alt and await redis.exists(LEBT + alt)):
             continue
         namen = []
-        while (n := await redis.lpop(reserve_key(alt))) is not None:
+        while (n := await redis.lpop(key)) is not None:
             namen.append(n.decode() if isinstance(n, bytes) else n)
-        await redis.srem(FASSUNGEN, alt)
         for name in namen:
             if (h := await asyncio.to_thread(handle_by_name, name, settings)) is not None:
                 _weg(h)
@@ -284,8 +293,8 @@ def alle_stoppen(settings: Settings) -> None:
 
     try:
         r = Redis.from_url(settings.redis_url)
-        versionen = {v.decode() for v in r.smembers(FASSUNGEN)} | {fassung()}
-        r.delete(BESITZ, RESERVE_LOCK, FASSUNGEN, *(reserve_key(v) for v in versionen), *(LEBT + v for v in versionen))
+        keys = [k for pattern in (RESERVE + ":*", LEBT + "*") for k in r.scan_iter(match=pattern, count=100)]
+        r.delete(BESITZ, RESERVE_LOCK, RESERVE, *keys)
         r.close()
     except Exception:
         log.warning("registry: the registry's keys could not be cleared", exc_info=True)

@@ -58,6 +58,17 @@ def kept_reply(result: TurnResult, drafted: str) -> TokenEvent:
     return TokenEvent(text=reply, draft_kept=bool(drafted) and drafted.strip() == reply.strip())
 
 
+def _von_ray_neu_gestartet() -> bool:
+    """Whether Ray restarted this actor's process after a crash. False outside an actor (a test
+    builds the class in-process): asked there, the runtime context would start Ray in the caller."""
+    if not ray.is_initialized():
+        return False
+    try:
+        return ray.get_runtime_context().was_current_actor_reconstructed
+    except AssertionError:  # a driver, not an actor's worker
+        return False
+
+
 class PairActor:
     def __init__(self, settings: dict, name: str):
         # construction is cheap; connections come up with `vorwaermen` or the first call
@@ -81,7 +92,7 @@ class PairActor:
         self._history_checked = False
         self._evicting = False
         """Set, before its first await, by the idle eviction: no call starts any more."""
-        self._neu = ray.get_runtime_context().was_current_actor_reconstructed
+        self._neu = _von_ray_neu_gestartet()
         """Ray restarted this process (it crashed): it serves no pair until it is bound again."""
         if self._neu:  # called again, it is bound again; called by nobody, it must not stay forever
             self._watch = asyncio.get_running_loop().create_task(self._idle_watch())
@@ -191,8 +202,14 @@ class PairActor:
                 self._evicting = True  # before the first await: no call starts from here on
                 await self._evict()
                 return
-            if self._neu and not await self._verwaist():
-                return  # a spare in the reserve: it waits there by design
+            if not self._neu:
+                continue
+            try:
+                if not await self._verwaist():
+                    return  # a spare in the reserve: it waits there by design
+            except Exception:  # Redis away for a moment: the next round looks again
+                log.warning("pair process %s: could not check whether it is left over; looking again", self.name,
+                            exc_info=True)
 
     async def _verwaist(self) -> bool:
         """A process Ray restarted, bound to no pair and called by nobody for the idle timeout: it
@@ -455,6 +472,13 @@ class PairActor:
     def _self_trigger_key(self) -> str:
         return f"selftrigger:{self.user_id}:{self.character_id}"
 
+    async def _self_trigger_zaehlen(self, services: Services, request: PairEventRequest) -> int:
+        """The pair's self-trigger count with this one: a follow-up delivered again (its first run
+        failed, or its worker died) counts once, by its turn id; one without an id always counts."""
+        turn_id = stimulus_from_event(self.user_id, self.character_id, request.model_dump(), "self_trigger").turn_id \
+            if request.turn_id else uuid.uuid4().hex
+        return await selbst_anstoss_zaehlen(services.redis, self._self_trigger_key(), turn_id)
+
     def _consume_self_trigger(self, state: TurnState) -> None:
         """The event consumer of seed 000 §3.5: every arrival is logged, present or not; a set
         self-trigger went into the outbox with the turn's commit (`selbst_anstoss`), and a worker
@@ -484,8 +508,7 @@ class PairActor:
                     log.warning("pair %s:%s: self-trigger dropped: an order waits for the human's answer "
                                 "(pending_agent)", self.user_id, self.character_id)
                     return EventDropped(reason="pending_agent")
-                n = await services.redis.incr(self._self_trigger_key())
-                await services.redis.expire(self._self_trigger_key(), 24 * 3600)
+                n = await self._self_trigger_zaehlen(services, request)
                 if n > MAX_SELF_TRIGGERS:
                     log.warning("pair %s:%s: self-trigger dropped at the limit (%d of %d)", self.user_id,
                                 self.character_id, n, MAX_SELF_TRIGGERS)
@@ -586,5 +609,20 @@ class PairActor:
                 # what must never load in a pair actor (it lives in the shared deployments)
                 "heavy_imports": [m for m in HEAVY_MODULES if m in sys.modules]}
 
+
+_SELBST_EINMAL = """
+if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[1]) then
+  local n = redis.call('INCR', KEYS[1])
+  redis.call('EXPIRE', KEYS[1], ARGV[1])
+  return n
+end
+return tonumber(redis.call('GET', KEYS[1]) or '0')
+"""
+"""Count a self-trigger once per follow-up: its mark and the count together."""
+
+
+async def selbst_anstoss_zaehlen(redis, key: str, turn_id: str, ttl_s: int = 24 * 3600) -> int:
+    """The count under `key` with the follow-up `turn_id`, counted once however often it comes."""
+    return int(await redis.eval(_SELBST_EINMAL, 2, key, f"{key}:gezaehlt:{turn_id}", ttl_s))
 
 PairActorRemote = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)(PairActor)

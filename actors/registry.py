@@ -21,7 +21,6 @@ callers resolve the pair anew. An idle actor gives its entry up by compare-and-d
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import uuid
@@ -39,9 +38,8 @@ TOKEN = "pairs:token"
 """The one counter the fencing tokens come from."""
 RESERVE = "pairs:reserve"
 """`pairs:reserve:{fassung}`: list of warm spares' actor names, ready to be claimed — one list per
-version of the code (`fassung`), so a deployment of new code never hands out a spare of the old."""
-FASSUNGEN = "pairs:fassungen"
-"""Set of the versions that have had a reserve."""
+version of the code (`fassung`), so a deployment of new code never hands out a spare of the old.
+(`pairs:reserve` itself: the list of a release before versions, swept as a version gone.)"""
 LEBT = "pairs:fassung:lebt:"
 """`pairs:fassung:lebt:{fassung}`: set by that version's reserve keepers while one lives (TTL)."""
 RESERVE_LOCK = "pairs:reserve:lock"
@@ -87,10 +85,14 @@ class Eintrag:
 _QUELLEN = ("actors", "core", "cluster", "memory", "pipeline", "prompts", "serve")
 
 
-@functools.lru_cache(maxsize=1)
 def fassung() -> str:
     """The version of the code a process runs: a hash over the project's source files (the pair
-    process, the nodes, the prompts, the migrations). Processes started from the same tree agree."""
+    process, the nodes, the prompts, the migrations), taken when the process imported this module,
+    so as near its own code as a process can say. Processes started from the same tree agree."""
+    return _FASSUNG
+
+
+def _fassung() -> str:
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha1()
     for folder in _QUELLEN:
@@ -99,6 +101,9 @@ def fassung() -> str:
                 h.update(f.relative_to(root).as_posix().encode())
                 h.update(f.read_bytes())
     return h.hexdigest()[:12]
+
+
+_FASSUNG = _fassung()
 
 
 def reserve_key(version: str | None = None) -> str:

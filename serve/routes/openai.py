@@ -16,7 +16,7 @@ from core.wire import ErrorEvent, FinalEvent, PairRetractRequest, TokenEvent, Tu
 from memory import session
 from serve import reconcile
 from serve.routes.common import TheIngress, error, retract, turn_failed, turn_result
-from serve.schemas import TURN_ID_PATTERN, ChatCompletionRequest, ChatMessage, person_name
+from serve.schemas import TURN_ID_PATTERN, ChatCompletionRequest, ChatMessage, ClientUser, person_name
 
 log = logging.getLogger("novaberg.ingress")
 
@@ -91,12 +91,26 @@ async def list_models(ing: TheIngress, authorization: str | None = Header(None))
         for c in await ing.store_ops.charaktere.list_all()]}
 
 
+def _kontoname(body: ChatCompletionRequest, turn_id: str) -> str | None:
+    """The name of the account Open WebUI sends as `user` (a pipeline's model), when the message
+    names none. It is the client's, not the person's own word for the message: one that breaks the
+    name rules is left out (fallback `kontoname_unbrauchbar`), the turn goes on without it."""
+    if not isinstance(body.user, ClientUser) or not body.user.name:
+        return None
+    try:
+        return person_name(body.user.name)
+    except ValueError as e:
+        log.warning("ingress: turn %s: fallback kontoname_unbrauchbar: the account name in `user` is not used "
+                    "(%s); the message has no name", turn_id, e)
+        return None
+
+
 @router.post("/v1/chat/completions")
 async def chat_completions(body: ChatCompletionRequest, response: Response, ing: TheIngress,
                            authorization: str | None = Header(None),
                            x_turn_id: str | None = Header(None, pattern=TURN_ID_PATTERN)):
     principal = await ing.principal(authorization)
-    user_id = body.user or principal["user_id"]
+    user_id = body.user_id() or principal["user_id"]
     if user_id is None:
         raise error(422, "invalid_request", "user: an operator key must name the user")
     ing.owner(principal, user_id)
@@ -108,6 +122,7 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
         name = person_name(last.name)
     except ValueError as e:
         raise error(422, "invalid_request", f"messages: the user message's name: {e}") from None
+    name = name or _kontoname(body, turn_id)
     character_id = body.model
     await ing.known_character(character_id)
     aufgabe = reconcile.client_aufgabe(text) if len(body.messages) == 1 else None

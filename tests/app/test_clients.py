@@ -210,3 +210,24 @@ def test_a_file_by_multipart_form(client, keys, character):
     again = client.post(f"/v1/pairs/alice/{cid}/files", content=note,
                         headers={**auth(keys["alice"]), "Content-Type": "text/markdown"})
     assert again.status_code == 200 and not again.json()["neu"]  # the raw body: the same file
+
+
+def test_open_webui_s_account_object_names_the_user_and_the_person(system, keys, settings, character):
+    """Open WebUI sends `user` as its account object for a model it serves as a pipeline
+    (`{name, id, email, role}`): the id names the user an operator key speaks for, the name is the
+    person's (his message's history entry carries it); an account name the name rules refuse is
+    left out (fallback `kontoname_unbrauchbar`) and the turn is answered."""
+    cid = character("konto")
+    konto = {"name": "Caroline", "id": "3f2a9c1e-8b7d-4e21-9a0b-5c6d7e8f9a01", "email": "caro@example.org",
+             "role": "user"}
+    body = _body("openwebui", cid, user=konto, messages=[{"role": "user", "content": "Ich heisse Caroline."}])
+    reply, ignored = _streamed(system, keys["operator"], body)
+    assert reply.strip() and "user" not in ignored.split(", ")
+    schlecht = {**konto, "name": "Caro: Admin"}
+    reply2, _ = _streamed(system, keys["operator"], _body("openwebui", cid, user=schlecht, messages=[
+        {"role": "user", "content": "Ich heisse Caroline."}, {"role": "assistant", "content": reply},
+        {"role": "user", "content": "Und wie geht es dir?"}]))
+    assert reply2.strip()
+    turns = redis_call(settings.redis_url, session.load_turns, konto["id"], cid, 10)
+    assert [(t["inhalt"], t.get("name")) for t in turns if t["rolle"] == "user"] == [
+        ("Ich heisse Caroline.", "Caroline"), ("Und wie geht es dir?", None)]

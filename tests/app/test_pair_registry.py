@@ -205,7 +205,6 @@ def test_a_process_ray_restarted_that_nobody_calls_gives_its_entry_up_and_exits(
     actor = activation.handle_by_name(old.aktor, settings)
     os.kill(ray.get(actor.status.remote(), timeout=60)["pid"], signal.SIGKILL)
     wait_for(lambda: _ungebunden(actor), timeout=60)  # back, under the same name, bound to nothing
-    assert _stand(settings, "alice", ch) == old  # the entry still names it
     wait_for(lambda: activation.handle_by_name(old.aktor, settings) is None, timeout=60)
     assert _stand(settings, "alice", ch) is None
     r = client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": "Zwei"}, headers=h)
@@ -215,34 +214,34 @@ def test_a_process_ray_restarted_that_nobody_calls_gives_its_entry_up_and_exits(
 
 def test_spares_of_an_old_code_version_go_once_its_keepers_are_gone(client, keys, settings, character):
     """A deployment of new code: the reserve is kept per version of the code, so no activation takes
-    a spare that runs the old code; once the old version's keepers are gone, its spares go
-    on the next check of a keeper of the new code (fallback `alte_fassung`), while a version whose keeper
-    still lives (a rolling update) keeps its own."""
+    a spare that runs the old code; once the old version's keepers are gone, its spares go — and
+    those of the list a release before versions left (`pairs:reserve`) — on the next check of a
+    keeper of the new code (fallback `alte_fassung`), while a version whose keeper still lives (a
+    rolling update) keeps its own."""
     alt, rollend = "a1d000000000", "b2e000000000"
     spares = {}
-    for version in (alt, rollend):
+    for version in (alt, rollend, ""):
         name, h = activation.host_starten(settings)
         ray.get(h.vorwaermen.remote(), timeout=120)
         spares[version] = name
     r = Redis.from_url(settings.redis_url)
     try:
-        r.sadd(registry.FASSUNGEN, alt, rollend)
+        r.set(registry.LEBT + rollend, "1", ex=600)  # a keeper of that version still runs
         for version, name in spares.items():
-            r.rpush(registry.reserve_key(version), name)
-        r.set(registry.LEBT + rollend, "1", ex=120)  # a keeper of that version still runs
+            r.rpush(registry.reserve_key(version) if version else registry.RESERVE, name)
         # a new pair is served from this version's reserve (or a process started now), never another's
         ch = character("fassung")
         assert client.post(f"/v1/pairs/alice/{ch}/turns", json={"text": "Neu hier"},
                            headers=auth(keys["alice"])).status_code == 200
         assert _stand(settings, "alice", ch).aktor not in spares.values()
         # the ingress's keeper sweeps on its next check (every `pair_spares_check_s`)
-        wait_for(lambda: activation.handle_by_name(spares[alt], settings) is None, timeout=90)
-        assert not r.exists(registry.reserve_key(alt)) and not r.sismember(registry.FASSUNGEN, alt)
+        for version in (alt, ""):
+            wait_for(lambda: activation.handle_by_name(spares[version], settings) is None, timeout=90)
+        assert not r.exists(registry.reserve_key(alt)) and not r.exists(registry.RESERVE)
         assert [n.decode() for n in r.lrange(registry.reserve_key(rollend), 0, -1)] == [spares[rollend]]
         assert activation.handle_by_name(spares[rollend], settings) is not None
     finally:
-        r.delete(registry.reserve_key(rollend), registry.LEBT + rollend)
-        r.srem(registry.FASSUNGEN, alt, rollend)
+        r.delete(registry.reserve_key(rollend), registry.LEBT + rollend, registry.reserve_key(alt), registry.RESERVE)
         r.close()
         for name in spares.values():
             if (h := activation.handle_by_name(name, settings)) is not None:
