@@ -164,6 +164,7 @@ async def auffuellen(redis, settings: Settings, pruefen: bool = False) -> int:
             n = min(fehlen, settings.pair_spares_parallel)
             added += await _spares_starten(redis, settings, n)
             await redis.expire(RESERVE_LOCK, 120)
+            await lebenszeichen(redis, settings)  # a refill may outlast the mark
             fehlen -= n
         return added
     finally:
@@ -180,7 +181,7 @@ async def reserven(redis) -> dict[str, str]:
     out = {RESERVE: ""} if await redis.type(RESERVE) in (b"list", "list") else {}
     async for raw in redis.scan_iter(match=RESERVE + ":*", count=100):
         key = raw.decode() if isinstance(raw, bytes) else raw
-        if key != RESERVE_LOCK:
+        if key != RESERVE_LOCK and await redis.type(key) in (b"list", "list"):
             out[key] = key[len(RESERVE) + 1:]
     return out
 
@@ -294,7 +295,7 @@ def alle_stoppen(settings: Settings) -> None:
     try:
         r = Redis.from_url(settings.redis_url)
         keys = [k for pattern in (RESERVE + ":*", LEBT + "*") for k in r.scan_iter(match=pattern, count=100)]
-        r.delete(BESITZ, RESERVE_LOCK, RESERVE, *keys)
+        r.delete(BESITZ, RESERVE_LOCK, RESERVE, "pairs:fassungen", *keys)
         r.close()
     except Exception:
         log.warning("registry: the registry's keys could not be cleared", exc_info=True)

@@ -28,6 +28,11 @@ class FollowUpFailed(ChainError, RuntimeError):
     (a failure of its own: counted, dead-lettered after `MAX_DELIVERIES`)."""
 
 
+class FollowUpWaits(ChainError, RuntimeError):
+    """A follow-up failed because a store or a service was away: an outage to the outbox
+    (`memory.outbox.OUTAGES`), so the job waits and is not counted towards the dead letters."""
+
+
 def erledigt_key(user_id: str, character_id: str, turn_id: str) -> str:
     """The marker of a turn's finished background job (its time): a job delivered again skips."""
     return f"bg:done:{user_id}:{character_id}:{turn_id}"
@@ -168,10 +173,13 @@ async def deliver_self_trigger(redis, settings, job: dict[str, Any]) -> None:
         log.warning("self-trigger of turn %s of %s:%s dropped: %s", t["turn_id"], t["user_id"], t["character_id"],
                     out.reason)
     elif isinstance(out, TurnFailure):
-        # the reply announced it (`nachricht_folgt`): the job fails, and the outbox delivers it again
-        log.error("self-trigger of turn %s of %s:%s failed in %s: %s; the outbox delivers it again", t["turn_id"],
-                  t["user_id"], t["character_id"], out.node, out.message)
-        raise FollowUpFailed(f"the follow-up of turn {t['turn_id']} failed in {out.node}: {out.message}"[:500])
+        # the reply announced it (`nachricht_folgt`): the job fails, and the outbox delivers it again —
+        # as an outage (it waits, uncounted) when a store or a service was away
+        log.error("self-trigger of turn %s of %s:%s failed in %s%s: %s; the outbox delivers it again",
+                  t["turn_id"], t["user_id"], t["character_id"], out.node, " (an outage)" if out.ausfall else "",
+                  out.message)
+        fehler = FollowUpWaits if out.ausfall else FollowUpFailed
+        raise fehler(f"the follow-up of turn {t['turn_id']} failed in {out.node}: {out.message}"[:500])
 
 
 async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> int:

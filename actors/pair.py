@@ -28,7 +28,7 @@ from core.settings import Settings
 from actors import ruecknahme as vorgaenge
 from core.wire import (DraftEvent, ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairRetractRequest,
                        PairTurnRequest, RetractResult, TokenEvent, TurnFailure, TurnResult, TurnStreamEvent)
-from memory import ausstehender_auftrag, redis_vorher, ruecknahme, session
+from memory import ausstehender_auftrag, outbox, redis_vorher, ruecknahme, session
 from pipeline import metrics
 from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN, vorab_starten
 from pipeline.runner import ChainRunner, NodeFailed
@@ -417,7 +417,8 @@ class PairActor:
             metrics.node_error(e.node)
             await self._record_error(services, e.node, turn_id)
             kept = await self._keep_human(state, deps, e.node)
-            return TurnFailure(turn_id=turn_id, node=e.node, message=str(e), message_kept=kept)
+            return TurnFailure(turn_id=turn_id, node=e.node, message=str(e), message_kept=kept,
+                               ausfall=outbox.is_outage(e))
         finally:
             await asyncio.gather(*nebenher)  # each logs its own failure
         self._turns += 1
@@ -611,14 +612,15 @@ class PairActor:
 
 
 _SELBST_EINMAL = """
-if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[1]) then
-  local n = redis.call('INCR', KEYS[1])
-  redis.call('EXPIRE', KEYS[1], ARGV[1])
-  return n
-end
-return tonumber(redis.call('GET', KEYS[1]) or '0')
+local was = redis.call('GET', KEYS[2])
+if was then return tonumber(was) end
+local n = redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], n, 'EX', ARGV[1])
+return n
 """
-"""Count a self-trigger once per follow-up: its mark and the count together."""
+"""Count a self-trigger once per follow-up: the count, and under its mark the count it was given
+(a follow-up delivered again is judged by that, not by later ones)."""
 
 
 async def selbst_anstoss_zaehlen(redis, key: str, turn_id: str, ttl_s: int = 24 * 3600) -> int:

@@ -200,6 +200,8 @@ async def _arbeiten(services, trace, user_id: str, character_id: str, name: str,
             return "zurueck"
         log.warning("pixie: fallback aufgegeben: no usable answer (%s) for %s after %d attempts", outcome,
                     task.schluessel(), MAX_VERSUCHE)
+        if await _zurueckgenommen(services.redis, user_id, character_id, task, "when it gave up"):
+            return "zurueckgenommen"
         await _bericht(services, trace, user_id, character_id, task, recherche,
                        f"aufgegeben: keine verwertbare Antwort des Modells ({outcome}) nach {MAX_VERSUCHE} Versuchen",
                        vec)

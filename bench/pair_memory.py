@@ -6,7 +6,9 @@ one set of modules, beside a bare Ray actor, in one run.
 Each set runs in actors of its own (`--rounds` of them, the smallest USS counts: a process's first
 pages are not all its own yet). The sets: nothing (a bare Ray actor), redis alone, `ray.serve`
 alone, the pair process's own modules (`actors.pair` with redis) without `ray.serve`, and both —
-what a pair process imports once it is connected (`Services.connect` imports `ray.serve`).
+what a pair process imports once it is connected (`Services.connect` imports `ray.serve`). Imports
+only: a pair process also holds its handles, its Redis pool and its prompts (bench/activation.py
+measures whole pair processes).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ SETS: dict[str, tuple[str, ...]] = {
     "redis alone": ("redis.asyncio",),
     "ray.serve alone": ("ray.serve",),
     "the pair's modules, no ray.serve": ("redis.asyncio", "actors.pair"),
-    "the pair's modules and ray.serve (a pair process)": ("redis.asyncio", "actors.pair", "ray.serve"),
+    "the pair's modules and ray.serve (what a pair process imports)": ("redis.asyncio", "actors.pair", "ray.serve"),
 }
 
 

@@ -40,7 +40,8 @@ The tree (a class, the module it is defined in, its builtin second base):
         ├── NodeDeclarationError    pipeline.node; ValueError (a node's declaration, at import)
         ├── NodeContractError       pipeline.runner; RuntimeError
         ├── NodeFailed              pipeline.runner; RuntimeError (carries `node` and `cause`)
-        └── FollowUpFailed          actors.background; RuntimeError (a self-trigger's follow-up, delivered again)
+        ├── FollowUpFailed          actors.background; RuntimeError (a self-trigger's follow-up, delivered again)
+        └── FollowUpWaits           actors.background; RuntimeError (the same, failed for an outage: it waits)
 
 A family is defined here; a class under it is defined beside the code that raises it, in the module
 named. A new exception class takes its family as its first base (tests/unit/test_errors.py fails

@@ -148,6 +148,9 @@ class TurnFailure(BaseModel):
     """The pair's actor held as many turns as it may: nothing of this one ran (429)."""
     retracted: bool = False
     """The turn_id belongs to a turn that was taken back: it is not run again (409)."""
+    ausfall: bool = False
+    """The node failed because a store or a service was away (an outage, not the turn's own fault):
+    whoever runs the turn again later may expect it to pass."""
 
 
 class EventDropped(BaseModel):

@@ -53,13 +53,15 @@ return 0
 """
 
 
-async def _zaehlen(r: Redis, key: str, field: str, turn: str | None) -> None:
-    """One count; with `turn` (the pair, the turn and the step), once per turn however often it runs."""
+async def _zaehlen(r: Redis, key: str, field: str, turn: str | None, einmal: str | None = None) -> None:
+    """One count; with `turn` (the pair, the turn and the step), once per turn however often it
+    runs — once per `einmal` of the turn (default: the field), so a result counts once whatever its
+    outcome on a second run."""
     if turn is None:
         await r.hincrby(key, field, 1)
     else:
         mark = hashlib.sha256(turn.encode()).hexdigest()[:24]
-        await r.eval(_EINMAL, 2, key, f"{GEZAEHLT}{key}:{field}:{mark}", field, GEZAEHLT_TTL_S)
+        await r.eval(_EINMAL, 2, key, f"{GEZAEHLT}{key}:{einmal or field}:{mark}", field, GEZAEHLT_TTL_S)
 
 
 async def geroutet(r: Redis, chain: str, turn: str | None = None) -> None:
@@ -71,7 +73,7 @@ async def zugestellt(r: Redis, agent: str, chain: str, turn: str | None = None) 
 
 
 async def bearbeitet(r: Redis, agent: str, chain: str, outcome: str, turn: str | None = None) -> None:
-    await _zaehlen(r, PROCESSED, f"{agent}:{chain}:{outcome}", turn)
+    await _zaehlen(r, PROCESSED, f"{agent}:{chain}:{outcome}", turn, einmal=f"{agent}:{chain}")
 
 
 async def lesen(r: Redis) -> list[AgentQuote]:

@@ -196,6 +196,7 @@ async def erase_keys(r: Redis, user_id: str | None = None, character_id: str | N
         if shared[name]:
             if stream == outbox.OUTBOX_STREAM:
                 await r.xack(stream, outbox.GROUP, *shared[name])
+                await outbox.vergessen(r, *shared[name])
             await r.xdel(stream, *shared[name])
     for key in IMPULSES_DUE + (EVICTED_PAIRS, NODE_ERRORS):
         if shared[key]:

@@ -31,13 +31,14 @@ MAX_PAUSE_S = 30.0
 OUTAGES = frozenset({"OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed", "ConnectionError",
                      "ConnectionRefusedError", "ConnectionResetError", "BrokenPipeError", "TimeoutError",
                      "BusyLoadingError", "ActorUnavailableError", "ActorDiedError",
-                     "PairSuperseded"})
+                     "PairSuperseded", "FollowUpWaits"})
 """Exception classes (by name, through Ray's wrappers) that say a store or its process is away."""
 MODEL_WAITS = "novaberg:outbox:modell_weg"
 """Each pending job's deliveries that found the model away (a hash: entry id -> count)."""
-MAX_MODEL_WAITS = 10
-"""A background job waits for the model this many deliveries (each after `claim_idle_ms`), then
-goes to the dead letters: a job whose own call takes the model down must not do so for ever."""
+MAX_MODEL_WAITS = 40
+"""A background job waits for the model this many deliveries (each after `claim_idle_ms`: 20 minutes
+by default, longer than a model's redeployment), then goes to the dead letters: a job whose own
+call takes the model down must not do so for ever."""
 
 
 def _causes(e: BaseException):
@@ -57,6 +58,14 @@ def is_model_away(e: BaseException) -> bool:
     """A background chain waits for its model (`pipeline.llm_json.ModelAway`): the job stays
     pending for a later delivery, and the jobs behind it go on (the stores are there)."""
     return any(type(x).__name__ == "ModelAway" for x in _causes(e))
+
+
+async def vergessen(r: Redis, *entry_ids) -> None:
+    """The counters of jobs that left the stream another way (deleted: taken back, erased)."""
+    if entry_ids:
+        ids = [_s(i) for i in entry_ids]
+        await r.hdel(FAILURES, *ids)
+        await r.hdel(MODEL_WAITS, *ids)
 
 
 def is_outage(e: BaseException) -> bool:
@@ -181,18 +190,24 @@ class OutboxConsumer:
                 entries.append((entry_id, fields))
             else:
                 await self.r.xack(self.stream, GROUP, entry_id)
-        if not entries:
+                await vergessen(self.r, entry_id)
+        acked = await self._alle(entries)
+        if not self.pause_s:
+            # new jobs every round, also after re-claimed ones (a job waiting for its model comes back
+            # every `claim_idle_ms` and must not hold them up); without a re-claimed one the read waits
             got = await self.r.xreadgroup(GROUP, self.consumer, {self.stream: ">"}, count=16,
-                                          block=self.block_ms)
-            for _stream, items in got or []:
-                entries.extend(items)
+                                          block=None if entries else self.block_ms)
+            acked += await self._alle([item for _stream, items in got or [] for item in items])
+        if self.pause_s:
+            await asyncio.sleep(self.pause_s)
+        return acked
+
+    async def _alle(self, entries) -> int:
         acked = 0
         for entry_id, fields in entries:
             acked += await self._handle(entry_id, fields)
             if self.pause_s:  # a store is away: the rest waits with this one
                 break
-        if self.pause_s:
-            await asyncio.sleep(self.pause_s)
         return acked
 
     async def _heartbeat(self, entry_id) -> None:

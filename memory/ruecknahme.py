@@ -184,6 +184,7 @@ async def zaun(r: Redis, user_id: str, character_id: str, turn_ids: Sequence[str
         if stream == outbox.OUTBOX_STREAM:
             await _warten(r, found, warten_s)
             await r.xack(stream, outbox.GROUP, *found)
+            await outbox.vergessen(r, *found)
         n += await r.xdel(stream, *found)
     return n
 

@@ -29,8 +29,6 @@ _NAME_RAHMEN = set("[]:\uff1a{}<>")
 (`{{user}}`, `<BOT>`); every other bracket of Unicode (open/close punctuation) but `(` `)` too."""
 _NAME_LABELS = ("person a", "person b")
 """The labels the prompts give the two speakers."""
-"""The brackets and colons (the fullwidth one too) that frame an utterance in a memory's text
-(`[date] Name: text`)."""
 
 
 def person_name(v: str | None) -> str | None:

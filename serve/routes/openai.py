@@ -110,7 +110,9 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
                            authorization: str | None = Header(None),
                            x_turn_id: str | None = Header(None, pattern=TURN_ID_PATTERN)):
     principal = await ing.principal(authorization)
-    user_id = body.user_id() or principal["user_id"]
+    # a user key is its user: Open WebUI's account object (its own ids) names nobody else then
+    konto = isinstance(body.user, ClientUser) and principal["user_id"] is not None
+    user_id = (None if konto else body.user_id()) or principal["user_id"]
     if user_id is None:
         raise error(422, "invalid_request", "user: an operator key must name the user")
     ing.owner(principal, user_id)

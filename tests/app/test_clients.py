@@ -216,7 +216,8 @@ def test_open_webui_s_account_object_names_the_user_and_the_person(system, keys,
     """Open WebUI sends `user` as its account object for a model it serves as a pipeline
     (`{name, id, email, role}`): the id names the user an operator key speaks for, the name is the
     person's (his message's history entry carries it); an account name the name rules refuse is
-    left out (fallback `kontoname_unbrauchbar`) and the turn is answered."""
+    left out (fallback `kontoname_unbrauchbar`) and the turn is answered; a user key stays its own
+    user."""
     cid = character("konto")
     konto = {"name": "Caroline", "id": "3f2a9c1e-8b7d-4e21-9a0b-5c6d7e8f9a01", "email": "caro@example.org",
              "role": "user"}
@@ -231,3 +232,10 @@ def test_open_webui_s_account_object_names_the_user_and_the_person(system, keys,
     turns = redis_call(settings.redis_url, session.load_turns, konto["id"], cid, 10)
     assert [(t["inhalt"], t.get("name")) for t in turns if t["rolle"] == "user"] == [
         ("Ich heisse Caroline.", "Caroline"), ("Und wie geht es dir?", None)]
+    # a user key is its own user: the account's id (Open WebUI's) is left aside, its name is taken
+    reply3, _ = _streamed(system, keys["alice"], _body("openwebui", cid, user=konto, messages=[
+        {"role": "user", "content": "Hallo aus meinem eigenen Konto."}]))
+    assert reply3.strip()
+    mine = redis_call(settings.redis_url, session.load_turns, "alice", cid, 10)
+    assert [(t["inhalt"], t.get("name")) for t in mine if t["rolle"] == "user"] == [
+        ("Hallo aus meinem eigenen Konto.", "Caroline")]

@@ -247,7 +247,7 @@ def test_a_job_waiting_for_its_model_holds_up_no_other_and_is_given_up_in_the_en
             assert await r.hget(outbox.MODEL_WAITS, entry) == b"1"
             state["weg"] = False
             assert await worker.step() == 1 and state["done"] == ["dahinter", "wartet"]
-            assert await r.hlen(outbox.MODEL_WAITS) == 0 and await r.xlen(dead) == 0
+            assert await r.hget(outbox.MODEL_WAITS, entry) is None and await r.xlen(dead) == 0
 
             state["weg"] = True
             await outbox.enqueue(r, {"kind": "wartet"}, stream)
@@ -256,7 +256,8 @@ def test_a_job_waiting_for_its_model_holds_up_no_other_and_is_given_up_in_the_en
             [letter] = await outbox.dead_letters(r, stream=dead)
             assert letter["kind"] == "wartet" and letter["reason"].endswith(
                 f"(the model away {outbox.MAX_MODEL_WAITS} times)")
-            assert (await r.xpending(stream, GROUP))["pending"] == 0 and await r.hlen(outbox.MODEL_WAITS) == 0
+            assert (await r.xpending(stream, GROUP))["pending"] == 0
+            assert await r.hget(outbox.MODEL_WAITS, letter["from"]) is None
         finally:
             await r.aclose()
 

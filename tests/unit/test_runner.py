@@ -159,15 +159,17 @@ def test_a_background_chain_lets_its_running_nodes_finish_when_one_fails():
     the chain fails naming the node; a turn's chain cancels the running node at once."""
     for ausklingen, expected in ((True, ["erste", "zweite"]), (False, ["erste"])):
         writes = []
+        erst = asyncio.Event()
 
         async def zwei_schritte(state, deps):
             writes.append("erste")
-            await asyncio.sleep(0.05)
+            erst.set()
+            await asyncio.sleep(0.3)  # the failure comes now: cancelled here, or finishes
             writes.append("zweite")
             return {"pair": PairRecord(character_name="Nova")}
 
         async def kaputt(state, deps):
-            await asyncio.sleep(0.01)
+            await erst.wait()
             raise RuntimeError("the model is away")
 
         async def danach(state, deps):

@@ -1,6 +1,6 @@
 """A self-trigger's follow-up (seed 000 §3.5: the reply announced `nachricht_folgt`) whose turn fails
 is not given up: its outbox job fails, so the outbox delivers it again (and dead-letters it after
-its failures of its own); a follow-up the pair dropped (taken back, its limit reached) ends the job."""
+its failures of its own; one that failed for an outage waits, uncounted); a follow-up the pair dropped (taken back, its limit reached) ends the job."""
 import asyncio
 
 import pytest
@@ -44,6 +44,11 @@ def test_a_failed_follow_up_fails_its_job_so_the_outbox_delivers_it_again(monkey
     with pytest.raises(background.FollowUpFailed, match="follow-up of turn t7 failed in responder") as e:
         _deliver(monkeypatch, TurnFailure(turn_id="t7-retry", node="responder", message="engine down"))
     assert not is_outage(e.value)  # a failure of its own: counted, dead-lettered in the end
+    # failed because a store or a service was away: an outage to the outbox, it waits uncounted
+    with pytest.raises(background.FollowUpWaits) as e:
+        _deliver(monkeypatch, TurnFailure(turn_id="t7-retry", node="db_zugriff", message="pool timeout",
+                                          ausfall=True))
+    assert is_outage(e.value)
 
 
 def test_a_dropped_follow_up_ends_its_job(monkeypatch):
