@@ -295,7 +295,7 @@ def alle_stoppen(settings: Settings) -> None:
     try:
         r = Redis.from_url(settings.redis_url)
         keys = [k for pattern in (RESERVE + ":*", LEBT + "*") for k in r.scan_iter(match=pattern, count=100)]
-        r.delete(BESITZ, RESERVE_LOCK, RESERVE, "pairs:fassungen", *keys)
+        r.delete(BESITZ, RESERVE_LOCK, RESERVE, *keys)
         r.close()
     except Exception:
         log.warning("registry: the registry's keys could not be cleared", exc_info=True)

@@ -206,10 +206,10 @@ async def _arbeiten(services, trace, user_id: str, character_id: str, name: str,
                        f"aufgegeben: keine verwertbare Antwort des Modells ({outcome}) nach {MAX_VERSUCHE} Versuchen",
                        vec)
         return "aufgegeben"
-    if await _zurueckgenommen(services.redis, user_id, character_id, task, "after its research"):
-        return "zurueckgenommen"  # taken back while it ran: nothing is written
     titel = answer.titel.strip()[:200]
     topic = await services.embedder.embed(trace, titel)
+    if await _zurueckgenommen(services.redis, user_id, character_id, task, "after its research"):
+        return "zurueckgenommen"  # taken back while it ran: nothing is written (checked right before)
     await services.store.bibliothek.add(user_id, character_id, "wissen", titel, answer.wissen.strip()[:2000],
                               topic, WISSEN_GEWICHT, schluessel=f"{task.schluessel()}:wissen")
     # the bericht last: a task whose bericht exists is done

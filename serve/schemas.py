@@ -24,9 +24,10 @@ def no_control(v: str | None) -> str | None:
 
 
 PERSON_NAME_MAX = 64
-_NAME_RAHMEN = set("[]:\uff1a{}<>")
-"""What frames an utterance in a memory's text (`[date] Name: …`) or a placeholder of a card
-(`{{user}}`, `<BOT>`); every other bracket of Unicode (open/close punctuation) but `(` `)` too."""
+_NAME_RAHMEN = set(":\uff1a<>")
+"""The colons that frame an utterance in a memory's text (`[date] Name: …`) and the angle brackets
+of a card's placeholders (`<BOT>`); every bracket of Unicode but `(` `)` — `[…]`, `{{user}}`,
+`［…］` — is open/close punctuation, refused by its category (`_rahmt`)."""
 _NAME_LABELS = ("person a", "person b")
 """The labels the prompts give the two speakers."""
 
