@@ -28,10 +28,22 @@ def test_the_controller_and_the_workers_run_with_their_environment(system, clien
         assert envs and all({k: e.get(k) for k in WORKER_ENV} == WORKER_ENV for e in envs), title
 
 
+def _listeners(port: int) -> set[int]:
+    """The processes that listen on `port` here."""
+    return {c.pid for c in psutil.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+
+
 def _listener(port: int) -> str:
     """The process title of whoever listens on `port` here."""
-    (pid,) = {c.pid for c in psutil.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+    (pid,) = _listeners(port)
     return psutil.Process(pid).cmdline()[0]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def test_the_ingress_replica_answers_the_http_port_itself(system, client, keys, character):
@@ -59,12 +71,17 @@ def test_the_http_port_survives_its_ingress_replica(system, keys, character):
     import ray
 
     port = system.settings.http_port
+    (old_pid,) = _listeners(port)
     with httpx.Client(base_url=system.url, timeout=60) as c:  # connections the dying replica holds
         for _ in range(3):
             assert c.get("/healthz").status_code == 200
         (old,) = [a for a in ray.util.list_named_actors(all_namespaces=True)
                   if a["name"].startswith("SERVE_REPLICA::") and "#Ingress#" in a["name"]]
         ray.kill(ray.get_actor(old["name"], namespace=old["namespace"]), no_restart=True)
+    deadline = time.monotonic() + 30
+    while not _gone(old_pid):  # ray.kill returns at once: until it is gone the old replica still answers
+        assert time.monotonic() < deadline, "the killed ingress replica did not exit"
+        time.sleep(0.2)
 
     def answers():
         try:
@@ -76,6 +93,7 @@ def test_the_http_port_survives_its_ingress_replica(system, keys, character):
     while not answers():
         assert time.monotonic() < deadline, "the API did not come back on its port"
         time.sleep(0.5)
+    assert old_pid not in _listeners(port)
     assert _listener(port).startswith("ray::ServeReplica:novaberg:Ingress")
     r = httpx.post(f"{system.url}/v1/pairs/alice/{character('zurueck')}/turns", json={"text": "Bist du wieder da?"},
                    headers=auth(keys["alice"]), timeout=120)
