@@ -481,3 +481,8 @@ class Episode(BaseModel):
     anschluss_s: float | None = None
     """Link the first utterance `nachbar` to the pair's newest utterance when that was said at most
     this many seconds before (the same session); None: the episode opens a session."""
+    resonanz: list[int] = Field(default_factory=list)
+    """Older nodes of the pair that resonated in the turn's read: the distilled memories are linked
+    to them (`praegung`, `resonanz_gewicht`) and their forgetting curves restart, in the same
+    transaction as the nodes (a live turn's; an import has none)."""
+    resonanz_gewicht: float = 0.5

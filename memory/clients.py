@@ -67,7 +67,8 @@ class Lzg(StoreModule):
     async def episode_schreiben(self, user_id: str, character_id: str, ep: Episode) -> dict[str, Any]:
         """The one write of long-term memory nodes (live turns and imports): the exchange's
         utterances verbatim and dated, linked `nachbar` in order and to the same session's previous
-        utterance, the distilled memories linked `herkunft` to them; once per `ep.quelle`."""
+        utterance, the distilled memories linked `herkunft` to them and `praegung` to the older
+        nodes in `ep.resonanz` (whose curves restart), in one transaction; once per `ep.quelle`."""
 
     @op
     async def knoten_der_quelle(self, user_id: str, character_id: str, quelle: str) -> list[int]:

@@ -144,7 +144,8 @@ async def episode_schreiben(pool: AsyncConnectionPool, user_id: str, character_i
     (`herkunft`). Once per source: under a lock on the pair and `ep.quelle`, an episode whose
     source (or one of its utterances' sources) has nodes already gets those back and nothing is
     written, so two deliveries racing past a check still write once.
-    Returns {"neu", "ids" (all, in order), "episode" (utterances), "verdichtungen", "anschluss"}."""
+    Returns {"neu", "ids" (all, in order), "episode" (utterances), "verdichtungen", "anschluss",
+    "resonanz" (the older nodes linked)}."""
     quellen = sorted({ep.quelle, *(a.quelle for a in ep.aeusserungen if a.quelle)})
     async with pool.connection() as conn, conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"lzg_quelle:{user_id}:{character_id}:{ep.quelle}",))
@@ -152,7 +153,7 @@ async def episode_schreiben(pool: AsyncConnectionPool, user_id: str, character_i
                                  " ORDER BY id", (user_id, character_id, quellen))
         found = [r[0] for r in await cur.fetchall()]
         if found:
-            return {"neu": False, "ids": found, "episode": [], "verdichtungen": [], "anschluss": None}
+            return {"neu": False, "ids": found, "episode": [], "verdichtungen": [], "anschluss": None, "resonanz": []}
         vorher = await _vorgaenger(conn, user_id, character_id, ep)
         verbunden = vorher is not None or len(ep.aeusserungen) > 1  # the nachbar links compute their surroundings
         gesagt = await _insert_nodes(conn, user_id, character_id, [
@@ -166,8 +167,12 @@ async def episode_schreiben(pool: AsyncConnectionPool, user_id: str, character_i
         kette = ([vorher] if vorher is not None else []) + gesagt
         await _synapsen(conn, [(a, b, NACHBAR_GEWICHT) for a, b in zip(kette, kette[1:])], "nachbar")
         await _synapsen(conn, [(v, g, HERKUNFT_GEWICHT) for v in verdichtet for g in gesagt], "herkunft")
+        resonanz = await _eigene(conn, user_id, character_id, ep.resonanz) if verdichtet else []
+        if resonanz:  # in the same transaction: a delivery cut off here leaves nothing to skip past
+            await _synapsen(conn, [(v, r, ep.resonanz_gewicht) for v in verdichtet for r in resonanz], "praegung")
+            await _touch(conn, resonanz, (user_id, character_id, ep.quelle))
     return {"neu": True, "ids": gesagt + verdichtet, "episode": gesagt, "verdichtungen": verdichtet,
-            "anschluss": vorher}
+            "anschluss": vorher, "resonanz": resonanz}
 
 
 _NACHBARN_2 = """
@@ -308,11 +313,25 @@ def _erinnerung(nodes: dict[int, dict[str, Any]], r: dict[str, Any], cfg: Memory
     return n
 
 
+async def _touch(conn, ids: list[int], turn: tuple[str, str, str] | None) -> None:
+    if turn is not None:
+        await vorher.festhalten(conn, *turn, "lzg_knoten", "t.id = ANY(%s)", (ids,), ("zuletzt",))
+    await conn.execute("UPDATE lzg_knoten SET zuletzt = now() WHERE id = ANY(%s)", (ids,))
+
+
+async def _eigene(conn, user_id: str, character_id: str, ids: list[int]) -> list[int]:
+    """Those of `ids` that are live nodes of the pair, in the given order."""
+    if not ids:
+        return []
+    cur = await conn.execute("SELECT id FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND aktiv AND id = ANY(%s)",
+                             (user_id, character_id, ids))
+    da = {r[0] for r in await cur.fetchall()}
+    return [i for i in dict.fromkeys(ids) if i in da]
+
+
 async def touch(pool: AsyncConnectionPool, ids: list[int], *, turn: tuple[str, str, str] | None = None) -> None:
     """Activation restarts a node's forgetting curve. `turn` (user_id, character_id, turn_id): the
     curves as they were are kept for taking the turn back."""
     if ids:
         async with pool.connection() as conn, conn.transaction():
-            if turn is not None:
-                await vorher.festhalten(conn, *turn, "lzg_knoten", "t.id = ANY(%s)", (ids,), ("zuletzt",))
-            await conn.execute("UPDATE lzg_knoten SET zuletzt = now() WHERE id = ANY(%s)", (ids,))
+            await _touch(conn, ids, turn)

@@ -10,8 +10,11 @@ exchange they came from.
 Once per turn: every node carries the turn as its source (`quelle`). A redelivered job finds them
 (`lzg.knoten_der_quelle`) and neither asks the model nor writes (`praegung.ergebnis` =
 `schon_erledigt`); two deliveries racing past that check are settled by the write, which inserts a
-source's nodes under a lock only while it has none. The synapses to the resonating anchors follow
-the new memories only, the human's core grows through its own step (`praegung:{turn_id}`)."""
+source's nodes under a lock only while it has none. The synapses from the new memories to the
+resonating anchors, and the anchors' restarted curves, are written in the nodes' transaction: a
+delivery cut off after the nodes leaves nothing undone that the next one would skip. The human's
+core grows before that, through its own step (`praegung:{turn_id}`), which a delivery after a cut
+finds done."""
 from __future__ import annotations
 
 import logging
@@ -106,10 +109,10 @@ def _sprecher(s: Stimulus, figur: str) -> str:
     return s.person_name
 
 
-async def _episode(state: TurnState, deps: Deps, neu: list[dict]) -> Episode:
+async def _episode(state: TurnState, deps: Deps, neu: list[dict], resonanz: list[int]) -> Episode:
     """The exchange as long-term memory keeps it: his message (none on her own impulse) under the
     name his client sent (`Person B` without one) and her reply, each embedded as its node's text,
-    and the distilled memories."""
+    and the distilled memories, to be linked to the older nodes that resonated."""
     s, zone = state.stimulus, deps.settings.timezone
     p = state.perzeption
     seiten = [(_sprecher(s, state.pair.character_name), "mensch", s.user_prompt, p.emotion if p else None, p.arousal if p else None),
@@ -124,7 +127,8 @@ async def _episode(state: TurnState, deps: Deps, neu: list[dict]) -> Episode:
                                  dimension=_dimension(e["dimension"]), emotion=p.emotion if p else None,
                                  arousal=p.arousal if p else None) for e in neu]
     return Episode(quelle=s.turn_id, zeitpunkt=s.received_at, zeitzone=zone, aeusserungen=aeusserungen,
-                   verdichtungen=verdichtungen, anschluss_s=SITZUNG_LUECKE_S)
+                   verdichtungen=verdichtungen, anschluss_s=SITZUNG_LUECKE_S,
+                   resonanz=resonanz, resonanz_gewicht=SYNAPSE_GEWICHT)
 
 
 @NODE.runs
@@ -139,23 +143,23 @@ async def run(state: TurnState, deps: Deps) -> dict:
         "character_name": state.pair.character_name, "kern": h.kern or s.text, "mensch": s.text,
         "antwort": current_reply(state)})
     neu, quelle = _erinnerungen(answer, outcome, state)
-    out = await deps.store.lzg.episode_schreiben(s.user_id, s.character_id, await _episode(state, deps, neu))
-    if not out["neu"]:  # a second delivery raced past the check: the source's lock decided
-        return _schon_erledigt(deps, s, out["ids"], "beim_schreiben")
-    ids = out["verdichtungen"]
-    resonanz = (state.memory.lzg_resonanz or {}).get("ids", [])[:3] if state.memory else []
-    edges = [(new, old, SYNAPSE_GEWICHT) for new in ids for old in resonanz]
-    if edges:
-        await deps.store.lzg.add_synapses(edges, "praegung")
-        await deps.store.lzg.touch(resonanz, turn=(s.user_id, s.character_id, s.turn_id))
     saetze = {feld: text.strip()[:200] for feld, text in (
         ("mensch_kern", answer.profil_mensch if answer else ""), ("mensch_themen", answer.beschaeftigt_mensch if answer else ""))
         if text.strip()}
     if saetze:
-        # slow growth, once per turn: each new sentence joins the last few of its field, oldest dropped
+        # slow growth, once per turn: each new sentence joins the last few of its field, oldest dropped.
+        # Before the nodes: a delivery cut off between the two finds no nodes and does both again, and
+        # the profile's own record of the step keeps the growth once
         grenzen = {"mensch_kern": MENSCH_KERN_SAETZE, "mensch_themen": MENSCH_THEMEN_SAETZE}
         await deps.store.beziehung.profil_wachsen(s.user_id, s.character_id, f"{NAME}:{s.turn_id}", saetze,
                                                   {f: grenzen[f] for f in saetze})
+    resonanz = (state.memory.lzg_resonanz or {}).get("ids", [])[:3] if state.memory else []
+    # the nodes, their links and the resonating nodes' curves in one transaction
+    out = await deps.store.lzg.episode_schreiben(s.user_id, s.character_id, await _episode(state, deps, neu, resonanz))
+    if not out["neu"]:  # a second delivery raced past the check: the source's lock decided
+        return _schon_erledigt(deps, s, out["ids"], "beim_schreiben")
+    ids = out["verdichtungen"]
+    edges = len(ids) * len(out["resonanz"])
     deps.trace.decision(NAME, ENTSCHEIDUNG, quelle, {"knoten": ids, "episode": out["episode"],
-                                                     "anschluss": out["anschluss"], "kanten": len(edges)})
+                                                     "anschluss": out["anschluss"], "kanten": edges})
     return {}

@@ -211,3 +211,36 @@ def test_forgetting_a_memory_forgets_where_it_came_from(pool):
     assert arten["Person B hat Schulden"] == "erinnerung" and arten["[04 December 2026] Person B: Ich habe Schulden."] == "gespraech"
     assert not any("Schulden" in t or "leid" in t for t in left)
     assert "[04 December 2026] Person B: Ich mag Tee." in left
+
+
+def test_the_memories_are_linked_only_to_resonating_nodes_of_the_pair(pool):
+    """`ep.resonanz` names older nodes; only the pair's own live ones are linked and touched: an id of
+    another pair, or of a node forgotten meanwhile, is passed over."""
+    user, ch = new_pair("reso")
+    fremd_user, fremd_ch = new_pair("reso-fremd")
+
+    async def go(p):
+        eigen, vergessen = await lzg.add_nodes(p, user, ch, [{"inhalt": "Bello", "embedding": _vec("Bello")},
+                                                             {"inhalt": "Katze", "embedding": _vec("Katze")}])
+        (fremd,) = await lzg.add_nodes(p, fremd_user, fremd_ch, [{"inhalt": "Hund", "embedding": _vec("Hund")}])
+        async with p.connection() as conn:
+            await lzg.vergessen(conn, user, ch, vergessen)
+            await conn.execute("UPDATE lzg_knoten SET zuletzt = now() - interval '30 days' WHERE id = ANY(%s)",
+                               ([eigen, vergessen, fremd],))
+        from core.wire import Episode, Verdichtung
+
+        out = await lzg.episode_schreiben(p, user, ch, Episode(
+            quelle="t1", zeitpunkt=SPAET, resonanz=[fremd, vergessen, eigen], resonanz_gewicht=0.5,
+            verdichtungen=[Verdichtung(inhalt="Bello ist krank", embedding=_vec("krank"))]))
+        async with p.connection() as conn:
+            cur = await conn.execute("SELECT von_id, nach_id FROM lzg_synapsen WHERE art='praegung'"
+                                     " AND von_id = ANY(%s)", (out["verdichtungen"],))
+            links = await cur.fetchall()
+            cur = await conn.execute("SELECT id FROM lzg_knoten WHERE id = ANY(%s) AND zuletzt > now() - interval '1 hour'",
+                                     ([eigen, vergessen, fremd],))
+            beruehrt = [r[0] for r in await cur.fetchall()]
+        return out, links, beruehrt, eigen
+
+    out, links, beruehrt, eigen = asyncio.run(with_pool(pool, go))
+    (neu,) = out["verdichtungen"]
+    assert out["resonanz"] == [eigen] and links == [(neu, eigen)] and beruehrt == [eigen]

@@ -136,3 +136,87 @@ def test_a_redelivered_background_job_imprints_its_memories_once(pool):
     assert again == [("praegung.ergebnis", "schon_erledigt")] and llm.calls == []
     assert (race["neu"], race["ids"]) == (False, ids) and len(ids) == 4
     assert after == after_first
+
+
+class _Abgerissen(ConnectionError):
+    """The worker died right after a write had committed."""
+
+
+def test_a_background_job_cut_off_after_any_write_leaves_after_its_redelivery_what_one_delivery_leaves(pool):
+    """praegung, cut off right after the profile's growth or right after the exchange's nodes were
+    committed, then delivered again: the nodes, every synapse (to the exchange and to the resonating
+    anchors), the anchors' restarted curves and the profile are what one clean delivery leaves."""
+    from memory import lzg
+    from pipeline.nodes import praegung
+    from pipeline.state import DraftRecord, HintergrundRecord, MemoryRecord, PerzeptionRecord
+    from tests.conftest import new_pair, unit
+
+    antwort = ('{"erinnerungen": [{"inhalt": "Person B hat einen Hund namens Bello"}, {"inhalt": "Bello war krank"}],'
+               ' "profil_mensch": "Person B sorgt sich um Bello."}')
+
+    class _Embedder:
+        async def embed(self, trace, text):
+            return unit(1).tolist()
+
+    class _Reisst(PoolStore):
+        def __init__(self, p, nach: str | None):
+            super().__init__(p)
+            self.nach = nach
+
+        async def _run(self, op, args, kwargs):
+            out = await super()._run(op, args, kwargs)
+            if op == self.nach:
+                raise _Abgerissen(op)
+            return out
+
+    async def deliver(p, user, resonanz, nach=None):
+        deps = deps_for(ScriptedLLM({"praegung": [antwort]}), store=_Reisst(p, nach), embedder=_Embedder(),
+                        turn=(user, "nova", "t1"))
+        state = TurnState(stimulus=Stimulus(user_id=user, character_id="nova", turn_id="t1", user_prompt="Bello ist krank"),
+                          pair=PairRecord(character_name="Nova"), draft=DraftRecord(reply="Oh nein.", model="m"),
+                          perzeption=PerzeptionRecord(), hintergrund=HintergrundRecord(kern="Bello krank"),
+                          memory=MemoryRecord(lzg_resonanz={"ids": resonanz, "erinnerungen": []}))
+        try:
+            await run_node(praegung.NODE, state, deps)
+        except _Abgerissen:
+            return "abgerissen"
+        return "ganz"
+
+    async def left(p, user, resonanz):
+        async with p.connection() as conn:
+            cur = await conn.execute("SELECT count(*) FROM lzg_knoten WHERE user_id=%s AND quelle='t1'", (user,))
+            knoten = (await cur.fetchone())[0]
+            cur = await conn.execute("SELECT s.art, count(*) FROM lzg_synapsen s JOIN lzg_knoten k ON k.id = s.von_id"
+                                     " WHERE k.user_id=%s GROUP BY s.art ORDER BY s.art", (user,))
+            synapsen = await cur.fetchall()
+            cur = await conn.execute("SELECT bool_and(zuletzt > now() - interval '1 hour') FROM lzg_knoten WHERE id = ANY(%s)",
+                                     (resonanz,))
+            beruehrt = (await cur.fetchone())[0]
+        return knoten, synapsen, beruehrt, (await beziehung.profile(p, user, "nova"))["mensch_kern"]
+
+    async def pair(p, name):
+        user = new_pair(name)[0]
+        resonanz = await lzg.add_nodes(p, user, "nova", [{"inhalt": "Bello", "embedding": unit(1)},
+                                                         {"inhalt": "Hund", "embedding": unit(2)}])
+        async with p.connection() as conn:  # anchors last activated long ago
+            await conn.execute("UPDATE lzg_knoten SET zuletzt = now() - interval '30 days' WHERE id = ANY(%s)", (resonanz,))
+        return user, resonanz
+
+    async def go(p):
+        user, resonanz = await pair(p, "cut-none")
+        ganz = [await deliver(p, user, resonanz)], await left(p, user, resonanz)
+        out = {}
+        for nach in ("beziehung.profil_wachsen", "lzg.episode_schreiben"):
+            user, resonanz = await pair(p, "cut")
+            laeufe = [await deliver(p, user, resonanz, nach), await deliver(p, user, resonanz)]
+            out[nach] = laeufe, await left(p, user, resonanz)
+        return ganz, out
+
+    ganz, abgerissen = asyncio.run(with_pool(pool, go))
+    # one delivery: the exchange and two memories; each memory linked both ways to the two utterances
+    # and to the two anchors, the utterances to each other; the anchors' curves restarted
+    assert ganz == (["ganz"], (4, [("herkunft", 8), ("nachbar", 2), ("praegung", 8)], True,
+                               "Person B sorgt sich um Bello."))
+    for nach, (laeufe, hinterlassen) in abgerissen.items():
+        assert laeufe == ["abgerissen", "ganz"], nach
+        assert hinterlassen == ganz[1], nach

@@ -150,26 +150,28 @@ class _Embedder:
 
 def test_praegung_imprints_and_links_to_the_resonating_anchors():
     store = RecordingStore({"lzg.knoten_der_quelle": [], "lzg.episode_schreiben": {
-        "neu": True, "ids": [99, 100, 101], "episode": [99, 100], "verdichtungen": [101], "anschluss": None}})
+        "neu": True, "ids": [99, 100, 101], "episode": [99, 100], "verdichtungen": [101], "anschluss": None,
+        "resonanz": [5, 6]}})
     deps = deps_for(ScriptedLLM({"praegung": ['{"erinnerungen": [{"inhalt": "Bello war krank", "dimension": "erlebnis"}], '
                                               '"profil_mensch": "sorgt sich um Bello"}']}), store=store, embedder=_Embedder())
     st = _state("Bello ist krank", draft=DraftRecord(reply="Oh.", model="m"), hintergrund=HintergrundRecord(kern="Bello krank"),
                 memory=MemoryRecord(lzg_resonanz={"ids": [5, 6], "erinnerungen": []}))
     asyncio.run(run_node(praegung.NODE, st, deps))
     ops = [c[0] for c in store.calls]
-    assert ops == ["lzg.knoten_der_quelle", "lzg.episode_schreiben", "lzg.add_synapses", "lzg.touch",
-                   "beziehung.profil_wachsen"]
+    # the profile's step first, then the nodes with every link in one write
+    assert ops == ["lzg.knoten_der_quelle", "beziehung.profil_wachsen", "lzg.episode_schreiben"]
     # the turn is the nodes' source: what makes the imprint once per turn (tests/stores/test_exactly_once.py)
-    assert store.calls[0][1] == ("u", "nova", "t9") and store.calls[1][1][:2] == ("u", "nova")
-    ep = store.calls[1][1][2]
+    assert store.calls[0][1] == ("u", "nova", "t9") and store.calls[2][1][:2] == ("u", "nova")
+    ep = store.calls[2][1][2]
     assert ep.quelle == "t9" and [a.text for a in ep.aeusserungen] == ["Bello ist krank", "Oh."]
     assert [v.inhalt for v in ep.verdichtungen] == ["Bello war krank"] and ep.anschluss_s == praegung.SITZUNG_LUECKE_S
-    # only the distilled memory is linked to the resonating anchors
-    assert store.calls[2][1][0] == [(101, 5, 0.5), (101, 6, 0.5)]
+    # the distilled memories are linked to the resonating anchors in the same write
+    assert (ep.resonanz, ep.resonanz_gewicht) == ([5, 6], praegung.SYNAPSE_GEWICHT)
     # the human's core grows by the sentence, once for the turn (tests/stores/test_nova_profile_loop.py)
-    assert store.calls[4][1] == ("u", "nova", "praegung:t9", {"mensch_kern": "sorgt sich um Bello"},
+    assert store.calls[1][1] == ("u", "nova", "praegung:t9", {"mensch_kern": "sorgt sich um Bello"},
                                  {"mensch_kern": praegung.MENSCH_KERN_SAETZE})
     assert ("praegung.ergebnis", "modell") in _d(deps)
+    assert next(r for r in deps.trace.rows if r.get("entscheidung") == praegung.ENTSCHEIDUNG)["inputs"]["kanten"] == 2
 
 
 def test_aufgriff_plans_an_impulse_and_skips_non_user_turns(stores):
