@@ -39,7 +39,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,9 @@ class Scenario:
     history: int = 0
     """Further unmeasured turns per pair before the clock: a conversation already underway (its
     history, the profiles the background grew, the window that moves), as a companion's pairs mostly are."""
+    settled: Any = None
+    """An async callable awaited after the unmeasured turns, before the clock starts: the system's
+    own settling after the activations (`wait_reserve_full`)."""
 
     def earlier(self, pair: int) -> list[str]:
         """The texts of a pair's unmeasured turns: the greeting, then `history` drawn from the mix."""
@@ -270,6 +273,8 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
     if sc.warm:  # each pair's actor made and its earlier turns done before the clock starts
         await asyncio.gather(*(earlier(i) for i in range(sc.pairs)))
         await wait_llm_idle(llm)
+        if sc.settled is not None:
+            await sc.settled()
     before = await llm.load.remote()
     await llm.record.remote(True)
     cpu0, parts0 = turn_graph.cpu_seconds(sc.cpu_exclude), turn_graph.cpu_by_part(sc.cpu_exclude)
@@ -310,6 +315,33 @@ def graph_figures(rows: list[dict], records: list[dict], latency_ms: float | Non
             out.update(engine_call_ms_p50=round(engine, 2),
                        critical_path_met_ms=turn_graph.critical_path_ms(calls, engine)["critical_path_ms"])
     return out
+
+
+async def wait_reserve_full(settings, quiet_s: float = 3.0, timeout_s: float = 180.0) -> float:
+    """Wait until the reserve of warm spares is full again and has stayed so for `quiet_s`: the
+    activations before the clock took spares, and starting their replacements is the activations'
+    cost (`bench/activation.py` measures it), not the measured turns'. A system before the reserve
+    (no `pair_spares`) has nothing to wait for."""
+    target = getattr(settings, "pair_spares", 0)
+    if not target:
+        return 0.0
+    from actors.activation import reserve_stand
+    from memory.redis_client import verbinden
+
+    redis = verbinden(settings.redis_url, settings.redis_reconnect_s)
+    t0 = full_since = time.perf_counter()
+    try:
+        while time.perf_counter() - t0 < timeout_s:
+            if (await reserve_stand(redis))["spares_ready"] < target:
+                full_since = time.perf_counter()
+            elif time.perf_counter() - full_since >= quiet_s:
+                break
+            await asyncio.sleep(0.5)
+        else:
+            print(f"note: the reserve was not full after {timeout_s:.0f} s; measuring anyway")
+    finally:
+        await redis.aclose()
+    return round(time.perf_counter() - t0, 1)
 
 
 async def wait_llm_idle(llm, quiet_s: float = 3.0, timeout_s: float = 900.0) -> float:
@@ -441,7 +473,7 @@ async def run_all(driver_factory, llm, scenario: Scenario, sweep: list[int], eng
     levels = sorted(set(sweep) | {scenario.pairs})
     points, main, main_rows = [], None, []
     for pairs in levels:
-        sc = Scenario(**{**asdict(scenario), "pairs": pairs})
+        sc = replace(scenario, pairs=pairs)
         driver = driver_factory(pairs)
         bar = _progress(pairs * sc.turns, f"{pairs} pairs: turns") if show_progress else None
         try:
@@ -464,7 +496,7 @@ async def run_all(driver_factory, llm, scenario: Scenario, sweep: list[int], eng
         if pairs == scenario.pairs:
             if dump is not None:
                 dump.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in run["records"]))
-            main = {"scenario": asdict(sc), **{k: v for k, v in point.items() if k != "pairs"}}
+            main = {"scenario": {k: v for k, v in asdict(sc).items() if k != "settled"}, **{k: v for k, v in point.items() if k != "pairs"}}
             main_rows = run["rows"]
     return {"main": main, "sweep": points}, main_rows
 
@@ -598,6 +630,7 @@ def main() -> None:
                              node_max_tokens=capped(args.max_tokens), schedule=args.schedule,
                              handle_transport=args.transport, **engine)
     rt = runtime.start(settings)
+    scenario.settled = lambda: wait_reserve_full(rt.settings)
     try:
         key = runtime.create_key(None, operator=True)
         llm = serve.get_deployment_handle(LLM_DEPLOYMENT, app_name=APP_NAME)
