@@ -18,7 +18,8 @@ whether the pipeline keeps the engine busy.
         # (by part of the system; measure on an otherwise idle machine); --schedule written for the written order,
         # --transport ray for the internal deployments called as Ray actor calls instead of over gRPC
 
-Every pair has one unmeasured turn first (its actor is made then); `--cold` measures it too.
+Every pair has one unmeasured turn first (its actor is made then), and the clock starts when the
+reserve of warm spares those activations took from is full again; `--cold` measures the first turn too.
 Activations — pairs that come back after eviction, bursts of new pairs, memory per pair process,
 with and without the reserve of warm spares in one run — are measured by `bench/activation.py`.
 
