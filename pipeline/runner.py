@@ -63,6 +63,9 @@ class NodeFailed(ChainError, RuntimeError):
         self.node = node
         self.cause = cause
 
+    def __reduce__(self):  # crosses Ray's process boundaries: rebuilt from its own arguments
+        return type(self), (self.node, self.cause)
+
 
 class NodeView:
     """The turn state as one node may see it: the records it declared in `reads`. Reading any other

@@ -40,6 +40,9 @@ class DateiFehler(InputError, ValueError):
         self.status = status
         self.typ = typ
 
+    def __reduce__(self):  # crosses Ray's process boundaries: rebuilt from its own arguments
+        return type(self), (self.status, self.typ, str(self))
+
 
 class Dokument(BaseModel):
     model_config = ConfigDict(frozen=True)

@@ -195,3 +195,13 @@ def test_fastapi_answers_too_large_with_the_apps_http_exception_handler():
         r = client.post("/read", content=iter([b"12345678", b"12345678"]))  # chunked: no declared length
         assert r.status_code == 413 and r.json()["error"]["type"] == "too_large"
         assert client.post("/read", content=b"1234").json() == {"bytes": 4}
+
+
+@pytest.mark.parametrize("name", sorted(EXCEPTIONS))
+def test_every_project_exception_survives_pickling_as_itself(name):
+    """Errors cross Ray's process boundaries pickled: each comes back as its class, with its message."""
+    cls = EXCEPTIONS[name]
+    args = {"_TooLarge": (10,), "DateiFehler": (422, "invalid_request", "x"), "NodeFailed": ("n", ValueError("x"))}
+    error = cls(*args.get(cls.__qualname__, ("x",)))
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is cls and str(back) == str(error) and vars(back).keys() >= vars(error).keys()
