@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from typing import Any, Awaitable, Callable
 
 from redis.asyncio import Redis
@@ -329,12 +330,25 @@ async def dead_letters(r: Redis, count: int = 100, stream: str = DEAD_STREAM) ->
 
 async def replay(r: Redis, dead_id: str, stream: str = OUTBOX_STREAM, dead_stream: str = DEAD_STREAM) -> str | None:
     """Put a dead letter back into the outbox, exactly once (one atomic step: queued again and
-    removed from the dead letters); the new job's id, or None when there is no such dead letter."""
+    removed from the dead letters); the new job's id, or None when there is no such dead letter
+    (nor can be: an id Redis cannot read as a stream entry's)."""
+    if not entry_id_valid(dead_id):
+        return None
     got = await r.eval(_REPLAY, 2, dead_stream, stream, dead_id)
     if not got:
         return None
     log.info("outbox: dead letter %s replayed as job %s", dead_id, _s(got))
     return _s(got)
+
+
+_ENTRY_ID = re.compile(r"([0-9]{1,20})-([0-9]{1,20})")
+_U64 = 2 ** 64 - 1
+
+
+def entry_id_valid(entry_id: str) -> bool:
+    """A stream entry's id as Redis reads it: `ms-seq`, each an unsigned 64-bit number."""
+    m = _ENTRY_ID.fullmatch(entry_id)
+    return m is not None and int(m[1]) <= _U64 and int(m[2]) <= _U64
 
 
 def _s(x) -> str:

@@ -64,7 +64,7 @@ async def list_dead_letters(ing: TheIngress, limit: int = Query(100, ge=1, le=10
 
 
 @router.post("/v1/operator/outbox/dead/{dead_id}/replay")
-async def replay_dead_letter(ing: TheIngress, dead_id: str = Path(pattern=r"^\d{1,20}-\d{1,20}$"),
+async def replay_dead_letter(ing: TheIngress, dead_id: str = Path(pattern=r"^[0-9]{1,20}-[0-9]{1,20}$"),
                              authorization: str | None = Header(None)):
     """Queue a dead letter again, exactly once: a second replay of the same id answers 404."""
     await ing.operator(authorization)

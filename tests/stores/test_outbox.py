@@ -189,6 +189,27 @@ def test_a_store_outage_waits_and_kills_no_job_and_dead_letters_replay_once(stor
     asyncio.run(go())
 
 
+def test_a_dead_letter_id_beyond_a_stream_id_is_no_dead_letter_not_an_error(stores):
+    """Redis reads each half of a stream entry's id as an unsigned 64-bit number: a larger one is
+    no dead letter (the replay route's 404), never Redis's error."""
+    from redis.asyncio import Redis
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        try:
+            stream, dead = f"test:outbox:{uuid.uuid4().hex[:8]}", f"test:dead:{uuid.uuid4().hex[:8]}"
+            await r.xadd(dead, {"job": json.dumps({"kind": "x"}), "from": "1-0", "reason": "r"})
+            for bad in ("99999999999999999999-1", "1-18446744073709551616", "18446744073709551616-0"):
+                assert await outbox.replay(r, bad, stream=stream, dead_stream=dead) is None, bad
+            assert await outbox.replay(r, "18446744073709551615-18446744073709551615", stream=stream,
+                                       dead_stream=dead) is None  # the largest id: read, and not there
+            assert await r.xlen(dead) == 1
+        finally:
+            await r.aclose()
+
+    asyncio.run(go())
+
+
 def test_outages_are_told_from_a_job_of_its_own_through_wrappers():
     import psycopg
     from psycopg_pool import PoolTimeout
