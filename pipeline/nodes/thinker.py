@@ -9,6 +9,8 @@ and goes to the tribunal as an annotation. When the answering model leaves its c
 only reasoning, up to two follow-ups (`thinker_nachfass`, think=False) ask for the decision alone;
 when both fail, the reply stays, a neutral gesture is appended and the turn is retried once
 through the pair's event queue. Two decision entries per turn record what happened.
+Its log lines show what the person said, the memory and what the tools returned or failed with
+only as `Settings.said` allows (`log_utterances`); otherwise ids, names and lengths.
 """
 from __future__ import annotations
 
@@ -141,7 +143,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
             res = await deps.llm.chat(deps.trace, NAME, messages, think=True, protocol=PROTOKOLL)
         except Exception as e:  # the engine failed: the reply passes unchecked, by name
             log.warning("thinker: fallback aufruf_gescheitert in iteration %d: %s: %s", iterationen,
-                        type(e).__name__, e)
+                        type(e).__name__, deps.settings.said(e))
             outcome = "aufruf_gescheitert"
             break
         content, reasoning = res.content, res.reasoning
@@ -161,7 +163,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
                                                                 {"role": "user", "content": nf_user}], think=False)
                 content = nf.content
             except Exception as e:
-                log.warning("thinker: follow-up %d failed: %s: %s", nachfass, type(e).__name__, e)
+                log.warning("thinker: follow-up %d failed: %s: %s", nachfass, type(e).__name__, deps.settings.said(e))
                 content = ""
         if doppelt:
             if retry:
@@ -185,7 +187,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
                 try:
                     output = await tools[step.tool](arg)
                 except Exception as e:
-                    log.warning("thinker: tool %s failed: %s: %s", step.tool, type(e).__name__, e)
+                    log.warning("thinker: tool %s failed: %s: %s", step.tool, type(e).__name__, deps.settings.said(e))
                     output = f"Werkzeug {step.tool} gescheitert: {type(e).__name__}"
                 cache.remember_args(step.tool, {"arg": arg}, output)
             messages += [{"role": "assistant", "content": content}, _werkzeug_nachricht(step.tool, arg, output)]
@@ -203,7 +205,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
             outcome = "korrektur_ohne_text"
             probleme = step.probleme or ""
             annotations.append(f"Thinker sah Probleme, lieferte aber keinen Text: {probleme or 'ohne Angabe'}")
-            log.warning("thinker: correction without text: the reply stays (problems: %s)", probleme or "-")
+            log.warning("thinker: correction without text: the reply stays (problems: %s)",
+                        deps.settings.said(probleme) if probleme else "-")
             break
         # no control token: show the model its line and ask for a step again
         messages += [{"role": "assistant", "content": content or "(leer)"},

@@ -3,7 +3,8 @@ per-turn cache and search budget — no globals, nothing that outlives the turn.
 
 Every tool takes the one argument the protocol carries and returns text for the model. Tool
 output is data: the node puts it into a user message under a data marker, never into a system
-message.
+message. Log lines show the model's arguments and what a tool failed with only as
+`Settings.said` allows (`log_utterances`).
 """
 from __future__ import annotations
 
@@ -199,7 +200,7 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
             return "Keine Eintraege im Langzeitgedaechtnis."
         regeln.erinnerungen += [r["inhalt"] for r in rows]
         if cache.seen_result([r["id"] for r in rows]):  # stage 2: other words, the same hits
-            log.info("thinker: memory_search %r returned hits seen before (stage 2)", arg)
+            log.info("thinker: memory_search %s returned hits seen before (stage 2)", deps.settings.said(arg))
             return HINWEIS_TREFFER
         return format_faktencheck_treffer(rows)
 
@@ -221,7 +222,8 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
             try:
                 found = await web.search(arg)
             except Exception as e:  # a failed search counts against the budget all the same
-                log.warning("thinker: web_search fallback suche_gescheitert: %s: %s", type(e).__name__, e)
+                log.warning("thinker: web_search fallback suche_gescheitert: %s: %s", type(e).__name__,
+                            deps.settings.said(e))
                 return f"Die Suche ist gescheitert ({type(e).__name__}); die Suche dieses Turns ist verbraucht."
             hits = found.get("treffer") or []
             if not hits:
@@ -242,7 +244,8 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
         url = arg.strip().strip("\"'<>")
         refused = regeln.refusal(url)
         if refused is not None:
-            log.warning("thinker: web_fetch of a URL on %s refused (fallback %s)", urlsplit(url).hostname, refused[0])
+            log.warning("thinker: web_fetch of a URL on %s refused (fallback %s)",
+                        deps.settings.said(urlsplit(url).hostname or ""), refused[0])
             return f"Seite {url} nicht geladen: {refused[1]}."
         regeln.left -= 1
         page = await _seite(url)

@@ -452,3 +452,52 @@ def test_the_pair_consumer_logs_every_arrival_and_the_retry_goes_with_the_commit
     assert PairEventRequest(kind="continue", **job["anstoss"]) == PairEventRequest(
         kind="continue", **payload.model_dump(exclude_none=True))
     assert _anstoss_job(base) == [] and _anstoss_job(base.model_copy(update={"pruefung": PruefungRecord()})) == []
+
+
+# --- what the logs show --------------------------------------------------------------------------
+GEHEIM = "Kassiopeia-Geheimnis"
+"""A marker in the pair's memory, in the model's search text, in a tool's failure and in the
+problems the model names: no log line may carry it unless `log_utterances` is on."""
+
+
+class _Gedaechtnis(StoreOps):
+    """The memory read path and the timeline as a store that holds the marker: the memory's text
+    carries it, and the timeline fails with it in its message."""
+
+    def __init__(self):
+        super().__init__(self._run)
+
+    async def _run(self, op, args, kwargs):
+        if op == "lesepfad.erinnern":
+            return {"erinnerungen": [{"id": 7, "inhalt": f"Anna verwahrt das {GEHEIM}.", "dimension": "fakt",
+                                      "beobachter": "user"}]}
+        if op == "timeline.find_by_keyword":
+            raise RuntimeError(f"no index for {args[2]!r}")
+        raise AssertionError(f"unexpected store call {op}")
+
+
+class _Einerlei:
+    async def embed(self, trace, text):
+        return unit(1).tolist()
+
+
+@pytest.mark.parametrize("zitieren", [False, True])
+def test_the_thinkers_log_lines_quote_memory_only_with_log_utterances(caplog, zitieren):
+    from core.settings import Settings
+
+    llm = ScriptedLLM({"thinker": [f"TOOL: memory_search(Wo ist das {GEHEIM}?)",
+                                   f"TOOL: memory_search(Wer hat das {GEHEIM})",  # stage 2: the same hits
+                                   f"TOOL: timeline_search({GEHEIM})",  # fails, the marker in its message
+                                   f"ERGEBNIS: KORREKTUR\nPROBLEME: Anna verwahrt das {GEHEIM}, nicht Nova."]})
+    deps = deps_for(llm, store=_Gedaechtnis(), embedder=_Einerlei(), settings=Settings(log_utterances=zitieren))
+    with caplog.at_level("DEBUG", logger="novaberg"):
+        p = _run(_state(), deps)
+    assert p.status == "korrektur_ohne_text" and p.werkzeuge == ["memory_search", "memory_search", "timeline_search"]
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("stage 2" in x for x in lines) and any("tool timeline_search failed" in x for x in lines)
+    assert any("correction without text" in x for x in lines)
+    if zitieren:
+        assert sum(GEHEIM in x for x in lines) == 3
+    else:
+        assert not [x for x in lines if GEHEIM in x]
+        assert any("chars>" in x for x in lines if "stage 2" in x)
