@@ -30,21 +30,39 @@ of a card's placeholders (`<BOT>`); every bracket of Unicode but `(` `)` — `[�
 `［…］` — is open/close punctuation, refused by its category (`_rahmt`)."""
 _NAME_LABELS = ("person a", "person b")
 """The labels the prompts give the two speakers."""
+_LABEL_LOOKALIKES = str.maketrans(
+    "\u0440\u03c1\u2ca3" "\u0435\u03b5\u04bd" "\u0433\u0280" "\u0455\ua731" "\u043e\u03bf\u0585" "0"
+    "\u043f\u0578\u03b7\u0274" "\u0430\u03b1\u0251" "\u044c\u0432\u03b2\u0185",
+    "ppp" "eee" "rr" "ss" "ooo" "o" "nnnn" "aaa" "bbbb")
+"""Letters of other scripts that read as the labels' own (after case folding): Cyrillic, Greek,
+Armenian, small capitals, the digit zero."""
 
 
 def person_name(v: str | None) -> str | None:
-    """The human's name as a client sends it, trimmed; empty is none. One line of at most 64
-    characters: no control, format or line-separating characters (bidi overrides among them),
-    nothing that frames an utterance in a memory's text, and not the label the prompts give him."""
-    if v is None or not v.strip():
+    """The human's name as a client sends it, in Unicode's compatibility form (NFKC: a no-break or
+    wide space is a space, a fullwidth or small colon a colon), trimmed; empty is none. One line of
+    at most 64 characters: no control, format or line-separating characters (bidi overrides among
+    them), nothing that frames an utterance in a memory's text, and not the label the prompts give
+    him, nor a look-alike of it."""
+    if v is None:
         return None
-    v = v.strip()
+    v = unicodedata.normalize("NFKC", v).strip()
+    if not v:
+        return None
     if len(v) > PERSON_NAME_MAX or any(_rahmt(c) for c in v):
         raise ValueError(f"a name is one line of at most {PERSON_NAME_MAX} characters, without control "
                          "characters, ':', '<', '>' or brackets other than '(' and ')'")
-    if v.casefold() in _NAME_LABELS:
-        raise ValueError(f"'{v}' is a label the prompts give a speaker, not a name")
+    if _wie_label(v) in _NAME_LABELS:
+        raise ValueError(f"'{v}' reads as a label the prompts give a speaker, not a name")
     return v
+
+
+def _wie_label(v: str) -> str:
+    """How a name reads beside the speakers' labels: case, accents, the width of spaces and the
+    look-alike letters of other scripts aside."""
+    v = unicodedata.normalize("NFD", v.casefold())
+    v = "".join(c for c in v if unicodedata.category(c) != "Mn").translate(_LABEL_LOOKALIKES)
+    return " ".join(v.split())
 
 
 def _rahmt(c: str) -> bool:

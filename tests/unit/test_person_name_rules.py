@@ -32,6 +32,19 @@ def test_a_name_is_one_plain_line_and_not_the_label_of_the_prompts():
             person_name(bad)
 
 
+def test_a_name_is_read_in_its_compatibility_form_and_no_look_alike_of_a_label_passes():
+    assert person_name("\uff23aro") == "Caro"  # a fullwidth letter is the letter
+    assert person_name("Zoe\u0301") == "Zo\u00e9"  # composed
+    assert person_name("Persona") == "Persona" and person_name("Person C") == "Person C"
+    for bad in ("Person\u00a0A", "Person\u2003B", "Person  B", "\uff30\uff45\uff52\uff53\uff4f\uff4e \uff21",
+                "\u0420erson A", "\u03a1\u0435r\u0455\u043en \u0391", "Pers0n B", "P\u00e8rson b",
+                "Caro\ufe55x", "Caro \ufe55", "\ufe5dCaro\ufe5e"):  # small colon, small brackets
+        with pytest.raises(ValueError):
+            person_name(bad)
+    with pytest.raises(ValidationError):
+        TurnRequest(text="Hallo", name="Person\u00a0B")
+
+
 def test_a_date_has_its_zone_and_a_sane_year():
     assert TurnRequest(text="Hallo", zeitpunkt="2023-05-08T12:00:00Z").zeitpunkt == DATUM
     for bad in ("2023-05-08T12:00:00", "0001-01-01T00:00:00+01:00", "1899-12-31T23:00:00Z"):
