@@ -7,7 +7,9 @@ asked, what the research found, which fallbacks were taken, what was written), w
 path leaves out. The prompt names the pair's real character (memory/charaktere.py).
 
 One round at a time across the whole cluster, serialised by the Redis lock `pixie:running`
-(seed 000). Every side effect once:
+(seed 000). A round takes one task per pair, the pairs in turn: it begins after the pair the
+round before served last (`pixie:reihum`), so a pair with many tasks, or one whose key sorts
+first, never keeps the others waiting for more than one turn round the pairs. Every side effect once:
 - a task is taken with LMOVE into `delegationen_in_arbeit:{user}:{character}` and removed from
   there only after its work; a round that dies leaves it there, and the next round puts it back
   at the front of its queue (`wiederaufnahme`), counting the attempt;
@@ -40,6 +42,7 @@ up to `LZG_KNOTEN_GEWICHT_CAP` (10.0)", and the read path divides by that cap on
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 import threading
 import uuid
@@ -56,6 +59,8 @@ NAME = "pixie"
 LOCK = "pixie:running"
 LOCK_TTL_S = 600
 PIXIE_NAME = "pixie"
+REIHUM = "pixie:reihum"
+"""The queue a round served last: the next round begins with the pair after it."""
 IN_ARBEIT = "delegationen_in_arbeit"
 """Tasks a round has taken and not yet finished, one list per pair."""
 MAX_VERSUCHE = 3
@@ -107,6 +112,14 @@ def _work_of(queue_key: str) -> str:
 def _pair_of(queue_key: str) -> tuple[str, str]:
     user_id, character_id = queue_key[len(DELEGATIONS) + 1:].split(":", 1)
     return user_id, character_id
+
+
+def reihum(keys: list[str], zuletzt: str | None) -> list[str]:
+    """The pairs' queues in key order, beginning after `zuletzt` (the one served last) and
+    wrapping round: every pair comes first in its turn, whatever its key."""
+    keys = sorted(keys)
+    i = bisect.bisect_right(keys, zuletzt) if zuletzt else 0
+    return keys[i:] + keys[:i]
 
 
 def _one_more_attempt(raw) -> str:
@@ -294,9 +307,9 @@ async def gewicht_decay(services) -> dict[str, Any]:
 
 async def pixie_round(services, max_tasks: int = 3) -> dict[str, Any]:
     """One round: under the lock, take back what a dead round left, decay the library's weights,
-    then take up to `max_tasks` delegated tasks (one per pair per round) and do them. An error
-    inside a task ends the round (logged by the actor); its task stays taken and is done again by
-    the next round."""
+    then take up to `max_tasks` delegated tasks (one per pair per round, the pairs in turn after
+    the one served last: `reihum`) and do them. An error inside a task ends the round (logged by
+    the actor); its task stays taken and is done again by the next round."""
     r = services.redis
     token = uuid.uuid4().hex
     if not await r.set(LOCK, token, nx=True, ex=LOCK_TTL_S):
@@ -306,13 +319,14 @@ async def pixie_round(services, max_tasks: int = 3) -> dict[str, Any]:
     try:
         out["wiederaufgenommen"] = await wiederaufnehmen(r)
         out["gewicht_decay"] = await gewicht_decay(services)
-        keys = sorted([_text(k) async for k in r.scan_iter(f"{DELEGATIONS}:*")])
+        keys = reihum([_text(k) async for k in r.scan_iter(f"{DELEGATIONS}:*")], _text(await r.get(REIHUM)))
         for key in keys:
             if len(out["ausgaenge"]) >= max_tasks:
                 break
             raw = await r.lmove(key, _work_of(key), "LEFT", "RIGHT")
             if raw is None:
                 continue
+            await r.set(REIHUM, key)
             outcome = await _bearbeiten(services, key, raw)
             out["ausgaenge"].append(outcome)
             out["geschrieben"] += int(outcome == "geschrieben")

@@ -56,7 +56,7 @@ async def _clean(r):
     for pattern in (f"{DELEGATIONS}:*", f"{pixie.IN_ARBEIT}:*"):
         for k in [k async for k in r.scan_iter(pattern)]:
             await r.delete(k)
-    await r.delete(pixie.LOCK)
+    await r.delete(pixie.LOCK, pixie.REIHUM)
 
 
 def _services(p, r, llm, *, web=None, embedder=None, settings=None, store=None):
@@ -342,3 +342,43 @@ def test_a_task_of_a_turn_taken_back_writes_nothing(stores, migrated):
         assert sorted(e["typ"] for e in await bibliothek.eintraege(p, user, ch)) == ["bericht", "wissen"]
 
     _run(stores, migrated, go)
+
+
+def test_the_pairs_take_turns_whatever_their_keys(stores, migrated):
+    """Three pairs whose keys sort first, with many tasks each, and one pair whose key sorts last,
+    with one task: a round takes one task per pair, beginning after the pair the round before
+    served last, so the last pair's task is taken in the second round (not after the others'
+    queues ran dry), and over the rounds every pair is served in turn."""
+
+    async def go(p, r):
+        tag = uuid.uuid4().hex[:6]
+        vorne = [f"a{i}-{tag}" for i in range(3)]
+        hinten = f"z-{tag}"
+        ch = f"weg-{tag}"  # no such character: each task is dropped by name, quickly
+        for user in vorne:
+            for n in range(6):
+                await r.rpush(f"{DELEGATIONS}:{user}:{ch}", json.dumps({"aufgabe": f"Aufgabe {n}", "turn_id": f"t{n}"}))
+        await r.rpush(f"{DELEGATIONS}:{hinten}:{ch}", json.dumps({"aufgabe": "Meine einzige", "turn_id": "t0"}))
+        services = _services(p, r, ScriptedLLM())
+
+        async def uebrig(user):
+            return await r.llen(f"{DELEGATIONS}:{user}:{ch}")
+
+        first = await pixie.pixie_round(services, max_tasks=3)
+        assert first["ausgaenge"] == ["verworfen"] * 3
+        assert [await uebrig(u) for u in vorne] == [5, 5, 5] and await uebrig(hinten) == 1
+        await pixie.pixie_round(services, max_tasks=3)
+        assert await uebrig(hinten) == 0  # served in the second round
+        assert [await uebrig(u) for u in vorne] == [4, 4, 5]
+        await pixie.pixie_round(services, max_tasks=3)
+        assert [await uebrig(u) for u in vorne] == [3, 3, 4]  # the third pair first, then round again
+
+    _run(stores, migrated, go)
+
+
+def test_reihum_begins_after_the_pair_served_last():
+    keys = ["d:c", "d:a", "d:b"]
+    assert pixie.reihum(keys, None) == ["d:a", "d:b", "d:c"]
+    assert pixie.reihum(keys, "d:a") == ["d:b", "d:c", "d:a"]
+    assert pixie.reihum(keys, "d:c") == ["d:a", "d:b", "d:c"]
+    assert pixie.reihum(keys, "d:aa") == ["d:b", "d:c", "d:a"]  # a queue gone since: the next one after it
