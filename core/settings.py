@@ -219,6 +219,22 @@ class ApiBoundsSettings(Section):
     """API keys (and refusals) an ingress replica remembers for 30 s; the least recently used go."""
     character_card_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     """The largest Character Card (JSON or PNG) an import accepts; larger bodies get 413."""
+    card_max_depth: int = Field(default=32, ge=8, le=200)
+    """How deeply a Character Card's JSON may nest (objects and lists, the card itself the first
+    level); a card nested deeper is refused with 422 at import, naming the path."""
+    card_rest_max_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    """The most bytes (as JSON) of the card fields an import keeps without a place of their own
+    (`karte_rest`: extensions, alternate greetings, the lorebook's unused fields); beyond: 422."""
+    lorebook_max_keys: int = Field(default=100, ge=1)
+    """The most keys (and, apart, secondary keys) one lorebook entry of an imported card may hold;
+    beyond: 422 naming the entry."""
+    lorebook_max_key_chars: int = Field(default=500, ge=16)
+    """The longest key (a regex key included) of an imported card's lorebook; longer: 422 naming the
+    entry and the key."""
+    lorebook_regex_budget_s: float = Field(default=0.2, gt=0, le=5)
+    """The time all regex keys of a lorebook may search together in one turn (each one 50 ms at
+    most); when it is spent, the turn's remaining regex keys match nothing (fallback
+    `lorebook.regex_budget`), plain keys still match."""
     file_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
     """The largest uploaded file (text, Markdown, PDF); larger bodies get 413 while they arrive."""
     file_max_chars: int = Field(default=200_000, ge=1000)

@@ -9,6 +9,8 @@ it back.
 """
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -33,11 +35,34 @@ class CharacterExists(InputError, ValueError):
     """A character with that id exists already."""
 
 
+KARTE_REST_MAX_TIEFE = 200
+"""The deepest `karte_rest` a read gives back as it is stored; a part nested deeper comes back as its
+JSON text (an answer's serialiser stops at 255 levels, and a character must stay readable)."""
+
+
+def _gekappt(v: Any, tiefe: int, gekappt: list[int]) -> Any:
+    """`v` with every object or list below `KARTE_REST_MAX_TIEFE` levels as its JSON text."""
+    if not isinstance(v, (dict, list)):
+        return v
+    if tiefe >= KARTE_REST_MAX_TIEFE:
+        gekappt[0] += 1
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, list):
+        return [_gekappt(x, tiefe + 1, gekappt) for x in v]
+    return {k: _gekappt(x, tiefe + 1, gekappt) for k, x in v.items()}
+
+
 def _row(r) -> dict[str, Any]:
     keys = ("character_id",) + FIELDS + ("created_at", "updated_at")
     out = dict(zip(keys, r))
     out["created_at"] = out["created_at"].isoformat()
     out["updated_at"] = out["updated_at"].isoformat()
+    gekappt = [0]
+    out["karte_rest"] = _gekappt(out["karte_rest"], 1, gekappt)
+    if gekappt[0]:
+        log.warning("character %s: %d parts of its kept card fields nest deeper than %d levels; they are read as "
+                    "their JSON text (fallback charakter.karte_rest_zu_tief)",
+                    out["character_id"], gekappt[0], KARTE_REST_MAX_TIEFE)
     return out
 
 
@@ -161,6 +186,13 @@ def _buch_zahl(v: Any, low: int, high: int) -> int | None:
 
 CANDIDATES = 200
 """The most entries one turn reads of a lorebook (keyed and regex candidates first)."""
+_REGEX_BUDGET_S = [wissen_schluessel.REGEX_BUDGET_S]
+
+
+def regex_budget_setzen(sekunden: float) -> None:
+    """The time all regex keys of one turn may search together in this process (the store
+    deployment sets its `lorebook_regex_budget_s` when it starts)."""
+    _REGEX_BUDGET_S[0] = sekunden
 
 
 async def wissen_suchen(pool: AsyncConnectionPool, character_id: str, vector, nachrichten: Sequence[str] | str | None,
@@ -172,7 +204,10 @@ async def wissen_suchen(pool: AsyncConnectionPool, character_id: str, vector, na
     one first). Weights on the library's 0–1 scale.
 
     Postgres narrows the candidates (a key anywhere in the messages, a regex key, or the topic
-    within the threshold) and bounds them, so a large lorebook is not read whole on every turn."""
+    within the threshold) and bounds them, so a large lorebook is not read whole on every turn.
+    The keys are matched in a worker thread, the regex keys within one time budget for the turn
+    (`regex_budget_setzen`), so a card's slow patterns hold up neither the caller's event loop
+    nor anyone else's turn."""
     if isinstance(nachrichten, str) or nachrichten is None:
         nachrichten = [nachrichten] if nachrichten else []
     k = top_k or cfg.library_top_k
@@ -193,20 +228,29 @@ async def wissen_suchen(pool: AsyncConnectionPool, character_id: str, vector, na
         rows = await cur.fetchall()
     tiefe = _buch_zahl(buch[0], 0, 1000)
     budget = _buch_zahl(buch[1], 1, 1_000_000) or cfg.lorebook_token_budget
-    return _auswahl([(_wissen_row(r[:-2]), float(r[-2])) for r in rows], nachrichten,
-                    cfg.lorebook_scan_depth if tiefe is None else tiefe, budget, k, cfg, character_id)
+    return await asyncio.to_thread(
+        _auswahl, [(_wissen_row(r[:-2]), float(r[-2])) for r in rows], list(nachrichten),
+        cfg.lorebook_scan_depth if tiefe is None else tiefe, budget, k, cfg, character_id,
+        wissen_schluessel.RegexBudget(_REGEX_BUDGET_S[0]))
 
 
 def _auswahl(rows: list[tuple[dict[str, Any], float]], nachrichten: Sequence[str], tiefe: int, budget: int,
-             k: int, cfg: MemoryConfig, character_id: str) -> list[dict[str, Any]]:
-    """The activated entries within the budget, then the topic's nearest (not activated) ones."""
+             k: int, cfg: MemoryConfig, character_id: str,
+             zeit: wissen_schluessel.RegexBudget | None = None) -> list[dict[str, Any]]:
+    """The activated entries within the budget, then the topic's nearest (not activated) ones.
+    `zeit`: the turn's time for its regex keys, all entries together."""
+    zeit = zeit or wissen_schluessel.RegexBudget(_REGEX_BUDGET_S[0])
     aktiv, weg, sims = [], {}, {}
     for w, sim in rows:
         e = wissen_schluessel.Eintrag(**{f: w[f] for f in wissen_schluessel.Eintrag.__dataclass_fields__})
         sims[e.id] = (w, sim)
-        if e.immer or wissen_schluessel.durch_schluessel(e, nachrichten, tiefe):
+        if e.immer or wissen_schluessel.durch_schluessel(e, nachrichten, tiefe, zeit):
             aktiv.append(e)
             weg[e.id] = "immer" if e.immer else "schluessel"
+    if zeit.uebersprungen:
+        log.warning("lorebook: %s: the turn's regex budget (%.2f s) is spent after %d regex keys; %d more "
+                    "skipped, plain keys still matched (fallback lorebook.regex_budget)",
+                    character_id, zeit.sekunden, zeit.ausgewertet, zeit.uebersprungen)
     drin, draussen = wissen_schluessel.im_budget(aktiv, budget)
     if draussen:
         log.info("lorebook: %s: %d activated entries over the token budget (%d) left out: %s",

@@ -7,7 +7,9 @@ activates, the way the Character Card V2/V3 specs and SillyTavern describe it:
 - a key written `/pattern/flags` is a regular expression (V3's `use_regex` form, as SillyTavern
   reads every key), on the raw text, case-sensitive unless its flags say `i`; an invalid one is
   matched as plain text; one that runs past `REGEX_TIMEOUT_S` matches nothing (logged as the
-  fallback `lorebook.regex_zeitlimit`);
+  fallback `lorebook.regex_zeitlimit`). All regex keys of one turn share one time budget
+  (`RegexBudget`): once it is spent, the remaining regex keys are skipped (they match nothing,
+  the fallback `lorebook.regex_budget`), while plain keys still match;
 - a `selective` entry with secondary keys also needs their logic to hold (SillyTavern's
   `selectiveLogic`: and_any, not_all, not_any, and_all);
 - the scanned text is the last `scan_depth` messages, newest first, the current one included
@@ -21,7 +23,8 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import regex
@@ -32,6 +35,9 @@ LOGIK = ("and_any", "not_all", "not_any", "and_all")
 """A selective entry's logic over its secondary keys; SillyTavern's `selectiveLogic` 0–3 in order."""
 REGEX_TIMEOUT_S = 0.05
 """The longest one key's pattern may search the scanned text (a card's pattern is someone's code)."""
+REGEX_BUDGET_S = 0.2
+"""The default time all regex keys of one turn may search together (the store deployment's is
+`lorebook_regex_budget_s`)."""
 _REGEX_KEY = re.compile(r"^/([\w\W]+?)/([gimsuy]*)$")
 _FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL}
 
@@ -55,22 +61,54 @@ def ist_regex(key: str) -> bool:
     return _pattern(key.strip()) is not None
 
 
-def trifft(key: str, text: str, *, gross_klein: bool = False, ganze_woerter: bool = False) -> bool:
-    """Whether one key matches the text."""
+class RegexBudget:
+    """The time all regex keys of one turn may search together: each key searches at most
+    `REGEX_TIMEOUT_S` and at most what is left; once it is spent, every further regex key is
+    skipped (it matches nothing). Only the regex searches' own time counts, on `uhr` (a test's
+    fake clock). `ausgewertet`: regex keys searched; `uebersprungen`: regex keys skipped."""
+
+    def __init__(self, sekunden: float = REGEX_BUDGET_S, uhr: Callable[[], float] = time.monotonic):
+        self.sekunden = sekunden
+        self.uhr = uhr
+        self.verbraucht = 0.0
+        self.ausgewertet = 0
+        self.uebersprungen = 0
+
+    def rest(self) -> float:
+        return self.sekunden - self.verbraucht
+
+    def suchen(self, pattern: regex.Pattern, text: str) -> bool:
+        """Whether the pattern is found in the text within the key's and the turn's time; a
+        skipped or timed-out search is False."""
+        rest = min(REGEX_TIMEOUT_S, self.rest())
+        if rest <= 0:
+            self.uebersprungen += 1
+            return False
+        start = self.uhr()
+        try:
+            return pattern.search(text, timeout=rest) is not None
+        except TimeoutError:
+            log.warning("lorebook: a regex key of %d characters ran past %.3f s on %d characters of text; "
+                        "it matches nothing this turn (fallback lorebook.regex_zeitlimit)",
+                        len(pattern.pattern), rest, len(text))
+            return False
+        finally:
+            self.verbraucht += max(0.0, self.uhr() - start)
+            self.ausgewertet += 1
+
+
+def trifft(key: str, text: str, *, gross_klein: bool = False, ganze_woerter: bool = False,
+           budget: RegexBudget | None = None, klein: str | None = None) -> bool:
+    """Whether one key matches the text. `budget`: the turn's time for regex keys (without one, a
+    key has `REGEX_TIMEOUT_S`); `klein`: the text in lower case, when the caller has it already."""
     k = key.strip()
     if not k:
         return False
     pattern = _pattern(k)
     if pattern is not None:
-        try:
-            return pattern.search(text, timeout=REGEX_TIMEOUT_S) is not None
-        except TimeoutError:
-            log.warning("lorebook: a regex key of %d characters ran past %.2f s on %d characters of text; "
-                        "it matches nothing this turn (fallback lorebook.regex_zeitlimit)",
-                        len(k), REGEX_TIMEOUT_S, len(text))
-            return False
+        return (budget or RegexBudget(REGEX_TIMEOUT_S)).suchen(pattern, text)
     if not gross_klein:
-        k, text = k.lower(), text.lower()
+        k, text = k.lower(), text.lower() if klein is None else klein
     if ganze_woerter and not any(c.isspace() for c in k):
         return re.search(rf"(?:^|\W){re.escape(k)}(?:$|\W)", text) is not None
     return k in text
@@ -98,11 +136,13 @@ def scan_text(nachrichten: Sequence[str], tiefe: int) -> str:
     return "\n".join(nachrichten[:max(0, tiefe)])
 
 
-def durch_schluessel(e: Eintrag, nachrichten: Sequence[str], tiefe: int) -> bool:
+def durch_schluessel(e: Eintrag, nachrichten: Sequence[str], tiefe: int, budget: RegexBudget | None = None) -> bool:
     """Whether the entry's keys (and, for a selective entry, its secondary keys' logic) hold in
-    the scanned messages; `tiefe` is the book's depth, the entry's own stands before it."""
+    the scanned messages; `tiefe` is the book's depth, the entry's own stands before it.
+    `budget`: the turn's time for its regex keys, shared by all its entries."""
     text = scan_text(nachrichten, tiefe if e.scan_tiefe is None else e.scan_tiefe)
-    opts = {"gross_klein": e.gross_klein, "ganze_woerter": e.ganze_woerter}
+    opts = {"gross_klein": e.gross_klein, "ganze_woerter": e.ganze_woerter, "budget": budget,
+            "klein": None if e.gross_klein else text.lower()}  # once for all the entry's keys
     if not text or not any(trifft(k, text, **opts) for k in e.schluessel):
         return False
     sekundaer = [k for k in e.sekundaer if k.strip()]

@@ -5,7 +5,9 @@ Import maps a card onto a character of ours and reports it: which card field wen
 (`abbildung`), which had no place (`nicht_uebernommen`, kept in `karte_rest` so the export gives it
 back), and the lorebook (`character_book`) as background knowledge entries. Export writes a V2
 JSON card. Nothing is dropped without a word; a card that cannot be read raises `KarteFehler`
-with the reason.
+with the reason. A card is bounded beyond its size (`KartenGrenzen`, from the API bounds): how
+deeply its JSON nests, how much it keeps without a place, how many keys a lorebook entry holds and
+how long one is.
 """
 from __future__ import annotations
 
@@ -15,11 +17,13 @@ import io
 import json
 import re
 import unicodedata
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from core.errors import InputError
+from core.settings import ApiBoundsSettings
 from serve.schemas import CHARACTER_LIMITS, ID_PATTERN
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -45,6 +49,32 @@ _V2_DATA = {"name", "description", "personality", "scenario", "first_mes", "mes_
 
 class KarteFehler(InputError, ValueError):
     """The card cannot be read or mapped; the message names the field and the reason."""
+
+
+@dataclass(frozen=True)
+class KartenGrenzen:
+    """What an import accepts of a card beyond its size (ApiBoundsSettings: `card_max_depth`,
+    `card_rest_max_bytes`, `lorebook_max_keys`, `lorebook_max_key_chars`)."""
+
+    max_tiefe: int
+    max_rest_bytes: int
+    max_schluessel: int
+    max_schluessel_zeichen: int
+
+    @classmethod
+    def aus(cls, bounds: ApiBoundsSettings) -> KartenGrenzen:
+        return cls(max_tiefe=bounds.card_max_depth, max_rest_bytes=bounds.card_rest_max_bytes,
+                   max_schluessel=bounds.lorebook_max_keys, max_schluessel_zeichen=bounds.lorebook_max_key_chars)
+
+
+_GRENZEN = [KartenGrenzen.aus(ApiBoundsSettings())]
+"""The bounds `lesen` applies when it is given none: the defaults, or a replica's settings."""
+
+
+def grenzen_setzen(bounds: ApiBoundsSettings) -> None:
+    """The bounds of this process's imports from the settings (the ingress replica sets them when it
+    starts)."""
+    _GRENZEN[0] = KartenGrenzen.aus(bounds)
 
 
 class Wissenseintrag(BaseModel):
@@ -77,13 +107,13 @@ class KartenImport(BaseModel):
 
 
 # ------------------------------------------------------------------ reading
-def lesen(data: bytes) -> KartenImport:
+def lesen(data: bytes, grenzen: KartenGrenzen | None = None) -> KartenImport:
     """A card from its bytes: PNG by its signature, JSON otherwise."""
     try:
         if data.startswith(PNG_SIGNATURE):
-            return abbilden(_aus_png(data), "png")
+            return abbilden(_aus_png(data), "png", grenzen)
         card = _json(data.decode("utf-8-sig"), "not a PNG and not JSON")
-        return abbilden(card, "json")
+        return abbilden(card, "json", grenzen)
     except UnicodeDecodeError as e:
         raise KarteFehler(f"not a PNG and not JSON: {e}") from e
     except RecursionError:
@@ -164,7 +194,23 @@ def _sauber(v: Any) -> Any:
     return v
 
 
-def abbilden(card: Any, quelle: Literal["json", "png"]) -> KartenImport:
+def _tiefe_pruefen(card: Any, max_tiefe: int) -> None:
+    """KarteFehler naming the path where the card's JSON nests deeper than `max_tiefe` levels (the
+    card itself the first); walked without recursion, so any depth the parser took is checked."""
+    stack: list[tuple[Any, int, str]] = [(card, 1, "")] if isinstance(card, (dict, list)) else []
+    while stack:
+        v, tiefe, pfad = stack.pop()
+        if tiefe > max_tiefe:
+            zeige = pfad if len(pfad) <= 200 else pfad[:200] + "..."
+            raise KarteFehler(f"{zeige or 'the card'}: nested more than {max_tiefe} levels deep; at most {max_tiefe}")
+        kinder = v.items() if isinstance(v, dict) else enumerate(v)
+        stack.extend((x, tiefe + 1, f"{pfad}[{k}]" if isinstance(v, list) else f"{pfad}.{k}" if pfad else str(k))
+                     for k, x in kinder if isinstance(x, (dict, list)))
+
+
+def abbilden(card: Any, quelle: Literal["json", "png"], grenzen: KartenGrenzen | None = None) -> KartenImport:
+    g = grenzen or _GRENZEN[0]
+    _tiefe_pruefen(card, g.max_tiefe)
     fmt, data = _format(_sauber(card))
     where = "" if fmt == "chara_card_v1" else "data."
     t = {k: _text(data, k, where) for k in _ABBILDUNG}
@@ -192,7 +238,7 @@ def abbilden(card: Any, quelle: Literal["json", "png"]) -> KartenImport:
     abbildung = {f"{where}{k}": v for k, v in _ABBILDUNG.items() if t[k].strip()}
     if felder["sprechweise"]:
         abbildung[f"{where}extensions.novaberg.sprechweise"] = "sprechweise"
-    wissen, buch_rest, eintrag_rest = _lorebook(data.get("character_book"), where)
+    wissen, buch_rest, eintrag_rest = _lorebook(data.get("character_book"), where, g)
     rest = {k: v for k, v in data.items() if k not in _ABBILDUNG and k != "character_book" and _belegt(v)}
     if isinstance(rest.get("extensions"), dict):
         # what an earlier export parked under our extension (fields a V2 card has no place for) returns
@@ -202,6 +248,10 @@ def abbilden(card: Any, quelle: Literal["json", "png"]) -> KartenImport:
             del rest["extensions"]
     if buch_rest:
         rest["character_book"] = buch_rest
+    groesse = len(json.dumps(rest, ensure_ascii=False).encode())
+    if groesse > g.max_rest_bytes:
+        raise KarteFehler(f"the card's fields without a place of ours ({', '.join(sorted(rest))}) are {groesse} bytes "
+                          f"as JSON; at most {g.max_rest_bytes}")
     nicht = [f"{where}{k}" for k in sorted(rest) if k != "character_book"]
     nicht += [f"{where}character_book.{k}" for k in sorted(buch_rest) if k not in ("entries", "ohne_inhalt", *_BUCH_USED)]
     nicht += [f"{where}character_book.entries[] without content ({len(buch_rest['ohne_inhalt'])})"] \
@@ -235,7 +285,25 @@ def _belegt(v: Any) -> bool:
     return v not in (None, "", [], {})
 
 
-def _lorebook(book: Any, where: str) -> tuple[list[Wissenseintrag], dict[str, Any], list[dict[str, Any]]]:
+def _schluessel_pruefen(e: dict[str, Any], feld: str, at: str, g: KartenGrenzen) -> list[str]:
+    """An entry's keys (`keys`, `secondary_keys`): a list of strings within the bounds, or
+    KarteFehler naming the entry."""
+    keys = e.get(feld) or []
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise KarteFehler(f"{at}{feld}: expected a list of strings")
+    name = e.get("name") or e.get("comment")
+    eintrag = f"{at[:-1]}" + (f" ({name[:60]!r})" if isinstance(name, str) and name.strip() else "")
+    if len(keys) > g.max_schluessel:
+        raise KarteFehler(f"{eintrag}: {len(keys)} {feld}; at most {g.max_schluessel} per entry")
+    for j, k in enumerate(keys):
+        if len(k) > g.max_schluessel_zeichen:
+            raise KarteFehler(f"{eintrag}: {feld}[{j}] is {len(k)} characters long; "
+                              f"at most {g.max_schluessel_zeichen}")
+    return keys
+
+
+def _lorebook(book: Any, where: str,
+              g: KartenGrenzen) -> tuple[list[Wissenseintrag], dict[str, Any], list[dict[str, Any]]]:
     """The lorebook's entries as knowledge; the book's other fields and each entry's unused ones."""
     if not _belegt(book):
         return [], {}, []
@@ -252,9 +320,8 @@ def _lorebook(book: Any, where: str) -> tuple[list[Wissenseintrag], dict[str, An
         if not isinstance(e, dict):
             raise KarteFehler(f"{at[:-1]}: expected an object")
         inhalt = _text(e, "content", at).strip()
-        keys = e.get("keys") or []
-        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-            raise KarteFehler(f"{at}keys: expected a list of strings")
+        keys = _schluessel_pruefen(e, "keys", at, g)
+        _schluessel_pruefen(e, "secondary_keys", at, g)
         if len(inhalt) > MAX_WISSEN_ZEICHEN:
             raise KarteFehler(f"{at}content: {len(inhalt)} characters; at most {MAX_WISSEN_ZEICHEN}")
         if not inhalt:

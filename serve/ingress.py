@@ -26,7 +26,7 @@ from core.settings import Settings
 from core.wire import ErrorEvent, PairTurnRequest, RestartEvent, TurnFailure, TurnResult, TurnStreamEvent
 from memory import erasure
 from pipeline.services import StoreClient, transport
-from serve import dashboard
+from serve import charakterkarte, dashboard
 from serve.auth_limit import AuthFailureLimit
 from serve.body_limit import BodyLimit
 from serve.direct_front import reuse_the_port
@@ -57,6 +57,7 @@ def set_limits(settings: Settings) -> None:
     """The middleware's limits from the settings, set once a replica starts."""
     _LIMITS.update(body=settings.max_body_bytes, card=settings.character_card_max_bytes, file=settings.file_max_bytes,
                    auth_failures=settings.auth_failures_per_minute)
+    charakterkarte.grenzen_setzen(settings)  # what a card import accepts beyond its size
 
 
 def _auth_failures() -> int:

@@ -2,7 +2,8 @@
 
 Pair actors hold no database connection (a connection per pair hit `max_connections` at ~95
 pairs); they call this deployment. It applies the schema migrations before it answers, using the
-embedder's dimension.
+embedder's dimension. A lorebook's keys are matched off its event loop, the regex keys within one
+time budget a turn (`lorebook_regex_budget_s`, memory/charaktere.wissen_suchen).
 """
 from __future__ import annotations
 
@@ -35,8 +36,11 @@ def _versendbar(e: BaseException) -> BaseException:
 @serve.deployment(name=STORE_DEPLOYMENT, max_ongoing_requests=512)
 class StoreDeployment:
     def __init__(self, settings: dict, embedder):
+        from memory import charaktere
+
         self.settings = Settings(**settings)
         self.embedder = transport(embedder, self.settings)
+        charaktere.regex_budget_setzen(self.settings.lorebook_regex_budget_s)  # a lorebook's regex time per turn
         self.pool = pg.open_pool(self.settings.database_url, self.settings.pg_pool_min, self.settings.pg_pool_max)
         self._ready = False
         self._lock = asyncio.Lock()

@@ -2,6 +2,7 @@
 character's knowledge (a lorebook) found by its keys and by a question about it, through the
 library plugin the enricher calls, for every pair of the character."""
 import asyncio
+import re
 import uuid
 
 import pytest
@@ -126,5 +127,79 @@ def test_lorebook_scans_the_newest_messages_within_its_budget(pool, minilm):
         # an entry of higher order that does not fit leaves out every one after it
         await charaktere.update(p, cid, {"karte_rest": {"character_book": {"token_budget": 5}}})
         assert await titles(p, cid, both) == []
+
+    asyncio.run(with_pool(pool, go))
+
+
+def test_slow_regex_keys_cost_one_budget_a_turn_off_the_event_loop(pool, minilm, monkeypatch, caplog):
+    """199 catastrophic regex keys and one plain one: the turn searches regexes for its budget and
+    skips the rest (the plain key still activates its entry), in a thread: while the keys are
+    matched, the store's event loop answers another pair's read."""
+    import logging
+    import threading
+
+    from memory import wissen_schluessel as ws
+
+    vec = embed_with(minilm)(["Drachen"])[0]
+    cfg = for_model("all-minilm-l6-v2")
+    eintraege = [{"titel": f"R{i}", "inhalt": f"r{i}", "schluessel": [f"/(a+)+$x{{0,{i}}}/"], "embedding": vec}
+                 for i in range(199)]
+    eintraege.append({"titel": "Drachen", "inhalt": "Drachen schlafen.", "schluessel": ["dragon"], "embedding": vec})
+    drinnen, frei, gewartet = threading.Event(), threading.Event(), []
+    trifft = ws.trifft
+
+    def angehalten(key, text, **kw):  # the first key waits until the other pair was answered
+        if not drinnen.is_set():
+            drinnen.set()
+            gewartet.append(frei.wait(timeout=5))
+        return trifft(key, text, **kw)
+
+    async def go(p):
+        cid = _cid("slow")
+        await charaktere.create(p, cid, {"name": "Langsam"}, eintraege)
+        monkeypatch.setattr(ws, "trifft", angehalten)
+        text = "a" * 5000 + "b, a dragon"
+        turn = asyncio.create_task(charaktere.wissen_suchen(p, cid, vec, [text], cfg))
+        while not drinnen.is_set():
+            await asyncio.sleep(0.01)
+        other = await charaktere.get(p, "nova")  # another pair's work, while the keys are matched
+        frei.set()
+        hits = await turn
+        assert other["name"] == "Nova" and gewartet == [True]
+        assert [h["titel"] for h in hits if h["weg"] == "schluessel"] == ["Drachen"]
+
+    with caplog.at_level(logging.WARNING, logger="novaberg.memory"):
+        asyncio.run(with_pool(pool, go))
+    spent = [r.getMessage() for r in caplog.records if "lorebook.regex_budget" in r.getMessage()]
+    assert len(spent) == 1
+    searched, skipped = (int(x) for x in re.search(r"after (\d+) regex keys; (\d+) more", spent[0]).groups())
+    assert searched <= ws.REGEX_BUDGET_S / ws.REGEX_TIMEOUT_S + 1 and searched + skipped == 199
+
+
+def test_a_character_with_deeply_nested_kept_fields_stays_readable(pool, caplog):
+    """Stored before imports were bounded: kept card fields nested 300 deep. Reading the character
+    gives them back as far as an answer can carry them, the deeper part as its JSON text."""
+    import json
+    import logging
+
+    from serve.schemas import Character
+
+    tief: dict = {}
+    x = tief
+    for _ in range(299):
+        x["a"] = {}
+        x = x["a"]
+
+    async def go(p):
+        cid = _cid("tief")
+        await charaktere.create(p, cid, {"name": "Tief", "karte_rest": {"extensions": tief}})
+        with caplog.at_level(logging.WARNING, logger="novaberg.memory"):
+            ch = await charaktere.get(p, cid)
+        body = Character(**ch).model_dump(mode="json")  # what the API answers (a 500 before)
+        y, n = body["karte_rest"]["extensions"], 2
+        while isinstance(y, dict):
+            y, n = y["a"], n + 1
+        assert n == charaktere.KARTE_REST_MAX_TIEFE and isinstance(json.loads(y)["a"], dict)
+        assert "charakter.karte_rest_zu_tief" in caplog.text
 
     asyncio.run(with_pool(pool, go))

@@ -244,3 +244,65 @@ def test_entry_comments_original_macros_and_v3_fields_survive_the_round_trip():
     assert card["data"]["character_book"]["entries"][0]["comment"] == "die Schwester"
     again = karte.lesen(json.dumps(card).encode())
     assert again.karte_rest["nickname"] == "Miri" and again.karte_rest["creation_date"] == 1700000000
+
+
+def _buch(*entries) -> dict:
+    return v2_card(character_book={"name": "B", "extensions": {}, "entries": list(entries)})
+
+
+@pytest.mark.parametrize("entry, fragment", [
+    ({"keys": [f"k{i}" for i in range(10_000)], "content": "x", "name": "Viele"},
+     "entries[0] ('Viele'): 10000 keys; at most 100 per entry"),
+    ({"keys": ["a", "b" * 100_000], "content": "x"}, "entries[0]: keys[1] is 100000 characters long; at most 500"),
+    ({"keys": ["a"], "secondary_keys": [f"s{i}" for i in range(101)], "content": "x", "comment": "Zweit"},
+     "entries[0] ('Zweit'): 101 secondary_keys; at most 100"),
+    ({"keys": [f"k{i}" for i in range(10_000)], "content": ""}, "10000 keys"),  # kept without content: bounded too
+])
+def test_lorebook_keys_are_bounded_per_entry_and_in_length(entry, fragment):
+    with pytest.raises(karte.KarteFehler) as e:
+        karte.lesen(json.dumps(_buch({"keys": ["ok"], "content": "fine"}, entry)).encode())
+    assert fragment.replace("entries[0]", "entries[1]") in str(e.value)
+    assert "data.character_book.entries[1]" in str(e.value)
+
+
+def test_the_bounds_come_from_the_settings():
+    from core.settings import ApiBoundsSettings
+
+    card = json.dumps(_buch({"keys": ["a", "b", "c"], "content": "x"})).encode()
+    assert len(karte.lesen(card).wissen) == 1
+    eng = karte.KartenGrenzen.aus(ApiBoundsSettings(lorebook_max_keys=2))
+    with pytest.raises(karte.KarteFehler, match="3 keys; at most 2"):
+        karte.lesen(card, eng)
+    try:
+        karte.grenzen_setzen(ApiBoundsSettings(lorebook_max_keys=2))
+        with pytest.raises(karte.KarteFehler, match="at most 2"):
+            karte.lesen(card)
+    finally:
+        karte.grenzen_setzen(ApiBoundsSettings())
+
+
+def _tief(n: int) -> dict:
+    d: dict = {}
+    x = d
+    for _ in range(n - 1):
+        x["a"] = {}
+        x = x["a"]
+    return d
+
+
+@pytest.mark.parametrize("n", [300, 40])
+def test_a_card_nested_too_deeply_is_refused_naming_the_path(n):
+    with pytest.raises(karte.KarteFehler) as e:
+        karte.lesen(json.dumps(v2_card(extensions={"tief": _tief(n)})).encode())
+    assert str(e.value).startswith("data.extensions.tief.a.a") and "at most 32" in str(e.value)
+
+
+def test_a_card_as_deep_as_allowed_is_read_and_its_rest_kept():
+    imp = karte.lesen(json.dumps(v2_card(extensions={"tief": _tief(29)})).encode())  # card, data, extensions: 32
+    assert "data.extensions" in imp.nicht_uebernommen and imp.karte_rest["extensions"]["tief"]["a"]["a"]
+
+
+def test_kept_fields_are_bounded_in_size():
+    big = ["x" * 100_000] * 30
+    with pytest.raises(karte.KarteFehler, match="alternate_greetings.*bytes as JSON; at most 2097152"):
+        karte.lesen(json.dumps(v2_card(alternate_greetings=big)).encode())

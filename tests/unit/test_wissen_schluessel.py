@@ -83,3 +83,47 @@ def test_budget_takes_highest_order_first_and_stops_at_the_first_that_does_not_f
     assert [e.id for e in kept] == [1] and [e.id for e in left] == [3, 2]  # the small one goes with the big one
     kept, _ = im_budget([a, b, c], 1000)
     assert [e.id for e in kept] == [3, 2, 1]  # placed lowest order first
+
+
+def _katastrophal(n: int) -> list[Eintrag]:
+    """n entries, each with its own catastrophic pattern (nested quantifiers on a long `aaa…b`)."""
+    return [Eintrag(id=i, inhalt=f"e{i}", schluessel=[f"/(a+)+$x{{0,{i}}}/"]) for i in range(n)]
+
+
+class _Uhr:
+    """A fake clock: every reading is `schritt` later than the one before."""
+
+    def __init__(self, schritt: float):
+        self.t, self.schritt = 0.0, schritt
+
+    def __call__(self) -> float:
+        self.t += self.schritt
+        return self.t
+
+
+def test_all_regex_keys_of_a_turn_share_one_budget_and_plain_keys_still_match(caplog):
+    text = ["a" * 30 + "b dragon"]
+    budget = ws.RegexBudget(0.2, uhr=_Uhr(0.025))  # each search costs 0.025 s on this clock
+    plain = Eintrag(id=999, inhalt="Drachen", schluessel=["dragon"])
+    with caplog.at_level(logging.WARNING, logger="novaberg.memory"):
+        hits = [e.id for e in [*_katastrophal(200), plain] if durch_schluessel(e, text, 2, budget)]
+    assert hits == [999]  # the plain key still matched after the budget was spent
+    assert budget.ausgewertet == 8 and budget.uebersprungen == 192  # 0.2 s / 0.025 s, not 200 × 50 ms
+    assert budget.verbraucht == pytest.approx(0.2)
+
+
+def test_runaway_patterns_stop_at_the_turn_budget_on_the_real_clock():
+    """200 patterns that each run past their own limit: at most budget / per-key limit of them are
+    searched (each search takes at least what it was given), the rest skipped."""
+    budget = ws.RegexBudget(0.2)
+    text = ["a" * 5000 + "b"]
+    assert not any(durch_schluessel(e, text, 2, budget) for e in _katastrophal(200))
+    assert budget.ausgewertet <= 0.2 / ws.REGEX_TIMEOUT_S + 1
+    assert budget.ausgewertet + budget.uebersprungen == 200 and budget.uebersprungen >= 195
+
+
+def test_a_fast_pattern_costs_the_budget_only_its_time():
+    budget = ws.RegexBudget(0.2)
+    e = Eintrag(id=1, inhalt="x", schluessel=[r"/\borcs?\b/i"])
+    assert all(durch_schluessel(e, ["ORCS at the gate"], 2, budget) for _ in range(500))
+    assert budget.ausgewertet == 500 and budget.uebersprungen == 0
