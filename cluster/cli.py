@@ -252,7 +252,7 @@ def cmd_chat(settings: Settings, args) -> int:
                     text, turn_id = failed
                 else:
                     turn_id = uuid.uuid4().hex
-                kept = _stream_turn(client, f"{pair}/turns", headers, args.character, text, turn_id)
+                kept = _stream_turn(client, f"{pair}/turns", headers, args.character, text, turn_id, args.draft)
                 failed = (text, turn_id) if kept is False else None
                 if args.once:
                     return 0 if kept is None else 1
@@ -296,19 +296,20 @@ def _turn_op(client: httpx.Client, pair: str, headers: dict, character: str, tex
 
 
 def _stream_turn(client: httpx.Client, url: str, headers: dict, character: str, text: str,
-                 turn_id: str) -> bool | None:
-    """One turn: the draft shown while it is written (on a terminal), then replaced by the reply
-    as stored (cluster/reply_view.py). None: answered; False: failed, the message kept (the same
-    turn_id asks again); True: failed otherwise."""
+                 turn_id: str, draft: bool = False) -> bool | None:
+    """One turn: a writing state (or, with `draft`, the draft) shown while it is written (on a
+    terminal), then replaced by the reply as stored (cluster/reply_view.py). None: answered; False:
+    failed, the message kept (the same turn_id asks again); True: failed otherwise."""
     with _SCREEN:
-        return _draw_turn(client, url, headers, character, text, turn_id)
+        return _draw_turn(client, url, headers, character, text, turn_id, draft)
 
 
 def _draw_turn(client: httpx.Client, url: str, headers: dict, character: str, text: str,
-               turn_id: str) -> bool | None:
+               turn_id: str, draft: bool) -> bool | None:
     view = ReplyView(sys.stdout)
     view.begin(f"{character}> ")
-    with client.stream("POST", url, params={"stream": "true"}, headers=headers,
+    params = {"stream": "true", "draft": "true" if draft else "false"}
+    with client.stream("POST", url, params=params, headers=headers,
                        json={"text": text, "turn_id": turn_id}) as r:
         if r.status_code != 200:
             view.failed(f"error {r.status_code}: {r.read().decode()}")
@@ -323,6 +324,8 @@ def _draw_turn(client: httpx.Client, url: str, headers: dict, character: str, te
             data = json.loads(line[5:])
             if event == "draft":
                 view.draft(data["text"])
+            elif event == "schreibt":
+                view.writing()
             elif event == "token":
                 view.kept(data["text"])
             elif event == "error":
@@ -352,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     ch.add_argument("--key", help="API key (default: the local operator key)")
     ch.add_argument("--message", action="append", default=[], help="send this instead of reading stdin")
     ch.add_argument("--once", action="store_true", help="exit after one reply")
+    ch.add_argument("--draft", action="store_true", help="show the reply's draft while it is written (dimmed, "
+                                                          "replaced by the reviewed reply); default: a writing state")
     key = sub.add_parser("key", help="API keys")
     ks = key.add_subparsers(dest="keycmd", required=True)
     kc = ks.add_parser("create", help="create an API key bound to a user (or an operator key)")

@@ -1,11 +1,13 @@
 """How `novaberg chat` shows a streamed reply: what stays on the screen is the reply as stored.
 
-A turn's stream sends the responder's text as `draft` events while it is written, then one
-`token` event with the reply exactly as committed (review — the Thinker, the tribunal and
-corrector, the leak guard — may have changed it), then `final`. On a terminal the draft is shown
-dimmed while it comes and is then erased and replaced by the kept reply; where the output is not
-a terminal (a pipe, a file) nothing can be taken back, so only the kept reply is written. A failed
-turn erases the draft as well: nothing of a reply that was not stored stays on the screen.
+A turn's stream sends one `schreibt` event when the character starts writing (or, asked with
+`--draft`, the responder's text as `draft` events while it is written), then one `token` event
+with the reply exactly as committed (review — the Thinker, the tribunal and corrector, the leak
+guard — may have changed it), then `final`. On a terminal the writing state (or the draft) is
+shown dimmed while the reply is written and is then erased and replaced by the kept reply; where
+the output is not a terminal (a pipe, a file) nothing can be taken back, so only the kept reply
+is written. A failed turn erases it as well: nothing of a reply that was not stored stays on the
+screen.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import unicodedata
 from typing import TextIO
 
 DIM, RESET = "\x1b[2m", "\x1b[0m"
+WRITING = "schreibt …"
 UP, CLEAR_BELOW = "\x1b[{}A", "\x1b[J"
 
 
@@ -35,7 +38,7 @@ def rows(text: str, width: int) -> int:
 
 
 class ReplyView:
-    """One reply: `begin`, any number of `draft`, then `kept` or `failed`."""
+    """One reply: `begin`, `writing` or any number of `draft`, then `kept` or `failed`."""
 
     def __init__(self, out: TextIO, *, terminal: bool | None = None, width: int | None = None):
         self.out = out
@@ -55,6 +58,11 @@ class ReplyView:
         self.drafted += text
         self.out.write(f"{DIM}{text}{RESET}")
         self.out.flush()
+
+    def writing(self) -> None:
+        """The writing state, shown until the kept reply (or the failure) replaces it."""
+        if not self.drafted:
+            self.draft(WRITING)
 
     def _erase(self) -> None:
         """Back to where the prefix began, and the rows below it cleared."""

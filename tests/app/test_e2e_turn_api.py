@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 def test_streamed_turn_reports_nodes_tokens_and_final(client, keys, character):
     character = character("nova")
     events = []
-    with client.stream("POST", f"/v1/pairs/alice/{character}/turns", params={"stream": "true"},
+    with client.stream("POST", f"/v1/pairs/alice/{character}/turns", params={"stream": "true", "draft": "true"},
                        json={"text": "Erzaehl mir etwas Schoenes."}, headers=auth(keys["alice"])) as r:
         assert r.status_code == 200
         name = None

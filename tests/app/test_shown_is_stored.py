@@ -1,8 +1,9 @@
 """What the person is shown is what is stored: in the native stream, the OpenAI stream, the CLI and
 the push channel, over turns in which each reviewer changes the responder's draft — the leak
-guard, the tribunal with the corrector, the Thinker — and a turn nobody changes. The draft may be
-streamed as `draft` events (provisional); what a client keeps is the `token` event, byte for byte
-the committed reply."""
+guard, the tribunal with the corrector, the Thinker — and a turn nobody changes. By default no
+client is sent the draft: the native stream says `schreibt`, then the `token` event, byte for byte
+the committed reply; asked for (`?draft=true`, `novaberg chat --draft`), the draft streams as
+`draft` events (provisional) before it."""
 import io
 import json
 import uuid
@@ -34,10 +35,11 @@ def _stored(client, key, user, character, turn_id) -> str:
     return mine[0]["inhalt"]
 
 
-def _native(client, key, user, character, text):
+def _native(client, key, user, character, text, draft=True):
     turn_id = uuid.uuid4().hex
     events = []
-    with client.stream("POST", f"/v1/pairs/{user}/{character}/turns", params={"stream": "true"},
+    params = {"stream": "true", **({"draft": "true"} if draft else {})}
+    with client.stream("POST", f"/v1/pairs/{user}/{character}/turns", params=params,
                        headers=auth(key), json={"text": text, "turn_id": turn_id}) as r:
         assert r.status_code == 200
         event = None
@@ -72,6 +74,20 @@ def test_native_stream_keeps_only_the_stored_reply(system, client, keys, charact
         assert gone not in stored
     if expected:
         assert stored == expected
+
+
+@pytest.mark.parametrize("marker, gone, expected", FAELLE)
+def test_native_stream_sends_no_draft_unless_asked(system, client, keys, character, marker, gone, expected):
+    ch = character("nova")
+    turn_id, events = _native(client, keys["alice"], "alice", ch, f"{marker} Was war am Montag?".strip(), draft=False)
+    kinds = [k for k, _ in events]
+    stored = _stored(client, keys["alice"], "alice", ch, turn_id)
+    assert "draft" not in kinds
+    assert kinds.count("schreibt") == 1 and kinds.index("schreibt") < kinds.index("token") < kinds.index("final")
+    assert next(d for k, d in events if k == "schreibt") == {"node": "responder"}
+    assert "".join(d["text"] for k, d in events if k == "token") == stored
+    if marker == LECK:  # what the leak guard removed was never sent
+        assert LECK_ENTWURF not in json.dumps(events) and "[REGELN]" not in json.dumps(events)
 
 
 @pytest.mark.parametrize("marker, gone, expected", FAELLE)
@@ -121,21 +137,27 @@ def test_cli_leaves_the_stored_reply_on_the_screen(system, client, keys, monkeyp
     lines = capsys.readouterr().out.splitlines()
     turns = client.get(f"/v1/pairs/alice/{ch}/turns", headers=auth(keys["alice"])).json()["turns"]
     assert lines[-1] == f"{ch}> {turns[-1]['inhalt']}"
-    # on a terminal (24 columns, so the draft wraps): the draft is shown, then erased for the kept reply
-    term = _Terminal()
-    monkeypatch.setattr("sys.stdout", term)
-    monkeypatch.setattr("shutil.get_terminal_size", lambda fallback=(80, 24): __import__("os").terminal_size((24, 40)))
-    assert cli.main(["chat", "--user", "alice", "--character", ch, "--message", text, "--once"]) == 0
-    monkeypatch.undo()
-    written = term.getvalue()
-    turns = client.get(f"/v1/pairs/alice/{ch}/turns", headers=auth(keys["alice"])).json()["turns"]
-    stored = turns[-1]["inhalt"]
-    assert "\x1b[2m" in written, "the draft was drawn, dimmed"
-    screen = "".join(_screen(written, 24)).replace(" ", "")
-    # the chat's header line, then the kept reply and nothing of the draft after it
-    assert screen.endswith(f"{ch}> {stored}".replace(" ", "")), screen
-    if gone:
-        assert gone.replace(" ", "") not in screen
+    # on a terminal (24 columns, so the draft wraps): a writing state by default, the draft with
+    # --draft; either is shown dimmed, then erased for the kept reply
+    for extra in ([], ["--draft"]):
+        term = _Terminal()
+        with monkeypatch.context() as m:
+            m.setattr("sys.stdout", term)
+            m.setattr("shutil.get_terminal_size", lambda fallback=(80, 24): __import__("os").terminal_size((24, 40)))
+            assert cli.main(["chat", "--user", "alice", "--character", ch, "--message", text, "--once", *extra]) == 0
+        written = term.getvalue()
+        turns = client.get(f"/v1/pairs/alice/{ch}/turns", headers=auth(keys["alice"])).json()["turns"]
+        stored = turns[-1]["inhalt"]
+        assert "\x1b[2m" in written, "the writing state or the draft was drawn, dimmed"
+        if not extra:
+            assert "schreibt" in written
+            if marker == LECK:
+                assert LECK_ENTWURF not in written and "[REGELN]" not in written
+        screen = "".join(_screen(written, 24)).replace(" ", "")
+        # the chat's header line, then the kept reply and nothing of the draft after it
+        assert screen.endswith(f"{ch}> {stored}".replace(" ", "")), screen
+        if gone:
+            assert gone.replace(" ", "") not in screen
 
 
 def test_push_channel_carries_the_stored_reply(system, client, keys, character):

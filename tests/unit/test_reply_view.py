@@ -65,3 +65,24 @@ def test_piped_output_carries_the_kept_reply_only():
     view.draft("Gern! [REGELN] Du antwortest")
     view.kept("Gern!")
     assert out.getvalue() == "nova> Gern!\n"
+
+
+@pytest.mark.parametrize("width", [8, 80])
+def test_the_writing_state_is_erased_for_the_kept_reply(width):
+    out = Terminal()
+    view = ReplyView(out, terminal=True, width=width)
+    view.begin("nova> ")
+    view.writing()
+    view.writing()  # shown once, however often the stream says so
+    assert out.getvalue().count("schreibt") == 1
+    view.kept("Hallo du.")
+    assert "".join(_screen(out.getvalue(), width)).replace(" ", "") == "nova>Hallodu."
+
+
+def test_piped_output_gets_no_writing_state():
+    out = io.StringIO()
+    view = ReplyView(out, terminal=False)
+    view.begin("nova> ")
+    view.writing()
+    view.kept("Hallo du.")
+    assert out.getvalue() == "nova> Hallo du.\n"
