@@ -28,7 +28,7 @@ from core.settings import Settings
 from actors import ruecknahme as vorgaenge
 from core.wire import (DraftEvent, ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairRetractRequest,
                        PairTurnRequest, RetractResult, TokenEvent, TurnFailure, TurnResult, TurnStreamEvent)
-from memory import ausstehender_auftrag, outbox, redis_vorher, ruecknahme, session
+from memory import ausstehender_auftrag, outbox, redis_vorher, ruecknahme, schluessel_index, session
 from pipeline import metrics
 from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN, vorab_starten
 from pipeline.runner import ChainRunner, NodeFailed
@@ -460,6 +460,8 @@ class PairActor:
     async def _record_error(self, services: Services, node: str, turn_id: str) -> None:
         """A failed turn commits nothing, so its node is counted here for the dashboard."""
         try:
+            # the turn enters the key index first: taking it back reads the node errors from there on
+            await schluessel_index.merken(services.redis, self.user_id, self.character_id, turn_id)
             now = time.time()
             await services.redis.zadd(NODE_ERRORS, {f"{now:.6f}:{node}:{self.user_id}:{self.character_id}:{turn_id}": now})
             await services.redis.zremrangebyscore(NODE_ERRORS, 0, now - 7 * 24 * 3600)
@@ -560,13 +562,31 @@ class PairActor:
         if v is not None and v.stand == "fertig" and v.ergebnis is not None:
             return v.ergebnis.model_copy(update={"by_store": {}})
         if v is None:
+            if request.turn_id and (wieder := await self._schon_beantwortet(services, request)) is not None:
+                return wieder
             eintraege = await session.load_turns(services.redis, self.user_id, self.character_id,
                                                  self.settings.session_keep_turns + session.FENSTER_BLOCK)
             v = vorgaenge.planen(eintraege, request, request.turn_id or uuid.uuid4().hex)
             if v is None:
                 return RetractResult(op_id=request.op_id, art=request.art, zurueckgenommen=[], nichts=True)
+            if v.turn_id in v.zurueckgenommen:  # the new turn would run under an id it takes back
+                v.turn_id = uuid.uuid4().hex
+                log.warning("pair %s:%s: %s %s names turn %s, which it takes back; the new turn runs as %s "
+                            "(fallback neue_turn_id)", self.user_id, self.character_id, request.art, request.op_id,
+                            request.turn_id, v.turn_id)
             await vorgaenge.speichern(services, self.user_id, self.character_id, v)
         return await self._weiter(services, v)
+
+    async def _schon_beantwortet(self, services: Services, request: PairRetractRequest) -> RetractResult | None:
+        """A regenerate or edit whose new turn id has answered already is a retry: the stored
+        result again, nothing taken back (a retry never becomes another regenerate)."""
+        stored = await session.stored_result(services.redis, self.user_id, self.character_id, request.turn_id)
+        if stored is None:
+            return None
+        log.info("pair %s:%s: %s %s names turn %s, which has answered: its stored result again (a retry)",
+                 self.user_id, self.character_id, request.art, request.op_id, request.turn_id)
+        return RetractResult(op_id=request.op_id, art=request.art, zurueckgenommen=[],
+                             turn=TurnResult.model_validate({**stored, "replayed": True}))
 
     async def _weiter(self, services: Services, v: vorgaenge.Vorgang) -> RetractResult:
         """An operation from where it stands to its end."""

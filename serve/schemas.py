@@ -10,6 +10,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 TURN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
+RESERVED_TURN_IDS = frozenset({"begruessung"})
+"""Turn ids the system gives its own entries (a character's greeting in the session)."""
+RESERVED_TURN_ID_PREFIXES = ("imp-", "import-")
+"""Prefixes of the turn ids the system gives Nova's impulses and an imported conversation's turns."""
+
+
+def turn_id_frei(v: str | None) -> str | None:
+    """A client's turn id is never one the system gives its own entries: taking such an entry back
+    (a rewind, a regenerate) would reach the greeting or an impulse."""
+    if v is not None and (v in RESERVED_TURN_IDS or v.startswith(RESERVED_TURN_ID_PREFIXES)):
+        raise ValueError(f"turn_id {v!r} is reserved (reserved: {sorted(RESERVED_TURN_IDS)}, and ids that "
+                         f"start with {list(RESERVED_TURN_ID_PREFIXES)})")
+    return v
 
 
 _CONTROL_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -87,6 +100,8 @@ class TurnRequest(BaseModel):
         "When the message was said, with its zone: a conversation replayed from elsewhere keeps its dates "
         "(its memories are dated so, its sessions part at their gaps). Operator keys only; not in the future."))
 
+    _turn_id = field_validator("turn_id")(classmethod(lambda cls, v: turn_id_frei(v)))
+
     _text = field_validator("text")(classmethod(lambda cls, v: no_control(v)))
     _name = field_validator("name")(classmethod(lambda cls, v: person_name(v)))
 
@@ -114,6 +129,8 @@ class RegenerateRequest(BaseModel):
     op_id: str | None = Field(default=None, pattern=TURN_ID_PATTERN,
                               description="Idempotency key; repeating it answers what the operation did.")
     turn_id: str | None = Field(default=None, pattern=TURN_ID_PATTERN, description="The new turn's id.")
+
+    _turn_id = field_validator("turn_id")(classmethod(lambda cls, v: turn_id_frei(v)))
 
 
 class EditRequest(RegenerateRequest):
@@ -321,6 +338,7 @@ class EventRequest(BaseModel):
     eigener_gedanke: str | None = Field(default=None, min_length=1, max_length=2000)
     user_prompt: str | None = Field(default=None, min_length=1, max_length=8000)
     turn_id: str | None = Field(default=None, pattern=TURN_ID_PATTERN)
+    _turn_id = field_validator("turn_id")(classmethod(lambda cls, v: turn_id_frei(v)))
     reiz_herkunft: Literal["user", "eigener_impuls"] | None = None
 
     _texts = field_validator("eigener_gedanke", "user_prompt")(classmethod(lambda cls, v: no_control(v)))

@@ -176,6 +176,39 @@ def test_regenerate_answers_again_and_keeps_the_old_reply_as_a_swipe(client, set
     assert set(diff) == {"pg:antwort_varianten"}, diff
 
 
+def test_a_retried_regenerate_replays_and_takes_nothing_back(client, settings, character):
+    """The same turn id answers its stored result: a regenerate sent again (a client's retry, without
+    the op_id) or one that names the last turn's own id takes nothing back and runs no new turn."""
+    ch, tag = character("regen2"), uuid.uuid4().hex[:8]
+    a, a_key = _paar(settings)
+    old = _reden(client, settings, a, a_key, ch, TEXTE[0], f"{tag}0")
+    own = client.post(f"/v1/pairs/{a}/{ch}/turns/regenerate", json={"turn_id": f"{tag}0"}, headers=auth(a_key))
+    assert own.status_code == 200, own.text
+    assert own.json()["zurueckgenommen"] == [] and own.json()["turn"]["reply"] == old["reply"]
+    assert own.json()["turn"]["replayed"] is True
+    first = client.post(f"/v1/pairs/{a}/{ch}/turns/regenerate", json={"turn_id": f"{tag}r"}, headers=auth(a_key))
+    assert first.status_code == 200 and first.json()["zurueckgenommen"] == [f"{tag}0"]
+    _fertig(settings, a, ch, f"{tag}r")
+    again = client.post(f"/v1/pairs/{a}/{ch}/turns/regenerate", json={"turn_id": f"{tag}r"}, headers=auth(a_key))
+    assert again.status_code == 200, again.text
+    assert again.json()["zurueckgenommen"] == [] and again.json()["turn"]["reply"] == first.json()["turn"]["reply"]
+    history = client.get(f"/v1/pairs/{a}/{ch}/turns", headers=auth(a_key)).json()["turns"]
+    assert [(t["rolle"], t["turn_id"]) for t in history] == [("user", f"{tag}r"), ("assistant", f"{tag}r")]
+    rows = pg_call(settings.database_url, erasure.export_table, a, "turns")
+    assert [t["turn_id"] for t in rows] == [f"{tag}r"]  # the record of the new turn stays, once
+
+
+@pytest.mark.parametrize("turn_id", ["begruessung", "imp-7", "import-3"])
+def test_a_reserved_turn_id_is_refused(client, settings, character, turn_id):
+    ch = character("reserviert")
+    a, a_key = _paar(settings)
+    for path, body in ((f"/v1/pairs/{a}/{ch}/turns", {"text": "Hallo", "turn_id": turn_id}),
+                       (f"/v1/pairs/{a}/{ch}/turns/regenerate", {"turn_id": turn_id})):
+        r = client.post(path, json=body, headers=auth(a_key))
+        assert r.status_code == 422, r.text
+        assert "reserved" in r.text
+
+
 def test_edit_answers_the_changed_message_in_place_of_the_old(client, settings, character):
     ch, tag = character("edit"), uuid.uuid4().hex[:8]
     a, a_key = _paar(settings)
