@@ -1,7 +1,10 @@
 """reducer: merge the memory entries of all sources into one list and shape a block per reader.
 
 Identical content is kept once (the highest weight wins, ties by arrival); every source's weight
-is put on one 0–1 scale; each source has a cap. `lzg_resonanz` enters the blocks untouched (seed
+is put on one 0–1 scale; each source has a cap. A lorebook's triggered entries (`weg` immer or
+schluessel) count against no cap: the store took them within the book's token budget, highest
+insertion order first, as SillyTavern does, and they keep its placement order; their placeholders
+get the character's and the person's names. `lzg_resonanz` enters the blocks untouched (seed
 001: the LZG memories take no dedup). The file index is not merged here: it is its own channel.
 
 Three readers, three blocks (seed 004 §6: the judging nodes see the situation, not the associations):
@@ -21,6 +24,7 @@ The appointments the router reads come after this node; the tribunal takes them 
 """
 from __future__ import annotations
 
+from pipeline.figur import einsetzen
 from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import KontextRecord, TurnState
@@ -29,21 +33,29 @@ from pipeline.timefmt import termin_text
 NAME = "reducer"
 NODE = Node(
     name=NAME,
-    reads=("stimulus", "memory"),
+    reads=("stimulus", "pair", "memory"),
     writes=("kontext",),
 )
 CAPS = {"kzg": 5, "bibliothek": 3, "notizen": 5, "timeline": 6}
 GRUPPEN = ("kzg", "bibliothek", "notizen", "timeline")
 """The order of the source groups in a block: the order the enricher reads its sources in."""
 NICHT_FUER_VERFASSER = ("timeline",)
+LORE = ("immer", "schluessel")
+"""How a lorebook entry was triggered (memory/charaktere.wissen_suchen's `weg`); one found by its
+topic (`thema`) is a library entry like the pair's own."""
 
 
-def entries(memory) -> list[dict]:
+def entries(memory, figur: str | None = None, person: str = "Person B") -> list[dict]:
+    """Every source's entries on one scale. `figur`, `person`: the names a character's lorebook entry
+    gets for its placeholders (`{{char}}`, `<BOT>`, `{{user}}`, `<USER>`)."""
     out = []
     for h in memory.kzg:
         out.append({"quelle": "kzg", "inhalt": h["inhalt"], "gewicht": max(0.0, min(1.0, h["similarity"]))})
     for h in memory.bibliothek:
-        out.append({"quelle": "bibliothek", "inhalt": f"{h['titel']}: {h['inhalt']}", "gewicht": h["gewicht"]})
+        text = f"{h['titel']}: {h['inhalt']}"
+        if "weg" in h and figur:  # the character's book, written for any user
+            text = einsetzen(text, figur, person)
+        out.append({"quelle": "bibliothek", "inhalt": text, "gewicht": h["gewicht"], "lore": h.get("weg") in LORE})
     for n in memory.plugins.get("notizen", []):
         text = n["name"] + (f" — {n['zusammenfassung']}" if n.get("zusammenfassung") else "")
         if n.get("inhalt"):  # a note the human asked about carries its text (the notes plugin's targeted branch)
@@ -52,6 +64,13 @@ def entries(memory) -> list[dict]:
     for t in memory.plugins.get("timeline", []):
         out.append({"quelle": "timeline", "inhalt": termin_text(t), "gewicht": 0.6})
     return out
+
+
+def lore(memory, figur: str, person: str = "Person B") -> str:
+    """The lorebook's triggered entries of the turn as lines, in their placement order (the store's
+    token budget has bounded them), placeholders filled: what the responder reads on a turn whose
+    context an agent cut, where no Verfasser brings them."""
+    return "\n".join(f"- {e['inhalt']}" for e in entries(memory, figur, person) if e["lore"])
 
 
 def reduce(raw: list[dict]) -> list[dict]:
@@ -63,6 +82,9 @@ def reduce(raw: list[dict]) -> list[dict]:
     kept = [e for _, e in sorted(best.values(), key=lambda x: x[0])]
     out, counts = [], {}
     for e in sorted(kept, key=lambda e: -e["gewicht"]):
+        if e.get("lore"):  # bounded by the book's token budget in the store, not by a count
+            out.append(e)
+            continue
         counts[e["quelle"]] = counts.get(e["quelle"], 0) + 1
         if counts[e["quelle"]] <= CAPS.get(e["quelle"], 5):
             out.append(e)
@@ -97,7 +119,9 @@ def block_tribunal(kept: list[dict], resonanz: dict | None) -> str:
 
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
-    raw = entries(state.memory)
+    from pipeline.nodes.responder import sein_name
+
+    raw = entries(state.memory, state.pair.character_name, sein_name(state) or "Person B")
     kept = reduce(raw)
     resonanz = state.memory.lzg_resonanz
     rec = KontextRecord(gedaechtnis_verfasser=block(kept, resonanz, ohne=NICHT_FUER_VERFASSER),

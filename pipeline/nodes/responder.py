@@ -24,6 +24,7 @@ from pipeline import satzende, vocab
 from pipeline.figur import du_fassung, einsetzen
 from pipeline.node import Node
 from pipeline.nodes.ei_calc import DECAY, VERLAUF_MAX, stil_des_turns, vektor
+from pipeline.nodes import reducer
 from pipeline.services import Deps
 from pipeline.state import DraftRecord, HaltungRecord, SessionTurn, TurnState
 from pipeline.timefmt import local_now, wochentag
@@ -286,6 +287,10 @@ def lage_blocks(state: TurnState, pr, model: str, now) -> tuple[list[str], list[
     if state.verfasser and state.verfasser.inhalt and not cut:
         lage.append(pr.render(NAME, "inhalt", model, character_name=name, inhalt=state.verfasser.inhalt))
         blocks.append("INHALT")
+    welt = reducer.lore(state.memory, name, sein_name(state) or "Person B") if cut and state.memory else ""
+    if welt:  # the lorebook's triggered entries: no Verfasser brings them on a cut turn
+        lage.append(pr.render(NAME, "welt", model, character_name=name, welt=welt))
+        blocks.append("WELT")
     return lage, blocks, status
 
 
