@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 from cluster import runtime
+from core import logsafe
 from core.settings import load_settings
 
 
@@ -33,6 +34,7 @@ def main() -> None:
     settings = load_settings()
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logsafe.install()  # the project's records written with control characters escaped, one record one line
     rt = runtime.start(settings)
     kd = keys_dir(settings.home)
     first_start = not (kd / "operator.key").exists()

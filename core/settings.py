@@ -249,6 +249,13 @@ class ApiBoundsSettings(Section):
     """How long reading one uploaded file may take; beyond: 422, and the file is not stored."""
     file_embed_concurrency: int = Field(default=4, ge=1)
     """An upload's chunks embedded at once: a large file cannot crowd the embedder out of the turns."""
+    openai_max_messages: int = Field(default=2000, ge=2)
+    """The most messages one request at the OpenAI door may hold (a client's whole conversation);
+    beyond: 413 before the conversation is reconciled with the stored one. The stored history holds
+    `session_keep_turns` entries: a client that sends the latest part of a long chat loses nothing."""
+    openai_max_chars: int = Field(default=1_000_000, ge=1000)
+    """The most characters all messages of one request at the OpenAI door may hold together;
+    beyond: 413 before the conversation is reconciled (a 200k-token context is about 800,000)."""
 
 
 class LLMSettings(Section):

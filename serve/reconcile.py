@@ -32,31 +32,34 @@ def gespeichert(eintraege: Sequence[dict[str, Any]]) -> list[Nachricht]:
     return [nachricht("user" if e.get("rolle") == "user" else "assistant", e.get("inhalt") or "") for e in eintraege]
 
 
-def _endet_mit(ganz: list[Nachricht], teil: list[Nachricht]) -> bool:
-    return len(teil) <= len(ganz) and ganz[len(ganz) - len(teil):] == teil
+def _gemeinsames_ende(a: Sequence[Nachricht], b: Sequence[Nachricht]) -> int:
+    """How many messages `a` and `b` end with alike: one pass from their ends, each message compared once."""
+    n = 0
+    for x, y in zip(reversed(a), reversed(b)):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def abgleichen(client: list[Nachricht], server: list[Nachricht]) -> Abgleich:
-    """How the client's conversation (`client`, its last message a user's) meets the stored one."""
+    """How the client's conversation (`client`, its last message a user's) meets the stored one.
+    Linear in the messages: the client's history is a stored one's end exactly when it is no longer
+    than the two lists' common end, so each of the two candidates (the whole stored history, and it
+    up to the last message of the human) is compared once, from the end."""
     *vorher, letzte = client
-    while vorher and vorher[0][0] == "assistant" and not _passt_irgendwo(vorher, server):
-        vorher = vorher[1:]  # a greeting (or other opening) the server never stored
-    if not vorher:
+    mensch = next((i for i in range(len(server) - 1, -1, -1) if server[i][0] == "user"), None)
+    bis_ende = _gemeinsames_ende(vorher, server)
+    bis_mensch = _gemeinsames_ende(vorher, server[:mensch]) if mensch is not None else -1
+    # the assistant messages it opens with that the server never stored (a greeting, other openings)
+    # are left aside, up to the first from which on the history meets a stored one
+    fuehrend = next((i for i, m in enumerate(vorher) if m[0] != "assistant"), len(vorher))
+    rest = len(vorher) - min(fuehrend, len(vorher) - max(bis_ende, bis_mensch))
+    if rest == 0 or rest <= bis_ende:
         return "neu"
-    if _endet_mit(server, vorher):
-        return "neu"
-    mensch = max((i for i, m in enumerate(server) if m[0] == "user"), default=None)
-    if mensch is not None and _endet_mit(server[:mensch], vorher):
+    if rest <= bis_mensch:
         return "regenerate" if server[mensch] == letzte else "edit"
     return "abweichung"
-
-
-def _passt_irgendwo(vorher: list[Nachricht], server: list[Nachricht]) -> bool:
-    """Whether the client's history as it is meets the stored one as a new message, a regenerate or an edit."""
-    if _endet_mit(server, vorher):
-        return True
-    mensch = max((i for i, m in enumerate(server) if m[0] == "user"), default=None)
-    return mensch is not None and _endet_mit(server[:mensch], vorher)
 
 
 AUFGABE_KEYS = ("title", "tags", "follow_ups", "queries", "emoji", "text", "prompt")

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as FormError
 
+from core import logsafe
 from core.wire import PairRetractRequest, PairSuperseded, RetractResult, TurnFailure, TurnResult
 
 ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError,
@@ -26,6 +27,7 @@ def bind(instance: Any) -> None:
     """Called by `Ingress.__init__`: the routes of this process answer through `instance`."""
     global _running
     _running = instance
+    logsafe.install()  # client strings in this process's log records: escaped, one record one line
 
 
 async def ingress() -> Any:
@@ -41,6 +43,18 @@ TheIngress = Annotated[Any, Depends(ingress)]
 
 def error(status: int, kind: str, message: str) -> HTTPException:
     return HTTPException(status_code=status, detail={"type": kind, "message": message})
+
+
+HEADER_MAX_CHARS = 1024
+"""The longest header value made of client strings (`header_value`)."""
+
+
+def header_value(names: list[str]) -> str:
+    """Client strings (the names of fields a request set) as one response header's value: in
+    printable ASCII, every other character escaped (`\\u540d`, `\\r`), and at most
+    `HEADER_MAX_CHARS` characters, a longer list cut with `...`."""
+    value = logsafe.nur_ascii(", ".join(names))
+    return value if len(value) <= HEADER_MAX_CHARS else value[:HEADER_MAX_CHARS - 3] + "..."
 
 
 def unknown_character(character_id: str) -> HTTPException:

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from core.wire import ErrorEvent, FinalEvent, PairRetractRequest, TokenEvent, TurnResult
 from memory import session
 from serve import reconcile
-from serve.routes.common import TheIngress, error, retract, turn_failed, turn_result
+from serve.routes.common import TheIngress, error, header_value, retract, turn_failed, turn_result
 from serve.schemas import TURN_ID_PATTERN, ChatCompletionRequest, ChatMessage, ClientUser, person_name
 
 log = logging.getLogger("novaberg.ingress")
@@ -34,10 +34,26 @@ def _text(m: ChatMessage) -> str:
     return m.content if isinstance(m.content, str) else "".join(p.text for p in (m.content or []))
 
 
+def _begrenzt(ing, messages: list[ChatMessage]) -> None:
+    """413 for a conversation beyond the door's bounds (`openai_max_messages`, `openai_max_chars`),
+    before any of it is reconciled or read: the work one request asks of the ingress is bounded."""
+    s = ing.settings
+    if len(messages) > s.openai_max_messages:
+        raise error(413, "too_large", f"messages: {len(messages)} messages; at most {s.openai_max_messages} (the "
+                                      "history lives server-side: send the latest part of the conversation)")
+    chars = sum(len(m.content) if isinstance(m.content, str) else sum(len(p.text) for p in m.content or [])
+                for m in messages)
+    if chars > s.openai_max_chars:
+        raise error(413, "too_large", f"messages: {chars} characters together; at most {s.openai_max_chars} (the "
+                                      "history lives server-side: send the latest part of the conversation)")
+
+
 async def _abgleich(ing, user_id: str, character_id: str, messages: list[ChatMessage]) -> reconcile.Abgleich:
-    """How the client's conversation up to its last user message meets the pair's stored one."""
-    gespraech = [reconcile.nachricht(m.role, _text(m) or "") for m in messages if m.role in ("user", "assistant")]
-    if gespraech and gespraech[-1][0] == "assistant":
+    """How the client's conversation up to its last user message meets the pair's stored one.
+    Admitted first: a user or pair at its bound is refused (429) before the stored history is read,
+    and the reconciliation counts against those bounds while it runs."""
+    gespraech = [m for m in messages if m.role in ("user", "assistant")]
+    if gespraech and gespraech[-1].role == "assistant":
         # SillyTavern's "continue" (and its kin) ends with the reply to go on with: Nova's replies
         # are whole turns, and taking the last message as a new one would store it twice
         raise error(422, "invalid_request", "messages: the conversation ends with an assistant message (a "
@@ -45,8 +61,10 @@ async def _abgleich(ing, user_id: str, character_id: str, messages: list[ChatMes
                                             "conversation up to your message) or send a new message")
     if len(gespraech) < 2:
         return "neu"
-    stored = await session.load_turns(await ing.redis_client(), user_id, character_id, len(gespraech) + 16)
-    return reconcile.abgleichen(gespraech, reconcile.gespeichert(stored))
+    async with ing.admitted(user_id, character_id):
+        stored = await session.load_turns(await ing.redis_client(), user_id, character_id, len(gespraech) + 16)
+        client = [reconcile.nachricht(m.role, _text(m) or "") for m in gespraech]
+        return reconcile.abgleichen(client, reconcile.gespeichert(stored))
 
 
 async def _aufgabe(ing, body: ChatCompletionRequest, character_id: str, key: str, turn_id: str):
@@ -110,6 +128,7 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
                            authorization: str | None = Header(None),
                            x_turn_id: str | None = Header(None, pattern=TURN_ID_PATTERN)):
     principal = await ing.principal(authorization)
+    _begrenzt(ing, body.messages)
     # a user key is its user: Open WebUI's account object (its own ids) names nobody else then
     konto = isinstance(body.user, ClientUser) and principal["user_id"] is not None
     user_id = (None if konto else body.user_id()) or principal["user_id"]
@@ -134,10 +153,10 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     cid = f"chatcmpl-{turn_id}"
     created = int(time.time())
     ignored = body.ignored()
-    headers = {IGNORED_HEADER: ", ".join(ignored)} if ignored else {}
+    headers = {IGNORED_HEADER: header_value(ignored)} if ignored else {}
     headers[HISTORY_HEADER] = art
     if ignored:
-        log.info("ingress: turn %s over the OpenAI door; ignored: %s", turn_id, ", ".join(ignored))
+        log.info("ingress: turn %s over the OpenAI door; ignored: %s", turn_id, headers[IGNORED_HEADER])
     if art == "abweichung":
         log.info("ingress: turn %s over the OpenAI door: the client's history differs from the stored one; the "
                  "stored one stands (fallback verlauf_des_servers)", turn_id)
