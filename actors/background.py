@@ -10,7 +10,7 @@ from typing import Any
 
 from actors.delegation import DELEGATIONS, Delegation
 from core.errors import ChainError
-from memory import kzg, session
+from memory import kzg, schluessel_index, session
 from pipeline.chains import BACKGROUND_CHAIN, MENSCH_CHAIN
 from pipeline.runner import ChainRunner
 from pipeline.services import Deps, Services
@@ -109,6 +109,10 @@ async def delegieren(redis, user_id: str, character_id: str, turn_id: str, aufga
     is the turn and the task's place among the turn's delegations, not its wording. False when it
     was queued already. `vorne`: a knowledge gap the pair's goals pull on (its curiosity boost,
     pipeline/wissensluecken.py) goes to the front of the queue, the pixie takes it next."""
+    if nummer >= schluessel_index.DELEGATIONEN_JE_TURN:
+        log.warning("background: fallback delegation_grenze: turn %s queues at most %d delegations; %d is not queued",
+                    turn_id, schluessel_index.DELEGATIONEN_JE_TURN, nummer)
+        return False
     task = Delegation(aufgabe=aufgabe, turn_id=turn_id)
     queued = await redis.eval(_DELEGIEREN, 2, f"{DELEGATIONS}:{user_id}:{character_id}",
                               delegation_key(user_id, character_id, turn_id, nummer), task.model_dump_json(), DONE_TTL_S,

@@ -7,6 +7,12 @@ segments, never by a pattern that could catch another family) and the shared str
 carry the pair inside an entry: the outbox and its dead letters, the due impulses, the registry
 of live and evicted pairs, the node errors.
 
+A user's keys are named, never looked for: the user's pairs and their turns come from the key
+index (memory/schluessel_index.py) and from Postgres' pair tables (`bekannte_paare`: keys written
+before the index existed), and each family builds its names from them (`Family.namen`); only the
+ones that exist count. A character's scope (an operator's `DELETE /v1/characters/{id}`, rare) walks
+the keyspace with SCAN, one pattern per family: no index lists a character's users.
+
 The caller stops the pairs' actors first (a live actor would write again) — `serve` does, for
 `DELETE /v1/users/{user}` and `DELETE /v1/characters/{id}`.
 """
@@ -14,9 +20,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
-from memory import outbox
+from memory import outbox, schluessel_index
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -35,10 +41,21 @@ USER_TABLES: tuple[str, ...] = ("notizen", "api_keys")
 
 @dataclass(frozen=True)
 class Family:
-    """A Redis key family: `prefix:user:character[:more]` (`user_only`: `prefix:user[:more]`)."""
+    """A Redis key family: `prefix:user:character[:more]` (`user_only`: `prefix:user[:more]`).
+    `enden`: the names' ends after `prefix:user:character`; `je_turn`: a name per turn instead,
+    each end after `prefix:user:character:`, `{t}` standing for the turn id."""
 
     prefix: str
     user_only: bool = False
+    enden: tuple[str, ...] = ("",)
+    je_turn: tuple[str, ...] = ()
+
+    def namen(self, user_id: str, character_id: str | None, turn_ids: Iterable[str] = ()) -> list[str]:
+        """The family's key names of a pair (`user_only`: of the user) and its turns."""
+        base = f"{self.prefix}:{user_id}" if self.user_only else f"{self.prefix}:{user_id}:{character_id}"
+        if self.je_turn:
+            return [f"{base}:{e.replace('{t}', t)}" for t in turn_ids for e in self.je_turn]
+        return [base + e for e in self.enden]
 
     def owner(self, key: str) -> tuple[str, str | None] | None:
         """(user, character) of a key of this family, or None for a key of another family."""
@@ -50,14 +67,22 @@ class Family:
         return (rest[0], rest[1]) if len(rest) >= 2 else None
 
 
+_TURN = ("{t}",)
 FAMILIES: tuple[Family, ...] = (
-    Family("session"), Family("turnres"), Family("turn:mensch"), Family("push"), Family("nova:zustand"),
-    Family("kzg"), Family("auftrag:ausstehend"), Family("gv:detail"), Family("bg:done"), Family("bg:delegation"),
-    Family("delegationen"), Family("delegationen_in_arbeit"), Family("aufgriff:geplant"), Family("impulse:offen"),
-    Family("selftrigger"), Family("pair:seqstarted"), Family("pair:seq"), Family("inflight:leases:pair"),
-    Family("inflight:leases:user", user_only=True), Family("vorher"), Family("zurueckgenommen"), Family("ruecknahme"),
+    Family("session", enden=(":turns", ":summary")), Family("turnres", je_turn=_TURN),
+    Family("turn:mensch", je_turn=_TURN), Family("push"), Family("nova:zustand"),
+    Family("kzg", enden=(":entries", ":vectors", ":order", ":version")), Family("auftrag:ausstehend"),
+    Family("gv:detail"), Family("bg:done", je_turn=("{t}", "{t}:mensch")),
+    Family("bg:delegation", je_turn=tuple(f"{{t}}:{n}" for n in range(schluessel_index.DELEGATIONEN_JE_TURN))),
+    Family("delegationen"), Family("delegationen_in_arbeit"), Family("aufgriff:geplant", je_turn=_TURN),
+    Family("impulse:offen"), Family("selftrigger"), Family("pair:seqstarted"), Family("pair:seq"),
+    Family("inflight:leases:pair"), Family("inflight:leases:user", user_only=True), Family("vorher", je_turn=_TURN),
+    Family("zurueckgenommen"), Family("ruecknahme"), Family(schluessel_index.TURNS),
+    Family(schluessel_index.PAARE, user_only=True),
+    Family("ops:laufend", user_only=True, enden=(":export", ":turn")),
+    Family("ops:rate", user_only=True, enden=(":export", ":turn")),
 )
-"""Every key family with a pair (or a user) in its name."""
+"""Every key family with a pair (or a user) in its name, with the names it holds."""
 
 IMPULSES_DUE = ("impulse:faellig", "impulse:faellig:genommen")
 LIVE_PAIRS, EVICTED_PAIRS, NODE_ERRORS = "pairs:live", "pairs:evicted", "errors:nodes"
@@ -111,7 +136,65 @@ def _s(x: Any) -> str:
     return x.decode() if isinstance(x, bytes) else str(x)
 
 
-async def _keys(r: Redis, scope: Scope) -> dict[str, list[str]]:
+async def bekannte_paare(pool: AsyncConnectionPool, user_id: str) -> dict[str, list[str]]:
+    """The user's pairs in Postgres (a row in any pair table), each with its turns' ids: where the
+    Redis part looks besides the key index (keys written before the index existed)."""
+    out: dict[str, set[str]] = {}
+    async with pool.connection() as conn:
+        for table in PAIR_TABLES:
+            cur = await conn.execute(f"SELECT DISTINCT character_id FROM {table} WHERE user_id = %s", (user_id,))
+            for (c,) in await cur.fetchall():
+                out.setdefault(c, set())
+        cur = await conn.execute("SELECT character_id, turn_id FROM turns WHERE user_id = %s", (user_id,))
+        for c, t in await cur.fetchall():
+            out.setdefault(c, set()).add(t)
+    return {c: sorted(ts) for c, ts in out.items()}
+
+
+async def _paare(r: Redis, user_id: str, bekannt: dict[str, list[str]] | None) -> dict[str, list[str]]:
+    """The user's pairs with their turns: the key index's, and those `bekannt` names."""
+    bekannt = bekannt or {}
+    out = {}
+    for c in sorted(await schluessel_index.paare(r, user_id) | set(bekannt)):
+        out[c] = sorted(set(await schluessel_index.turns(r, user_id, c)) | set(bekannt.get(c, ())))
+    return out
+
+
+async def _vorhanden(r: Redis, names: list[str], chunk: int = 1000) -> list[str]:
+    """Those of the names that exist (EXISTS, pipelined)."""
+    found: list[str] = []
+    for i in range(0, len(names), chunk):
+        part = names[i:i + chunk]
+        async with r.pipeline(transaction=False) as p:
+            for k in part:
+                p.exists(k)
+            hits = await p.execute()
+        found += [k for k, hit in zip(part, hits) if hit]
+    return found
+
+
+async def _keys_named(r: Redis, user_id: str, paare: dict[str, list[str]]) -> dict[str, list[str]]:
+    """A user's keys by family: each family's names of the user's pairs and turns, those that exist."""
+    found: dict[str, list[str]] = {}
+    for family in FAMILIES:
+        names = (family.namen(user_id, None) if family.user_only else
+                 [n for c, turns in paare.items() for n in family.namen(user_id, c, turns)])
+        found[f"redis:{family.prefix}"] = await _vorhanden(r, names)
+    return found
+
+
+async def _bestand(r: Redis, scope: Scope, bekannt: dict[str, list[str]] | None = None,
+                   ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The scope's keys by family, and its entries in the shared structures by structure. A user's
+    keys by name (`bekannt`: the pairs and turns Postgres holds, `bekannte_paare`), a character's by SCAN."""
+    if scope.user_id is None:
+        return await _keys_scan(r, scope), await _shared(r, scope)
+    paare = await _paare(r, scope.user_id, bekannt)
+    return await _keys_named(r, scope.user_id, paare), await _shared(r, scope, paare)
+
+
+async def _keys_scan(r: Redis, scope: Scope) -> dict[str, list[str]]:
+    """A character's keys: SCAN, one pattern per family (no index lists a character's users)."""
     found: dict[str, list[str]] = {}
     for family in FAMILIES:
         if family.user_only and scope.user_id is None:
@@ -140,8 +223,25 @@ def _pair_of(name: str) -> tuple[str | None, str | None]:
     return (parts[1], parts[2]) if len(parts) >= 3 and parts[0] == "pair" else (None, None)
 
 
-async def _shared(r: Redis, scope: Scope) -> dict[str, list[str]]:
-    """Entries of the shared structures that belong to the scope, by structure."""
+async def _registry(r: Redis, scope: Scope, paare: Iterable[str] | None) -> dict[str, list[str]]:
+    """The scope's entries among the live and the evicted pairs: by name for a user's pairs
+    (`paare`), by reading them all for a character's."""
+    if paare is None:
+        return {LIVE_PAIRS: [_s(f) for f in await r.hkeys(LIVE_PAIRS) if scope.holds(*_pair_of(_s(f)))],
+                EVICTED_PAIRS: [_s(m) for m in await r.zrange(EVICTED_PAIRS, 0, -1) if scope.holds(*_pair_of(_s(m)))]}
+    names = [f"pair:{scope.user_id}:{c}" for c in paare]
+    async with r.pipeline(transaction=False) as p:
+        for n in names:
+            p.hexists(LIVE_PAIRS, n)
+            p.zscore(EVICTED_PAIRS, n)
+        hits = await p.execute()
+    return {LIVE_PAIRS: [n for i, n in enumerate(names) if hits[2 * i]],
+            EVICTED_PAIRS: [n for i, n in enumerate(names) if hits[2 * i + 1] is not None]}
+
+
+async def _shared(r: Redis, scope: Scope, paare: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """Entries of the shared structures that belong to the scope, by structure (`paare`: the
+    user's characters, for a user's scope)."""
     out: dict[str, list[str]] = {
         "outbox": await _stream_entries(r, outbox.OUTBOX_STREAM, scope),
         "dead_letters": await _stream_entries(r, outbox.DEAD_STREAM, scope),
@@ -156,8 +256,7 @@ async def _shared(r: Redis, scope: Scope) -> dict[str, list[str]]:
             if scope.holds(i.get("user_id"), i.get("character_id")):
                 members.append(_s(m))
         out[key] = members
-    out[LIVE_PAIRS] = [_s(f) for f in await r.hkeys(LIVE_PAIRS) if scope.holds(*_pair_of(_s(f)))]
-    out[EVICTED_PAIRS] = [_s(m) for m in await r.zrange(EVICTED_PAIRS, 0, -1) if scope.holds(*_pair_of(_s(m)))]
+    out.update(await _registry(r, scope, paare))
     errors = []
     for m in await r.zrange(NODE_ERRORS, 0, -1):
         parts = _s(m).split(":")  # time:node:user:character:turn
@@ -179,19 +278,22 @@ async def erase_rows(pool: AsyncConnectionPool, user_id: str | None = None,
     return await _tables(pool, Scope(user_id, character_id), erase=True)
 
 
-async def count_keys(r: Redis, user_id: str | None = None, character_id: str | None = None) -> dict[str, int]:
-    """Keys per key family and entries per shared structure in the scope."""
-    scope = Scope(user_id, character_id)
-    out = {k: len(v) for k, v in (await _keys(r, scope)).items()}
-    out.update({f"redis:{k}": len(v) for k, v in (await _shared(r, scope)).items()})
+async def count_keys(r: Redis, user_id: str | None = None, character_id: str | None = None, *,
+                     bekannt: dict[str, list[str]] | None = None) -> dict[str, int]:
+    """Keys per key family and entries per shared structure in the scope (`bekannt`: for a user,
+    the pairs and turns Postgres holds, `bekannte_paare`)."""
+    keys, shared = await _bestand(r, Scope(user_id, character_id), bekannt)
+    out = {k: len(v) for k, v in keys.items()}
+    out.update({f"redis:{k}": len(v) for k, v in shared.items()})
     return out
 
 
-async def erase_keys(r: Redis, user_id: str | None = None, character_id: str | None = None) -> dict[str, int]:
+async def erase_keys(r: Redis, user_id: str | None = None, character_id: str | None = None, *,
+                     bekannt: dict[str, list[str]] | None = None) -> dict[str, int]:
     """Erase the scope's Redis data; returns what went, counted as `count_keys` counts. The
     queued jobs go first, so no worker writes the scope's data again afterwards."""
     scope = Scope(user_id, character_id)
-    shared = await _shared(r, scope)
+    keys, shared = await _bestand(r, scope, bekannt)
     for stream, name in ((outbox.OUTBOX_STREAM, "outbox"), (outbox.DEAD_STREAM, "dead_letters")):
         if shared[name]:
             if stream == outbox.OUTBOX_STREAM:
@@ -204,10 +306,14 @@ async def erase_keys(r: Redis, user_id: str | None = None, character_id: str | N
     if shared[LIVE_PAIRS]:
         await r.hdel(LIVE_PAIRS, *shared[LIVE_PAIRS])
     out = {f"redis:{k}": len(v) for k, v in shared.items()}
-    for family, keys in (await _keys(r, scope)).items():
-        if keys:
-            await r.delete(*keys)
-        out[family] = len(keys)
+    for family, names in keys.items():
+        if names:
+            await r.delete(*names)
+        out[family] = len(names)
+    if character_id is not None:  # the character leaves her users' lists of pairs
+        users = {o[0] for f in FAMILIES for k in keys.get(f"redis:{f.prefix}", ()) if (o := f.owner(k))}
+        for u in users:
+            await r.srem(schluessel_index.paare_key(u), character_id)
     return out
 
 
@@ -244,20 +350,23 @@ async def _value(r: Redis, key: str) -> Any:
     return None
 
 
-async def export_keys(r: Redis, user_id: str) -> dict[str, Any]:
+async def export_keys(r: Redis, user_id: str, bekannt: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """A user's Redis data: every key of theirs by name with its value (the short-term memory's
-    vectors left out, like the tables' embeddings), and the jobs still queued for them."""
-    scope = Scope(user_id=user_id)
+    vectors left out, like the tables' embeddings), and the jobs still queued for them.
+    `bekannt`: the pairs and turns Postgres holds (`bekannte_paare`)."""
+    keys, shared = await _bestand(r, Scope(user_id=user_id), bekannt)
     out: dict[str, Any] = {}
-    for keys in (await _keys(r, scope)).values():
-        for key in keys:
+    for names in keys.values():
+        for key in names:
             if not key.endswith(":vectors"):
                 out[key] = await _value(r, key)
-    shared = await _shared(r, scope)
     for stream, name in ((outbox.OUTBOX_STREAM, "outbox"), (outbox.DEAD_STREAM, "dead_letters")):
         if shared[name]:
-            entries = {_s(i): f for i, f in await r.xrange(stream)}
-            out[stream] = [json.loads(_s(entries[i].get(b"job", b"{}"))) for i in shared[name] if i in entries]
+            async with r.pipeline(transaction=False) as p:
+                for i in shared[name]:
+                    p.xrange(stream, i, i)
+                got = [e for entries in await p.execute() for e in entries]
+            out[stream] = [json.loads(_s(f.get(b"job") or f.get("job") or b"{}")) for _, f in got]
     for key in IMPULSES_DUE:
         if shared[key]:
             out[key] = [json.loads(m) for m in shared[key]]

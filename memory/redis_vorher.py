@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memory import schluessel_index
+
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
@@ -15,9 +17,10 @@ FRIST_S = 30 * 24 * 3600
 """How long a turn's before-images are kept: a turn older than this is taken back without
 putting back what it overwrote in Redis (`Settings.turn_undo_keep_days` for Postgres' side)."""
 
-LUA_FESTHALTEN = """
+LUA_FESTHALTEN = schluessel_index.LUA_MERKEN + """
 local function vorher_festhalten(key, ziel, ttl)
   if ziel == '' or redis.call('HEXISTS', ziel, key) == 1 then return end
+  ziel_merken(ziel)
   local typ = redis.call('TYPE', key)['ok']
   local bild = '{"typ":"none"}'
   if typ == 'string' then bild = cjson.encode({typ = 'string', wert = redis.call('GET', key)})
@@ -27,7 +30,8 @@ local function vorher_festhalten(key, ziel, ttl)
 end
 """
 """A Lua function for scripts that overwrite a key: `vorher_festhalten(key, vorher_key(...), FRIST_S)`
-(an empty `ziel`: the write belongs to no turn, nothing is kept)."""
+(an empty `ziel`: the write belongs to no turn, nothing is kept). The turn enters its pair's index
+(memory/schluessel_index.py) with its first image."""
 
 _ZURUECK = """
 local all = redis.call('HGETALL', KEYS[1])

@@ -19,7 +19,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from core.wire import PairSuperseded
-from memory import redis_vorher
+from memory import redis_vorher, schluessel_index
 from memory.outbox import OUTBOX_STREAM
 
 
@@ -100,6 +100,7 @@ commit happens only while the entry is still its own (-1: another process serves
 
 _COMMIT = redis_vorher.LUA_FESTHALTEN + _ZAUN.replace("{Z}", "9").replace("{K}", "8") + """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+turn_merken(KEYS[9], KEYS[10], ARGV[11], ARGV[13], tonumber(ARGV[12]))
 redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
 if ARGV[3] == '' or redis.call('EXISTS', KEYS[6]) == 1 then
   redis.call('RPUSH', KEYS[2], ARGV[4])
@@ -115,7 +116,7 @@ if ARGV[8] ~= '' then
   vorher_festhalten(KEYS[5], KEYS[7], {FRIST})
   redis.call('SET', KEYS[5], ARGV[8])
 end
-for i = 11, #ARGV do
+for i = 14, #ARGV do
   redis.call('XADD', KEYS[3], '*', 'job', ARGV[i])
 end
 return 1
@@ -123,15 +124,17 @@ return 1
 """Commit a turn once: its result, the history (trimmed to `keep_turns` in blocks: between
 `keep_turns` and `keep_turns + FENSTER_BLOCK - 1` entries stay), the push stream, Nova's state
 after the turn, the jobs. The human's entry is left out when his turn was committed on its own
-before (`mensch_key`: an earlier attempt of this turn failed in Nova's chain)."""
+before (`mensch_key`: an earlier attempt of this turn failed in Nova's chain). The pair and the turn
+enter the key index (memory/schluessel_index.py) in the same script."""
 
-_MENSCH = _ZAUN.replace("{Z}", "5").replace("{K}", "5") + """
+_MENSCH = schluessel_index.LUA_MERKEN + _ZAUN.replace("{Z}", "5").replace("{K}", "5") + """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'EX', tonumber(ARGV[2])) then return 2 end
+turn_merken(KEYS[6], KEYS[7], ARGV[7], ARGV[9], tonumber(ARGV[8]))
 redis.call('RPUSH', KEYS[3], ARGV[3])
 local weg = redis.call('LLEN', KEYS[3]) - tonumber(ARGV[4])
 if weg >= {BLOCK} then redis.call('LTRIM', KEYS[3], weg - weg % {BLOCK}, -1) end
-for i = 7, #ARGV do
+for i = 10, #ARGV do
   redis.call('XADD', KEYS[4], '*', 'job', ARGV[i])
 end
 return 1
@@ -318,13 +321,14 @@ async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str
     jobs = job if isinstance(job, list) else [job]
     fence_key, fence_field, fence_value = _zaun_args(zaun, result_key(user_id, character_id, turn_id))
     done = await r.eval(
-        _COMMIT, 8,
+        _COMMIT, 10,
         result_key(user_id, character_id, turn_id), session_key(user_id, character_id), OUTBOX_STREAM,
         push_key(user_id, character_id), zustand_key(user_id, character_id), mensch_key(user_id, character_id, turn_id),
         redis_vorher.vorher_key(user_id, character_id, turn_id), fence_key,
+        schluessel_index.paare_key(user_id), schluessel_index.turns_key(user_id, character_id),
         json.dumps(result), ttl_s, json.dumps(user_turn) if user_turn is not None else "", json.dumps(nova_turn), keep_turns,
         json.dumps(push) if push is not None else "", push_keep, json.dumps(zustand) if zustand is not None else "",
-        fence_field, fence_value, *[json.dumps(j) for j in jobs],
+        fence_field, fence_value, character_id, schluessel_index.horizont(ttl_s), turn_id, *[json.dumps(j) for j in jobs],
     )
     _gezaeunt(done, user_id, character_id, turn_id)
     return bool(done)
@@ -338,10 +342,11 @@ async def commit_human(r: Redis, *, user_id: str, character_id: str, turn_id: st
     `zaun` as for `commit_turn`."""
     fence_key, fence_field, fence_value = _zaun_args(zaun, result_key(user_id, character_id, turn_id))
     done = int(await r.eval(
-        _MENSCH, 5, result_key(user_id, character_id, turn_id), mensch_key(user_id, character_id, turn_id),
+        _MENSCH, 7, result_key(user_id, character_id, turn_id), mensch_key(user_id, character_id, turn_id),
         session_key(user_id, character_id), OUTBOX_STREAM, fence_key,
+        schluessel_index.paare_key(user_id), schluessel_index.turns_key(user_id, character_id),
         str(time.time()), ttl_s, json.dumps(user_turn), keep_turns, fence_field, fence_value,
-        *[json.dumps(j) for j in jobs],
+        character_id, schluessel_index.horizont(ttl_s), turn_id, *[json.dumps(j) for j in jobs],
     ))
     _gezaeunt(done, user_id, character_id, turn_id)
     return done
@@ -382,6 +387,7 @@ async def read_pushed(r: Redis, user_id: str, character_id: str, after: str, *, 
 _GREET = """
 if redis.call('LLEN', KEYS[1]) > 0 then return 0 end
 redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('SADD', KEYS[2], ARGV[2])
 return 1
 """
 
@@ -389,7 +395,8 @@ return 1
 async def begruessen(r: Redis, user_id: str, character_id: str, turn: dict) -> bool:
     """The character's greeting as the first message of a pair's session, once: only a session
     without any turn takes it (atomic, so two clients asking at once store it once)."""
-    return bool(await r.eval(_GREET, 1, session_key(user_id, character_id), json.dumps(turn)))
+    return bool(await r.eval(_GREET, 2, session_key(user_id, character_id), schluessel_index.paare_key(user_id),
+                             json.dumps(turn), character_id))
 
 
 _RESTORE = """

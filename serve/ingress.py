@@ -24,7 +24,7 @@ from actors.registry import pair_name
 from core.names import INGRESS_DEPLOYMENT
 from core.settings import Settings
 from core.wire import ErrorEvent, PairTurnRequest, RestartEvent, TurnFailure, TurnResult, TurnStreamEvent
-from memory import erasure
+from memory import erasure, schluessel_index
 from pipeline.services import StoreClient, transport
 from serve import charakterkarte, dashboard
 from serve.auth_limit import AuthFailureLimit
@@ -76,8 +76,9 @@ _CHARACTER_CACHE_S = 10.0
 T = TypeVar("T")
 
 # admission and arrival in one round trip, atomically. KEYS: the user's leases, the pair's leases,
-# the pair's arrival counter; ARGV: lease, now, lease_s, keep (s), the user's bound, the pair's
-# bound, whether to draw an arrival number. Returns {admitted, user's count, pair's count, arrival}:
+# the pair's arrival counter, the user's pairs (memory/schluessel_index.py); ARGV: lease, now,
+# lease_s, keep (s), the user's bound, the pair's bound, whether to draw an arrival number, the
+# character. Returns {admitted, user's count, pair's count, arrival}:
 # a turn beyond a bound takes its lease back at once and draws no number.
 _ZULASSEN = """
 local now, lease_s, keep = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -106,6 +107,7 @@ async def _invalid(request: Request, exc: RequestValidationError):
     first = next((d for d in details if d["msg"].startswith("Value error")), details[0] if details else
                  {"loc": [], "msg": "invalid request"})
     where = ".".join(str(x) for x in first["loc"] if x != "body") or "request"
+redis.call('SADD', KEYS[4], ARGV[8])
     return JSONResponse(status_code=422, content={"error": {"type": "invalid_request",
                                                             "message": f"{where}: {first['msg']}",
                                                             "details": details}})
@@ -248,9 +250,9 @@ class Ingress:
         lease = uuid.uuid4().hex
         user_key, pair_key = self._inflight_keys(user_id, character_id)
         ok, u, q, seq = await self._admission(
-            keys=[user_key, pair_key, f"pair:seq:{user_id}:{character_id}"],
+            keys=[user_key, pair_key, f"pair:seq:{user_id}:{character_id}", schluessel_index.paare_key(user_id)],
             args=[lease, repr(time.time()), repr(float(s.admission_lease_s)), int(s.admission_lease_s) + 1,
-                  s.max_turns_in_flight_per_user, s.max_turns_queued_per_pair, int(ankunft)])
+                  s.max_turns_in_flight_per_user, s.max_turns_queued_per_pair, int(ankunft), character_id])
         if not ok:
             what = (f"user {user_id} has {s.max_turns_in_flight_per_user} turns in flight"
                     if u > s.max_turns_in_flight_per_user else
@@ -391,7 +393,8 @@ class Ingress:
             self._pairs.pop(k, None)
         if user_id is not None:
             self.forget_keys(user_id=user_id)  # the user's keys go with the rows (other replicas: ≤ 30 s)
-        gone = await erasure.erase_keys(await self.redis_client(), user_id, character_id)
+        bekannt = await self.store_ops.erasure.bekannte_paare(user_id) if user_id is not None else None
+        gone = await erasure.erase_keys(await self.redis_client(), user_id, character_id, bekannt=bekannt)
         gone.update(await self.store_ops.erasure.erase_rows(user_id, character_id))
         for pair in gesperrt:  # locked against activation since their actors stopped: a new conversation may begin
             await registry.entsperren(await self.redis_client(), pair)

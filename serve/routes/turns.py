@@ -14,6 +14,7 @@ from core.wire import ErrorEvent, EventDropped, FinalEvent, PairEventRequest, Pa
 from memory import session
 from pipeline.figur import einsetzen
 from serve.routes.common import ACTOR_GONE, TheIngress, error, retract, turn_failed, turn_result
+from serve import schwere_ops
 from serve.schemas import (ID_PATTERN, EditRequest, EventRequest, HistoryResponse, RegenerateRequest, RetractResponse,
                            RewindRequest, SwipesResponse, TurnRequest, TurnResponse)
 
@@ -92,11 +93,14 @@ async def get_history(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
 
 async def _retract(ing, authorization: str | None, user_id: str, character_id: str,
                    request: PairRetractRequest) -> dict:
-    """Take turns back through the pair's actor, in its turn order (actors/ruecknahme.py)."""
+    """Take turns back through the pair's actor, in its turn order (actors/ruecknahme.py); a turn
+    operation, admitted per user (`max_turn_ops_in_flight_per_user`, `turn_ops_per_minute_per_user`;
+    beyond: 429 with Retry-After)."""
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     await ing.known_character(character_id)
-    out = await retract(ing, user_id, character_id, request)
+    async with schwere_ops.zugelassen(ing, user_id, "turn"):
+        out = await retract(ing, user_id, character_id, request)
     return {"op_id": out.op_id, "art": out.art, "zurueckgenommen": out.zurueckgenommen, "by_store": out.by_store,
             "turn": out.turn.body() if out.turn is not None else None}
 

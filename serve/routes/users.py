@@ -9,6 +9,7 @@ from fastapi import APIRouter, Header, Path, Query
 from fastapi.responses import StreamingResponse
 
 from memory import erasure
+from serve import schwere_ops
 from serve.routes.common import TheIngress, error
 from serve.schemas import ID_PATTERN
 
@@ -35,11 +36,14 @@ async def memories(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN), cha
 async def forget(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN), character_id: str = Path(pattern=ID_PATTERN),
                  memory_id: str = Path(pattern=MEMORY_ID), authorization: str | None = Header(None)):
     """Forget one item: it goes with what hangs on it (a memory's associations), and no later
-    rewind brings it back."""
+    rewind brings it back. A turn operation: admitted per user (`max_turn_ops_in_flight_per_user`,
+    `turn_ops_per_minute_per_user`; beyond: 429)."""
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     await ing.known_character(character_id)
-    if not await ing.store_ops.erinnerungen.vergessen(user_id, character_id, memory_id):
+    async with schwere_ops.zugelassen(ing, user_id, "turn"):
+        vergessen = await ing.store_ops.erinnerungen.vergessen(user_id, character_id, memory_id)
+    if not vergessen:
         raise error(404, "unknown_memory", f"no memory {memory_id!r} of this pair; GET …/memories lists them")
     return {"user_id": user_id, "character_id": character_id, "vergessen": memory_id}
 
@@ -50,10 +54,13 @@ async def export_user(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
     """Everything stored about the user, as one JSON document streamed table by table:
     `postgres` (each table's rows of the user, vectors and key hashes left out) and `redis` (each
     key of the user's with its value, and the background jobs still queued for them). The
-    user's own key or an operator key."""
+    user's own key or an operator key. Admitted per user (`max_exports_in_flight_per_user`,
+    `exports_per_minute_per_user`; beyond: 429 before the body begins); the place is held until
+    the body has been sent."""
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     redis = await ing.redis_client()
+    lease = await schwere_ops.zulassen(redis, ing.settings, user_id, "export")
 
     async def body():
         now = datetime.now(timezone.utc).isoformat()
@@ -61,11 +68,27 @@ async def export_user(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
         for i, table in enumerate(erasure.EXPORT_TABLES):
             rows = await ing.store_ops.erasure.export_table(user_id, table)
             yield f'{"," if i else ""}\n{json.dumps(table)}: {json.dumps(rows, ensure_ascii=False, default=str)}'
-        keys = await erasure.export_keys(redis, user_id)
+        keys = await erasure.export_keys(redis, user_id, await ing.store_ops.erasure.bekannte_paare(user_id))
         yield f'}},\n"redis": {json.dumps(keys, ensure_ascii=False, default=str)}}}\n'
 
-    return StreamingResponse(body(), media_type="application/json", headers={
-        "Content-Disposition": f'attachment; filename="novaberg-{user_id}.json"'})
+    return _Admitted(body(), lambda: schwere_ops.freigeben(redis, user_id, "export", lease),
+                     media_type="application/json",
+                     headers={"Content-Disposition": f'attachment; filename="novaberg-{user_id}.json"'})
+
+
+class _Admitted(StreamingResponse):
+    """A streamed answer that gives its operation's place back once sent (or broken off); one
+    never sent holds it until the lease expires (`heavy_op_lease_s`)."""
+
+    def __init__(self, content, freigeben, **kwargs):
+        super().__init__(content, **kwargs)
+        self._freigeben = freigeben
+
+    async def __call__(self, scope, receive, send):
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._freigeben()
 
 
 @router.delete("/v1/users/{user_id}")
@@ -74,8 +97,10 @@ async def erase_user(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
     """Erase everything stored about the user, in every store: each pair's conversation, memories,
     profiles, goals, appointments, files, the queued background work, the notes, the API keys
     (the one that asked too). The user's pair actors stop first. The user's own key or an
-    operator key; answers what went, by store (`erased: 0` when nothing was there)."""
+    operator key; answers what went, by store (`erased: 0` when nothing was there). Admitted as
+    an export is (one at a time per user; beyond: 429)."""
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
-    gone = await ing.erase(user_id=user_id)
+    async with schwere_ops.zugelassen(ing, user_id, "export"):
+        gone = await ing.erase(user_id=user_id)
     return {"user_id": user_id, "erased": sum(n for k, n in gone.items() if k != "actors"), "by_store": gone}

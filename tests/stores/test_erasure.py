@@ -54,8 +54,14 @@ async def _fill(pool, r, user: str, ch: str) -> None:
     await r.zadd(erasure.NODE_ERRORS, {f"{time.time():.6f}:responder:{user}:{ch}:{t}": time.time()})
 
 
+async def _bekannt(pool, scope: dict) -> dict | None:
+    """What the callers pass for a user's scope: the pairs and turns Postgres holds."""
+    return await erasure.bekannte_paare(pool, scope["user_id"]) if "user_id" in scope else None
+
+
 async def _count(pool, r, **scope) -> dict[str, int]:
-    return {**await erasure.count_rows(pool, **scope), **await erasure.count_keys(r, **scope)}
+    return {**await erasure.count_rows(pool, **scope),
+            **await erasure.count_keys(r, **scope, bekannt=await _bekannt(pool, scope))}
 
 
 async def _scenario(stores):
@@ -92,12 +98,12 @@ async def _scenario(stores):
         keys = await erasure.export_table(pool, erased, "api_keys")
         assert len(keys) == 1 and "key_hash" not in keys[0]
         assert len(await erasure.export_table(pool, erased, "notizen")) == 2
-        held = await erasure.export_keys(r, erased)
+        held = await erasure.export_keys(r, erased, await erasure.bekannte_paare(pool, erased))
         assert held[session.session_key(erased, "nova")] == [json.dumps({"inhalt": "Ich heisse Tom."})]
         assert {j["turn"]["user_id"] for j in held[outbox.OUTBOX_STREAM]} == {erased}
         assert not any(k.startswith(f"session:{kept}") for k in held)
 
-        gone = await erasure.erase_keys(r, user_id=erased)
+        gone = await erasure.erase_keys(r, user_id=erased, bekannt=await erasure.bekannte_paare(pool, erased))
         gone.update(await erasure.erase_rows(pool, user_id=erased))
         assert {k: n for k, n in gone.items() if n} == {k: n for k, n in before.items() if n}
         assert not any((await _count(pool, r, user_id=erased)).values())
