@@ -17,12 +17,15 @@ The tree (a class, the module it is defined in, its builtin second base):
     │   │                           cannot be read or taken: the client's mistake, answered with a 4xx
     │   ├── KarteFehler             serve.charakterkarte; ValueError
     │   ├── DateiFehler             serve.dateien; ValueError (carries its HTTP status and error type)
+    │   ├── ParseTimeout            serve.parse_worker; TimeoutError (a parser process killed at its time)
+    │   ├── ParseFailed             serve.parse_worker; ValueError (a parser process failed on the bytes)
     │   ├── ImportFormatError       memory.importer; ValueError
     │   └── CharacterExists         memory.charaktere; ValueError
     ├── RefusedError                a guard or a limit says no to something well-formed: a URL that
     │   │                           may not be fetched, a body too large, one instruction too many
     │   ├── FetchRefused            serve.web_guard; ValueError
     │   ├── _TooLarge               serve.body_limit; fastapi.HTTPException (413)
+    │   ├── ParserBusy              serve.parse_worker; RuntimeError (every parser process stayed busy)
     │   └── TooManyInstructions     memory.beziehung; ValueError
     ├── StoreError                  the memory stores (Postgres, Redis) hold or are asked something
     │   │                           they cannot serve

@@ -256,11 +256,23 @@ class ApiBoundsSettings(Section):
     files_per_pair: int = Field(default=200, ge=1)
     """The most files one pair may hold; an upload beyond answers 413 (`quota`) before its body is read."""
     file_bytes_per_user: int = Field(default=200 * 1024 * 1024, ge=1024)
-    """The most bytes of files one user may hold over all pairs; an upload beyond answers 413 (`quota`)."""
+    """The most bytes of files one user may hold over all pairs; an upload beyond answers 413 (`quota`),
+    counted on the bytes as they arrive (a chunked body, or one longer than its Content-Length, is cut there)."""
     file_read_workers: int = Field(default=2, ge=1)
-    """Threads of an ingress replica that read uploaded files (PDF text extraction); more wait their turn."""
+    """Worker processes of an ingress replica that parse uploaded bytes (a file's text, a PDF's text, a
+    card's PNG); a request finding all busy waits `file_read_wait_s`."""
     file_read_timeout_s: float = Field(default=30.0, gt=0)
-    """How long reading one uploaded file may take; beyond: 422, and the file is not stored."""
+    """How long parsing one upload (file or card) may take; beyond: 422, its process is killed and
+    replaced, and nothing is stored."""
+    file_read_wait_s: float = Field(default=10.0, ge=0)
+    """How long an upload waits for a free parser process; beyond: 503 with Retry-After."""
+    file_pdf_max_pages: int = Field(default=2000, ge=1)
+    """The most pages of an uploaded PDF that are read; more: 413."""
+    file_pdf_max_content_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    """The most content-stream bytes a PDF's text extraction interprets over all pages (a stream that
+    pages share counts once per page); beyond: 413."""
+    file_pdf_max_operators: int = Field(default=1_000_000, ge=1000)
+    """The most content-stream operators a PDF's text extraction interprets over all pages; beyond: 413."""
     file_embed_concurrency: int = Field(default=4, ge=1)
     """An upload's chunks embedded at once: a large file cannot crowd the embedder out of the turns."""
     openai_max_messages: int = Field(default=2000, ge=2)

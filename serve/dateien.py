@@ -5,6 +5,7 @@ anything; serve/erschliessung.py indexes what this reads."""
 from __future__ import annotations
 
 import codecs
+import contextlib
 import hashlib
 import io
 import logging
@@ -96,44 +97,129 @@ def name_pruefen(name: str | None, art: Art, inhalt_hash: str) -> str:
     return base
 
 
+ZEICHENSAETZE = ("utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be",
+                 "ascii", *(f"iso-8859-{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16)),
+                 *(f"cp{n}" for n in range(1250, 1259)), "cp437", "cp850", "koi8-r", "koi8-u", "mac-roman",
+                 "shift_jis", "cp932", "euc-jp", "gb2312", "gbk", "gb18030", "big5", "euc-kr", "cp949")
+"""The charsets a text file may declare: the encodings real text files use. Python's other codecs
+(punycode, idna, utf-7, rot13, base64, zlib, ...) are no text file's encoding and some decode in
+quadratic time: 422."""
+_CODECS = {codecs.lookup(z).name for z in ZEICHENSAETZE}
+
+
+def _codec(charset: str | None) -> str:
+    """The codec of a declared charset (none: UTF-8, a BOM skipped); one outside the allowed set: 422."""
+    if charset is None:
+        return "utf-8-sig"
+    try:
+        codec = codecs.lookup(charset).name
+    except (LookupError, ValueError):  # ValueError: a name with a NUL
+        codec = None
+    if codec not in _CODECS:
+        raise DateiFehler(422, "unreadable_file", f"charset {charset!r} is not read; name one of "
+                                                  f"{', '.join(ZEICHENSAETZE)} (or none for UTF-8)")
+    return "utf-8-sig" if codec == "utf-8" else codec
+
+
 def _text_dekodieren(data: bytes, charset: str | None) -> str:
-    if b"\x00" in data:
-        raise DateiFehler(422, "unreadable_file", "the file holds NUL bytes: binary data, not text")
-    encoding = charset or "utf-8"
+    codec = _codec(charset)
     try:
-        codec = codecs.lookup(encoding).name
-    except LookupError:
-        raise DateiFehler(422, "unreadable_file", f"unknown charset {charset!r}") from None
-    try:
-        return data.decode("utf-8-sig" if codec == "utf-8" else codec)
-    except LookupError:  # a codec that is no text encoding (rot13, base64, zlib …)
-        raise DateiFehler(422, "unreadable_file", f"charset {charset!r} is no text encoding") from None
+        text = data.decode(codec)
     except UnicodeDecodeError as e:
-        raise DateiFehler(422, "unreadable_file", f"the text is not valid {encoding} (byte {e.start}); "
+        raise DateiFehler(422, "unreadable_file", f"the text is not valid {charset or 'UTF-8'} (byte {e.start}); "
                                                   "send it as UTF-8 or name its charset") from None
+    except (UnicodeError, LookupError, ValueError) as e:  # a codec's own error that names no byte
+        raise DateiFehler(422, "unreadable_file", f"the text could not be decoded as {charset or 'UTF-8'} "
+                                                  f"({type(e).__name__}: {e})") from None
+    if "\x00" in text:
+        raise DateiFehler(422, "unreadable_file", "the file holds NUL characters: binary data, not text")
+    return text
 
 
-def _pdf_lesen(data: bytes, max_zeichen: int) -> tuple[str, str | None]:
-    """The text of every page, and the PDF's own title; a PDF pypdf cannot read: 422."""
-    from pypdf import PdfReader
+class PdfGrenzen(BaseModel):
+    """How much of a PDF is read: pages, and content-stream bytes and operators over the whole
+    document (pages that share one content stream count it once each: their work adds up)."""
+    model_config = ConfigDict(frozen=True)
+
+    seiten: int = 2000
+    inhalt_bytes: int = 8 * 1024 * 1024
+    operatoren: int = 1_000_000
+
+
+class _Zaehler:
+    """Content-stream bytes and operators read so far, against the document's limits."""
+
+    def __init__(self, grenzen: PdfGrenzen):
+        self.grenzen, self.bytes, self.operatoren = grenzen, 0, 0
+
+    def seite(self, page) -> None:
+        """The page's content streams counted before they are interpreted."""
+        inhalt = page.get("/Contents")
+        inhalt = inhalt.get_object() if inhalt is not None else None
+        for stream in (inhalt if isinstance(inhalt, list) else [inhalt] if inhalt is not None else []):
+            stream = stream.get_object()
+            self.bytes += len(stream.get_data() or b"") if hasattr(stream, "get_data") else 0
+            if self.bytes > self.grenzen.inhalt_bytes:
+                raise DateiFehler(413, "too_large", f"the PDF's pages hold more than {self.grenzen.inhalt_bytes} "
+                                                    "bytes of content to interpret")
+
+    def operator(self, *_args) -> None:
+        self.operatoren += 1
+        if self.operatoren > self.grenzen.operatoren:
+            raise DateiFehler(413, "too_large", f"the PDF's pages hold more than {self.grenzen.operatoren} "
+                                                "drawing operators to interpret")
+
+
+def _pdf_konfiguration(grenzen: PdfGrenzen):
+    """pypdf's own limits on decompressed streams and the page tree, at most ours."""
+    import pypdf
+
+    if not hasattr(pypdf, "apply_configuration"):  # an older pypdf: its built-in limits
+        log.warning("dateien: pypdf %s has no apply_configuration; its own limits apply "
+                    "(fallback pypdf_standardgrenzen)", pypdf.__version__)
+        return contextlib.nullcontext()
+    cfg, n = pypdf.get_configuration(), grenzen.inhalt_bytes
+    ours = {"zlib_maximum_output_length": n, "lzw_maximum_output_length": n, "run_length_maximum_output_length": n,
+            "brotli_maximum_output_length": n, "array_based_stream_maximum_output_length": n,
+            "page_tree_maximum_entries": 4 * grenzen.seiten + 16,
+            "stream_parsing_work_maximum_count": 4 * grenzen.operatoren}
+    return pypdf.apply_configuration(**{k: min(getattr(cfg, k), v) for k, v in ours.items() if hasattr(cfg, k)})
+
+
+def _pdf_lesen(data: bytes, max_zeichen: int, grenzen: PdfGrenzen) -> tuple[str, str | None]:
+    """The text of every page, and the PDF's own title; a PDF pypdf cannot read: 422; one past
+    the limits (pages, content bytes, operators, characters): 413."""
+    from pypdf.errors import LimitReachedError
 
     try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise DateiFehler(422, "unreadable_file", "the PDF is encrypted with a password")
-        seiten, zeichen = [], 0
-        for page in reader.pages:
-            t = page.extract_text() or ""
-            seiten.append(t)
-            zeichen += len(t)
-            if zeichen > max_zeichen:
-                raise DateiFehler(413, "too_large", f"the PDF holds more than {max_zeichen} characters of text")
-        titel = (reader.metadata.title if reader.metadata else None) or None
+        with _pdf_konfiguration(grenzen):
+            return _pdf_seiten(data, max_zeichen, grenzen)
     except DateiFehler:
         raise
+    except LimitReachedError as e:  # one of pypdf's limits above: a stream that decodes too large, ...
+        raise DateiFehler(413, "too_large", f"the PDF passes a limit of what is read ({e})") from None
     except Exception as e:  # pypdf's errors are many kinds (PdfReadError, ValueError, KeyError, ...)
         log.warning("dateien: PDF unreadable (%s: %s)", type(e).__name__, e)
         raise DateiFehler(422, "unreadable_file", f"the PDF could not be read ({type(e).__name__}: {e})") from None
+
+
+def _pdf_seiten(data: bytes, max_zeichen: int, grenzen: PdfGrenzen) -> tuple[str, str | None]:
+    from pypdf import PdfReader
+
+    reader = PdfReader(io.BytesIO(data))
+    if reader.is_encrypted and not reader.decrypt(""):
+        raise DateiFehler(422, "unreadable_file", "the PDF is encrypted with a password")
+    if len(reader.pages) > grenzen.seiten:
+        raise DateiFehler(413, "too_large", f"the PDF has {len(reader.pages)} pages; at most {grenzen.seiten} are read")
+    zaehler, seiten, zeichen = _Zaehler(grenzen), [], 0
+    for page in reader.pages:
+        zaehler.seite(page)
+        t = page.extract_text(visitor_operand_before=zaehler.operator) or ""
+        seiten.append(t)
+        zeichen += len(t)
+        if zeichen > max_zeichen:
+            raise DateiFehler(413, "too_large", f"the PDF holds more than {max_zeichen} characters of text")
+    titel = (reader.metadata.title if reader.metadata else None) or None
     return "\n\n".join(seiten), (titel.strip() if isinstance(titel, str) else None)
 
 
@@ -142,8 +228,10 @@ def _ueberschrift(text: str) -> str | None:
     return m.group(1).strip() if m else None
 
 
-def lesen(data: bytes, content_type: str | None, name: str | None, max_zeichen: int) -> Dokument:
-    """An uploaded file as a `Dokument`, or a `DateiFehler` (413, 415, 422)."""
+def lesen(data: bytes, content_type: str | None, name: str | None, max_zeichen: int,
+          pdf: PdfGrenzen = PdfGrenzen()) -> Dokument:
+    """An uploaded file as a `Dokument`, or a `DateiFehler` (413, 415, 422). Runs in a parser
+    process (serve/parse_worker.py) that its time limit can kill."""
     if not data:
         raise DateiFehler(422, "empty_file", "empty body: send the file's bytes as the request body")
     art = art_bestimmen(content_type, name, data)
@@ -152,7 +240,7 @@ def lesen(data: bytes, content_type: str | None, name: str | None, max_zeichen: 
     if art == "pdf":
         if not data.startswith(b"%PDF-"):
             raise DateiFehler(422, "unreadable_file", "declared as PDF, but the body does not start with %PDF-")
-        text, titel = _pdf_lesen(data, max_zeichen)
+        text, titel = _pdf_lesen(data, max_zeichen, pdf)
     else:
         text = _text_dekodieren(data, _typ(content_type)[1])
         titel = _ueberschrift(text) if art == "markdown" else None

@@ -1,12 +1,12 @@
 """The characters: list, create, import from a Character Card, get, change, remove, export."""
 
-import asyncio
 import logging
 
 from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import Response
 
 from serve import charakterkarte
+from serve.routes import files
 from serve.routes.common import TheIngress, error, unknown_character, upload
 from serve.schemas import ID_PATTERN, Character, CharacterCreate, CharacterImportResponse, CharacterPatch
 
@@ -47,7 +47,7 @@ async def import_character(request: Request, ing: TheIngress,
     if not data:
         raise error(422, "invalid_card", "empty card: send it as JSON or PNG")
     try:
-        card = await asyncio.to_thread(charakterkarte.lesen, data)
+        card = await files.parse(ing, charakterkarte.lesen, data, what="the card")  # a killable parser process
         cid = character_id or charakterkarte.character_id_aus(card.felder["name"])
     except charakterkarte.KarteFehler as e:
         raise error(422, "invalid_card", str(e))

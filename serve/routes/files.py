@@ -1,15 +1,13 @@
 """A pair's files: upload (read, indexed once), list, remove."""
 
-import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
 
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
 from fastapi.responses import Response
 
 from pipeline.node_config import budget
 from prompts import PromptLibrary
-from serve import dateien, erschliessung
+from serve import body_limit, dateien, erschliessung, parse_worker
 from serve.routes.common import TheIngress, error, upload
 from serve.schemas import ID_PATTERN, DateiListe, DateiUploadResponse
 
@@ -40,8 +38,10 @@ async def upload_file(request: Request, response: Response, ing: TheIngress, use
     await ing.known_character(character_id)
     # admitted and within the quotas before a byte of the body is read
     async with ing.admitted(user_id, character_id):
-        await _within_quota(ing, user_id, character_id, request)
-        up = await upload(request, "file")  # its size is bounded by the BodyLimit middleware (the file limit)
+        left = await _within_quota(ing, user_id, character_id, request)
+        up = await upload(request, "file")  # its size is bounded by the BodyLimit middleware (file limit, quota)
+        if len(up.data) > left:  # counted while it arrived; this holds where no middleware counts
+            raise error(413, "quota", f"{user_id}'s files may hold {left} bytes more; this one has {len(up.data)}")
         dok = await _read(ing, up, name)
         out = await erschliessung.indizieren(_werkzeuge(ing), dok, user_id, character_id)
     if not out["neu"]:
@@ -49,9 +49,11 @@ async def upload_file(request: Request, response: Response, ing: TheIngress, use
     return out
 
 
-async def _within_quota(ing, user_id: str, character_id: str, request: Request) -> None:
+async def _within_quota(ing, user_id: str, character_id: str, request: Request) -> int:
     """413 (`quota`) when the pair holds as many files as it may, or the user's files and this
-    one's declared length would pass the user's bytes."""
+    one's declared length would pass the user's bytes; the body is then cut where the bytes that
+    actually arrive would pass them (a chunked body declares no length, a false one lies).
+    Returns the bytes the user may still add."""
     s, held = ing.settings, await ing.store_ops.dateien.umfang(user_id, character_id)
     declared = request.headers.get("content-length", "")
     coming = int(declared) if declared.isdigit() else 0
@@ -61,27 +63,49 @@ async def _within_quota(ing, user_id: str, character_id: str, request: Request) 
     if held["bytes_user"] + coming > s.file_bytes_per_user:
         raise error(413, "quota", f"{user_id}'s files hold {held['bytes_user']} bytes; with this one's {coming} more "
                                   f"than a user may ({s.file_bytes_per_user}); remove files first")
+    left = s.file_bytes_per_user - held["bytes_user"]
+    g = body_limit.grenze(request.scope)
+    if g is not None:
+        g.enger(left, "quota", f"{user_id}'s files hold {held['bytes_user']} bytes; this one passed the "
+                               f"{left} bytes left of what a user may hold ({s.file_bytes_per_user}); "
+                               "remove files first")
+    return left
 
 
-_READERS: dict[int, ThreadPoolExecutor] = {}
-"""The replica's reader threads, by their number (one pool per setting)."""
+def parsers(ing) -> parse_worker.ParsePool:
+    """The replica's parser processes (one pool per setting), shared by file uploads and card imports."""
+    s = ing.settings
+    return parse_worker.pool(s.file_read_workers, s.file_read_wait_s)
+
+
+async def parse(ing, fn, *args, what: str):
+    """`fn(*args)` in one of the replica's parser processes within the time limit: its result, or
+    what it raised. Past the limit its process is killed (the slot free at once): 422; a parser
+    that failed otherwise: 422; every parser busy past the wait: 503 with Retry-After."""
+    s = ing.settings
+    try:
+        return await parsers(ing).run(fn, *args, timeout_s=s.file_read_timeout_s)
+    except parse_worker.ParseTimeout:
+        raise error(422, "unreadable_file", f"{what} could not be read within {s.file_read_timeout_s:g} s")
+    except parse_worker.ParseFailed as e:
+        raise error(422, "unreadable_file", f"{what} could not be read: {e}")
+    except parse_worker.ParserBusy as e:
+        raise HTTPException(503, headers={"Retry-After": str(_RETRY_AFTER_S)},
+                            detail={"type": "busy", "message": f"{e}; try again in {_RETRY_AFTER_S} s"})
+
+
+_RETRY_AFTER_S = 5
 
 
 async def _read(ing, up, name: str | None) -> dateien.Dokument:
-    """The file read in the replica's bounded pool of readers, within the time limit (waiting for a
-    reader counts); a file that cannot be read, or not in time, answers 422, an oversized text 413.
-    A reader past its time keeps its thread until it ends: the pool's size bounds how many do."""
+    """The file read in a parser process: a file that cannot be read, or not in time, answers 422,
+    an oversized text or PDF 413."""
     s = ing.settings
-    pool = _READERS.get(s.file_read_workers) or _READERS.setdefault(
-        s.file_read_workers, ThreadPoolExecutor(s.file_read_workers, "datei-lesen"))
-    work = asyncio.get_running_loop().run_in_executor(
-        pool, dateien.lesen, up.data, up.content_type, name or up.name, s.file_max_chars)
+    grenzen = dateien.PdfGrenzen(seiten=s.file_pdf_max_pages, inhalt_bytes=s.file_pdf_max_content_bytes,
+                                 operatoren=s.file_pdf_max_operators)
     try:
-        return await asyncio.wait_for(work, s.file_read_timeout_s)
-    except TimeoutError:
-        log.warning("ingress: reading %s took longer than %.0f s; refused (fallback lesen_zeitlimit)",
-                    name or up.name or "an upload", s.file_read_timeout_s)
-        raise error(422, "unreadable_file", f"the file could not be read within {s.file_read_timeout_s:.0f} s")
+        return await parse(ing, dateien.lesen, up.data, up.content_type, name or up.name, s.file_max_chars, grenzen,
+                           what=f"the file {name or up.name or ''}".rstrip())
     except dateien.DateiFehler as e:
         raise error(e.status, e.typ, str(e))
 

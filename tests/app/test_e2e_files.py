@@ -139,6 +139,49 @@ def test_upload_bounds_and_bad_files(client, keys, character, settings):
     assert r.status_code == 201 and r.json()["datei"]["art"] == "markdown"
 
 
+def _shared_stream_pdf(pages: int, content: bytes) -> bytes:
+    """A PDF whose every page shows one Flate-compressed content stream: a small upload, and
+    `pages` times the stream's decoded bytes to interpret if each page were read in full."""
+    import zlib
+
+    packed = zlib.compress(content, 9)
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % (3 + i) for i in range(pages)), pages)]
+    objs += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R >>" % (3 + pages)] * pages
+    objs.append(b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(packed), packed))
+    out, offsets = b"%PDF-1.4\n", []
+    for i, o in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (i, o)
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
+    return out + f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+
+
+def test_hostile_uploads_are_refused_at_once_and_leave_the_parsers_free(client, keys, character, settings):
+    """A charset whose decoder is quadratic (punycode) is refused before anything decodes; a PDF
+    whose pages share one large content stream is refused by what is read of it; a UnicodeError
+    is 422. Each leaves every parser process free: the next upload is read at once."""
+    cid, alice = character("datp"), keys["alice"]
+    slow = ("a" * 300_000 + "-" + "b" * 300_000).encode()
+    for charset in ("punycode", "idna", "rot13", "uu"):
+        r = _upload(client, "alice", cid, alice, slow, f"text/plain; charset={charset}")
+        assert r.status_code == 422, (charset, r.text)
+        assert r.json()["error"]["type"] == "unreadable_file" and "utf-8" in r.json()["error"]["message"]
+    shared = _shared_stream_pdf(500, b"0 0 m 1 1 l " * (settings.file_pdf_max_content_bytes // 12 // 4 + 1))
+    assert len(shared) < 200_000
+    r = _upload(client, "alice", cid, alice, shared, "application/pdf", "geteilt.pdf")
+    assert r.status_code == 413 and r.json()["error"]["type"] == "too_large", r.text
+    # every parser is free: a file in UTF-16 (read now, refused before for its NUL bytes) is read at once
+    r = _upload(client, "alice", cid, alice, NOTIZ.decode().encode("utf-16"), "text/markdown; charset=utf-16",
+                "bello16.md")
+    assert r.status_code == 201, r.text
+    assert r.json()["datei"]["thema"] == "Bello's medication"
+    assert [d["name"] for d in client.get(f"/v1/pairs/alice/{cid}/files", headers=auth(alice)).json()["dateien"]] \
+        == ["bello16.md"]
+
+
 def test_files_cli(system, keys, character, monkeypatch, capsys, tmp_path):
     cli_against(monkeypatch, system)
     cid = character("datcli")
