@@ -5,11 +5,14 @@ An operation is recorded before its first step (`ruecknahme:{user}:{character}`,
 `Vorgang`), with the turn ids it takes back fixed then: running it again after a kill takes back
 the same turns, never the ones before them. Its stand moves `begonnen` → `zurueckgenommen` (the
 stores are done) → `fertig` (a regenerate's or edit's new turn answered too; the record keeps the
-result, and the same op_id answers it again).
+result, and the same op_id answers it again). The pair's hash keeps every unfinished operation
+and its newest `retractions_kept_per_pair` finished ones (an older finished one goes, and its
+op_id counts as new again); it expires `VORGANG_TTL_S` (30 days) after the pair's last operation.
 """
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -48,6 +51,8 @@ class Vorgang(BaseModel):
     verworfen: dict[str, str] = {}
     """The replies taken back (turn_id → reply): a regenerate keeps them as swipes of the new turn."""
     ergebnis: RetractResult | None = None
+    seit: float | None = None
+    """When it was first recorded (Unix time): the oldest finished ones go first."""
 
 
 def _menschlich(e: dict) -> bool:
@@ -87,17 +92,37 @@ async def offene(services: Services, user_id: str, character_id: str) -> list[Vo
 
 
 async def speichern(services: Services, user_id: str, character_id: str, v: Vorgang) -> None:
+    """Record the operation as it stands; a finished one lets the oldest finished ones beyond
+    `retractions_kept_per_pair` go."""
     key = vorgaenge_key(user_id, character_id)
+    v.seit = v.seit or time.time()
     await services.redis.hset(key, v.op_id, v.model_dump_json())
     await services.redis.expire(key, VORGANG_TTL_S)
+    if v.stand == "fertig":
+        await kuerzen(services.redis, key, services.settings.retractions_kept_per_pair)
+
+
+async def kuerzen(r, key: str, behalten: int) -> int:
+    """Drop the oldest finished operations of a pair's record beyond `behalten`; the unfinished
+    ones stay (a kill cut them short, the pair's next actor finishes them). Returns those dropped."""
+    if await r.hlen(key) <= behalten:
+        return 0
+    fertig = sorted((v for v in map(Vorgang.model_validate_json, (await r.hgetall(key)).values())
+                     if v.stand == "fertig"), key=lambda v: v.seit or 0.0)
+    weg = [v.op_id for v in fertig[:max(0, len(fertig) - behalten)]]
+    if weg:
+        await r.hdel(key, *weg)
+        log.info("ruecknahme: %d older finished operations of %s dropped (kept: %d)", len(weg), key, behalten)
+    return len(weg)
 
 
 async def ausfuehren(services: Services, user_id: str, character_id: str, v: Vorgang) -> dict[str, int]:
     """The stores' steps (fence, Postgres, Redis); each runs again unharmed."""
     ids = v.zurueckgenommen
     by_store = {"outbox": await ruecknahme.zaun(services.redis, user_id, character_id, ids)}
-    pg = await services.store.ruecknahme.zuruecknehmen(user_id, character_id, ids, varianten_an=v.turn_id,
-                                                       verworfen=v.verworfen)
+    pg = await services.store.ruecknahme.zuruecknehmen(
+        user_id, character_id, ids, varianten_an=v.turn_id, verworfen=v.verworfen,
+        varianten_max=(services.settings.swipes_per_turn, services.settings.swipes_per_pair))
     by_store.update({f"pg:{k}": n for k, n in pg.items()})
     rd = await ruecknahme.zuruecknehmen_redis(services.redis, user_id, character_id, ids)
     by_store.update({f"redis:{k}": n for k, n in rd.items()})

@@ -26,10 +26,13 @@ def worker_name(i: int) -> str:
 
 
 async def retention_pass(pool, r, settings: Settings, now: datetime | None = None,
-                         dead_stream: str | None = None) -> dict[str, int]:
+                         dead_stream: str | None = None, evicted_key: str | None = None) -> dict[str, int]:
     """Delete what is past its retention (`pipeline_log_keep_days`, `turn_records_keep_days`,
-    `dead_letters_keep_days`; 0 keeps that kind for good) and log what went. Returns the counts."""
+    `dead_letters_keep_days`, `turn_undo_keep_days`; 0 keeps that kind for good; the record of
+    evicted pair actors `pairs:evicted` after `evicted_pairs_keep_hours`) and log what went.
+    Returns the counts."""
     from memory import outbox, pg
+    from memory.erasure import EVICTED_PAIRS
 
     now = now or datetime.now(timezone.utc)
 
@@ -43,11 +46,15 @@ async def retention_pass(pool, r, settings: Settings, now: datetime | None = Non
     deleted["dead_letters"] = (await outbox.trim_dead(r, int(dead_before.timestamp() * 1000),
                                                       dead_stream or outbox.DEAD_STREAM)
                                if dead_before is not None else 0)
+    evicted_before = now - timedelta(hours=settings.evicted_pairs_keep_hours)
+    deleted[EVICTED_PAIRS] = int(await r.zremrangebyscore(evicted_key or EVICTED_PAIRS, "-inf",
+                                                          f"({evicted_before.timestamp()}"))
     if any(deleted.values()):
         log.info("retention: deleted %d pipeline_log rows (kept %s days), %d turn records (kept %s days), "
-                 "%d dead letters (kept %s days)", deleted["pipeline_log"], settings.pipeline_log_keep_days or "all",
-                 deleted["turns"], settings.turn_records_keep_days or "all", deleted["dead_letters"],
-                 settings.dead_letters_keep_days or "all")
+                 "%d dead letters (kept %s days), %d evicted-pair records (kept %s hours)", deleted["pipeline_log"],
+                 settings.pipeline_log_keep_days or "all", deleted["turns"], settings.turn_records_keep_days or "all",
+                 deleted["dead_letters"], settings.dead_letters_keep_days or "all", deleted[EVICTED_PAIRS],
+                 settings.evicted_pairs_keep_hours)
     return deleted
 
 

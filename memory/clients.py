@@ -598,10 +598,6 @@ class Erasure(StoreModule):
     async def export_table(self, user_id: str, table: str) -> list[dict[str, Any]]:
         """A user's rows of one table (`memory.erasure.EXPORT_TABLES`), each a JSON object of its columns."""
 
-    @op
-    async def bekannte_paare(self, user_id: str) -> dict[str, list[str]]:
-        """The user's pairs in Postgres, each with its turns' ids (where the Redis part looks besides its index)."""
-
 
 class Ruecknahme(StoreModule):
     """memory/ruecknahme.py (its Postgres part; the Redis part runs in the pair actor)"""
@@ -610,9 +606,11 @@ class Ruecknahme(StoreModule):
 
     @op
     async def zuruecknehmen(self, user_id: str, character_id: str, turn_ids: list[str], *,
-                            varianten_an: str | None = None, verworfen: dict[str, str] | None = None) -> dict[str, int]:
+                            varianten_an: str | None = None, verworfen: dict[str, str] | None = None,
+                            varianten_max: tuple[int, int] | None = None) -> dict[str, int]:
         """Take the turns back in Postgres in one transaction (before-images put back, their rows
-        deleted, recorded as retracted, swipes moved to `varianten_an`); rows changed per table."""
+        deleted, recorded as retracted, swipes moved to `varianten_an`, the newest `varianten_max`
+        (per turn, per pair) kept); rows changed per table."""
 
     @op
     async def varianten(self, user_id: str, character_id: str, turn_id: str) -> list[dict[str, Any]]:

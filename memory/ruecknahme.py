@@ -22,7 +22,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
-from memory import outbox, redis_vorher, schluessel_index, session
+from memory import outbox, redis_vorher, session
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -71,13 +71,15 @@ def _args(name: str, user_id: str, character_id: str, ids: list[str]) -> tuple:
 
 
 async def zuruecknehmen(pool: AsyncConnectionPool, user_id: str, character_id: str, turn_ids: list[str], *,
-                        varianten_an: str | None = None, verworfen: dict[str, str] | None = None) -> dict[str, int]:
+                        varianten_an: str | None = None, verworfen: dict[str, str] | None = None,
+                        varianten_max: tuple[int, int] | None = None) -> dict[str, int]:
     """Take the turns back in Postgres, in one transaction: what they changed is put back (newest
     first), what they wrote with their id deleted, and they are recorded as retracted (a turn job
     still on its way writes nothing for them). `varianten_an`: the turn that replaces them (a
     regenerate or an edit) — their swipes move to it, and the replies `verworfen` (turn_id →
-    reply) join them; without it their swipes go too. Running it again changes nothing more.
-    Returns the rows changed per table."""
+    reply) join them; without it their swipes go too. `varianten_max` (per turn, per pair): the
+    swipes kept, the newest; the older ones go (`antwort_varianten:gekuerzt`). Running it again
+    changes nothing more. Returns the rows changed per table."""
     from memory import lzg, vorher  # the store deployment's import: Postgres' types
 
     ids = list(turn_ids)
@@ -90,7 +92,25 @@ async def zuruecknehmen(pool: AsyncConnectionPool, user_id: str, character_id: s
             out[name] = (await conn.execute(sql, _args(name, user_id, character_id, ids))).rowcount
         out["lzg_knoten"] = await lzg.knoten_loeschen(conn, user_id, character_id, quellen=ids)
         out["antwort_varianten"] = await _varianten(conn, user_id, character_id, ids, varianten_an, verworfen or {})
+        if varianten_an is not None and varianten_max is not None:
+            out["antwort_varianten:gekuerzt"] = await _varianten_kuerzen(conn, user_id, character_id, varianten_an,
+                                                                         *varianten_max)
     return out
+
+
+async def _varianten_kuerzen(conn, user_id: str, character_id: str, turn_id: str, je_turn: int, je_paar: int) -> int:
+    """Keep the newest `je_turn` swipes of the turn and the newest `je_paar` of the pair; the
+    older ones go (the bound on what one pair's regenerates keep)."""
+    n = (await conn.execute("DELETE FROM antwort_varianten WHERE nr IN (SELECT nr FROM antwort_varianten"
+                            " WHERE user_id=%s AND character_id=%s AND turn_id=%s ORDER BY nr DESC OFFSET %s)",
+                            (user_id, character_id, turn_id, je_turn))).rowcount
+    n += (await conn.execute("DELETE FROM antwort_varianten WHERE nr IN (SELECT nr FROM antwort_varianten"
+                             " WHERE user_id=%s AND character_id=%s ORDER BY nr DESC OFFSET %s)",
+                             (user_id, character_id, je_paar))).rowcount
+    if n:
+        log.info("ruecknahme: %d older swipes of %s:%s dropped (kept: %d per turn, %d per pair)", n, user_id,
+                 character_id, je_turn, je_paar)
+    return n
 
 
 async def _varianten(conn, user_id: str, character_id: str, ids: list[str], an: str | None,
@@ -160,38 +180,9 @@ async def job_zurueckgenommen(r: Redis, job: dict[str, Any]) -> bool:
     return True
 
 
-SPIELRAUM_S = 300
-"""How long before a turn's first write (`memory/schluessel_index.py`) its jobs, pushed messages and
-node errors are looked for: a node error carries its pair actor's clock, not Redis'."""
-
-
-async def _ab(r: Redis, user_id: str, character_id: str, ids: set[str]) -> float | None:
-    """Where the turns' entries in the streams and the node errors begin (epoch seconds); None: a
-    turn is not in the key index (written before it existed), and they are read from the beginning."""
-    start = await schluessel_index.beginn(r, user_id, character_id, sorted(ids))
-    if start is None:
-        log.warning("ruecknahme: fallback ohne_index: a turn of %s:%s is not in the key index; the outbox, the "
-                    "pushed messages and the node errors are read from their beginning", user_id, character_id)
-        return None
-    return start - SPIELRAUM_S
-
-
-async def _eintraege(r: Redis, stream: str, ab: float | None, seite: int = 500):
-    """The stream's entries from `ab` on (None: all), oldest first, a page at a time."""
-    start = "-" if ab is None else f"{max(int(ab * 1000), 0)}-0"
-    while True:
-        page = await r.xrange(stream, min=start, max="+", count=seite)
-        for entry in page:
-            yield entry
-        if len(page) < seite:
-            return
-        ms, _, seq = _s(page[-1][0]).partition("-")
-        start = f"{ms}-{int(seq) + 1}"
-
-
-async def _jobs(r: Redis, stream: str, user_id: str, character_id: str, ids: set[str], ab: float | None) -> list[str]:
+async def _jobs(r: Redis, stream: str, user_id: str, character_id: str, ids: set[str]) -> list[str]:
     found = []
-    async for entry_id, fields in _eintraege(r, stream, ab):
+    for entry_id, fields in await r.xrange(stream):
         raw = fields.get(b"job") or fields.get("job") or b"{}"
         if outbox.job_owner(raw) == (user_id, character_id) and job_turn(raw) in ids:
             found.append(_s(entry_id))
@@ -205,9 +196,9 @@ async def zaun(r: Redis, user_id: str, character_id: str, turn_ids: Sequence[str
     key = zurueckgenommen_key(user_id, character_id)
     await r.sadd(key, *ids)
     await r.expire(key, ZURUECKGENOMMEN_S)
-    n, ab = 0, await _ab(r, user_id, character_id, ids)
+    n = 0
     for stream in (outbox.OUTBOX_STREAM, outbox.DEAD_STREAM):
-        found = await _jobs(r, stream, user_id, character_id, ids, ab)
+        found = await _jobs(r, stream, user_id, character_id, ids)
         if not found:
             continue
         if stream == outbox.OUTBOX_STREAM:
@@ -289,10 +280,10 @@ async def _impulse(r: Redis, user_id: str, character_id: str, ids: set[str]) -> 
     return n
 
 
-async def _gepusht(r: Redis, user_id: str, character_id: str, ids: set[str], ab: float | None) -> int:
+async def _gepusht(r: Redis, user_id: str, character_id: str, ids: set[str]) -> int:
     key = session.push_key(user_id, character_id)
     weg = []
-    async for entry_id, fields in _eintraege(r, key, ab):
+    for entry_id, fields in await r.xrange(key):
         try:
             m = json.loads(fields.get(b"nachricht") or fields.get("nachricht") or b"{}")
         except ValueError:
@@ -302,8 +293,8 @@ async def _gepusht(r: Redis, user_id: str, character_id: str, ids: set[str], ab:
     return await r.xdel(key, *weg) if weg else 0
 
 
-async def _fehler(r: Redis, user_id: str, character_id: str, ids: set[str], ab: float | None) -> int:
-    weg = [m for m in await r.zrangebyscore("errors:nodes", "-inf" if ab is None else ab, "+inf")
+async def _fehler(r: Redis, user_id: str, character_id: str, ids: set[str]) -> int:
+    weg = [m for m in await r.zrange("errors:nodes", 0, -1)
            if (p := _s(m).split(":"))[2:4] == [user_id, character_id] and ":".join(p[4:]) in ids]
     return await r.zrem("errors:nodes", *weg) if weg else 0
 
@@ -314,7 +305,8 @@ async def zuruecknehmen_redis(r: Redis, user_id: str, character_id: str, turn_id
     out = {"vorher": await redis_vorher.zuruecksetzen(r, u, c, list(turn_ids))}
     keys = [k for t in ids for k in (session.result_key(u, c, t), session.mensch_key(u, c, t), f"bg:done:{u}:{c}:{t}",
                                      f"bg:done:{u}:{c}:{t}:mensch", f"aufgriff:geplant:{u}:{c}:{t}")]
-    keys += [f"bg:delegation:{u}:{c}:{t}:{n}" for t in ids for n in range(schluessel_index.DELEGATIONEN_JE_TURN)]
+    for t in ids:
+        keys += [_s(k) async for k in r.scan_iter(match=f"bg:delegation:{u}:{c}:{t}:*", count=500)]
     out["schluessel"] = await r.delete(*keys)
     out["session"] = int(await r.eval(_SESSION, 1, session.session_key(u, c), *ids))
     out["kzg"] = int(await r.eval(_KZG, 4, *(f"kzg:{u}:{c}:{w}" for w in ("entries", "vectors", "order", "version")),
@@ -322,8 +314,6 @@ async def zuruecknehmen_redis(r: Redis, user_id: str, character_id: str, turn_id
     out["impulse"] = await _impulse(r, u, c, ids)
     out["delegationen"] = await _liste(r, f"delegationen:{u}:{c}", ids, "turn_id") \
         + await _liste(r, f"delegationen_in_arbeit:{u}:{c}", ids, "turn_id")
-    ab = await _ab(r, u, c, ids)
-    out["push"] = await _gepusht(r, u, c, ids, ab)
-    out["errors:nodes"] = await _fehler(r, u, c, ids, ab)
-    await r.zrem(schluessel_index.turns_key(u, c), *ids)  # last: a step cut short finds its turns again
+    out["push"] = await _gepusht(r, u, c, ids)
+    out["errors:nodes"] = await _fehler(r, u, c, ids)
     return out
