@@ -275,6 +275,17 @@ class ApiBoundsSettings(Section):
     """The most content-stream operators a PDF's text extraction interprets over all pages; beyond: 413."""
     file_embed_concurrency: int = Field(default=4, ge=1)
     """An upload's chunks embedded at once: a large file cannot crowd the embedder out of the turns."""
+    swipes_per_turn: int = Field(default=20, ge=1)
+    """The most replaced replies (swipes) one turn keeps; a regenerate beyond drops the oldest."""
+    swipes_per_pair: int = Field(default=500, ge=1)
+    """The most swipes one pair keeps over all its turns; a regenerate beyond drops the pair's oldest."""
+    retractions_kept_per_pair: int = Field(default=100, ge=1)
+    """Finished retractions (regenerate, edit, rewind) one pair keeps to answer a repeated `op_id`
+    again; beyond, the oldest go (their `op_id` then counts as new). Unfinished ones are always
+    kept; a pair's record expires 30 days after its last retraction."""
+    evicted_pairs_keep_hours: float = Field(default=24.0, gt=0)
+    """Hours an idle pair actor's eviction stays recorded (`pairs:evicted`, the dashboard counts the
+    last hour's); the retention pass drops older ones."""
     openai_max_messages: int = Field(default=2000, ge=2)
     """The most messages one request at the OpenAI door may hold (a client's whole conversation);
     beyond: 413 before the conversation is reconciled with the stored one. The stored history holds

@@ -598,6 +598,10 @@ class Erasure(StoreModule):
     async def export_table(self, user_id: str, table: str) -> list[dict[str, Any]]:
         """A user's rows of one table (`memory.erasure.EXPORT_TABLES`), each a JSON object of its columns."""
 
+    @op
+    async def bekannte_paare(self, user_id: str) -> dict[str, list[str]]:
+        """The user's pairs in Postgres, each with its turns' ids (where the Redis part looks besides its index)."""
+
 
 class Ruecknahme(StoreModule):
     """memory/ruecknahme.py (its Postgres part; the Redis part runs in the pair actor)"""

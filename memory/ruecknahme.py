@@ -22,7 +22,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
-from memory import outbox, redis_vorher, session
+from memory import outbox, redis_vorher, schluessel_index, session
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -180,9 +180,38 @@ async def job_zurueckgenommen(r: Redis, job: dict[str, Any]) -> bool:
     return True
 
 
-async def _jobs(r: Redis, stream: str, user_id: str, character_id: str, ids: set[str]) -> list[str]:
+SPIELRAUM_S = 300
+"""How long before a turn's first write (`memory/schluessel_index.py`) its jobs, pushed messages and
+node errors are looked for: a node error carries its pair actor's clock, not Redis'."""
+
+
+async def _ab(r: Redis, user_id: str, character_id: str, ids: set[str]) -> float | None:
+    """Where the turns' entries in the streams and the node errors begin (epoch seconds); None: a
+    turn is not in the key index (written before it existed), and they are read from the beginning."""
+    start = await schluessel_index.beginn(r, user_id, character_id, sorted(ids))
+    if start is None:
+        log.warning("ruecknahme: fallback ohne_index: a turn of %s:%s is not in the key index; the outbox, the "
+                    "pushed messages and the node errors are read from their beginning", user_id, character_id)
+        return None
+    return start - SPIELRAUM_S
+
+
+async def _eintraege(r: Redis, stream: str, ab: float | None, seite: int = 500):
+    """The stream's entries from `ab` on (None: all), oldest first, a page at a time."""
+    start = "-" if ab is None else f"{max(int(ab * 1000), 0)}-0"
+    while True:
+        page = await r.xrange(stream, min=start, max="+", count=seite)
+        for entry in page:
+            yield entry
+        if len(page) < seite:
+            return
+        ms, _, seq = _s(page[-1][0]).partition("-")
+        start = f"{ms}-{int(seq) + 1}"
+
+
+async def _jobs(r: Redis, stream: str, user_id: str, character_id: str, ids: set[str], ab: float | None) -> list[str]:
     found = []
-    for entry_id, fields in await r.xrange(stream):
+    async for entry_id, fields in _eintraege(r, stream, ab):
         raw = fields.get(b"job") or fields.get("job") or b"{}"
         if outbox.job_owner(raw) == (user_id, character_id) and job_turn(raw) in ids:
             found.append(_s(entry_id))
@@ -196,9 +225,9 @@ async def zaun(r: Redis, user_id: str, character_id: str, turn_ids: Sequence[str
     key = zurueckgenommen_key(user_id, character_id)
     await r.sadd(key, *ids)
     await r.expire(key, ZURUECKGENOMMEN_S)
-    n = 0
+    n, ab = 0, await _ab(r, user_id, character_id, ids)
     for stream in (outbox.OUTBOX_STREAM, outbox.DEAD_STREAM):
-        found = await _jobs(r, stream, user_id, character_id, ids)
+        found = await _jobs(r, stream, user_id, character_id, ids, ab)
         if not found:
             continue
         if stream == outbox.OUTBOX_STREAM:
@@ -280,10 +309,10 @@ async def _impulse(r: Redis, user_id: str, character_id: str, ids: set[str]) -> 
     return n
 
 
-async def _gepusht(r: Redis, user_id: str, character_id: str, ids: set[str]) -> int:
+async def _gepusht(r: Redis, user_id: str, character_id: str, ids: set[str], ab: float | None) -> int:
     key = session.push_key(user_id, character_id)
     weg = []
-    for entry_id, fields in await r.xrange(key):
+    async for entry_id, fields in _eintraege(r, key, ab):
         try:
             m = json.loads(fields.get(b"nachricht") or fields.get("nachricht") or b"{}")
         except ValueError:
@@ -293,8 +322,8 @@ async def _gepusht(r: Redis, user_id: str, character_id: str, ids: set[str]) -> 
     return await r.xdel(key, *weg) if weg else 0
 
 
-async def _fehler(r: Redis, user_id: str, character_id: str, ids: set[str]) -> int:
-    weg = [m for m in await r.zrange("errors:nodes", 0, -1)
+async def _fehler(r: Redis, user_id: str, character_id: str, ids: set[str], ab: float | None) -> int:
+    weg = [m for m in await r.zrangebyscore("errors:nodes", "-inf" if ab is None else ab, "+inf")
            if (p := _s(m).split(":"))[2:4] == [user_id, character_id] and ":".join(p[4:]) in ids]
     return await r.zrem("errors:nodes", *weg) if weg else 0
 
@@ -305,8 +334,7 @@ async def zuruecknehmen_redis(r: Redis, user_id: str, character_id: str, turn_id
     out = {"vorher": await redis_vorher.zuruecksetzen(r, u, c, list(turn_ids))}
     keys = [k for t in ids for k in (session.result_key(u, c, t), session.mensch_key(u, c, t), f"bg:done:{u}:{c}:{t}",
                                      f"bg:done:{u}:{c}:{t}:mensch", f"aufgriff:geplant:{u}:{c}:{t}")]
-    for t in ids:
-        keys += [_s(k) async for k in r.scan_iter(match=f"bg:delegation:{u}:{c}:{t}:*", count=500)]
+    keys += [f"bg:delegation:{u}:{c}:{t}:{n}" for t in ids for n in range(schluessel_index.DELEGATIONEN_JE_TURN)]
     out["schluessel"] = await r.delete(*keys)
     out["session"] = int(await r.eval(_SESSION, 1, session.session_key(u, c), *ids))
     out["kzg"] = int(await r.eval(_KZG, 4, *(f"kzg:{u}:{c}:{w}" for w in ("entries", "vectors", "order", "version")),
@@ -314,6 +342,8 @@ async def zuruecknehmen_redis(r: Redis, user_id: str, character_id: str, turn_id
     out["impulse"] = await _impulse(r, u, c, ids)
     out["delegationen"] = await _liste(r, f"delegationen:{u}:{c}", ids, "turn_id") \
         + await _liste(r, f"delegationen_in_arbeit:{u}:{c}", ids, "turn_id")
-    out["push"] = await _gepusht(r, u, c, ids)
-    out["errors:nodes"] = await _fehler(r, u, c, ids)
+    ab = await _ab(r, u, c, ids)
+    out["push"] = await _gepusht(r, u, c, ids, ab)
+    out["errors:nodes"] = await _fehler(r, u, c, ids, ab)
+    await r.zrem(schluessel_index.turns_key(u, c), *ids)  # last: a step cut short finds its turns again
     return out
