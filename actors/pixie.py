@@ -60,7 +60,10 @@ LOCK = "pixie:running"
 LOCK_TTL_S = 600
 PIXIE_NAME = "pixie"
 REIHUM = "pixie:reihum"
-"""The queue a round served last: the next round begins with the pair after it."""
+"""The queue a round served last: the next round begins with the pair after it. It names a
+pair, so it lasts `REIHUM_S` after the last round that took a task (then rounds begin at the
+first key again)."""
+REIHUM_S = 24 * 3600
 IN_ARBEIT = "delegationen_in_arbeit"
 """Tasks a round has taken and not yet finished, one list per pair."""
 MAX_VERSUCHE = 3
@@ -326,7 +329,7 @@ async def pixie_round(services, max_tasks: int = 3) -> dict[str, Any]:
             raw = await r.lmove(key, _work_of(key), "LEFT", "RIGHT")
             if raw is None:
                 continue
-            await r.set(REIHUM, key)
+            await r.set(REIHUM, key, ex=REIHUM_S)
             outcome = await _bearbeiten(services, key, raw)
             out["ausgaenge"].append(outcome)
             out["geschrieben"] += int(outcome == "geschrieben")

@@ -382,3 +382,14 @@ def test_reihum_begins_after_the_pair_served_last():
     assert pixie.reihum(keys, "d:a") == ["d:b", "d:c", "d:a"]
     assert pixie.reihum(keys, "d:c") == ["d:a", "d:b", "d:c"]
     assert pixie.reihum(keys, "d:aa") == ["d:b", "d:c", "d:a"]  # a queue gone since: the next one after it
+
+
+def test_the_turn_marker_expires(stores, migrated):
+    """The marker of the pair served last names a pair: it does not outlive its day."""
+
+    async def go(p, r):
+        await r.rpush(f"{DELEGATIONS}:m-{uuid.uuid4().hex[:6]}:weg-x", json.dumps({"aufgabe": "x", "turn_id": "t"}))
+        await pixie.pixie_round(_services(p, r, ScriptedLLM()))
+        assert 0 < await r.ttl(pixie.REIHUM) <= pixie.REIHUM_S
+
+    _run(stores, migrated, go)
