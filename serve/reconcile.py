@@ -13,6 +13,8 @@ messages it opens with that the server never stored — a card's greeting — ar
 - anything else (an edit further back, a message the client never saw, no history at all): the
   server's history stands and the last message is a new one (`abweichung`; the answer's
   `X-Novaberg-History` header says so). A request without history is a new message (`neu`).
+A request whose turn id (`X-Turn-Id`) has answered before is a retry (`wiederholung`, decided by the
+route before any reconciliation): its stored result again, never a regenerate.
 """
 from __future__ import annotations
 

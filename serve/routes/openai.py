@@ -16,7 +16,7 @@ from core.wire import ErrorEvent, FinalEvent, PairRetractRequest, TokenEvent, Tu
 from memory import session
 from serve import reconcile
 from serve.routes.common import TheIngress, error, header_value, retract, turn_failed, turn_result
-from serve.schemas import TURN_ID_PATTERN, ChatCompletionRequest, ChatMessage, ClientUser, person_name
+from serve.schemas import TURN_ID_PATTERN, ChatCompletionRequest, ChatMessage, ClientUser, person_name, turn_id_frei
 
 log = logging.getLogger("novaberg.ingress")
 
@@ -91,6 +91,13 @@ async def _aufgabe(ing, body: ChatCompletionRequest, character_id: str, key: str
     return StreamingResponse(chunks(), media_type="text/event-stream", headers=headers)
 
 
+async def _gespeichert(ing, user_id: str, character_id: str, turn_id: str) -> TurnResult | None:
+    """The stored result of a turn id the client sent before: its request again is a retry, answered
+    with that result whatever its messages now reconcile to (never a regenerate)."""
+    stored = await session.stored_result(await ing.redis_client(), user_id, character_id, turn_id)
+    return None if stored is None else TurnResult.model_validate({**stored, "replayed": True})
+
+
 async def _noch_einmal(ing, user_id: str, character_id: str, art: str, text: str, turn_id: str,
                        name: str | None) -> TurnResult:
     """A regenerate or an edit the client's messages asked for, once per turn id."""
@@ -138,6 +145,10 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     last = next((m for m in reversed(body.messages) if m.role == "user"), None)
     if last is None:
         raise error(422, "invalid_request", "messages: no user message (the history lives server-side)")
+    try:
+        turn_id_frei(x_turn_id)
+    except ValueError as e:
+        raise error(422, "invalid_request", f"X-Turn-Id: {e}") from None
     text, turn_id = ing.validate_text(_text(last) or ""), x_turn_id or uuid.uuid4().hex
     try:  # the name a client gives the human's message (a persona's): his memories carry it
         name = person_name(last.name)
@@ -149,7 +160,8 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     aufgabe = reconcile.client_aufgabe(text) if len(body.messages) == 1 else None
     if aufgabe is not None:  # the client's housekeeping (a title, tags, …): no turn, nothing stored
         return await _aufgabe(ing, body, character_id, aufgabe, turn_id)
-    art = await _abgleich(ing, user_id, character_id, body.messages)
+    gespeichert = await _gespeichert(ing, user_id, character_id, x_turn_id) if x_turn_id else None
+    art = "wiederholung" if gespeichert is not None else await _abgleich(ing, user_id, character_id, body.messages)
     cid = f"chatcmpl-{turn_id}"
     created = int(time.time())
     ignored = body.ignored()
@@ -160,8 +172,8 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     if art == "abweichung":
         log.info("ingress: turn %s over the OpenAI door: the client's history differs from the stored one; the "
                  "stored one stands (fallback verlauf_des_servers)", turn_id)
-    result = await _noch_einmal(ing, user_id, character_id, art, text, turn_id, name) if art in ("regenerate", "edit") \
-        else None
+    result = gespeichert or (await _noch_einmal(ing, user_id, character_id, art, text, turn_id, name)
+                             if art in ("regenerate", "edit") else None)
     if not body.stream:
         result = result or turn_result(await ing.run_turn(user_id, character_id, text, turn_id, name=name))
         response.headers.update(headers)

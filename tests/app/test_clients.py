@@ -239,3 +239,43 @@ def test_open_webui_s_account_object_names_the_user_and_the_person(system, keys,
     mine = redis_call(settings.redis_url, session.load_turns, "alice", cid, 10)
     assert [(t["inhalt"], t.get("name")) for t in mine if t["rolle"] == "user"] == [
         ("Hallo aus meinem eigenen Konto.", "Caroline")]
+
+
+def test_a_retry_with_its_turn_id_is_a_replay_and_loses_no_turn(system, keys, settings, character):
+    """The official client sends a request again (its own retries, or the caller's) with the same
+    `X-Turn-Id`: from the second message on the stored history then ends with that turn, which
+    reconciles like a regenerate; the turn id decides: the stored reply comes back
+    (`X-Novaberg-History: wiederholung`), streamed or not, and each turn keeps its one record."""
+    import uuid
+
+    from openai import OpenAI
+
+    from memory import pg
+    from tests.conftest import pg_call, wait_for
+
+    cid, tag = character("retry"), uuid.uuid4().hex[:8]
+    oa = OpenAI(base_url=f"{system.url}/v1", api_key=keys["alice"], timeout=180, max_retries=0)
+    messages: list[dict] = []
+    for i, text in enumerate(["Ich heisse Mara.", "Ich wohne am Hafen.", "Was weisst du von mir?"]):
+        messages.append({"role": "user", "content": text})
+        turn_id = f"{tag}{i}"
+        first = oa.chat.completions.with_raw_response.create(model=cid, messages=messages,
+                                                             extra_headers={"X-Turn-Id": turn_id})
+        reply = first.parse().choices[0].message.content
+        wait_for(lambda: pg_call(settings.database_url, pg.turn_record, "alice", cid, turn_id) is not None, timeout=60)
+        again = oa.chat.completions.with_raw_response.create(model=cid, messages=messages,
+                                                             extra_headers={"X-Turn-Id": turn_id})
+        assert again.headers["x-novaberg-history"] == "wiederholung"
+        assert again.parse().choices[0].message.content == reply
+        streamed = "".join(c.choices[0].delta.content or "" for c in oa.chat.completions.create(
+            model=cid, messages=messages, stream=True, extra_headers={"X-Turn-Id": turn_id}) if c.choices)
+        assert streamed == reply
+        messages.append({"role": "assistant", "content": reply})
+    turns = redis_call(settings.redis_url, session.load_turns, "alice", cid, 20)
+    assert [t["turn_id"] for t in turns if t["rolle"] == "user"] == [f"{tag}0", f"{tag}1", f"{tag}2"]
+    assert [t["inhalt"] for t in turns if t["rolle"] == "assistant"] == [m["content"] for m in messages[1::2]]
+    for i in range(3):  # none taken back: each record stays
+        assert pg_call(settings.database_url, pg.turn_record, "alice", cid, f"{tag}{i}") is not None
+    bad = httpx.post(f"{system.url}/v1/chat/completions", headers={**auth(keys["alice"]), "X-Turn-Id": "begruessung"},
+                     json={"model": cid, "messages": [{"role": "user", "content": "Hallo"}]}, timeout=60)
+    assert bad.status_code == 422 and "reserved" in bad.text
