@@ -10,11 +10,12 @@ from datetime import datetime, timezone
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
 from sse_starlette.sse import EventSourceResponse
 
-from core.wire import ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairRetractRequest
+from core.wire import (DraftEvent, ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairRetractRequest,
+                       RestartEvent)
 from memory import session
 from pipeline.figur import einsetzen
-from serve.routes.common import ACTOR_GONE, TheIngress, error, retract, turn_failed, turn_result
 from serve import schwere_ops
+from serve.routes.common import ACTOR_GONE, TheIngress, error, retract, turn_failed, turn_result
 from serve.schemas import (ID_PATTERN, EditRequest, EventRequest, HistoryResponse, RegenerateRequest, RetractResponse,
                            RewindRequest, SwipesResponse, TurnRequest, TurnResponse)
 
@@ -24,7 +25,11 @@ router = APIRouter()
 @router.post("/v1/pairs/{user_id}/{character_id}/turns", response_model=TurnResponse)
 async def post_turn(body: TurnRequest, ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
                     character_id: str = Path(pattern=ID_PATTERN), stream: bool = Query(False),
-                    authorization: str | None = Header(None)):
+                    draft: bool = Query(False), authorization: str | None = Header(None)):
+    """A message's turn. Streamed (`?stream=true`), it shows only reviewed text by default: one
+    `schreibt` event when the character starts writing, then the reply as kept (`token`), then
+    `final`; `?draft=true` adds the responder's provisional text as `draft` events, for a client
+    that redraws when the kept reply differs (`token.draft_kept`)."""
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     text, turn_id = ing.validate_text(body.text), body.turn_id or uuid.uuid4().hex
@@ -37,7 +42,15 @@ async def post_turn(body: TurnRequest, ing: TheIngress, user_id: str = Path(patt
     turn = await ing.run_stream(user_id, character_id, text, turn_id, **person)  # 429 here, before the answer starts
 
     async def events():
+        schreibt = False
         async for ev in turn:
+            if isinstance(ev, DraftEvent) and not draft:  # unreviewed text stays on the server
+                if not schreibt:
+                    schreibt = True
+                    yield {"event": "schreibt", "data": json.dumps({"node": ev.node})}
+                continue
+            if isinstance(ev, RestartEvent):
+                schreibt = False
             if isinstance(ev, ErrorEvent):  # the same body as a plain request's 502
                 data = {"error": turn_failed(ev.failure)}
             elif isinstance(ev, FinalEvent):
@@ -186,7 +199,7 @@ async def get_events(request: Request, ing: TheIngress, user_id: str = Path(patt
     await ing.known_character(character_id)
     r = await ing.redis_client()
     cursor = last_event_id or after
-    if cursor is not None and not session.CURSOR.match(cursor):
+    if cursor is not None and not session.CURSOR.match(cursor):  # `$` alone lets a final newline through
         raise error(422, "invalid_request", f"invalid cursor {cursor!r}: expected 0 or an event id "
                                             "such as 1733011200000-0")
     if ing.streams.get(user_id, 0) >= ing.settings.max_event_streams_per_user:
@@ -217,6 +230,10 @@ async def get_events(request: Request, ing: TheIngress, user_id: str = Path(patt
     return _SlotResponse(events(), slot)
 
 
+_OPERATORS_ONLY = ("process", "token", "pid")
+"""What a pair's status shows an operator alone: the actor's name, fencing token and process id."""
+
+
 @router.get("/v1/pairs/{user_id}/{character_id}/status")
 async def get_status(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
                      character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
@@ -226,9 +243,13 @@ async def get_status(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
     h = await ing.live_pair(user_id, character_id)
     if h is not None:
         try:
-            return {**await h.status.remote(), "live": True}
+            status = await h.status.remote()
         except ACTOR_GONE:
             ing.forget(user_id, character_id)
+        else:
+            if not principal["is_operator"]:  # the process behind the pair is the operators' business
+                status = {k: v for k, v in status.items() if k not in _OPERATORS_ONLY}
+            return {**status, "live": True}
     # no actor: the pair is idle (or new); the answer comes from the stores and makes none
     turns = await session.count_turns(await ing.redis_client(), user_id, character_id)
     return {"user_id": user_id, "character_id": character_id, "live": False, "busy": False, "inflight": 0,
