@@ -67,14 +67,9 @@ class KartenGrenzen:
                    max_schluessel=bounds.lorebook_max_keys, max_schluessel_zeichen=bounds.lorebook_max_key_chars)
 
 
-_GRENZEN = [KartenGrenzen.aus(ApiBoundsSettings())]
-"""The bounds `lesen` applies when it is given none: the defaults, or a replica's settings."""
-
-
-def grenzen_setzen(bounds: ApiBoundsSettings) -> None:
-    """The bounds of this process's imports from the settings (the ingress replica sets them when it
-    starts)."""
-    _GRENZEN[0] = KartenGrenzen.aus(bounds)
+STANDARD_GRENZEN = KartenGrenzen.aus(ApiBoundsSettings())
+"""The bounds `lesen` applies when it is given none: the settings' defaults. The ingress passes its
+replica's own (the parse runs in a parser process, which has no settings of its own)."""
 
 
 class Wissenseintrag(BaseModel):
@@ -209,7 +204,7 @@ def _tiefe_pruefen(card: Any, max_tiefe: int) -> None:
 
 
 def abbilden(card: Any, quelle: Literal["json", "png"], grenzen: KartenGrenzen | None = None) -> KartenImport:
-    g = grenzen or _GRENZEN[0]
+    g = grenzen or STANDARD_GRENZEN
     _tiefe_pruefen(card, g.max_tiefe)
     fmt, data = _format(_sauber(card))
     where = "" if fmt == "chara_card_v1" else "data."

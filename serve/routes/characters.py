@@ -47,7 +47,8 @@ async def import_character(request: Request, ing: TheIngress,
     if not data:
         raise error(422, "invalid_card", "empty card: send it as JSON or PNG")
     try:
-        card = await files.parse(ing, charakterkarte.lesen, data, what="the card")  # a killable parser process
+        card = await files.parse(ing, charakterkarte.lesen, data, charakterkarte.KartenGrenzen.aus(ing.settings),
+                                 what="the card")  # a killable parser process, with this replica's bounds
         cid = character_id or charakterkarte.character_id_aus(card.felder["name"])
     except charakterkarte.KarteFehler as e:
         raise error(422, "invalid_card", str(e))
