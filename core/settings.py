@@ -226,9 +226,14 @@ class ApiBoundsSettings(Section):
     events_block_s: float = Field(default=15.0, gt=0, le=60)
     """How long the events route stays quiet before it sends a keep-alive comment."""
     auth_failures_per_minute: int = Field(default=60, ge=1)
-    """Requests one client address may have refused for a missing or unknown key within a minute,
-    per ingress replica; beyond: 429 before any key is looked up, until the minute has passed. Behind
-    a reverse proxy every client shares the proxy's address: raise it there (or limit at the proxy)."""
+    """Requests one client address may have refused within a minute for one presented key (its first
+    8 characters) or for a missing key, per ingress replica; beyond: 429 instead of 401 until the
+    minute has passed. A valid key is never refused for anyone's failures, so clients behind one
+    proxy or NAT address do not lock each other out."""
+    auth_failures_per_address_per_minute: int = Field(default=600, ge=1)
+    """Requests one client address may have refused within a minute over all presented keys, per
+    ingress replica (never fewer than `auth_failures_per_minute`); beyond: 429 instead of 401 for
+    every key that is not valid, until the minute has passed. Valid keys still pass."""
     key_cache_size: int = Field(default=10_000, ge=1)
     """API keys (and refusals) an ingress replica remembers for 30 s; the least recently used go."""
     character_card_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)

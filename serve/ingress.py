@@ -39,7 +39,8 @@ log = logging.getLogger("novaberg.ingress")
 app = FastAPI(title="Novaberg", version="0.1.0",
               description="Talk to a character whose memory lives server-side, one actor per (user, character).")
 
-_LIMITS = {"body": 1024 * 1024, "card": 8 * 1024 * 1024, "file": 10 * 1024 * 1024, "auth_failures": 60}
+_LIMITS = {"body": 1024 * 1024, "card": 8 * 1024 * 1024, "file": 10 * 1024 * 1024, "auth_failures": 60,
+           "auth_failures_address": 600}
 """Set from the settings when a replica starts (the middleware is registered at import)."""
 
 
@@ -56,16 +57,27 @@ app.add_middleware(BodyLimit, limits=_limit)
 def set_limits(settings: Settings) -> None:
     """The middleware's limits from the settings, set once a replica starts."""
     _LIMITS.update(body=settings.max_body_bytes, card=settings.character_card_max_bytes, file=settings.file_max_bytes,
-                   auth_failures=settings.auth_failures_per_minute)
+                   auth_failures=settings.auth_failures_per_minute,
+                   auth_failures_address=settings.auth_failures_per_address_per_minute)
     charakterkarte.grenzen_setzen(settings)  # what a card import accepts beyond its size
 
 
 def _auth_failures() -> int:
-    """Failed authentications one address may have a minute."""
+    """Failed authentications one address may have a minute with one presented key."""
     return _LIMITS["auth_failures"]
 
 
-app.add_middleware(AuthFailureLimit, per_minute=_auth_failures)
+def _auth_failures_address() -> int:
+    """Failed authentications one address may have a minute over all keys."""
+    return _LIMITS["auth_failures_address"]
+
+
+def _key_known(key: str) -> bool | None:
+    """What this replica's key cache holds of a key, without a lookup (`Ingress.key_known`)."""
+    return None if common._running is None else common._running.key_known(key)
+
+
+app.add_middleware(AuthFailureLimit, per_minute=_auth_failures, per_address=_auth_failures_address, known=_key_known)
 app.add_middleware(StoreAway)  # outermost of ours: a store away anywhere beneath answers 503
 reuse_the_port()  # in the ingress replica's process, before Serve starts its server (Settings.http_front)
 
@@ -187,6 +199,13 @@ class Ingress:
         if hit[1] is None:
             raise error(401, "unauthorized", "unknown or revoked API key")
         return hit[1]
+
+    def key_known(self, key: str) -> bool | None:
+        """What the key cache holds of a key within its time: True valid, False refused, None nothing."""
+        hit = self._keys.get(key) or self._refused.get(key)
+        if hit is None or time.monotonic() - hit[0] > _KEY_CACHE_S:
+            return None
+        return hit[1] is not None
 
     async def operator(self, authorization: str | None) -> dict:
         principal = await self.principal(authorization)
