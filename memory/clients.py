@@ -635,6 +635,10 @@ class Erinnerungen(StoreModule):
     async def vergessen(self, user_id: str, character_id: str, item_id: str) -> bool:
         """Forget one item and drop it from the before-images; False: no such item of the pair."""
 
+    @op
+    async def herkunft(self, user_id: str, character_id: str, item_id: str) -> str | None:
+        """The turn (or import source) an item came from; None when none or no such item."""
+
 
 MODULES: tuple[type[StoreModule], ...] = (
     Lzg,

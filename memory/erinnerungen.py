@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -101,6 +102,39 @@ _VERGESSEN = {
     "notiz": ("notizen", "DELETE FROM notizen WHERE id=%(id)s AND user_id=%(u)s"),
 }
 """A row forgotten, with what hangs on it (a node's synapses and postings by `ON DELETE CASCADE`)."""
+
+
+_HERKUNFT = {
+    "knoten": "SELECT quelle FROM lzg_knoten WHERE id=%(id)s AND user_id=%(u)s AND character_id=%(c)s",
+    "ziel": "SELECT quelle_turn FROM ziele WHERE id=%(id)s AND user_id=%(u)s AND character_id=%(c)s",
+    "termin": "SELECT turn_id FROM timeline WHERE id=%(id)s AND user_id=%(u)s AND character_id=%(c)s",
+    "notiz": "SELECT turn_id FROM notizen WHERE id=%(id)s AND user_id=%(u)s",
+}
+
+
+async def herkunft(pool: AsyncConnectionPool, user_id: str, character_id: str, item_id: str) -> str | None:
+    """The turn (or an import's source) an item came from; None for a profile sentence, an item of
+    no turn, or no such item. Forgetting the item forgets the short-term memory of that exchange too."""
+    m = ID.match(item_id)
+    if m is None or not m.group(1):
+        return None
+    async with pool.connection() as conn:
+        cur = await conn.execute(_HERKUNFT[m.group(1)], {"id": int(m.group(2)), "u": user_id, "c": character_id})
+        row = await cur.fetchone()
+    return row[0] if row is not None and row[0] else None
+
+
+def kurzzeit(eintraege: list[dict[str, Any]], q: str | None = None) -> list[dict[str, Any]]:
+    """The short-term memory's entries (memory/kzg.py, newest first) as items of the memory view:
+    `kzg-{entry id}`, with the turn they came from."""
+    out = []
+    for e in eintraege:
+        if q and q.casefold() not in (e.get("inhalt") or "").casefold():
+            continue
+        seit = datetime.fromtimestamp(e["time"], timezone.utc).isoformat() if e.get("time") else None
+        out.append({"id": f"kzg-{e['id']}", "art": "kurzzeit", "inhalt": e.get("inhalt") or "",
+                    "turn_id": e.get("quelle"), "seit": seit, "aus": None})
+    return out
 
 
 async def vergessen(pool: AsyncConnectionPool, user_id: str, character_id: str, item_id: str) -> bool:

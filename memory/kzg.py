@@ -80,6 +80,36 @@ def _s(x) -> str:
     return x.decode() if isinstance(x, bytes) else x
 
 
+_ENTFERNEN = """
+local gone = 0
+for i = 1, #ARGV do
+  gone = gone + redis.call('HDEL', KEYS[1], ARGV[i])
+  redis.call('HDEL', KEYS[2], ARGV[i])
+  redis.call('ZREM', KEYS[3], ARGV[i])
+end
+if gone > 0 then redis.call('INCR', KEYS[4]) end
+return gone
+"""
+"""Entries with their vectors and their place in the order; the version moves, so each pair
+actor's index reads the pair's entries again."""
+
+
+async def entfernen(r: Redis, user_id: str, character_id: str, entry_ids: list[str]) -> int:
+    """Delete the entries (a turn taken back: `turn-{turn_id}`; a memory forgotten), in one step;
+    the number that were there."""
+    if not entry_ids:
+        return 0
+    keys = [_k(user_id, character_id, w) for w in ("entries", "vectors", "order", "version")]
+    return int(await r.eval(_ENTFERNEN, 4, *keys, *entry_ids))
+
+
+async def eintraege(r: Redis, user_id: str, character_id: str) -> list[dict[str, Any]]:
+    """The pair's entries without their vectors, newest first."""
+    raw = await r.hgetall(_k(user_id, character_id, "entries"))
+    out = [json.loads(v) for v in raw.values()]
+    return sorted(out, key=lambda e: (e.get("time") or 0, e.get("id") or ""), reverse=True)
+
+
 async def count(r: Redis, user_id: str, character_id: str) -> int:
     return await r.hlen(_k(user_id, character_id, "entries"))
 

@@ -22,7 +22,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
-from memory import outbox, redis_vorher, schluessel_index, session
+from memory import kzg, outbox, redis_vorher, schluessel_index, session
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -269,20 +269,6 @@ end
 return gone
 """
 
-_KZG = """
-local gone = 0
-for i = 1, #ARGV do
-  gone = gone + redis.call('HDEL', KEYS[1], ARGV[i])
-  redis.call('HDEL', KEYS[2], ARGV[i])
-  redis.call('ZREM', KEYS[3], ARGV[i])
-end
-if gone > 0 then redis.call('INCR', KEYS[4]) end
-return gone
-"""
-"""The short-term memory's entries of the turns; the version moves, so each pair actor's index
-reads the pair's entries again."""
-
-
 async def _liste(r: Redis, key: str, ids: set[str], *felder: str) -> int:
     n = 0
     for raw in await r.lrange(key, 0, -1):
@@ -337,8 +323,7 @@ async def zuruecknehmen_redis(r: Redis, user_id: str, character_id: str, turn_id
     keys += [f"bg:delegation:{u}:{c}:{t}:{n}" for t in ids for n in range(schluessel_index.DELEGATIONEN_JE_TURN)]
     out["schluessel"] = await r.delete(*keys)
     out["session"] = int(await r.eval(_SESSION, 1, session.session_key(u, c), *ids))
-    out["kzg"] = int(await r.eval(_KZG, 4, *(f"kzg:{u}:{c}:{w}" for w in ("entries", "vectors", "order", "version")),
-                                  *(f"turn-{t}" for t in ids)))
+    out["kzg"] = await kzg.entfernen(r, u, c, [f"turn-{t}" for t in ids])
     out["impulse"] = await _impulse(r, u, c, ids)
     out["delegationen"] = await _liste(r, f"delegationen:{u}:{c}", ids, "turn_id") \
         + await _liste(r, f"delegationen_in_arbeit:{u}:{c}", ids, "turn_id")

@@ -26,7 +26,7 @@ from core.settings import Settings
 from core.wire import ErrorEvent, PairTurnRequest, RestartEvent, TurnFailure, TurnResult, TurnStreamEvent
 from memory import erasure, schluessel_index
 from pipeline.services import StoreClient, transport
-from serve import charakterkarte, dashboard
+from serve import dashboard
 from serve.auth_limit import AuthFailureLimit
 from serve.body_limit import BodyLimit
 from serve.direct_front import reuse_the_port
@@ -59,7 +59,6 @@ def set_limits(settings: Settings) -> None:
     _LIMITS.update(body=settings.max_body_bytes, card=settings.character_card_max_bytes, file=settings.file_max_bytes,
                    auth_failures=settings.auth_failures_per_minute,
                    auth_failures_address=settings.auth_failures_per_address_per_minute)
-    charakterkarte.grenzen_setzen(settings)  # what a card import accepts beyond its size
 
 
 def _auth_failures() -> int:
@@ -107,6 +106,7 @@ if n[1] > tonumber(ARGV[5]) or n[2] > tonumber(ARGV[6]) then
   return {0, n[1], n[2], 0}
 end
 local seq = 0
+redis.call('SADD', KEYS[4], ARGV[8])
 if ARGV[7] == '1' then seq = redis.call('INCR', KEYS[3]) end
 return {1, n[1], n[2], seq}
 """
@@ -119,7 +119,6 @@ async def _invalid(request: Request, exc: RequestValidationError):
     first = next((d for d in details if d["msg"].startswith("Value error")), details[0] if details else
                  {"loc": [], "msg": "invalid request"})
     where = ".".join(str(x) for x in first["loc"] if x != "body") or "request"
-redis.call('SADD', KEYS[4], ARGV[8])
     return JSONResponse(status_code=422, content={"error": {"type": "invalid_request",
                                                             "message": f"{where}: {first['msg']}",
                                                             "details": details}})

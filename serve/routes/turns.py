@@ -199,7 +199,7 @@ async def get_events(request: Request, ing: TheIngress, user_id: str = Path(patt
     await ing.known_character(character_id)
     r = await ing.redis_client()
     cursor = last_event_id or after
-    if cursor is not None and not session.CURSOR.match(cursor):  # `$` alone lets a final newline through
+    if cursor is not None and not session.CURSOR.fullmatch(cursor):  # `$` alone lets a final newline through
         raise error(422, "invalid_request", f"invalid cursor {cursor!r}: expected 0 or an event id "
                                             "such as 1733011200000-0")
     if ing.streams.get(user_id, 0) >= ing.settings.max_event_streams_per_user:

@@ -8,12 +8,13 @@ from datetime import datetime, timezone
 from fastapi import APIRouter, Header, Path, Query
 from fastapi.responses import StreamingResponse
 
-from memory import erasure
+from memory import erasure, erinnerungen, kzg
 from serve import schwere_ops
 from serve.routes.common import TheIngress, error
 from serve.schemas import ID_PATTERN
 
-MEMORY_ID = r"^(knoten|ziel|termin|notiz)-\d{1,18}$|^profil-(mensch_kern|mensch_beziehung|mensch_themen)-[0-9a-f]{12}$"
+MEMORY_ID = (r"^(knoten|ziel|termin|notiz)-\d{1,18}$|^profil-(mensch_kern|mensch_beziehung|mensch_themen)-[0-9a-f]{12}$"
+             r"|^kzg-[A-Za-z0-9_\-]{1,80}$")
 
 router = APIRouter()
 
@@ -23,12 +24,15 @@ async def memories(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN), cha
                    q: str | None = Query(None, max_length=200), limit: int = Query(200, ge=1, le=1000),
                    authorization: str | None = Header(None)):
     """What Nova remembers about the person (long-term memories, goals, appointments, notes, the
-    sentences of the person's profile), newest first, each with the turn and message it came from;
-    `q` keeps those whose text holds it."""
+    sentences of the person's profile, the short-term memory's entries), newest first, each with
+    the turn and message it came from; `q` keeps those whose text holds it."""
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     await ing.known_character(character_id)
     items = await ing.store_ops.erinnerungen.auflisten(user_id, character_id, q, limit)
+    r = await ing.redis_client()
+    items += erinnerungen.kurzzeit(await kzg.eintraege(r, user_id, character_id), q)
+    items = sorted(items, key=lambda i: i["seit"] or "", reverse=True)[:limit]
     return {"user_id": user_id, "character_id": character_id, "memories": items}
 
 
@@ -42,10 +46,27 @@ async def forget(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN), chara
     ing.owner(principal, user_id)
     await ing.known_character(character_id)
     async with schwere_ops.zugelassen(ing, user_id, "turn"):
-        vergessen = await ing.store_ops.erinnerungen.vergessen(user_id, character_id, memory_id)
+        vergessen, kurzzeit = await _vergessen(ing, user_id, character_id, memory_id)
     if not vergessen:
         raise error(404, "unknown_memory", f"no memory {memory_id!r} of this pair; GET …/memories lists them")
-    return {"user_id": user_id, "character_id": character_id, "vergessen": memory_id}
+    return {"user_id": user_id, "character_id": character_id, "vergessen": memory_id, "kurzzeit": kurzzeit}
+
+
+async def _vergessen(ing, user_id: str, character_id: str, memory_id: str) -> tuple[bool, int]:
+    """The item forgotten, and the short-term memory's entries of the exchange it came from with it
+    (they hold the same words): whether the item was there, and how many such entries went."""
+    r = await ing.redis_client()
+    if memory_id.startswith("kzg-"):
+        n = await kzg.entfernen(r, user_id, character_id, [memory_id[len("kzg-"):]])
+        return n > 0, n
+    quelle = await ing.store_ops.erinnerungen.herkunft(user_id, character_id, memory_id)
+    if not await ing.store_ops.erinnerungen.vergessen(user_id, character_id, memory_id):
+        return False, 0
+    if quelle is None:
+        return True, 0
+    gleich = [e["id"] for e in await kzg.eintraege(r, user_id, character_id)
+              if e.get("quelle") == quelle or e.get("id") == f"turn-{quelle}"]
+    return True, await kzg.entfernen(r, user_id, character_id, gleich)
 
 
 @router.get("/v1/users/{user_id}/export")

@@ -12,7 +12,7 @@ import ray
 from actors.background import erledigt_key
 from actors.activation import pair_actor
 from core.wire import EventDropped, PairEventRequest
-from memory import erasure, pg
+from memory import erasure, kzg, pg
 from tests.conftest import auth, pg_call, redis_call, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -23,9 +23,11 @@ VERGAENGLICH = {"created_at", "updated_at", "time", "zuletzt", "anker", "verstae
                 "zeitpunkt"}
 """Fields that differ between two pairs that had the same conversation: clocks and durations, the
 order in which nodes that ran side by side were logged, and the serial ids of rows."""
-EIGENE = ("zurueckgenommen:", "ruecknahme:", "pair:seq", "inflight:", "selftrigger:", "novaberg:outbox")
-"""The retraction's own records, the pair's arrival counters (they never go back), and the outbox
-(its processed jobs leave it by a trim of their own time; `_keine_jobs` looks at it)."""
+EIGENE = ("zurueckgenommen:", "ruecknahme:", "pair:seq", "inflight:", "selftrigger:", "novaberg:outbox", "ops:",
+          "pair:turns:")
+"""The retraction's own records and its admission (`ops:`), the pair's arrival counters (they never
+go back), the key index (its scores are the turns' clocks; tests/stores/test_ruecknahme.py compares
+it), and the outbox (its processed jobs leave it by a trim of their own time; `_keine_jobs` looks at it)."""
 
 
 def _gleich(x, user: str):
@@ -263,18 +265,34 @@ def test_the_person_sees_what_nova_remembers_and_forgets_one(client, settings, c
     assert items and all(i["turn_id"] == f"{tag}0" and i["aus"]["text"] == TEXTE[2] for i in items
                          if i["art"] == "erinnerung"), items
     node = next(i for i in items if i["art"] == "erinnerung")
+    # the short-term memory of the exchange (salience's entry, written here whatever its score) and another
+    vec = [1.0] * 384
+    redis_call(settings.redis_url, lambda rd: kzg.add_entry(rd, a, ch, f"Person B: {TEXTE[2]}", vec,
+                                                            quelle=f"{tag}0", entry_id=f"turn-{tag}0"))
+    redis_call(settings.redis_url, lambda rd: kzg.add_entry(rd, a, ch, "Person B: Ich mag Tee.", vec,
+                                                            quelle="anders", entry_id=f"x{tag}"))
+    items = client.get(f"/v1/pairs/{a}/{ch}/memories", headers=auth(a_key)).json()["memories"]
+    assert {(i["id"], i["turn_id"]) for i in items if i["art"] == "kurzzeit"} >= {(f"kzg-turn-{tag}0", f"{tag}0"),
+                                                                                (f"kzg-x{tag}", "anders")}
     assert client.get(f"/v1/pairs/{a}/{ch}/memories", headers=auth(b_key)).status_code == 403
     assert client.delete(f"/v1/pairs/{a}/{ch}/memories/{node['id']}", headers=auth(b_key)).status_code == 403
     assert client.delete(f"/v1/pairs/{a}/{ch}/memories/bogus-1", headers=auth(a_key)).status_code == 422
     r = client.delete(f"/v1/pairs/{a}/{ch}/memories/{node['id']}", headers=auth(a_key))
     assert r.status_code == 200, r.text
-    assert node["id"] not in {i["id"] for i in client.get(f"/v1/pairs/{a}/{ch}/memories", headers=auth(a_key)).json()["memories"]}
+    assert r.json()["kurzzeit"] == 1  # the exchange's short-term entry went with it, the other stayed
+    left = {i["id"] for i in client.get(f"/v1/pairs/{a}/{ch}/memories", headers=auth(a_key)).json()["memories"]}
+    assert node["id"] not in left and f"kzg-turn-{tag}0" not in left and f"kzg-x{tag}" in left
+    assert redis_call(settings.redis_url, lambda rd: rd.hexists(f"kzg:{a}:{ch}:entries", f"turn-{tag}0")) == 0
     r = client.delete(f"/v1/pairs/{a}/{ch}/memories/{node['id']}", headers=auth(a_key))
     assert r.status_code == 404 and r.json()["error"]["type"] == "unknown_memory"
+    r = client.delete(f"/v1/pairs/{a}/{ch}/memories/kzg-x{tag}", headers=auth(a_key))
+    assert r.status_code == 200 and r.json()["kurzzeit"] == 1
+    assert client.delete(f"/v1/pairs/{a}/{ch}/memories/kzg-x{tag}", headers=auth(a_key)).status_code == 404
 
 
-ZAEHLER = ("pair:seq:", "pair:seqstarted:", "inflight:")
-"""Keys no turn owns: the pair's arrival counters (they never go back) and the admission leases."""
+ZAEHLER = ("pair:seq:", "pair:seqstarted:", "inflight:", "ops:", "user:paare:")
+"""Keys no turn owns: the pair's arrival counters (they never go back), the admission leases and
+the index of the user's pairs (a pair stays the user's whatever its turns)."""
 NICHT_VOM_TURN = ("api_keys", "dateien", "aufzeichnungen")
 """Tables no turn writes: the person's keys, the files given to the pair (docs/TURN_WRITES.md)."""
 
