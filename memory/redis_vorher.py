@@ -13,9 +13,9 @@ from memory import schluessel_index
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-FRIST_S = 30 * 24 * 3600
-"""How long a turn's before-images are kept: a turn older than this is taken back without
-putting back what it overwrote in Redis (`Settings.turn_undo_keep_days` for Postgres' side)."""
+FRIST_S = schluessel_index.VORHER_FRIST_S
+"""How long a turn's before-images are kept (defined beside the key index, which keeps a turn as
+long as any of its keys)."""
 
 LUA_FESTHALTEN = schluessel_index.LUA_MERKEN + """
 local function vorher_festhalten(key, ziel, ttl)

@@ -43,9 +43,13 @@ def horizont(ttl_s: int) -> int:
     """How long a turn stays in its pair's index: the longest lifetime of a turn's keys (its stored
     result's `ttl_s`, the before-images' `FRIST_S`, the background markers' seven days) and the
     background's delay."""
-    from memory import redis_vorher  # it imports this module's Lua
+    return max(int(ttl_s), VORHER_FRIST_S, 7 * 24 * 3600) + NACHLAUF_S
 
-    return max(int(ttl_s), redis_vorher.FRIST_S, 7 * 24 * 3600) + NACHLAUF_S
+
+VORHER_FRIST_S = 30 * 24 * 3600
+"""How long a turn's before-images are kept in Redis (`memory/redis_vorher.py`, `FRIST_S`): a turn
+older than this is taken back without putting back what it overwrote in Redis
+(`Settings.turn_undo_keep_days` for Postgres' side)."""
 
 
 LUA_MERKEN = """

@@ -6,6 +6,10 @@ a greeting shown to a client names nobody it does not know."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pipeline.state import TurnState
 
 _CHAR = re.compile(r"\{\{\s*char\s*\}\}|<BOT>", re.IGNORECASE)
 _USER = re.compile(r"\{\{\s*user\s*\}\}|<USER>", re.IGNORECASE)
@@ -74,3 +78,12 @@ def du_fassung(text: str, character_name: str) -> str | None:
     if re.search(rf"\b{name}", out) or _IHR.search(out):
         return None
     return out
+
+
+def sein_name(state: TurnState) -> str:
+    """The name his client sent with this message, else the latest one in the session window; ""
+    without one, and when it is the character's own (praegung keeps him as Person B then too)."""
+    name = state.stimulus.person_name
+    if not name and state.memory:
+        name = next((t.name for t in reversed(state.memory.session_turns) if t.name), None)
+    return "" if not name or name.casefold() == state.pair.character_name.strip().casefold() else name

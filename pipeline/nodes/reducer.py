@@ -24,7 +24,7 @@ The appointments the router reads come after this node; the tribunal takes them 
 """
 from __future__ import annotations
 
-from pipeline.figur import einsetzen
+from pipeline.figur import einsetzen, sein_name
 from pipeline.node import Node
 from pipeline.services import Deps
 from pipeline.state import KontextRecord, TurnState
@@ -119,8 +119,6 @@ def block_tribunal(kept: list[dict], resonanz: dict | None) -> str:
 
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
-    from pipeline.nodes.responder import sein_name
-
     raw = entries(state.memory, state.pair.character_name, sein_name(state) or "Person B")
     kept = reduce(raw)
     resonanz = state.memory.lzg_resonanz

@@ -21,7 +21,7 @@ import logging
 import re
 
 from pipeline import satzende, vocab
-from pipeline.figur import du_fassung, einsetzen
+from pipeline.figur import du_fassung, einsetzen, sein_name
 from pipeline.node import Node
 from pipeline.nodes.ei_calc import DECAY, VERLAUF_MAX, stil_des_turns, vektor
 from pipeline.nodes import reducer
@@ -148,15 +148,6 @@ def _person_a(p) -> str:
             ("Ihre Art zu kommunizieren", _saetze(p.nova_intentionen)))
         if value.strip()
     ) or f"{name} lernt Person B gerade erst kennen; ihr Bild von sich waechst mit dem Gespraech."
-
-
-def sein_name(state: TurnState) -> str:
-    """The name his client sent with this message, else the latest one in the session window; ""
-    without one, and when it is the character's own (praegung keeps him as Person B then too)."""
-    name = state.stimulus.person_name
-    if not name and state.memory:
-        name = next((t.name for t in reversed(state.memory.session_turns) if t.name), None)
-    return "" if not name or name.casefold() == state.pair.character_name.strip().casefold() else name
 
 
 def person_b(p, name: str = "") -> str:
