@@ -38,7 +38,7 @@ import re
 import string
 from functools import lru_cache
 
-from pipeline.figur import einsetzen
+from pipeline.figur import einsetzen, sein_name
 from pipeline.links import ARTEN, LinkRegel, entschaerfen
 from pipeline.node import Node
 from pipeline.nodes.corrector import umschreiben
@@ -128,15 +128,17 @@ def _marker(prompts) -> re.Pattern:
     return re.compile(r"\[\s*(?:" + alt + r")(?![A-Za-zÄÖÜäöüß])[^\]\n]{0,80}\]", re.IGNORECASE)
 
 
-def muster(deps: Deps, model: str, pair) -> tuple[frozenset[str], re.Pattern, list[str]]:
+def muster(deps: Deps, model: str, pair, person: str = "") -> tuple[frozenset[str], re.Pattern, list[str]]:
     """What a reply must not reproduce — the fragments of the system messages the writing nodes
-    sent in this turn (as rendered), of their prompt templates and of the pair's record — the
-    marker pattern, and which nodes' rendered system messages were seen."""
+    sent in this turn (as rendered), of their prompt templates and of the pair's record (its card
+    placeholders filled as "Person B" and, when known, as his name `person`) — the marker pattern,
+    and which nodes' rendered system messages were seen."""
     name = pair.character_name
     gesehen = [n for n in QUELLEN if n in deps.trace.system_prompts]
     texte = [deps.trace.system_prompts[n] for n in gesehen]
-    texte += [einsetzen(getattr(pair, f), name) for f in PAAR_TEXTE]
-    texte += [einsetzen(x, name) for x in pair.direktiven + pair.anweisungen]
+    for wer in dict.fromkeys(["Person B", person or "Person B"]):
+        texte += [einsetzen(getattr(pair, f), name, wer) for f in PAAR_TEXTE]
+        texte += [einsetzen(x, name, wer) for x in pair.direktiven + pair.anweisungen]
     return _vorlagen(deps.prompts, model, name) | fragmente(texte), _marker(deps.prompts), gesehen
 
 
@@ -216,7 +218,7 @@ def links_pruefen(state: TurnState, deps: Deps, reply: str) -> str:
 async def prompt_leck(state: TurnState, deps: Deps, reply: str) -> str:
     """The reply, or its replacement when it reproduces the prompt."""
     model = await deps.llm.model_name()
-    frags, marker, gesehen = muster(deps, model, state.pair)
+    frags, marker, gesehen = muster(deps, model, state.pair, sein_name(state))
     if "responder" not in gesehen:
         log.info("leckschutz: fallback vorlagen: the responder's rendered system prompt was not seen in this turn "
                  "(it sent none); its templates and the pair's record stand in")

@@ -77,16 +77,17 @@ def _haltung_text(h) -> str:
     return f"{naehe}, {waerme}"
 
 
-def wesen(p) -> str:
+def wesen(p, person: str = "Person B") -> str:
     """[PERSON A — IHR WESEN], the binding block last (seed 004 §3.1): the character's instructions,
-    her way of speaking and how she sounds, from her character record."""
+    her way of speaking and how she sounds, from her character record (a card's `{{user}}` is
+    `person`: his name when known)."""
     name = p.character_name
-    teile = [einsetzen(x, name) for x in [p.charakter_anweisung] + p.anweisungen if x.strip()]
+    teile = [einsetzen(x, name, person) for x in [p.charakter_anweisung] + p.anweisungen if x.strip()]
     if p.sprechweise.strip():
-        teile.append(f"Wie {name} spricht: {einsetzen(p.sprechweise, name)}")
+        teile.append(f"Wie {name} spricht: {einsetzen(p.sprechweise, name, person)}")
     if p.beispieldialog.strip():
         teile.append(f"So klingt {name} (Beispiele fuer ihren Ton, nicht woertlich wiederholen):\n"
-                     f"{einsetzen(p.beispieldialog, name).strip()}")
+                     f"{einsetzen(p.beispieldialog, name, person).strip()}")
     return "\n".join(teile) or f"{name} ist warm, neugierig und aufmerksam."
 
 
@@ -137,10 +138,10 @@ def fit_history(turns: list[SessionTurn], other_chars: int, deps: Deps) -> tuple
     return turns, dropped
 
 
-def _person_a(p) -> str:
+def _person_a(p, person: str = "Person B") -> str:
     name = p.character_name
     return "\n".join(
-        f"{label}: {einsetzen(value, name)}" for label, value in (
+        f"{label}: {einsetzen(value, name, person)}" for label, value in (
             ("Wie sie angelegt ist", p.identitaet),
             ("Gewachsene Persoenlichkeit", _saetze(p.nova_kern)),
             ("Was sie gerade beschaeftigt", _saetze(p.nova_adaptiv)),
@@ -164,14 +165,14 @@ def system_message(state: TurnState, pr, model: str) -> str:
     """The blocks stable for the pair; on an impulse turn [EIGENER GEDANKE] before the rules, so the
     binding blocks stay last (seed 004 §3.1)."""
     s, p = state.stimulus, state.pair
-    name = p.character_name
+    name, person = p.character_name, sein_name(state) or "Person B"
     parts = [pr.render(NAME, "identity", model, character_name=name,
-                       szenario=f"\nDie Szene, in der die beiden sich begegnen: {einsetzen(p.szenario, name)}"
+                       szenario=f"\nDie Szene, in der die beiden sich begegnen: {einsetzen(p.szenario, name, person)}"
                        if p.szenario.strip() else "")]
     if s.eigener_gedanke is not None:
         parts.append(pr.render(NAME, "gedanke", model, character_name=name, gedanke=s.eigener_gedanke))
     parts.append(pr.render(NAME, "rules", model, character_name=name,
-                           direktiven="\n".join(f"- {d}" for d in p.direktiven) or "Keine.", wesen=wesen(p)))
+                           direktiven="\n".join(f"- {d}" for d in p.direktiven) or "Keine.", wesen=wesen(p, person)))
     return "\n\n".join(parts)
 
 
@@ -261,7 +262,7 @@ def lage_blocks(state: TurnState, pr, model: str, now) -> tuple[list[str], list[
     s, p = state.stimulus, state.pair
     name = p.character_name
     ton, status = farbton(state)
-    lage = [szene(state, pr, model, now, ton), pr.render(NAME, "wer_sie_ist", model, person_a=_person_a(p))]
+    lage = [szene(state, pr, model, now, ton), pr.render(NAME, "wer_sie_ist", model, person_a=_person_a(p, sein_name(state) or "Person B"))]
     blocks = ["SZENE", "PERSON A — WER SIE IST"]
     if state.emotion:
         lage.append(ihre_emotion(state, pr, model))

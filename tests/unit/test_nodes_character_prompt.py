@@ -52,6 +52,17 @@ def test_the_character_stands_in_the_stable_blocks_where_seed_004_puts_them():
     assert "Leuchtturmwaerterin" not in system and "norddeutsch" not in user
 
 
+def test_a_cards_user_placeholder_is_his_name_when_his_client_sent_one():
+    state = _full_state()
+    state.pair = MIRA.model_copy(update={"identitaet": "{{char}} wartet auf <USER>."})
+    state.stimulus = state.stimulus.model_copy(update={"user_prompt": "Hallo", "person_name": "Bert"})
+    (system, user), _ = responder.build_messages(state, deps_for(ScriptedLLM()), "m")
+    assert "Bert strandet bei Sturm an ihrer Tuer." in system["content"]
+    assert "Bert: Wie alt ist der Turm?\nMira: Aelter als meine Geduld." in system["content"]
+    assert "Mira wartet auf Bert." in user["content"]
+    assert "Person B strandet" not in system["content"]
+
+
 def test_the_system_message_is_byte_identical_across_turns():
     assert _messages("Hallo")[0] == _messages("Wie geht es dir heute?")[0]
 
