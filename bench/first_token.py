@@ -44,7 +44,7 @@ def native_turn(client: httpx.Client, key: str, user: str, character: str, text:
     """Milliseconds from the request to the first draft, the kept reply and the end of a turn."""
     t0 = time.perf_counter()
     got: dict[str, float | None] = {"draft_ms": None, "kept_ms": None, "final_ms": None}
-    with client.stream("POST", f"/v1/pairs/{user}/{character}/turns", params={"stream": "true"},
+    with client.stream("POST", f"/v1/pairs/{user}/{character}/turns", params={"stream": "true", "draft": "true"},
                        headers={"Authorization": f"Bearer {key}"},
                        json={"text": text, "turn_id": uuid.uuid4().hex}) as r:
         r.raise_for_status()
