@@ -525,7 +525,7 @@ def main(argv: list[str] | None = None) -> None:
     proc, overrides = _engine_and_system(args)
     try:
         with running(args.url, args.key, **overrides) as (url, key):
-            settled = (lambda: wait_reserve_full(STARTED[-1])) if args.url is None else None
+            settled = (lambda: wait_reserve_full(STARTED[-1], timeout_s=60)) if args.url is None else None
             phases = asyncio.run(run_phases(url, key, attacks, args.pairs, args.phase_s, args.period_s,
                                             settled=settled))
     finally:
