@@ -211,6 +211,7 @@ def abbilden(card: Any, quelle: Literal["json", "png"], grenzen: KartenGrenzen |
     t = {k: _text(data, k, where) for k in _ABBILDUNG}
     if not t["name"].strip():
         raise KarteFehler(f"{where}name: a character needs a name")
+    _objekt(data.get("extensions"), f"{where}extensions")
     ext = data.get("extensions") if isinstance(data.get("extensions"), dict) else {}
     novaberg = ext.get("novaberg") if isinstance(ext.get("novaberg"), dict) else {}
     sprechweise = _text(novaberg, "sprechweise", f"{where}extensions.novaberg.")
@@ -280,6 +281,13 @@ def _belegt(v: Any) -> bool:
     return v not in (None, "", [], {})
 
 
+def _objekt(v: Any, wo: str) -> None:
+    """A card's `extensions` (its own, or an entry's) are an object of named extensions, as the spec
+    has them: anything else could not be written back."""
+    if _belegt(v) and not isinstance(v, dict):
+        raise KarteFehler(f"{wo}: expected an object of extensions, got {type(v).__name__}")
+
+
 def _schluessel_pruefen(e: dict[str, Any], feld: str, at: str, g: KartenGrenzen) -> list[str]:
     """An entry's keys (`keys`, `secondary_keys`): a list of strings within the bounds, or
     KarteFehler naming the entry."""
@@ -335,6 +343,7 @@ def _lorebook(book: Any, where: str,
 def _eintrag(e: dict[str, Any], keys: list[str], inhalt: str, at: str) -> Wissenseintrag:
     """One entry's activation: the spec's fields, SillyTavern's extensions where the spec has none
     (an entry's own `case_sensitive` before the extension's)."""
+    _objekt(e.get("extensions"), f"{at}extensions")
     ext = e.get("extensions") if isinstance(e.get("extensions"), dict) else {}
     sekundaer = e.get("secondary_keys") or []
     if not isinstance(sekundaer, list) or not all(isinstance(k, str) for k in sekundaer):
@@ -368,13 +377,21 @@ def character_id_aus(name: str) -> str:
 
 
 # ------------------------------------------------------------------ writing
+def _als_objekt(v: Any) -> dict[str, Any]:
+    """Stored extensions as an object (a character stored before `_objekt` refused others keeps
+    them under `novaberg_unlesbar`)."""
+    if isinstance(v, dict):
+        return dict(v)
+    return {"novaberg_unlesbar": v} if _belegt(v) else {}
+
+
 def exportieren(character: dict[str, Any], wissen: list[dict[str, Any]]) -> dict[str, Any]:
     """A V2 JSON card of the character; what the import kept in `karte_rest` comes back."""
     rest = dict(character.get("karte_rest") or {})
     buch_rest = dict(rest.pop("character_book", {}) or {})
     eintrag_rest = buch_rest.pop("entries", [])
     ohne_inhalt = buch_rest.pop("ohne_inhalt", [])
-    extensions = dict(rest.pop("extensions", {}) or {})
+    extensions = _als_objekt(rest.pop("extensions", None))
     extensions["novaberg"] = {"character_id": character["character_id"], "sprechweise": character["sprechweise"]}
     ohne_platz = {k: v for k, v in rest.items() if k not in _V2_DATA}  # e.g. a V3 card's own fields
     if ohne_platz:
@@ -405,7 +422,7 @@ def exportieren(character: dict[str, Any], wissen: list[dict[str, Any]]) -> dict
 def _extensions(w: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     """An exported entry's extensions: what the card brought, with SillyTavern's activation keys
     as the entry holds them now."""
-    ext = dict(extra.get("extensions") or {})
+    ext = _als_objekt(extra.get("extensions"))
     if w["logik"] != "and_any" or "selectiveLogic" in ext:
         ext["selectiveLogic"] = ("and_any", "not_all", "not_any", "and_all").index(w["logik"])
     if w["ganze_woerter"] or "match_whole_words" in ext:

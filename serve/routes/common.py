@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException as FormError
 
 from core import logsafe
 from core.wire import PairRetractRequest, PairSuperseded, RetractResult, TurnFailure, TurnResult
+from serve import schwere_ops
 
 ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError,
               PairSuperseded)
@@ -80,9 +81,11 @@ def turn_failed(failure: TurnFailure) -> dict:
 
 async def retract(ing, user_id: str, character_id: str, request: PairRetractRequest) -> RetractResult:
     """Take turns back through the pair's actor, under admission and in its turn order
-    (actors/ruecknahme.py): 409 `nothing_to_retract` when the pair holds no message of the human;
-    502 with `turn_failed`'s body when the new turn of a regenerate or edit failed."""
-    async with ing.admitted(user_id, character_id):
+    (actors/ruecknahme.py) — a turn operation of the user, at either door (`max_turn_ops_in_flight_per_user`,
+    `turn_ops_per_minute_per_user`; beyond: 429 with Retry-After): 409 `nothing_to_retract` when the
+    pair holds no message of the human; 502 with `turn_failed`'s body when the new turn of a
+    regenerate or edit failed."""
+    async with schwere_ops.zugelassen(ing, user_id, "turn"), ing.admitted(user_id, character_id):
         out: RetractResult = await ing.call(user_id, character_id, lambda h: h.zuruecknehmen.remote(request))
     if out.nichts:
         raise error(409, "nothing_to_retract", "the conversation holds no message of yours to take back")

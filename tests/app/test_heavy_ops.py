@@ -46,8 +46,15 @@ def test_turn_operations_are_bounded_per_minute_per_user(client, settings, chara
         for _ in range(settings.turn_ops_per_minute_per_user):
             await schwere_ops.freigeben(r, tom, "turn", await schwere_ops.zulassen(r, settings, tom, "turn"))
 
+    said = []
+    for text in ("Ich heisse Tom.", "Ich segle gern."):  # a conversation the OpenAI door can ask again for
+        r = client.post(f"/v1/pairs/{tom}/{ch}/turns", json={"text": text}, headers=auth(tom_key))
+        assert r.status_code == 200, r.text
+        said += [{"role": "user", "content": text}, {"role": "assistant", "content": r.json()["reply"]}]
     redis_call(settings.redis_url, a_minute_of_operations)
     _refused(client.post(f"/v1/pairs/{tom}/{ch}/turns/rewind", json={"n": 1}, headers=auth(tom_key)))
+    # the OpenAI door's regenerate (the same conversation again, SillyTavern's swipe) is a turn operation too
+    _refused(client.post("/v1/chat/completions", json={"model": ch, "messages": said[:-1]}, headers=auth(tom_key)))
     _refused(client.post(f"/v1/pairs/{tom}/{ch}/turns/regenerate", headers=auth(tom_key)))
     _refused(client.delete(f"/v1/pairs/{tom}/{ch}/memories/notiz-1", headers=auth(tom_key)))
     assert int(client.post(f"/v1/pairs/{tom}/{ch}/turns/rewind", json={"n": 1},

@@ -3,6 +3,7 @@ onto our fields, what is kept and reported, the lorebook, malformed and oversize
 import base64
 import io
 import json
+import re
 
 import pytest
 from PIL import Image, PngImagePlugin
@@ -301,3 +302,19 @@ def test_kept_fields_are_bounded_in_size():
     big = ["x" * 100_000] * 30
     with pytest.raises(karte.KarteFehler, match="alternate_greetings.*bytes as JSON; at most 2097152"):
         karte.lesen(json.dumps(v2_card(alternate_greetings=big)).encode())
+
+
+@pytest.mark.parametrize("data, wo", [
+    ({"name": "Liste", "extensions": [1]}, "data.extensions"),
+    ({"name": "Liste", "character_book": {"entries": [{"keys": ["a"], "content": "b", "extensions": 5}]}},
+     "data.character_book.entries[0].extensions"),
+])
+def test_extensions_that_are_no_object_are_refused_and_a_stored_one_still_exports(data, wo):
+    card = json.dumps({"spec": "chara_card_v2", "spec_version": "2.0", "data": data}).encode()
+    with pytest.raises(karte.KarteFehler, match=re.escape(wo) + ": expected an object"):
+        karte.lesen(card)
+    # a character stored before the rule: its card exports, the odd value kept under a name of its own
+    stored = {"character_id": "liste", "name": "Liste", "identitaet": "", "sprechweise": "", "szenario": "",
+              "begruessung": "", "beispieldialog": "", "charakter_anweisung": "", "karte_rest": {"extensions": [1]}}
+    out = karte.exportieren(stored, [])
+    assert out["data"]["extensions"]["novaberg_unlesbar"] == [1]
