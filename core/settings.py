@@ -218,6 +218,12 @@ class ApiBoundsSettings(Section):
     turn_ops_per_minute_per_user: int = Field(default=30, ge=1)
     """Rewinds, regenerates, edits and forgotten memories one user may start within a minute;
     beyond: 429 with Retry-After."""
+    forget_shared_words: int = Field(default=2, ge=1)
+    """A sentence of a derived text (the session summary, the profile's sentences, Nova's view of
+    the person) goes with a forgotten memory when it shares at least this many of the memory's
+    distinctive words (all of them when it has fewer)."""
+    forget_max_items: int = Field(default=500, ge=1)
+    """Items one `POST …/memories/forget` may preview or forget at once; more confirmed ids: 422."""
     heavy_op_lease_s: float = Field(default=900.0, gt=0)
     """How long such an operation counts against its user's bound at most: one whose ingress replica
     died gives its place back after this. Longer than any export or rewind runs."""

@@ -372,3 +372,34 @@ async def load_emotion(pool: AsyncConnectionPool, user_id: str, character_id: st
                                  " WHERE user_id=%s AND character_id=%s", (user_id, character_id))
         r = await cur.fetchone()
     return None if r is None else {"emotion": r[0], "arousal": r[1], "vektor": r[2], "verlauf": r[3]}
+
+
+def _ohne_saetze(text: str | None, weg) -> str:
+    return "\n".join(s for s in (text or "").split("\n") if s.strip() and not weg(s))
+
+
+async def saetze_vergessen(conn, user_id: str, character_id: str, felder: Sequence[str], weg) -> int:
+    """Drop the profile's sentences (one a line) for which `weg(sentence)` holds, from the fields
+    and from the profile's before-images (no later rewind brings one back); on the caller's
+    connection, in its transaction. Returns how many sentences left the profile itself."""
+    bad = set(felder) - set(PROFILE_FIELDS)
+    if bad:
+        raise ValueError(f"unknown profile fields: {sorted(bad)}")
+    cur = await conn.execute(f"SELECT {', '.join(felder)} FROM pair_profiles WHERE user_id=%s AND character_id=%s"
+                             " FOR UPDATE", (user_id, character_id))
+    row = await cur.fetchone()
+    if row is None:
+        return 0
+    neu = {f: _ohne_saetze(alt, weg) for f, alt in zip(felder, row) if alt and _ohne_saetze(alt, weg) != alt.strip()}
+    weg_n = sum(len([s for s in (alt or "").split("\n") if s.strip() and weg(s)]) for alt in row)
+    if neu:
+        await conn.execute(f"UPDATE pair_profiles SET {''.join(f'{f}=%s, ' for f in neu)}updated_at=now()"
+                           " WHERE user_id=%s AND character_id=%s", (*neu.values(), user_id, character_id))
+    cur = await conn.execute("SELECT nr, vorher FROM turn_vorher WHERE user_id=%s AND character_id=%s"
+                             " AND tabelle='pair_profiles' AND vorher IS NOT NULL", (user_id, character_id))
+    for nr, bild in await cur.fetchall():
+        geaendert = {f: _ohne_saetze(bild[f], weg) for f in felder
+                     if isinstance(bild.get(f), str) and _ohne_saetze(bild[f], weg) != bild[f].strip()}
+        if geaendert:
+            await conn.execute("UPDATE turn_vorher SET vorher = vorher || %s WHERE nr=%s", (Jsonb(geaendert), nr))
+    return weg_n

@@ -115,3 +115,16 @@ async def zerfall(pool: AsyncConnectionPool, cfg: MemoryConfig,
                                             "schritt_s": schritt_tage * 86400})
         weights = [r[0] for r in await cur.fetchall()]
     return {"verfallen": len(weights), "kleinstes": round(min(weights), 6) if weights else None}
+
+
+async def aus_turns_loeschen(conn, user_id: str, character_id: str, turn_ids: list[str]) -> int:
+    """Delete the pair's entries the pixie wrote from a delegation of one of the turns (their key
+    `delegation:{turn}:…`, actors/delegation.py; the topic vectors go with them), on the caller's
+    connection. Returns how many went."""
+    ids = [t for t in turn_ids if t]
+    if not ids:
+        return 0
+    cur = await conn.execute("DELETE FROM autonomous_wissen WHERE user_id=%s AND character_id=%s"
+                             " AND schluessel LIKE 'delegation:%%' AND split_part(schluessel, ':', 2) = ANY(%s)",
+                             (user_id, character_id, ids))
+    return cur.rowcount

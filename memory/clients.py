@@ -639,6 +639,16 @@ class Erinnerungen(StoreModule):
     async def herkunft(self, user_id: str, character_id: str, item_id: str) -> str | None:
         """The turn (or import source) an item came from; None when none or no such item."""
 
+    @op
+    async def beschreiben(self, user_id: str, character_id: str, item_id: str) -> dict[str, Any] | None:
+        """An item's text and turn ({inhalt, turn_id}), read before it is forgotten; None: no such item."""
+
+    @op
+    async def nachvergessen(self, user_id: str, character_id: str, texte: list[str], turn_ids: list[str],
+                            mindestens: int = 2) -> dict[str, int]:
+        """The profile's sentences that repeat a forgotten item and the library's entries of its
+        turn, gone (before-images too); what went, by kind."""
+
 
 MODULES: tuple[type[StoreModule], ...] = (
     Lzg,

@@ -6,17 +6,25 @@ An item's id names its kind and row: `knoten-{id}`, `ziel-{id}`, `termin-{id}`, 
 `profil-{field}-{sha1 of the sentence, 12 hex}`. A profile sentence's turn is found in the
 profile's before-images (`turn_vorher`): the first turn after which the field holds it.
 Forgetting also drops the item from the before-images, so taking a later turn back never brings
-it back.
+it back. What was derived from a forgotten item goes with it (`nachvergessen`, `redis_nachvergessen`):
+the sentences of the pair's profile (Nova's view of the person and of herself included) and of the
+session summary that share its distinctive words (`verraet`: at least `forget_shared_words` of its
+content words, or all of them when it has fewer), the library entries the pixie wrote from its turn,
+and the research and impulses still pending from that turn.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
+    from redis.asyncio import Redis
+
+log = logging.getLogger("novaberg.erinnerungen")
 
 PROFIL_FELDER = ("mensch_kern", "mensch_beziehung", "mensch_themen")
 """The profile's fields about the person (Nova's own fields are her self-image)."""
@@ -35,6 +43,49 @@ _ZEILEN: dict[str, str] = {
     "notiz": "SELECT 'notiz-' || n.id, 'notiz', n.name || ': ' || n.inhalt, n.turn_id, n.created_at FROM notizen n"
              " WHERE n.user_id=%(u)s AND n.aktiv",
 }
+
+
+_INHALT = {
+    "knoten": "SELECT inhalt FROM lzg_knoten WHERE id=%(id)s AND user_id=%(u)s AND character_id=%(c)s",
+    "ziel": "SELECT inhalt FROM ziele WHERE id=%(id)s AND user_id=%(u)s AND character_id=%(c)s",
+    "termin": "SELECT titel FROM timeline WHERE id=%(id)s AND user_id=%(u)s AND character_id=%(c)s AND typ='termin'",
+    "notiz": "SELECT name || ': ' || inhalt FROM notizen WHERE id=%(id)s AND user_id=%(u)s",
+}
+
+ABGELEITETE_FELDER = ("nova_kern", "nova_adaptiv", "nova_beziehung", "mensch_kern", "mensch_beziehung", "mensch_themen")
+"""The profile's fields of sentences (one a line) that may repeat what the person said."""
+
+STOPPWOERTER = frozenset("""
+aber alle allem allen aller alles also auch auf aus bei beim bist dann dass dein deine dem den denen der des dich
+die dies diese diesem diesen dieser dir doch dort durch eine einem einen einer eines euch euer fuer für gern gerne
+habe haben hast hat hatte hier ihm ihn ihnen ihr ihre ihrem ihren ihrer immer ist jetzt kann kein keine mein meine
+meinem meinen meiner mich mir mit nach nicht noch nova nun oder person schon sehr seid sein seine seinem seinen
+seiner selbst sich sie sind über ueber und uns unser viel vom von vor war waren wenn werden wie wieder will wir
+wird wurde zum zur zwischen heisst heißt sagt sagte erzaehlt erzählt erzählte erzaehlte
+about also been from have into just that their them then there they this what when which with would your
+""".split())
+"""Words that say nothing of an item's content (the speakers' labels among them)."""
+
+
+def inhaltswoerter(text: str) -> frozenset[str]:
+    """An item's distinctive words: those of four letters or more, no numbers, no stop words; a
+    node's date and speaker (`[04 December 2026] Person B: …`) left out."""
+    text = re.sub(r"^\[[^\]]*\]\s*", "", text or "")
+    text = re.sub(r"^[^:\n]{1,40}:\s", "", text)
+    return frozenset(w for w in re.findall(r"\w+", text.casefold())
+                     if len(w) >= 4 and not w.isdigit() and w not in STOPPWOERTER)
+
+
+def verraet(satz: str, vergessen: list[frozenset[str]], mindestens: int) -> bool:
+    """Whether a derived sentence repeats a forgotten item: it shares at least `mindestens` of the
+    item's distinctive words (all of them when the item has fewer)."""
+    woerter = inhaltswoerter(satz)
+    return any(len(woerter & w) >= min(mindestens, len(w)) for w in vergessen if w)
+
+
+def saetze(text: str) -> list[str]:
+    """A derived text's sentences (lines, and the sentences within a line)."""
+    return [s for zeile in (text or "").split("\n") for s in re.split(r"(?<=[.!?])\s+", zeile) if s.strip()]
 
 
 def satz_id(feld: str, satz: str) -> str:
@@ -179,3 +230,66 @@ async def _satz_vergessen(conn, user_id: str, character_id: str, feld: str, hash
             await conn.execute("UPDATE turn_vorher SET vorher = jsonb_set(vorher, %s, to_jsonb(%s::text)) WHERE nr=%s",
                                ([feld], _ohne(vorher[feld], feld, hash12), nr))
     return True
+
+
+async def beschreiben(pool: AsyncConnectionPool, user_id: str, character_id: str,
+                      item_id: str) -> dict[str, Any] | None:
+    """An item's text and the turn it came from ({inhalt, turn_id}), read before it is forgotten
+    (what was derived from it is found by its words and its turn); None: no such item."""
+    m = ID.match(item_id)
+    if m is None:
+        raise ValueError(f"not a memory id: {item_id!r}")
+    async with pool.connection() as conn:
+        if not m.group(1):
+            return next(({"inhalt": i["inhalt"], "turn_id": None} for i in await _profil(conn, user_id, character_id)
+                         if i["id"] == item_id), None)
+        args = {"id": int(m.group(2)), "u": user_id, "c": character_id}
+        row = await (await conn.execute(_INHALT[m.group(1)], args)).fetchone()
+        if row is None:
+            return None
+        quelle = await (await conn.execute(_HERKUNFT[m.group(1)], args)).fetchone()
+    return {"inhalt": row[0] or "", "turn_id": quelle[0] if quelle and quelle[0] else None}
+
+
+async def nachvergessen(pool: AsyncConnectionPool, user_id: str, character_id: str, texte: list[str],
+                        turn_ids: list[str], mindestens: int = 2) -> dict[str, int]:
+    """What Postgres derived from forgotten items, in one transaction: the profile's sentences that
+    repeat one of `texte` (`verraet`), in the profile and its before-images, and the library's
+    entries the pixie wrote from one of `turn_ids`. Returns what went, by kind."""
+    from memory import beziehung, bibliothek
+
+    woerter = [w for w in (inhaltswoerter(t) for t in texte) if w]
+    async with pool.connection() as conn, conn.transaction():
+        profil = await beziehung.saetze_vergessen(conn, user_id, character_id, ABGELEITETE_FELDER,
+                                                  lambda s: verraet(s, woerter, mindestens)) if woerter else 0
+        wissen = await bibliothek.aus_turns_loeschen(conn, user_id, character_id, turn_ids)
+    if profil:
+        log.info("vergessen.profil_saetze: %d sentences of %s:%s's profile repeated a forgotten item",
+                 profil, user_id, character_id)
+    if wissen:
+        log.info("vergessen.bibliothek: %d library entries of %s:%s came from a forgotten turn",
+                 wissen, user_id, character_id)
+    return {"profil_saetze": profil, "bibliothek": wissen}
+
+
+async def redis_nachvergessen(r: Redis, user_id: str, character_id: str, texte: list[str], turn_ids: list[str],
+                              mindestens: int = 2) -> dict[str, int]:
+    """What Redis holds derived from forgotten items: the session summary's sentences that repeat
+    one of `texte` (in the summary and its before-images), the research still queued or under way
+    from one of `turn_ids` and the impulses planned from them. Returns what went, by kind."""
+    from memory import ruecknahme, session
+
+    woerter = [w for w in (inhaltswoerter(t) for t in texte) if w]
+    ids = {t for t in turn_ids if t}
+    out = {"zusammenfassung_saetze": 0, "recherchen": 0, "impulse": 0}
+    if woerter:
+        out["zusammenfassung_saetze"] = await session.zusammenfassung_vergessen(
+            r, user_id, character_id, lambda s: verraet(s, woerter, mindestens))
+    if ids:
+        out["recherchen"] = await ruecknahme._liste(r, f"delegationen:{user_id}:{character_id}", ids, "turn_id") \
+            + await ruecknahme._liste(r, f"delegationen_in_arbeit:{user_id}:{character_id}", ids, "turn_id")
+        out["impulse"] = await ruecknahme._impulse(r, user_id, character_id, ids)
+    if out["recherchen"] or out["impulse"]:
+        log.info("vergessen.recherche_verworfen: %d pending research tasks and %d planned impulses of %s:%s came "
+                 "from a forgotten turn", out["recherchen"], out["impulse"], user_id, character_id)
+    return out

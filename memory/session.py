@@ -10,6 +10,7 @@ stored result, the pushed message and the outbox jobs appear together or not at 
 from __future__ import annotations
 
 import hashlib
+import logging
 import json
 import re
 import time
@@ -21,6 +22,8 @@ from redis.asyncio import Redis
 from core.wire import PairSuperseded
 from memory import redis_vorher, schluessel_index
 from memory.outbox import OUTBOX_STREAM
+
+log = logging.getLogger("novaberg.session")
 
 
 def session_key(user_id: str, character_id: str) -> str:
@@ -237,6 +240,67 @@ async def set_summary(r: Redis, user_id: str, character_id: str, summary: str) -
 async def get_summary(r: Redis, user_id: str, character_id: str) -> str | None:
     raw = await r.hget(summary_key(user_id, character_id), "text")
     return None if raw is None else raw.decode()
+
+
+def _ohne_saetze(text: str, weg) -> tuple[str, int]:
+    """The text without its sentences for which `weg(sentence)` holds, and how many went."""
+    zeilen, n = [], 0
+    for zeile in text.split("\n"):
+        alle = [x for x in re.split(r"(?<=[.!?])\s+", zeile) if x.strip()]
+        bleiben = [x for x in alle if not weg(x)]
+        n += len(alle) - len(bleiben)
+        if bleiben:
+            zeilen.append(" ".join(bleiben))
+    return "\n".join(zeilen), n
+
+
+async def zusammenfassung_vergessen(r: Redis, user_id: str, character_id: str, weg, versuche: int = 5) -> int:
+    """Drop the summary's sentences for which `weg(sentence)` holds (its cursor stays), and the same
+    from the summary's before-images, so no rewind brings them back. A summary all of whose sentences
+    go is left empty (fallback `vergessen.zusammenfassung_verworfen`). Returns the sentences dropped."""
+    from redis.exceptions import WatchError
+
+    key, n, neu = summary_key(user_id, character_id), 0, ""
+    for _ in range(versuche):
+        async with r.pipeline(transaction=True) as pipe:
+            try:
+                await pipe.watch(key)
+                alt = ((await pipe.hget(key, "text")) or b"").decode()
+                neu, n = _ohne_saetze(alt, weg)
+                if n:
+                    pipe.multi()
+                    pipe.hset(key, "text", neu)
+                    await pipe.execute()
+                break
+            except WatchError:
+                n = 0
+                continue
+    if n and not neu:
+        log.warning("vergessen.zusammenfassung_verworfen: every sentence of %s:%s's session summary repeated a "
+                    "forgotten item; the summary is empty until the next fold", user_id, character_id)
+    elif n:
+        log.info("vergessen.zusammenfassung_gekuerzt: %d sentences of %s:%s's session summary repeated a "
+                 "forgotten item", n, user_id, character_id)
+    await _bilder_ohne(r, user_id, character_id, key, weg)
+    return n
+
+
+async def _bilder_ohne(r: Redis, user_id: str, character_id: str, key: str, weg) -> None:
+    """The summary's before-images (`vorher:{user}:{character}:{turn}`) without those sentences."""
+    async for bild_key in r.scan_iter(match=f"{redis_vorher.vorher_key(user_id, character_id, '*')}", count=500):
+        raw = await r.hget(bild_key, key)
+        if raw is None:
+            continue
+        bild = json.loads(raw)
+        wert = bild.get("wert")
+        if bild.get("typ") != "hash" or not isinstance(wert, list):
+            continue
+        felder = dict(zip(wert[::2], wert[1::2]))
+        neu, weg_n = _ohne_saetze(str(felder.get("text", "")), weg)
+        if weg_n:
+            felder["text"] = neu
+            bild["wert"] = [x for kv in felder.items() for x in kv]
+            await r.hset(bild_key, key, json.dumps(bild))
 
 
 async def ausstehend(r: Redis, user_id: str, character_id: str, *, window: int, marke: str,
