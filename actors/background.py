@@ -10,7 +10,7 @@ from typing import Any
 
 from actors.delegation import DELEGATIONS, Delegation
 from core.errors import ChainError
-from memory import kzg, schluessel_index, session
+from memory import erasure, kzg, schluessel_index, session
 from pipeline.chains import BACKGROUND_CHAIN, MENSCH_CHAIN
 from pipeline.runner import ChainRunner
 from pipeline.services import Deps, Services
@@ -50,6 +50,8 @@ async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
     s = state.stimulus
     teil = job.get("teil", "ganz")
     done_key = erledigt_key(s.user_id, s.character_id, s.turn_id) + ("" if teil == "ganz" else f":{teil}")
+    if await erasure.markiert(services.redis, s.user_id):
+        raise erasure.abgewiesen(s.user_id, f"the background of turn {s.turn_id}")
     if await services.redis.exists(done_key):
         log.info("background: turn %s (%s) done already (a re-claimed job); skipped", s.turn_id, teil)
         return
@@ -61,6 +63,8 @@ async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
     chain = MENSCH_CHAIN if teil == "mensch" else BACKGROUND_CHAIN
     await ChainRunner(chain, name="background" if teil == "ganz" else f"background_{teil}", ausklingen=True).run(state, deps)
     h = state.hintergrund
+    if await erasure.markiert(services.redis, s.user_id):  # erased while the chain ran
+        raise erasure.abgewiesen(s.user_id, f"the background writes of turn {s.turn_id}")
     if h is not None and s.user_prompt is not None and not s.thinker_unsicher_retry:
         # salience's reading of the human's turn joins that turn in the session (seed 001 §3.1)
         felder = {"kern": h.kern, **({"intentionen": h.intentionen} if h.intentionen else {})}
@@ -69,7 +73,8 @@ async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
                         s.user_id, s.character_id)
     await schreiben(services, trace, s, state.hintergrund.pending_writes if state.hintergrund else [])
     rows = [dict(r, seq=r["seq"] + LOG_SEQ_OFFSET) for r in trace.rows]
-    async with pool.connection() as conn:
+    async with pool.connection() as conn, conn.transaction():
+        await erasure.pruefen(conn, s.user_id, f"the background log of turn {s.turn_id}")
         await pg._insert_log_rows(conn, s.user_id, s.character_id, s.turn_id, rows)
     await services.redis.set(done_key, str(time.time()), ex=DONE_TTL_S)
     log.info("background: turn %s of %s:%s done (%d writes)", s.turn_id, s.user_id, s.character_id,
@@ -93,6 +98,7 @@ async def schreiben(services: Services, trace: TurnTrace, s: Stimulus, writes: l
 
 
 _DELEGIEREN = """
+if redis.call('EXISTS', KEYS[3]) == 1 then return -1 end
 if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[2]) then
   redis.call(ARGV[3], KEYS[1], ARGV[1])
   return 1
@@ -114,9 +120,11 @@ async def delegieren(redis, user_id: str, character_id: str, turn_id: str, aufga
                     turn_id, schluessel_index.DELEGATIONEN_JE_TURN, nummer)
         return False
     task = Delegation(aufgabe=aufgabe, turn_id=turn_id)
-    queued = await redis.eval(_DELEGIEREN, 2, f"{DELEGATIONS}:{user_id}:{character_id}",
-                              delegation_key(user_id, character_id, turn_id, nummer), task.model_dump_json(), DONE_TTL_S,
-                              "LPUSH" if vorne else "RPUSH")
+    queued = await redis.eval(_DELEGIEREN, 3, f"{DELEGATIONS}:{user_id}:{character_id}",
+                              delegation_key(user_id, character_id, turn_id, nummer), erasure.marke_key(user_id),
+                              task.model_dump_json(), DONE_TTL_S, "LPUSH" if vorne else "RPUSH")
+    if int(queued) < 0:
+        raise erasure.abgewiesen(user_id, f"delegation {nummer} of turn {turn_id}")
     if not queued:
         log.info("background: delegation %d of turn %s is queued already (a job delivered again); not queued "
                  "twice", nummer, turn_id)
@@ -197,6 +205,10 @@ async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> 
     delivered = 0
     for raw in await faellige_impulse_nehmen(r, DUE_KEY, limit):
         imp = json.loads(raw)
+        if await erasure.markiert(r, imp["user_id"]):
+            erasure.abgewiesen(imp["user_id"], f"impulse {imp['id']}")  # logged: the impulse goes
+            await impuls_erledigt(r, DUE_KEY, raw)
+            continue
         if not await services.store.charaktere.exists(imp["character_id"]):
             log.warning("impulse %s dropped: fallback charakter_entfernt: character %r no longer exists",
                         imp["id"], imp["character_id"])

@@ -53,6 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from actors.delegation import DELEGATIONS, Delegation
 from core.settings import Settings
+from memory import erasure
 
 log = logging.getLogger("novaberg.pixie")
 NAME = "pixie"
@@ -249,6 +250,29 @@ async def _bearbeiten(services, queue_key: str, raw) -> str:
         await r.lrem(work, 1, raw)
         return "verworfen"
     trace = TurnTrace(user_id, character_id, f"pixie-{uuid.uuid4().hex[:8]}")
+    try:
+        outcome = await _ausgang(services, trace, user_id, character_id, task)
+    except Exception as e:
+        if not erasure.ist_geloescht(e):
+            raise
+        outcome = "geloescht"  # the user was erased while it ran: the task goes, nothing more is written
+    trace.decision(NAME, "pixie.aufgabe", outcome, {"aufgabe": task.aufgabe[:120], "versuche": task.versuche})
+    async with r.pipeline(transaction=True) as p:
+        if outcome == "zurueck":
+            p.rpush(queue_key, task.model_copy(update={"versuche": task.versuche + 1}).model_dump_json())
+        p.lrem(work, 1, raw)
+        await p.execute()
+    return outcome
+
+
+async def _ausgang(services, trace, user_id: str, character_id: str, task: Delegation) -> str:
+    """What becomes of a taken task: done now, or dropped, done already or given up. A task of an
+    erased user (`geloescht:{user}`) is dropped; a write of one erased meanwhile is refused by the
+    store (`NutzerGeloescht`)."""
+    r = services.redis
+    if await erasure.markiert(r, user_id):
+        erasure.abgewiesen(user_id, f"the library entries of task {task.schluessel()}")  # logged: the task goes
+        return "geloescht"
     charakter = await services.store.charaktere.get(character_id)
     if charakter is None:
         log.warning("pixie: fallback charakter_entfernt: character %r no longer exists; task %s dropped",
@@ -267,12 +291,6 @@ async def _bearbeiten(services, queue_key: str, raw) -> str:
         outcome = "aufgegeben"
     else:
         outcome = await _arbeiten(services, trace, user_id, character_id, charakter["name"], task)
-    trace.decision(NAME, "pixie.aufgabe", outcome, {"aufgabe": task.aufgabe[:120], "versuche": task.versuche})
-    async with r.pipeline(transaction=True) as p:
-        if outcome == "zurueck":
-            p.rpush(queue_key, task.model_copy(update={"versuche": task.versuche + 1}).model_dump_json())
-        p.lrem(work, 1, raw)
-        await p.execute()
     return outcome
 
 

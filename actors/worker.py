@@ -1,7 +1,8 @@
 """BackgroundWorker: detached actors that consume the outbox (a Redis stream, consumer group).
 
 They outlive the pair actors and the ingress that enqueued the work; a job is acknowledged only
-after its Postgres write committed, and what a dead worker left pending is re-claimed. The
+after its Postgres write committed, and what a dead worker left pending is re-claimed. A job of an
+erased user (memory/erasure.py: its mark, or a write refused by it) is acknowledged without effect. The
 consumer loop starts in the constructor, on its own thread, so a worker that Ray restarts after a
 crash resumes without anyone calling it.
 """
@@ -65,6 +66,7 @@ class BackgroundWorker:
         self.processed = 0
         self.errors = 0
         self.impulses = 0
+        self._services = None
         self.ready = threading.Event()
         self._thread = threading.Thread(target=self._main, name="outbox", daemon=True)
         self._thread.start()
@@ -73,7 +75,7 @@ class BackgroundWorker:
         asyncio.run(self._loop())
 
     async def _loop(self) -> None:
-        from memory import outbox, pg, ruecknahme
+        from memory import outbox, pg
         from memory.redis_client import verbinden
 
         r = verbinden(self.settings.redis_url, self.settings.redis_reconnect_s)
@@ -90,29 +92,7 @@ class BackgroundWorker:
                 log.exception("outbox worker %d: cannot reach the outbox; retrying in 1s", self.index)
                 await asyncio.sleep(1.0)
 
-        services = None
-
-        async def handle(job: dict[str, Any]) -> None:
-            nonlocal services
-            kind = job.get("kind")
-            if await ruecknahme.job_zurueckgenommen(r, job):
-                return
-            if kind == "turn":
-                await pg.write_turn_job(pool, job)
-            elif kind == "selbst_anstoss":
-                from actors.background import deliver_self_trigger
-
-                await deliver_self_trigger(r, self.settings, job)
-            elif kind == "hintergrund":
-                from actors.background import run_background
-                from pipeline.services import Services
-
-                services = services or Services.connect(self.settings)
-                await run_background(services, pool, job)
-            else:
-                raise ValueError(f"unknown outbox job kind {kind!r}")
-
-        consumer = outbox.OutboxConsumer(r, worker_name(self.index), handle,
+        consumer = outbox.OutboxConsumer(r, worker_name(self.index), lambda job: self.handle(r, pool, job),
                                          claim_idle_ms=self.settings.outbox_claim_idle_ms,
                                          block_ms=self.settings.outbox_block_ms)
         self.ready.set()
@@ -124,11 +104,9 @@ class BackgroundWorker:
                 self.processed += await consumer.step()
                 if self.index == 0 and time.monotonic() - last_impulse_check > 1.0:
                     from actors.background import deliver_due_impulses
-                    from pipeline.services import Services
 
-                    services = services or Services.connect(self.settings)
                     last_impulse_check = time.monotonic()
-                    self.impulses += await deliver_due_impulses(services, self.settings)
+                    self.impulses += await deliver_due_impulses(self.dienste(), self.settings)
                 if self.index == 0 and time.monotonic() - last_retention > self.settings.retention_every_s:
                     last_retention = time.monotonic()
                     await retention_pass(pool, r, self.settings)
@@ -136,6 +114,49 @@ class BackgroundWorker:
                 self.errors += 1
                 log.exception("outbox worker %d: round failed; retrying in 1s", self.index)
                 await asyncio.sleep(1.0)
+
+    def dienste(self):
+        """The services the background chain and the impulses use, connected once."""
+        from pipeline.services import Services
+
+        if self._services is None:
+            self._services = Services.connect(self.settings)
+        return self._services
+
+    async def handle(self, r, pool, job: dict[str, Any]) -> None:
+        """One outbox job. A job of an erased user (its mark, or a write the mark refused on the
+        way) ends here without error: the outbox acknowledges it, nothing retries it."""
+        from memory import erasure
+
+        try:
+            await self._work(r, pool, job)
+        except Exception as e:
+            if not erasure.ist_geloescht(e):
+                raise
+            log.warning("outbox worker %d: fallback geloescht: a %s job's write was refused, its user was "
+                        "erased; the job is acknowledged", self.index, job.get("kind"))
+
+    async def _work(self, r, pool, job: dict[str, Any]) -> None:
+        from memory import erasure, pg, ruecknahme
+
+        kind = job.get("kind")
+        if await ruecknahme.job_zurueckgenommen(r, job):
+            return
+        user_id = ruecknahme.job_ziel(job)[0]
+        if await erasure.markiert(r, user_id):
+            raise erasure.abgewiesen(user_id, f"the {kind} job")
+        if kind == "turn":
+            await pg.write_turn_job(pool, job)
+        elif kind == "selbst_anstoss":
+            from actors.background import deliver_self_trigger
+
+            await deliver_self_trigger(r, self.settings, job)
+        elif kind == "hintergrund":
+            from actors.background import run_background
+
+            await run_background(self.dienste(), pool, job)
+        else:
+            raise ValueError(f"unknown outbox job kind {kind!r}")
 
     def wait_ready(self, timeout_s: float = 30.0) -> bool:
         return self.ready.wait(timeout_s)

@@ -26,7 +26,8 @@ The tree (a class, the module it is defined in, its builtin second base):
     │   ├── FetchRefused            serve.web_guard; ValueError
     │   ├── _TooLarge               serve.body_limit; fastapi.HTTPException (413)
     │   ├── ParserBusy              serve.parse_worker; RuntimeError (every parser process stayed busy)
-    │   └── TooManyInstructions     memory.beziehung; ValueError
+    │   ├── TooManyInstructions     memory.beziehung; ValueError
+    │   └── NutzerGeloescht         memory.erasure; RuntimeError (a write for a user whose erasure began)
     ├── StoreError                  the memory stores (Postgres, Redis) hold or are asked something
     │   │                           they cannot serve
     │   ├── SchemaMismatch          memory.migrate; RuntimeError

@@ -242,6 +242,17 @@ class ApiBoundsSettings(Section):
     every key that is not valid, until the minute has passed. Valid keys still pass."""
     key_cache_size: int = Field(default=10_000, ge=1)
     """API keys (and refusals) an ingress replica remembers for 30 s; the least recently used go."""
+    key_revocation_check_ms: int = Field(default=50, ge=0, le=5000)
+    """How often at most an ingress replica reads the revocation counter (`keys:widerruf`, raised
+    by every key revocation and user erasure) while it answers from its key cache; a changed counter
+    empties the cache. A revoked key is refused by every replica within this (0: read at every request)."""
+    erasure_mark_hours: float = Field(default=48.0, gt=0)
+    """How long an erased user's mark (`geloescht:{user}`) refuses every write for them: longer than
+    any background job is held (one waits for its model some 20 minutes at most). A new key made for
+    the user ends it at once."""
+    erasure_wait_held_s: float = Field(default=60.0, ge=0)
+    """How long a user's erasure waits for the background jobs a worker holds already before it
+    deletes (what they write later is refused by the mark)."""
     character_card_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     """The largest Character Card (JSON or PNG) an import accepts; larger bodies get 413."""
     card_max_depth: int = Field(default=32, ge=8, le=200)

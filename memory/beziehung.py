@@ -9,7 +9,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from core.errors import RefusedError
-from memory import vorher
+from memory import erasure, vorher
 
 PROFILE_FIELDS = ("nova_kern", "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung",
                   "mensch_kern", "mensch_beziehung", "mensch_themen")
@@ -231,7 +231,8 @@ async def set_profile(pool: AsyncConnectionPool, user_id: str, character_id: str
     cols = ", ".join(fields)
     vals = ", ".join(["%s"] * len(fields))
     upd = ", ".join(f"{k}=EXCLUDED.{k}" for k in fields)
-    async with pool.connection() as conn:
+    async with pool.connection() as conn, conn.transaction():
+        await erasure.pruefen(conn, user_id, "a profile")
         await conn.execute(
             f"INSERT INTO pair_profiles (user_id, character_id, {cols}) VALUES (%s,%s,{vals})"
             f" ON CONFLICT (user_id, character_id) DO UPDATE SET {upd}, updated_at=now()",
@@ -328,6 +329,7 @@ async def profil_wachsen(pool: AsyncConnectionPool, user_id: str, character_id: 
     felder = list(dict.fromkeys((*saetze, *beobachtet)))
     async with pool.connection() as conn:
         async with conn.transaction():
+            await erasure.pruefen(conn, user_id, f"the profile step {schritt}")
             cur = await conn.execute("INSERT INTO pair_profiles (user_id, character_id) VALUES (%s,%s)"
                                      " ON CONFLICT (user_id, character_id) DO NOTHING RETURNING 1", (user_id, character_id))
             neu_angelegt = await cur.fetchone() is not None

@@ -10,6 +10,7 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
+from memory import erasure
 from memory.config import MemoryConfig
 from memory.vectors import normalise
 
@@ -21,6 +22,7 @@ async def add(pool: AsyncConnectionPool, user_id: str, character_id: str, typ: s
     id and changes nothing."""
     async with pool.connection() as conn:
         async with conn.transaction():
+            await erasure.pruefen(conn, user_id, f"a library entry ({typ})")
             cur = await conn.execute(
                 "INSERT INTO autonomous_wissen (user_id, character_id, typ, titel, inhalt, gewicht, schluessel)"
                 " VALUES (%s,%s,%s,%s,%s,%s,%s)"

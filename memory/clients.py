@@ -595,6 +595,10 @@ class Erasure(StoreModule):
         """Delete the scope's rows in one transaction; returns the rows deleted per table."""
 
     @op
+    async def markieren(self, user_id: str, frist_s: float) -> None:
+        """The user's erasure mark in Postgres (`geloeschte_user`), committed before anything is deleted."""
+
+    @op
     async def export_table(self, user_id: str, table: str) -> list[dict[str, Any]]:
         """A user's rows of one table (`memory.erasure.EXPORT_TABLES`), each a JSON object of its columns."""
 

@@ -15,18 +15,124 @@ the keyspace with SCAN, one pattern per family: no index lists a character's use
 
 The caller stops the pairs' actors first (a live actor would write again) — `serve` does, for
 `DELETE /v1/users/{user}` and `DELETE /v1/characters/{id}`.
+
+A user's erasure is final: before anything is deleted the user is marked erased (`markieren`:
+the Redis key `geloescht:{user}` and the row of `geloeschte_user`, each for `erasure_mark_hours`),
+and every write for a user checks the mark where it commits — a Postgres write transaction by
+`pruefen` (under a shared advisory lock the mark's transaction takes exclusively: a write commits
+before the mark, and the erasure's deletes take it, or it sees the mark), a Redis script by reading
+`geloescht:{user}` in the script. A write for a marked user raises `NutzerGeloescht` (logged as the
+fallback `geloescht`); the outbox job that tried it is acknowledged, not retried. The mark ends
+with its time, or when a new key is made for the user (`memory.pg.create_api_key` lifts the
+Postgres row; the key route lifts the Redis key, `aufheben`).
 """
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
+from core.errors import RefusedError
 from memory import outbox, schluessel_index
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
     from redis.asyncio import Redis
+
+log = logging.getLogger("novaberg.erasure")
+
+MARKE = "geloescht"
+"""`geloescht:{user}`: the user's erasure began; no write for them is taken while it lives."""
+WIDERRUF = "keys:widerruf"
+"""The revocation counter: raised by every key revocation and user erasure; an ingress replica
+that finds it changed forgets the keys it cached (`serve.ingress.Ingress.principal`)."""
+
+
+class NutzerGeloescht(RefusedError, RuntimeError):
+    """A write for a user whose erasure began (`geloescht:{user}`, `geloeschte_user`): refused."""
+
+
+def marke_key(user_id: str) -> str:
+    return f"{MARKE}:{user_id}"
+
+
+def _sperre(user_id: str) -> str:
+    return f"{MARKE}:{user_id}"
+
+
+def ist_geloescht(e: BaseException) -> bool:
+    """Whether a failure is (or was caused by) a refused write for an erased user, through Ray's
+    wrappers and a failed node's cause."""
+    return any(c.__name__ == "NutzerGeloescht" for x in outbox._causes(e) for c in type(x).__mro__)
+
+
+def abgewiesen(user_id: str | None, was: str) -> NutzerGeloescht:
+    """The refusal of a write for an erased user, logged as the fallback `geloescht`."""
+    log.warning("fallback geloescht: %s for user %s is not written, the user was erased", was, user_id)
+    return NutzerGeloescht(f"user {user_id} was erased: {was} is not written")
+
+
+async def markieren(pool: AsyncConnectionPool, user_id: str, frist_s: float) -> None:
+    """The Postgres part of the mark (in the store): committed before this returns, under the
+    exclusive advisory lock that writers take shared (`pruefen`)."""
+    async with pool.connection() as conn, conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (_sperre(user_id),))
+        await conn.execute("INSERT INTO geloeschte_user (user_id, bis) VALUES (%s, now() + make_interval(secs => %s))"
+                           " ON CONFLICT (user_id) DO UPDATE SET seit = now(), bis = EXCLUDED.bis",
+                           (user_id, float(frist_s)))
+
+
+async def pruefen(conn, user_id: str, was: str = "a write") -> None:
+    """Inside a write transaction: raise `NutzerGeloescht` when the user is marked erased. Holds
+    the shared advisory lock to the transaction's end, so a mark written meanwhile waits for it
+    (and the erasure's deletes, which follow the mark, take what it wrote)."""
+    await conn.execute("SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))", (_sperre(user_id),))
+    cur = await conn.execute("SELECT 1 FROM geloeschte_user WHERE user_id = %s AND bis > now()", (user_id,))
+    if await cur.fetchone() is not None:
+        raise abgewiesen(user_id, was)
+
+
+async def markieren_redis(r: Redis, user_id: str, frist_s: float) -> None:
+    """The Redis part of the mark (read by the scripts that write for a user)."""
+    await r.set(marke_key(user_id), repr(time.time()), ex=max(int(frist_s), 1))
+
+
+async def markiert(r: Redis, user_id: str | None) -> bool:
+    """Whether the user is marked erased in Redis (a job's early check; the writes check again)."""
+    return bool(user_id) and bool(await r.exists(marke_key(user_id)))
+
+
+async def aufheben(r: Redis, user_id: str | None) -> bool:
+    """The Redis mark lifted (a new key was made for the user); whether there was one."""
+    return bool(user_id) and bool(await r.delete(marke_key(user_id)))
+
+
+async def gehaltene_abwarten(r: Redis, user_id: str, warten_s: float, claim_idle_ms: int) -> int:
+    """Wait (up to `warten_s`) until no worker holds a job of the user's any more: one that began
+    before the mark writes on, and the deletes come after it. A job is held while its claim is
+    fresher than `claim_idle_ms` (its worker's heartbeat refreshes it); one pending longer (its
+    worker died, or it waits for its model) is not waited for. Returns the jobs still held then
+    (what they write is refused by the mark)."""
+    ids = await _stream_entries(r, outbox.OUTBOX_STREAM, Scope(user_id=user_id))
+    deadline = time.monotonic() + warten_s
+    while ids:
+        held = []
+        for e in ids:
+            p = await r.xpending_range(outbox.OUTBOX_STREAM, outbox.GROUP, min=e, max=e, count=1)
+            if p and p[0]["time_since_delivered"] < claim_idle_ms:
+                held.append(e)
+        ids = held
+        if not ids or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    if ids:
+        log.warning("erasure: fallback job_laeuft: %d background jobs of user %s still held by a worker after %.0fs; "
+                    "erased all the same (what they write is refused)", len(ids), user_id, warten_s)
+    return len(ids)
+
 
 PAIR_TABLES: tuple[str, ...] = (
     "turns", "pipeline_log", "pair_profiles", "nova_emotion", "lzg_stichworte", "lzg_knoten", "ziele",
@@ -158,6 +264,11 @@ async def _paare(r: Redis, user_id: str, bekannt: dict[str, list[str]] | None) -
     for c in sorted(await schluessel_index.paare(r, user_id) | set(bekannt)):
         out[c] = sorted(set(await schluessel_index.turns(r, user_id, c)) | set(bekannt.get(c, ())))
     return out
+
+
+async def paare_von(r: Redis, user_id: str, bekannt: dict[str, list[str]] | None = None) -> list[str]:
+    """The characters of a user's pairs: the key index's, and those `bekannt` names."""
+    return sorted(await _paare(r, user_id, bekannt))
 
 
 async def _vorhanden(r: Redis, names: list[str], chunk: int = 1000) -> list[str]:

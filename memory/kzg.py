@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from redis.asyncio import Redis
 
+from memory import erasure
 from memory.vectors import normalise, pack, unpack
 
 
@@ -27,6 +28,7 @@ def _k(user_id: str, character_id: str, what: str) -> str:
 
 
 _ADD = """
+if redis.call('EXISTS', KEYS[5]) == 1 then return false end
 if redis.call('ZCARD', KEYS[3]) < redis.call('HLEN', KEYS[1]) then
   -- entries written before the order existed join it once, oldest first, below every written number
   local all = redis.call('HGETALL', KEYS[1])
@@ -67,12 +69,16 @@ async def add_entry(r: Redis, user_id: str, character_id: str, inhalt: str, embe
                     emotion: str | None = None, arousal: float | None = None, quelle: str | None = None,
                     entry_id: str | None = None, keep: int = KEEP) -> str:
     """Write an entry (the same `entry_id` again overwrites it) and trim the pair's oldest entries
-    beyond `keep`, in one step."""
+    beyond `keep`, in one step; refused in the same step (`NutzerGeloescht`, nothing written) while
+    the user's erasure mark `geloescht:{user}` stands."""
     entry_id = entry_id or uuid.uuid4().hex
     now = time.time()
     entry = {"id": entry_id, "inhalt": inhalt, "emotion": emotion, "arousal": arousal, "quelle": quelle, "time": now}
     keys = [_k(user_id, character_id, w) for w in ("entries", "vectors", "order", "version")]
-    await r.eval(_ADD, 4, *keys, entry_id, json.dumps(entry), pack(normalise(embedding)), int(keep))
+    gone = await r.eval(_ADD, 5, *keys, erasure.marke_key(user_id), entry_id, json.dumps(entry),
+                        pack(normalise(embedding)), int(keep))
+    if gone is None:  # the user's erasure mark stands: nothing was written
+        raise erasure.abgewiesen(user_id, f"the short-term entry {entry_id}")
     return entry_id
 
 

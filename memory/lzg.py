@@ -13,7 +13,7 @@ from typing import Any, Iterable
 from psycopg_pool import AsyncConnectionPool
 
 from core.wire import Episode, knoten_text
-from memory import vorher
+from memory import erasure, vorher
 from memory.config import MemoryConfig
 from memory.vectors import normalise
 
@@ -148,6 +148,7 @@ async def episode_schreiben(pool: AsyncConnectionPool, user_id: str, character_i
     "resonanz" (the older nodes linked)}."""
     quellen = sorted({ep.quelle, *(a.quelle for a in ep.aeusserungen if a.quelle)})
     async with pool.connection() as conn, conn.transaction():
+        await erasure.pruefen(conn, user_id, f"the episode of {ep.quelle}")
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"lzg_quelle:{user_id}:{character_id}:{ep.quelle}",))
         cur = await conn.execute("SELECT id FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND quelle = ANY(%s)"
                                  " ORDER BY id", (user_id, character_id, quellen))

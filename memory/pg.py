@@ -14,7 +14,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from memory import vorher
+from memory import erasure, vorher
 
 log = logging.getLogger("novaberg.memory.pg")
 
@@ -39,9 +39,12 @@ def hash_key(key: str) -> str:
 async def create_api_key(pool: AsyncConnectionPool, user_id: str | None, *, operator: bool = False,
                          label: str = "", expires_days: int | None = None) -> str:
     """Create a key and return it in plain text; only its hash is stored. `expires_days`: it stops
-    working that many days from now (None: it does not expire)."""
+    working that many days from now (None: it does not expire). A key for an erased user lifts the
+    user's erasure mark in Postgres (`geloeschte_user`): the user is made again."""
     key = ("nbo_" if operator else "nbk_") + secrets.token_urlsafe(32)
-    async with pool.connection() as conn:
+    async with pool.connection() as conn, conn.transaction():
+        if user_id is not None:
+            await conn.execute("DELETE FROM geloeschte_user WHERE user_id = %s", (user_id,))
         await conn.execute(
             "INSERT INTO api_keys (key_hash, user_id, is_operator, label, expires_at) VALUES (%s, %s, %s, %s,"
             " CASE WHEN %s::int IS NULL THEN NULL ELSE now() + make_interval(days => %s::int) END)",
@@ -134,6 +137,7 @@ async def write_turn_job(pool: AsyncConnectionPool, job: dict[str, Any]) -> None
     t = job["turn"]
     async with pool.connection() as conn:
         async with conn.transaction():
+            await erasure.pruefen(conn, t["user_id"], f"the record of turn {t['turn_id']}")
             cur = await conn.execute("SELECT 1 FROM zurueckgenommene_turns WHERE user_id=%s AND character_id=%s"
                                      " AND turn_id=%s", (t["user_id"], t["character_id"], t["turn_id"]))
             if await cur.fetchone() is not None:

@@ -117,8 +117,9 @@ class _Redis:
     def __init__(self):
         self.lists, self.marks = {}, set()
 
-    async def eval(self, script, nkeys, queue, mark, task, ttl, command):
+    async def eval(self, script, nkeys, queue, mark, *rest):
         assert "redis.call(ARGV[3]" in script
+        task, ttl, command = rest[-3:]  # (the erasure mark's key before them, read by the script)
         if mark in self.marks:
             return 0
         self.marks.add(mark)
