@@ -3,10 +3,12 @@ everywhere."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
 
-from fastapi import APIRouter, Header, Path, Query
+from fastapi import APIRouter, Body, Header, Path, Query
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
 
 from memory import erasure, erinnerungen, kzg
 from serve import schwere_ops
@@ -39,34 +41,115 @@ async def memories(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN), cha
 @router.delete("/v1/pairs/{user_id}/{character_id}/memories/{memory_id}")
 async def forget(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN), character_id: str = Path(pattern=ID_PATTERN),
                  memory_id: str = Path(pattern=MEMORY_ID), authorization: str | None = Header(None)):
-    """Forget one item: it goes with what hangs on it (a memory's associations), and no later
-    rewind brings it back. A turn operation: admitted per user (`max_turn_ops_in_flight_per_user`,
-    `turn_ops_per_minute_per_user`; beyond: 429)."""
+    """Forget one item: it goes with what hangs on it (a memory's associations), what was derived
+    from it (the summary's and the profile's sentences that repeat it, the library entries and
+    pending research of its turn), and no later rewind brings it back. A turn operation: admitted
+    per user (`max_turn_ops_in_flight_per_user`, `turn_ops_per_minute_per_user`; beyond: 429)."""
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     await ing.known_character(character_id)
     async with schwere_ops.zugelassen(ing, user_id, "turn"):
-        vergessen, kurzzeit = await _vergessen(ing, user_id, character_id, memory_id)
+        vergessen, kurzzeit, quelle = await _vergessen(ing, user_id, character_id, memory_id)
+        abgeleitet = await _nachvergessen(ing, user_id, character_id, [quelle] if vergessen else [])
     if not vergessen:
         raise error(404, "unknown_memory", f"no memory {memory_id!r} of this pair; GET …/memories lists them")
-    return {"user_id": user_id, "character_id": character_id, "vergessen": memory_id, "kurzzeit": kurzzeit}
+    return {"user_id": user_id, "character_id": character_id, "vergessen": memory_id, "kurzzeit": kurzzeit,
+            "abgeleitet": abgeleitet}
 
 
-async def _vergessen(ing, user_id: str, character_id: str, memory_id: str) -> tuple[bool, int]:
+class VergessenAnfrage(BaseModel):
+    """`POST …/memories/forget`: what to forget everything about, and (after the preview) which of
+    its items."""
+
+    q: str = Field(min_length=1, max_length=200)
+    confirm: list[str] | None = Field(None, max_length=10_000)
+
+
+@router.post("/v1/pairs/{user_id}/{character_id}/memories/forget")
+async def forget_all(ing: TheIngress, anfrage: VergessenAnfrage = Body(...),
+                     user_id: str = Path(pattern=ID_PATTERN), character_id: str = Path(pattern=ID_PATTERN),
+                     authorization: str | None = Header(None)):
+    """Forget everything about `q`: without `confirm`, the items whose text holds it (a preview,
+    nothing forgotten); with `confirm` (ids of the preview), exactly those of them that still
+    match, each as `DELETE …/memories/{id}` forgets it, as one turn operation (admitted so)."""
+    principal = await ing.principal(authorization)
+    ing.owner(principal, user_id)
+    await ing.known_character(character_id)
+    items = await _treffer(ing, user_id, character_id, anfrage.q)
+    if anfrage.confirm is None:
+        return {"user_id": user_id, "character_id": character_id, "q": anfrage.q, "vorschau": items,
+                "confirm": [i["id"] for i in items]}
+    bad = sorted({i for i in anfrage.confirm if not re.match(MEMORY_ID, i)})
+    if bad or len(anfrage.confirm) > ing.settings.forget_max_items:
+        raise error(422, "invalid_request", f"confirm holds at most {ing.settings.forget_max_items} memory ids"
+                    + (f"; not memory ids: {bad[:5]}" if bad else ""))
+    async with schwere_ops.zugelassen(ing, user_id, "turn"):
+        return await _alle_vergessen(ing, user_id, character_id, anfrage, items)
+
+
+async def _treffer(ing, user_id: str, character_id: str, q: str) -> list[dict]:
+    """The pair's items whose text holds `q` (long-term and short-term), newest first."""
+    limit = ing.settings.forget_max_items
+    items = await ing.store_ops.erinnerungen.auflisten(user_id, character_id, q, limit)
+    r = await ing.redis_client()
+    items += erinnerungen.kurzzeit(await kzg.eintraege(r, user_id, character_id), q)
+    return sorted(items, key=lambda i: i["seit"] or "", reverse=True)[:limit]
+
+
+async def _alle_vergessen(ing, user_id: str, character_id: str, anfrage: VergessenAnfrage, items: list[dict]) -> dict:
+    treffer = {i["id"]: i for i in items}
+    gewollt = list(dict.fromkeys(anfrage.confirm))
+    # the short-term entries first: an exchange's entries go with its memories anyway
+    reihe = sorted((i for i in gewollt if i in treffer), key=lambda i: not i.startswith("kzg-"))
+    vergessen, kurzzeit, quellen = [], 0, []
+    for memory_id in reihe:
+        done, n, quelle = await _vergessen(ing, user_id, character_id, memory_id, treffer[memory_id]["inhalt"])
+        kurzzeit += n
+        if done:
+            vergessen.append(memory_id)
+            quellen.append(quelle)
+    abgeleitet = await _nachvergessen(ing, user_id, character_id, quellen)
+    return {"user_id": user_id, "character_id": character_id, "q": anfrage.q, "vergessen": vergessen,
+            "nicht_vergessen": [i for i in gewollt if i not in vergessen], "kurzzeit": kurzzeit,
+            "abgeleitet": abgeleitet}
+
+
+async def _vergessen(ing, user_id: str, character_id: str, memory_id: str,
+                     inhalt: str | None = None) -> tuple[bool, int, dict | None]:
     """The item forgotten, and the short-term memory's entries of the exchange it came from with it
-    (they hold the same words): whether the item was there, and how many such entries went."""
+    (they hold the same words): whether the item was there, how many such entries went, and the
+    item's text and turn ({inhalt, turn_id}: what was derived from it is found by them)."""
     r = await ing.redis_client()
     if memory_id.startswith("kzg-"):
-        n = await kzg.entfernen(r, user_id, character_id, [memory_id[len("kzg-"):]])
-        return n > 0, n
-    quelle = await ing.store_ops.erinnerungen.herkunft(user_id, character_id, memory_id)
+        kzg_id = memory_id[len("kzg-"):]
+        eintrag = next((e for e in await kzg.eintraege(r, user_id, character_id) if e.get("id") == kzg_id), None)
+        n = await kzg.entfernen(r, user_id, character_id, [kzg_id])
+        quelle = {"inhalt": eintrag.get("inhalt") or "", "turn_id": eintrag.get("quelle")} if eintrag else None
+        return n > 0, n, quelle
+    quelle = await ing.store_ops.erinnerungen.beschreiben(user_id, character_id, memory_id)
     if not await ing.store_ops.erinnerungen.vergessen(user_id, character_id, memory_id):
-        return False, 0
+        return False, 0, None
     if quelle is None:
-        return True, 0
+        quelle = {"inhalt": inhalt or "", "turn_id": None}
+    if not quelle["turn_id"]:
+        return True, 0, quelle
     gleich = [e["id"] for e in await kzg.eintraege(r, user_id, character_id)
-              if e.get("quelle") == quelle or e.get("id") == f"turn-{quelle}"]
-    return True, await kzg.entfernen(r, user_id, character_id, gleich)
+              if e.get("quelle") == quelle["turn_id"] or e.get("id") == f"turn-{quelle['turn_id']}"]
+    return True, await kzg.entfernen(r, user_id, character_id, gleich), quelle
+
+
+async def _nachvergessen(ing, user_id: str, character_id: str, quellen: list[dict | None]) -> dict[str, int]:
+    """What was derived from the forgotten items, gone in Postgres and Redis (memory/erinnerungen.py
+    `nachvergessen`, `redis_nachvergessen`): what went, by kind."""
+    quellen = [q for q in quellen if q]
+    if not quellen:
+        return {}
+    texte = [q["inhalt"] for q in quellen if q["inhalt"]]
+    turn_ids = sorted({q["turn_id"] for q in quellen if q["turn_id"]})
+    mindestens = ing.settings.forget_shared_words
+    out = await ing.store_ops.erinnerungen.nachvergessen(user_id, character_id, texte, turn_ids, mindestens)
+    r = await ing.redis_client()
+    return {**out, **await erinnerungen.redis_nachvergessen(r, user_id, character_id, texte, turn_ids, mindestens)}
 
 
 @router.get("/v1/users/{user_id}/export")
