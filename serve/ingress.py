@@ -156,6 +156,8 @@ class Ingress:
         self._refused: OrderedDict[str, tuple[float, dict | None]] = OrderedDict()
         """Refused key strings, cached apart: random keys cannot evict the valid ones."""
         self._characters: dict[str, float] = {}
+        self._widerruf: tuple[float, Any] = (float("-inf"), None)
+        """When this replica last read the revocation counter (`erasure.WIDERRUF`), and what it read."""
         self.streams: dict[str, int] = {}
         """Open event streams per user on this replica."""
         # through the module itself: Serve carries this class to the replica by value, and a name
@@ -186,6 +188,8 @@ class Ingress:
         now = time.monotonic()
         cache = self._keys if key in self._keys else self._refused
         hit = cache.get(key)
+        if hit is not None and cache is self._keys and await self._widerrufen_seither(now):
+            hit = None  # a key was revoked somewhere since: every cached valid key is looked up again
         if hit is None or now - hit[0] > _KEY_CACHE_S:
             cache.pop(key, None)
             hit = (now, await self.store.lookup_api_key.remote(key))
@@ -198,6 +202,35 @@ class Ingress:
         if hit[1] is None:
             raise error(401, "unauthorized", "unknown or revoked API key")
         return hit[1]
+
+    async def _widerrufen_seither(self, now: float) -> bool:
+        """Whether a key was revoked (or a user erased) on any replica since this one last looked:
+        the revocation counter, read at most every `key_revocation_check_ms`. Changed: the cached
+        valid keys are forgotten. Unreadable (Redis away): the cache answers as it is, by the name
+        `widerruf_ungelesen`, and the counter is read again at the next request."""
+        gelesen, stand = self._widerruf
+        if (now - gelesen) * 1000 < self.settings.key_revocation_check_ms:
+            return False
+        try:
+            neu = await (await self.redis_client()).get(erasure.WIDERRUF)
+        except Exception as e:
+            log.warning("ingress: fallback widerruf_ungelesen: the revocation counter cannot be read (%s); the key "
+                        "cache answers as it is", type(e).__name__)
+            return False
+        self._widerruf = (now, neu)
+        if neu == stand:
+            return False
+        self._keys.clear()
+        return True
+
+    async def widerrufen(self, api_key: str | None = None, user_id: str | None = None, alle: bool = False) -> None:
+        """Revoked (one key, a user's keys, or `alle`: a key by its id): this replica forgets them
+        now, and every other replica at its next request (the revocation counter moves)."""
+        if alle:
+            self.forget_all_keys()
+        else:
+            self.forget_keys(api_key=api_key, user_id=user_id)
+        await (await self.redis_client()).incr(erasure.WIDERRUF)
 
     def key_known(self, key: str) -> bool | None:
         """What the key cache holds of a key within its time: True valid, False refused, None nothing."""
@@ -403,26 +436,54 @@ class Ingress:
 
     async def erase(self, user_id: str | None = None, character_id: str | None = None) -> dict[str, int]:
         """Erase everything stored about a user, or about every pair of a character
-        (memory/erasure.py): their pair actors stop first (a live one would write again), then
-        the queued jobs and the Redis keys, then the Postgres rows. Returns what went, by store."""
-        gesperrt = await activation.anhalten(await self.redis_client(), self.settings,
-                                             lambda u, c: self._in_scope([u, c], user_id, character_id))
+        (memory/erasure.py): a user is marked erased first (no write for them is taken from then
+        on) and their keys are revoked on every replica; the pairs are locked against activation
+        (each of a user's, live or not) and their live actors stop; the background jobs a worker
+        holds for the user are waited for (`erasure_wait_held_s`); then the queued jobs and the
+        Redis keys go, then the Postgres rows. Returns what went, by store."""
+        r = await self.redis_client()
+        bekannt = None
+        if user_id is not None:
+            await self._als_geloescht_markieren(r, user_id)
+            bekannt = await self.store_ops.erasure.bekannte_paare(user_id)
+        gesperrt = await self._paare_sperren(r, user_id, bekannt)
+        gestoppt = await activation.anhalten(r, self.settings, lambda u, c: self._in_scope([u, c], user_id, character_id))
+        gesperrt = sorted(set(gesperrt) | set(await self._paare_sperren(r, user_id, bekannt, gestoppt)))
         for k in [k for k in self._pairs if self._in_scope(k.split("\x00"), user_id, character_id)]:
             self._pairs.pop(k, None)
         if user_id is not None:
-            self.forget_keys(user_id=user_id)  # the user's keys go with the rows (other replicas: ≤ 30 s)
-        bekannt = await self.store_ops.erasure.bekannte_paare(user_id) if user_id is not None else None
-        gone = await erasure.erase_keys(await self.redis_client(), user_id, character_id, bekannt=bekannt)
+            await erasure.gehaltene_abwarten(r, user_id, self.settings.erasure_wait_held_s,
+                                             self.settings.outbox_claim_idle_ms)
+        gone = await erasure.erase_keys(r, user_id, character_id, bekannt=bekannt)
         gone.update(await self.store_ops.erasure.erase_rows(user_id, character_id))
-        for pair in gesperrt:  # locked against activation since their actors stopped: a new conversation may begin
-            await registry.entsperren(await self.redis_client(), pair)
-        stopped = len(gesperrt)
-        gone["actors"] = stopped
+        for pair in gesperrt:  # locked since the erasure began: a new conversation may begin
+            await registry.entsperren(r, pair)
+        gone["actors"] = len(gestoppt)
         log.info("ingress: erased %s: %d pair actors stopped, %d rows, %d keys and entries",
-                 f"user {user_id}" if user_id is not None else f"the pairs of character {character_id}", stopped,
+                 f"user {user_id}" if user_id is not None else f"the pairs of character {character_id}", len(gestoppt),
                  sum(n for k, n in gone.items() if k.startswith("pg:")),
                  sum(n for k, n in gone.items() if k.startswith("redis:")))
         return gone
+
+    async def _als_geloescht_markieren(self, r, user_id: str) -> None:
+        """A user's erasure begins: the mark in Redis and in Postgres (memory/erasure.py), then the
+        user's keys revoked in Postgres and on every replica (the revocation counter moves)."""
+        frist_s = self.settings.erasure_mark_hours * 3600
+        await erasure.markieren_redis(r, user_id, frist_s)
+        await self.store_ops.erasure.markieren(user_id, frist_s)
+        await self.store_ops.pg.revoke_api_keys(None, user_id, None)
+        await self.widerrufen(user_id=user_id)
+
+    async def _paare_sperren(self, r, user_id: str | None, bekannt: dict[str, list[str]] | None,
+                             auch: list[str] = ()) -> list[str]:
+        """Lock a user's pairs (the key index's and Postgres', live or not) and `auch` against
+        activation for the erasure's time (its wait for held jobs, and its deletes beyond). Returns them."""
+        paare = [pair_name(user_id, c) for c in await erasure.paare_von(r, user_id, bekannt)] if user_id is not None else []
+        paare = sorted(set(paare) | set(auch))
+        frist = int(self.settings.erasure_wait_held_s) + registry.SPERRE_S
+        for pair in paare:
+            await r.set(registry.GESPERRT + pair, "1", ex=frist)
+        return paare
 
     @staticmethod
     def _in_scope(pair: list[str], user_id: str | None, character_id: str | None) -> bool:

@@ -6,7 +6,7 @@ import logging
 from fastapi import APIRouter, Header, Path, Query
 from fastapi.responses import HTMLResponse
 
-from memory import outbox
+from memory import erasure, outbox
 from serve import dashboard
 from serve.routes.common import TheIngress, error
 from serve.schemas import ID_PATTERN, KeyCreateRequest, KeyCreateResponse, KeyRevokeRequest
@@ -23,6 +23,8 @@ async def create_key(body: KeyCreateRequest, ing: TheIngress, authorization: str
     if body.operator == (body.user_id is not None):
         raise error(422, "invalid_request", "a user's key names user_id; an operator key (operator: true) none")
     key = await ing.store.create_api_key.remote(body.user_id, body.operator, body.label, body.expires_in_days)
+    if body.user_id is not None and await erasure.aufheben(await ing.redis_client(), body.user_id):
+        log.info("ingress: user %s made again by a new key: the erasure mark is lifted", body.user_id)
     log.info("ingress: %s key created (%s)", "an operator" if body.operator else f"user {body.user_id}'s",
              f"expires in {body.expires_in_days} days" if body.expires_in_days else "does not expire")
     return {"user_id": body.user_id, "api_key": key, "operator": body.operator,
@@ -39,17 +41,15 @@ async def list_keys(ing: TheIngress, authorization: str | None = Header(None)):
 @router.post("/v1/operator/keys/revoke")
 async def revoke_keys(body: KeyRevokeRequest, ing: TheIngress, authorization: str | None = Header(None)):
     """Revoke one key (by itself or its id), or every key of a user. This replica forgets them at
-    once; every other replica within its key cache time (30 s)."""
+    once; every other replica at its next request (the revocation counter, `key_revocation_check_ms`)."""
     await ing.operator(authorization)
     if sum(x is not None for x in (body.api_key, body.key_id, body.user_id)) != 1:
         raise error(422, "invalid_request", "exactly one of api_key / key_id / user_id must be set")
     n = await ing.store_ops.pg.revoke_api_keys(body.api_key, body.user_id, body.key_id)
     if not n:
         raise error(404, "not_found", "no such active key")
-    if body.key_id is not None:
-        ing.forget_all_keys()  # the replica knows keys by their text, not by id
-    else:
-        ing.forget_keys(api_key=body.api_key, user_id=body.user_id)
+    # the replica knows keys by their text, not by id: one revoked by its id empties the cache
+    await ing.widerrufen(api_key=body.api_key, user_id=body.user_id, alle=body.key_id is not None)
     log.info("ingress: %d API key(s) revoked (%s)", n, "one key" if body.api_key or body.key_id else
              f"user {body.user_id}")
     return {"revoked": n}
