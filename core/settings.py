@@ -240,6 +240,13 @@ class ApiBoundsSettings(Section):
     """Requests one client address may have refused within a minute over all presented keys, per
     ingress replica (never fewer than `auth_failures_per_minute`); beyond: 429 instead of 401 for
     every key that is not valid, until the minute has passed. Valid keys still pass."""
+    body_bytes_per_key_per_minute: int = Field(default=32 * 1024 * 1024, ge=1024)
+    """Bytes of request bodies one presented key may send within a minute, per ingress replica
+    (bodies cost their parsing: a whole conversation at the OpenAI door, an upload); beyond: 429 with
+    Retry-After before its next body is read, until the minute has passed."""
+    body_bytes_per_address_per_minute: int = Field(default=256 * 1024 * 1024, ge=1024)
+    """Bytes of request bodies one client address may send within a minute over all keys, per
+    ingress replica; beyond: 429 as for a key. Raise it where many clients share one proxy address."""
     key_cache_size: int = Field(default=10_000, ge=1)
     """API keys (and refusals) an ingress replica remembers for 30 s; the least recently used go."""
     key_revocation_check_ms: int = Field(default=50, ge=0, le=5000)

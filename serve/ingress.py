@@ -28,6 +28,7 @@ from memory import erasure, schluessel_index
 from pipeline.services import StoreClient, transport
 from serve import dashboard
 from serve.auth_limit import AuthFailureLimit
+from serve.body_budget import BodyBudget
 from serve.body_limit import BodyLimit
 from serve.direct_front import reuse_the_port
 from serve.store_away import StoreAway
@@ -40,7 +41,7 @@ app = FastAPI(title="Novaberg", version="0.1.0",
               description="Talk to a character whose memory lives server-side, one actor per (user, character).")
 
 _LIMITS = {"body": 1024 * 1024, "card": 8 * 1024 * 1024, "file": 10 * 1024 * 1024, "auth_failures": 60,
-           "auth_failures_address": 600}
+           "auth_failures_address": 600, "body_bytes_key": 32 * 1024 * 1024, "body_bytes_address": 256 * 1024 * 1024}
 """Set from the settings when a replica starts (the middleware is registered at import)."""
 
 
@@ -54,11 +55,16 @@ def _limit(path: str) -> int:
 
 
 app.add_middleware(BodyLimit, limits=_limit)
+app.add_middleware(BodyBudget, budgets=lambda: (_LIMITS["body_bytes_key"], _LIMITS["body_bytes_address"]))
+
+
 def set_limits(settings: Settings) -> None:
     """The middleware's limits from the settings, set once a replica starts."""
     _LIMITS.update(body=settings.max_body_bytes, card=settings.character_card_max_bytes, file=settings.file_max_bytes,
                    auth_failures=settings.auth_failures_per_minute,
-                   auth_failures_address=settings.auth_failures_per_address_per_minute)
+                   auth_failures_address=settings.auth_failures_per_address_per_minute,
+                   body_bytes_key=settings.body_bytes_per_key_per_minute,
+                   body_bytes_address=settings.body_bytes_per_address_per_minute)
 
 
 def _auth_failures() -> int:

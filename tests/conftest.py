@@ -59,8 +59,9 @@ def settings(home, stores):
                     # the tiny model never speaks the Thinker's protocol: two iterations show the path
                     thinker_max_iterations=2,
                     # every test talks from 127.0.0.1, and the fuzzing and auth tests are refused by design
-                    # (the limit itself: tests/unit/test_auth_limit.py)
-                    auth_failures_per_minute=1_000_000)
+                    # (the limits themselves: tests/unit/test_auth_limit.py, tests/unit/test_body_budget.py)
+                    auth_failures_per_minute=1_000_000, body_bytes_per_key_per_minute=1 << 40,
+                    body_bytes_per_address_per_minute=1 << 40)
 
 
 RAY_STARTS = 2
