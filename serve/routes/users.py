@@ -71,7 +71,8 @@ async def forget_all(ing: TheIngress, anfrage: VergessenAnfrage = Body(...),
                      authorization: str | None = Header(None)):
     """Forget everything about `q`: without `confirm`, the items whose text holds it (a preview,
     nothing forgotten); with `confirm` (ids of the preview), exactly those of them that still
-    match, each as `DELETE …/memories/{id}` forgets it, as one turn operation (admitted so)."""
+    match, each as `DELETE …/memories/{id}` forgets it, and every derived sentence that holds
+    `q`'s own distinctive words, as one turn operation (admitted so)."""
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     await ing.known_character(character_id)
@@ -108,7 +109,9 @@ async def _alle_vergessen(ing, user_id: str, character_id: str, anfrage: Vergess
         if done:
             vergessen.append(memory_id)
             quellen.append(quelle)
-    abgeleitet = await _nachvergessen(ing, user_id, character_id, quellen)
+    # what is derived about X goes with everything about X: a sentence that holds X's own words too
+    abgeleitet = await _nachvergessen(ing, user_id, character_id,
+                                      quellen + [{"inhalt": anfrage.q, "turn_id": None}] if vergessen else [])
     return {"user_id": user_id, "character_id": character_id, "q": anfrage.q, "vergessen": vergessen,
             "nicht_vergessen": [i for i in gewollt if i not in vergessen], "kurzzeit": kurzzeit,
             "abgeleitet": abgeleitet}

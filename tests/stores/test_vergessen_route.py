@@ -2,7 +2,7 @@
 alone: without `confirm` a preview of what `q` matches and nothing forgotten; with `confirm`
 exactly those of the ids that still match, each with the short-term entries of its exchange and
 what was derived from it (the summary's, the profile's sentences, the library entry and research
-of its turn); ids that are no memory ids: 422."""
+of its turn) and every derived sentence that holds `q`'s own words; ids that are no memory ids: 422."""
 import asyncio
 import json
 import uuid
@@ -58,7 +58,8 @@ async def _scenario(stores, settings):
             {"mensch_kern": 5, "nova_beziehung": 5})
         await bibliothek.add(pool, user, ch, "wissen", "Papageien", "Sie lernen Sprachen.", unit(2),
                              schluessel=f"delegation:{t1}:abcdef0123456789:wissen")
-        await session.set_summary(r, user, ch, "Ida erzaehlte vom Papagei Quastenflosser. Sie segelt gern.")
+        await session.set_summary(r, user, ch, "Ida erzaehlte vom Papagei Quastenflosser. Sie segelt gern. "
+                                               "Der Quastenflosser war heute still.")  # the asked word alone
         await r.rpush(f"delegationen:{user}:{ch}", json.dumps({"aufgabe": "Papageien", "turn_id": t1}))
         url = f"/v1/pairs/{user}/{ch}/memories/forget"
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
@@ -72,7 +73,7 @@ async def _scenario(stores, settings):
             assert r2.status_code == 200, r2.text
             out = r2.json()
             assert sorted(out["vergessen"]) == sorted(vorschau["confirm"]) and out["nicht_vergessen"] == ["knoten-999999"]
-            assert out["abgeleitet"] == {"profil_saetze": 1, "bibliothek": 1, "zusammenfassung_saetze": 1,
+            assert out["abgeleitet"] == {"profil_saetze": 1, "bibliothek": 1, "zusammenfassung_saetze": 2,
                                          "recherchen": 1, "impulse": 0}
             assert (await c.post(url, json={"q": "quastenflosser"})).json()["vorschau"] == []
         assert await session.get_summary(r, user, ch) == "Sie segelt gern."
