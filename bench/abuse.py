@@ -23,8 +23,10 @@ so a phase after it waits that minute out first):
 - small: a dead-letter id past 64 bits, `?after=0%0A` on the event stream, a card with deeply
   nested extras (imported by the operator) exported by the attacker.
 
-Starts its own system on the embedded defaults under a scratch home unless --url and --key point at
-a running one. Prints a Markdown table and writes `abuse.json` to --out (default
+Each attack runs in a process of its own (the attacker's machine: its client's work does not stall
+the honest clients' event loop; on this machine it still shares the cores) with a key made for its
+phase (so the budgets one attack spent do not refuse the next one's requests). Starts its own system
+on the embedded defaults under a scratch home unless --url and --key point at a running one. Prints a Markdown table and writes `abuse.json` to --out (default
 bench/results/<time>-abuse).
 """
 from __future__ import annotations
@@ -440,6 +442,60 @@ async def _end_attack(task: asyncio.Task, grace_s: float) -> None:
         print(f"  the attack stopped with {type(e).__name__}: {e}")
 
 
+GRACE_S = 5.0
+"""What an attack's requests in flight get after its phase, before they are cancelled."""
+
+
+def _attacker_process(url: str, operator_key: str, attacker: str, key: str, tag: str, name: str,
+                      go: Any, stop: Any, out: Any) -> None:
+    """One attack in a process of its own — the attacker's machine: its client's work does not hold
+    up the honest clients' event loop — with a key of its own (made for this phase, so budgets an
+    earlier attack spent do not stand in for this one's). Sends back what it was answered."""
+    async def run() -> Phase:
+        ctx = Ctx(url, operator_key, attacker, key, tag, Phase(name))
+        async with httpx.AsyncClient(base_url=url, timeout=60) as bad:
+            ended = asyncio.Event()
+            ctx.bad = bad
+            out.put("ready")
+            await asyncio.to_thread(go.wait)
+            task = asyncio.create_task(ATTACKS[name](ctx, ended))
+            await asyncio.to_thread(stop.wait)
+            ended.set()
+            await _end_attack(task, grace_s=GRACE_S)
+        return ctx.phase
+
+    ph = asyncio.run(run())
+    out.put({"attacker_codes": dict(ph.attacker_codes), "server_errors": ph.server_errors, "refusals": ph.refusals})
+
+
+async def _attack(ctx: Ctx, name: str, phase_s: float) -> None:
+    """The phase `name` with its attack running in a process of its own for `phase_s`; what the
+    attacker was answered is counted in the phase."""
+    import multiprocessing
+
+    key = await _key(ctx.honest, ctx.operator_key, ctx.attacker)
+    mp = multiprocessing.get_context("spawn")
+    go, stop, out = mp.Event(), mp.Event(), mp.Queue()
+    proc = mp.Process(target=_attacker_process, daemon=True,
+                      args=(ctx.url, ctx.operator_key, ctx.attacker, key, ctx.tag, name, go, stop, out))
+    proc.start()
+    await asyncio.to_thread(out.get, True, 120)  # started and connected: the phase's clock begins
+    ctx.phase = Phase(name)
+    go.set()
+    await asyncio.sleep(phase_s)
+    stop.set()
+    ctx.phase.t1 = time.monotonic()
+    try:
+        got = await asyncio.to_thread(out.get, True, GRACE_S + 60)
+    except Exception as e:  # noqa: BLE001 - an attacker that broke is reported, the run goes on
+        print(f"  the attack {name} sent nothing back ({type(e).__name__})")
+        got = {"attacker_codes": {}, "server_errors": [], "refusals": {}}
+    await asyncio.to_thread(proc.join, 30)
+    ctx.phase.attacker_codes.update({int(k): v for k, v in got["attacker_codes"].items()})
+    ctx.phase.server_errors += got["server_errors"]
+    ctx.phase.refusals.update(got["refusals"])
+
+
 async def _pause(ctx: Ctx, name: str, seconds: float) -> None:
     """Time between phases, counted in a phase of its own that the report leaves out."""
     ctx.phase = Phase(name)
@@ -471,16 +527,14 @@ async def run_phases(url: str, operator_key: str, attacks: list[str], pairs: int
         try:
             await _pause(ctx, "settle", period_s)
             for n, name in enumerate(["baseline", *attacks]):
-                ctx.phase = Phase(name)
                 print(f"phase {name} ({phase_s:g} s)", flush=True)
-                ended = asyncio.Event()
-                task = asyncio.create_task(ATTACKS[name](ctx, ended)) if name != "baseline" else None
-                await asyncio.sleep(phase_s)
-                ended.set()
-                ctx.phase.t1 = time.monotonic()
+                if name == "baseline":
+                    ctx.phase = Phase(name)
+                    await asyncio.sleep(phase_s)
+                    ctx.phase.t1 = time.monotonic()
+                else:
+                    await _attack(ctx, name, phase_s)
                 done.append(ctx.phase)
-                if task is not None:
-                    await _end_attack(task, grace_s=5.0)
                 if n < len(attacks):
                     await _pause(ctx, f"after-{name}", LOCKOUT_S if name == "logins" else gap_s)
         finally:

@@ -89,6 +89,11 @@ as its `controller_options` (Serve applies it when the controller is first creat
 
 
 
+OPENAI_MESSAGES_CEILING = 10_000
+"""The most messages the OpenAI door's request model takes at all: a longer list is refused while
+it is validated, before a message of it is read (`openai_max_messages` may be set up to this)."""
+
+
 class Section(BaseModel):
     """A group of settings of one concern. Its fields' docstrings are their descriptions (the
     reference in docs/SETTINGS.md is generated from them); `Settings` inherits every section."""
@@ -315,9 +320,10 @@ class ApiBoundsSettings(Section):
     evicted_pairs_keep_hours: float = Field(default=24.0, gt=0)
     """Hours an idle pair actor's eviction stays recorded (`pairs:evicted`, the dashboard counts the
     last hour's); the retention pass drops older ones."""
-    openai_max_messages: int = Field(default=2000, ge=2)
+    openai_max_messages: int = Field(default=2000, ge=2, le=OPENAI_MESSAGES_CEILING)
     """The most messages one request at the OpenAI door may hold (a client's whole conversation);
-    beyond: 413 before the conversation is reconciled with the stored one. The stored history holds
+    beyond: 413 before the conversation is reconciled with the stored one (past
+    `OPENAI_MESSAGES_CEILING`, 10,000, before its messages are even read one by one). The stored history holds
     `session_keep_turns` entries: a client that sends the latest part of a long chat loses nothing."""
     openai_max_chars: int = Field(default=1_000_000, ge=1000)
     """The most characters all messages of one request at the OpenAI door may hold together;

@@ -1,8 +1,9 @@
 """What one key, and one address, may send a minute: request bodies cost the replica their parsing
 (a 1 MiB conversation is tens of thousands of messages to read), so the bytes of the bodies that
 arrive are counted per presented key and per client address, in fixed one-minute windows. A key or
-address past its budget is answered 429 with `Retry-After` before its next body is read; a body
-that crosses the budget is read to its end (it was admitted). Counted per ingress replica, in
+address past its budget is answered 429 with `Retry-After` before its next body is read, and the
+connection is closed with the answer (the refused body is not read off it); a body that crosses the
+budget is read to its end (it was admitted). Counted per ingress replica, in
 memory, bounded; the address is the connection's, the key the `Authorization` header as sent
 (hashed; valid or not)."""
 from __future__ import annotations
@@ -59,7 +60,8 @@ class BodyBudget:
             if used >= budget:
                 wait = max(1, int(WINDOW_S - (now - begun)) + 1)
                 return await send_error(send, 429, "limit", f"{what} sent {used} bytes of request bodies within a "
-                                        f"minute (at most {budget}); try again in {wait} s", retry_after_s=wait)
+                                        f"minute (at most {budget}); try again in {wait} s", retry_after_s=wait,
+                                        close=True)
 
         async def counted():
             msg = await receive()

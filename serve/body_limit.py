@@ -86,4 +86,4 @@ class BodyLimit:
 
 
 async def _refuse(send, message: str) -> None:
-    await send_error(send, 413, "too_large", message)
+    await send_error(send, 413, "too_large", message, close=True)  # the declared body is not read

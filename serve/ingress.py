@@ -22,7 +22,7 @@ from ray import serve
 from actors import activation, registry
 from actors.registry import pair_name
 from core.names import INGRESS_DEPLOYMENT
-from core.settings import Settings
+from core.settings import OPENAI_MESSAGES_CEILING, Settings
 from core.wire import ErrorEvent, PairTurnRequest, RestartEvent, TurnFailure, TurnResult, TurnStreamEvent
 from memory import erasure, schluessel_index
 from pipeline.services import StoreClient, transport
@@ -120,6 +120,10 @@ return {1, n[1], n[2], seq}
 
 @app.exception_handler(RequestValidationError)
 async def _invalid(request: Request, exc: RequestValidationError):
+    if any(e.get("type") == "too_long" and tuple(e.get("loc", ()))[-1:] == ("messages",) for e in exc.errors()):
+        return JSONResponse(status_code=413, content={"error": {"type": "too_large", "message": (
+            f"messages: more than {OPENAI_MESSAGES_CEILING}; the history lives server-side: send the latest part "
+            "of the conversation")}})
     details = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()]
     # of the branches of a union, the one that says what is wrong rather than which type it expected
     first = next((d for d in details if d["msg"].startswith("Value error")), details[0] if details else

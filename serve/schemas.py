@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from core.settings import OPENAI_MESSAGES_CEILING
+
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 TURN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
 RESERVED_TURN_IDS = frozenset({"begruessung"})
@@ -291,7 +293,7 @@ class ChatCompletionRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(pattern=ID_PATTERN, description="The character.")
-    messages: list[ChatMessage] = Field(min_length=1)
+    messages: list[ChatMessage] = Field(min_length=1, max_length=OPENAI_MESSAGES_CEILING)
     user: Annotated[str, Field(pattern=ID_PATTERN)] | ClientUser | None = None
     """The user an operator key speaks for: his id, or Open WebUI's account object (`ClientUser`)."""
     stream: bool = False

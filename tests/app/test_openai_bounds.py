@@ -34,6 +34,11 @@ def test_a_conversation_beyond_the_door_s_bounds_is_refused_before_it_is_reconci
     r = _post(system, keys["alice"], {"model": cid, "messages": _gespraech(n + 1)})
     assert r.status_code == 413 and r.json()["error"]["type"] == "too_large", r.text
     assert f"at most {n}" in r.json()["error"]["message"]
+    # past what the request model takes at all: refused while it is validated, the same way
+    from core.settings import OPENAI_MESSAGES_CEILING
+
+    r = _post(system, keys["alice"], {"model": cid, "messages": _gespraech(OPENAI_MESSAGES_CEILING + 1)})
+    assert r.status_code == 413 and r.json()["error"]["type"] == "too_large", r.text
     # few messages, but more characters together than the door reconciles
     each = settings.openai_max_chars // 10 + 1
     long = [{"role": "assistant" if i % 2 else "user", "content": "x" * each} for i in range(10)]

@@ -50,6 +50,7 @@ def test_a_key_past_its_bytes_is_refused_before_its_body_is_read_until_the_minut
     assert [_post(mw, "angreifer", 1000)[0] for _ in range(3)] == [200, 200, 200]
     status, headers = _post(mw, "angreifer", 1000)
     assert status == 429 and 1 <= int(headers[b"retry-after"]) <= 61
+    assert headers[b"connection"] == b"close"  # the refused body is left unread on a connection that ends
     assert app.reached == 3  # the refused body was never handed to the app
     assert _post(mw, "ehrlich", 1000)[0] == 200  # another key is not affected
     clock[0] += body_budget.WINDOW_S
