@@ -447,7 +447,7 @@ GRACE_S = 5.0
 
 
 def _attacker_process(url: str, operator_key: str, attacker: str, key: str, tag: str, name: str,
-                      go: Any, stop: Any, out: Any) -> None:
+                      go: Any, stop: Any, out: Any, nice: int = 0) -> None:
     """One attack in a process of its own — the attacker's machine: its client's work does not hold
     up the honest clients' event loop — with a key of its own (made for this phase, so budgets an
     earlier attack spent do not stand in for this one's). Sends back what it was answered."""
@@ -464,11 +464,12 @@ def _attacker_process(url: str, operator_key: str, attacker: str, key: str, tag:
             await _end_attack(task, grace_s=GRACE_S)
         return ctx.phase
 
+    os.nice(nice)
     ph = asyncio.run(run())
     out.put({"attacker_codes": dict(ph.attacker_codes), "server_errors": ph.server_errors, "refusals": ph.refusals})
 
 
-async def _attack(ctx: Ctx, name: str, phase_s: float) -> None:
+async def _attack(ctx: Ctx, name: str, phase_s: float, nice: int = 0) -> None:
     """The phase `name` with its attack running in a process of its own for `phase_s`; what the
     attacker was answered is counted in the phase."""
     import multiprocessing
@@ -477,7 +478,7 @@ async def _attack(ctx: Ctx, name: str, phase_s: float) -> None:
     mp = multiprocessing.get_context("spawn")
     go, stop, out = mp.Event(), mp.Event(), mp.Queue()
     proc = mp.Process(target=_attacker_process, daemon=True,
-                      args=(ctx.url, ctx.operator_key, ctx.attacker, key, ctx.tag, name, go, stop, out))
+                      args=(ctx.url, ctx.operator_key, ctx.attacker, key, ctx.tag, name, go, stop, out, nice))
     proc.start()
     await asyncio.to_thread(out.get, True, 120)  # started and connected: the phase's clock begins
     ctx.phase = Phase(name)
@@ -503,7 +504,8 @@ async def _pause(ctx: Ctx, name: str, seconds: float) -> None:
 
 
 async def run_phases(url: str, operator_key: str, attacks: list[str], pairs: int, phase_s: float, period_s: float,
-                     gap_s: float = 3.0, settled: Callable[[], Awaitable[Any]] | None = None) -> list[Phase]:
+                     gap_s: float = 3.0, settled: Callable[[], Awaitable[Any]] | None = None,
+                     attacker_nice: int = 0) -> list[Phase]:
     tag = uuid.uuid4().hex[:6]
     limits = httpx.Limits(max_connections=pairs + 4)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as honest, \
@@ -533,7 +535,7 @@ async def run_phases(url: str, operator_key: str, attacks: list[str], pairs: int
                     await asyncio.sleep(phase_s)
                     ctx.phase.t1 = time.monotonic()
                 else:
-                    await _attack(ctx, name, phase_s)
+                    await _attack(ctx, name, phase_s, attacker_nice)
                 done.append(ctx.phase)
                 if n < len(attacks):
                     await _pause(ctx, f"after-{name}", LOCKOUT_S if name == "logins" else gap_s)
@@ -566,6 +568,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--standin-ms", type=float, default=100.0, help="the stand-in engine's latency per call")
     ap.add_argument("--url", help="a running system instead (its engine as configured there)")
     ap.add_argument("--key", help="an operator key of the running system")
+    ap.add_argument("--attacker-nice", type=int, default=10,
+                    help="the attacker's process runs at this niceness: it stands for a client on another machine, "
+                         "whose own work would otherwise take cores from the system under test (0: as the system)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     try:
@@ -581,7 +586,7 @@ def main(argv: list[str] | None = None) -> None:
         with running(args.url, args.key, **overrides) as (url, key):
             settled = (lambda: wait_reserve_full(STARTED[-1], timeout_s=60)) if args.url is None else None
             phases = asyncio.run(run_phases(url, key, attacks, args.pairs, args.phase_s, args.period_s,
-                                            settled=settled))
+                                            settled=settled, attacker_nice=args.attacker_nice))
     finally:
         if proc is not None:
             proc.terminate()
@@ -600,6 +605,7 @@ def report(phases: list[Phase], args, attacks: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "abuse.json").write_text(json.dumps({
         "attacks": attacks, "pairs": args.pairs, "phase_s": args.phase_s, "period_s": args.period_s,
+        "attacker_nice": args.attacker_nice,
         "standin_ms": None if args.url else args.standin_ms, "system": args.url or "fresh (embedded defaults)",
         "healthz_goal_ms": HEALTHZ_GOAL_MS, "cpus": os.cpu_count(),
         "measured_at": datetime.now(timezone.utc).isoformat(), "phases": rows}, indent=1, ensure_ascii=False))
