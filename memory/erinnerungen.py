@@ -263,13 +263,46 @@ async def nachvergessen(pool: AsyncConnectionPool, user_id: str, character_id: s
         profil = await beziehung.saetze_vergessen(conn, user_id, character_id, ABGELEITETE_FELDER,
                                                   lambda s: verraet(s, woerter, mindestens)) if woerter else 0
         wissen = await bibliothek.aus_turns_loeschen(conn, user_id, character_id, turn_ids)
+        verlauf = await _turns_vergessen(conn, user_id, character_id, woerter,
+                                         lambda s: verraet(s, woerter, mindestens)) if woerter else 0
     if profil:
         log.info("vergessen.profil_saetze: %d sentences of %s:%s's profile repeated a forgotten item",
                  profil, user_id, character_id)
     if wissen:
         log.info("vergessen.bibliothek: %d library entries of %s:%s came from a forgotten turn",
                  wissen, user_id, character_id)
-    return {"profil_saetze": profil, "bibliothek": wissen}
+    return {"profil_saetze": profil, "bibliothek": wissen, "turn_saetze": verlauf}
+
+
+async def _turns_vergessen(conn, user_id: str, character_id: str, woerter: list[frozenset[str]], weg) -> int:
+    """The turn records (the human's message, the reply; a session lost in Redis is rebuilt from
+    them) without their sentences that repeat a forgotten item; only records that hold one of its
+    words are read. Returns the sentences dropped."""
+    from psycopg.types.json import Jsonb
+
+    from memory import session
+
+    muster = sorted({"%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+                     for ws in woerter for w in ws})
+    cur = await conn.execute("SELECT turn_id, user_text, reply, result FROM turns WHERE user_id=%s AND character_id=%s"
+                             " AND (user_text ILIKE ANY(%s) OR reply ILIKE ANY(%s)) FOR UPDATE",
+                             (user_id, character_id, muster, muster))
+    n = 0
+    for turn_id, user_text, reply, result in await cur.fetchall():
+        mensch, a = session.ohne_saetze(user_text or "", weg)
+        antwort, b = session.ohne_saetze(reply or "", weg)
+        if not a + b:
+            continue
+        n += a + b
+        result = {**(result or {}), **({"reply": antwort or session.VERGESSEN_PLATZHALTER} if b else {})}
+        await conn.execute("UPDATE turns SET user_text=%s, reply=%s, result=%s WHERE user_id=%s AND character_id=%s"
+                           " AND turn_id=%s", (mensch or session.VERGESSEN_PLATZHALTER if a else user_text,
+                                               antwort or session.VERGESSEN_PLATZHALTER if b else reply, Jsonb(result),
+                                               user_id, character_id, turn_id))
+    if n:
+        log.info("vergessen.turn_saetze: %d sentences of %s:%s's turn records repeated a forgotten item",
+                 n, user_id, character_id)
+    return n
 
 
 async def redis_nachvergessen(r: Redis, user_id: str, character_id: str, texte: list[str], turn_ids: list[str],
@@ -281,9 +314,11 @@ async def redis_nachvergessen(r: Redis, user_id: str, character_id: str, texte: 
 
     woerter = [w for w in (inhaltswoerter(t) for t in texte) if w]
     ids = {t for t in turn_ids if t}
-    out = {"zusammenfassung_saetze": 0, "recherchen": 0, "impulse": 0}
+    out = {"zusammenfassung_saetze": 0, "verlauf_saetze": 0, "recherchen": 0, "impulse": 0}
     if woerter:
         out["zusammenfassung_saetze"] = await session.zusammenfassung_vergessen(
+            r, user_id, character_id, lambda s: verraet(s, woerter, mindestens))
+        out["verlauf_saetze"] = await session.verlauf_vergessen(
             r, user_id, character_id, lambda s: verraet(s, woerter, mindestens))
     if ids:
         out["recherchen"] = await ruecknahme._liste(r, f"delegationen:{user_id}:{character_id}", ids, "turn_id") \

@@ -254,6 +254,50 @@ def _ohne_saetze(text: str, weg) -> tuple[str, int]:
     return "\n".join(zeilen), n
 
 
+VERGESSEN_PLATZHALTER = "…"
+"""What a session entry holds when every sentence of it was forgotten (the entry stays, marked
+`vergessen`, so the conversation keeps its turns)."""
+
+
+def ohne_saetze(text: str, weg) -> tuple[str, int]:
+    """The text without its sentences for which `weg(sentence)` holds, and how many went."""
+    return _ohne_saetze(text, weg)
+
+
+async def verlauf_vergessen(r: Redis, user_id: str, character_id: str, weg, versuche: int = 5) -> int:
+    """Drop from the session's entries the sentences for which `weg(sentence)` holds: the history
+    the nodes read, and what a summary fold folds, no longer holds a forgotten item's words. An
+    entry with nothing left holds `VERGESSEN_PLATZHALTER`; a changed entry is marked `vergessen`.
+    Returns the sentences dropped (0 after `versuche` writes that met a commit)."""
+    from redis.exceptions import WatchError
+
+    key = session_key(user_id, character_id)
+    for _ in range(versuche):
+        async with r.pipeline(transaction=True) as pipe:
+            try:
+                await pipe.watch(key)
+                neu, n = [], 0
+                for i, raw in enumerate(await pipe.lrange(key, 0, -1)):
+                    e = json.loads(raw)
+                    text, k = _ohne_saetze(e.get("inhalt") or "", weg)
+                    if k:
+                        n += k
+                        neu.append((i, json.dumps({**e, "inhalt": text or VERGESSEN_PLATZHALTER, "vergessen": True})))
+                if neu:
+                    pipe.multi()
+                    for i, v in neu:
+                        pipe.lset(key, i, v)
+                    await pipe.execute()
+                    log.info("vergessen.verlauf: %d sentences of %s:%s's session history repeated a forgotten item",
+                             n, user_id, character_id)
+                return n
+            except WatchError:
+                continue
+    log.warning("vergessen.verlauf_unveraendert: %s:%s's session history changed under every one of %d tries; "
+                "it keeps the forgotten item's words", user_id, character_id, versuche)
+    return 0
+
+
 async def zusammenfassung_vergessen(r: Redis, user_id: str, character_id: str, weg, versuche: int = 5) -> int:
     """Drop the summary's sentences for which `weg(sentence)` holds (its cursor stays), and the same
     from the summary's before-images, so no rewind brings them back. A summary all of whose sentences

@@ -65,8 +65,8 @@ async def _scenario(stores):
         assert await erinnerungen.vergessen(pool, user, ch, knoten["id"])
         pg_out = await erinnerungen.nachvergessen(pool, user, ch, [quelle["inhalt"]], [t1], 2)
         redis_out = await erinnerungen.redis_nachvergessen(r, user, ch, [quelle["inhalt"]], [t1], 2)
-        assert pg_out == {"profil_saetze": 2, "bibliothek": 1}
-        assert redis_out == {"zusammenfassung_saetze": 1, "recherchen": 1, "impulse": 1}
+        assert pg_out == {"profil_saetze": 2, "bibliothek": 1, "turn_saetze": 0}
+        assert redis_out == {"zusammenfassung_saetze": 1, "verlauf_saetze": 0, "recherchen": 1, "impulse": 1}
 
         profil = await beziehung.profile(pool, user, ch)
         assert profil["mensch_kern"] == "Ida segelt gern." and profil["nova_beziehung"] == "Nova mag Idas Humor."
@@ -83,7 +83,7 @@ async def _scenario(stores):
         # a summary every sentence of which repeats the item is left empty
         await session.set_summary(r, user, ch, "Quastenflosser spricht Sprachen.")
         assert await erinnerungen.redis_nachvergessen(r, user, ch, [FAKT], [], 2) == \
-            {"zusammenfassung_saetze": 1, "recherchen": 0, "impulse": 0}
+            {"zusammenfassung_saetze": 1, "verlauf_saetze": 0, "recherchen": 0, "impulse": 0}
         assert await session.get_summary(r, user, ch) == ""
     finally:
         await r.aclose()

@@ -74,7 +74,7 @@ async def _scenario(stores, settings):
             out = r2.json()
             assert sorted(out["vergessen"]) == sorted(vorschau["confirm"]) and out["nicht_vergessen"] == ["knoten-999999"]
             assert out["abgeleitet"] == {"profil_saetze": 1, "bibliothek": 1, "zusammenfassung_saetze": 2,
-                                         "recherchen": 1, "impulse": 0}
+                                         "recherchen": 1, "impulse": 0, "turn_saetze": 0, "verlauf_saetze": 0}
             assert (await c.post(url, json={"q": "quastenflosser"})).json()["vorschau"] == []
         assert await session.get_summary(r, user, ch) == "Sie segelt gern."
         assert "Quastenflosser" not in json.dumps(await beziehung.profile(pool, user, ch))
