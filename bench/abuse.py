@@ -339,7 +339,7 @@ async def attack_regex(ctx: Ctx, stop: asyncio.Event) -> None:
     status = await ctx.hit("POST", "/v1/characters/import", key=ctx.operator_key, params={"character_id": cid},
                            json=regex_card("Regula", 200))
     if status not in (200, 201, 409):
-        print(f"  regex: the card's import answered {status}; the turns go to nova")
+        print(f"  regex: the card's import answered {status} ({ctx.phase.refusals}); the turns go to nova")
         cid = "nova"
     text = "a" * 3000 + "!"
     await repeat(stop, 2, lambda n: ctx.turn(cid, text))
@@ -425,8 +425,14 @@ DEFAULT_ORDER = list(ATTACKS)
 
 # ------------------------------------------------------------------------------------- phases
 async def _key(c: httpx.AsyncClient, operator_key: str, user: str) -> str:
-    r = await c.post("/v1/operator/keys", json={"user_id": user, "label": "bench.abuse"},
-                     headers={"Authorization": f"Bearer {operator_key}"})
+    """A new key of `user`'s; made with the operator key, which an attack may have brought past its
+    own bounds (its card imports): then after the `Retry-After` it was answered."""
+    for _ in range(3):
+        r = await c.post("/v1/operator/keys", json={"user_id": user, "label": "bench.abuse"},
+                         headers={"Authorization": f"Bearer {operator_key}"})
+        if r.status_code != 429:
+            break
+        await asyncio.sleep(float(r.headers.get("retry-after", "5")))
     r.raise_for_status()
     return r.json()["api_key"]
 
