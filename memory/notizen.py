@@ -18,7 +18,10 @@ def _row(r) -> dict[str, Any]:
 async def create(pool: AsyncConnectionPool, user_id: str, name: str, inhalt: str = "", zusammenfassung: str = "",
                  themen: list[str] | None = None, *, turn_id: str | None = None, schritt: str | None = None) -> int:
     """A new note; with `turn_id` and `schritt` at most once per step of a turn (see timeline.add)."""
-    async with pool.connection() as conn:
+    from memory import erasure
+
+    async with pool.connection() as conn, conn.transaction():
+        await erasure.pruefen(conn, user_id, "a note")
         cur = await conn.execute(
             "INSERT INTO notizen (user_id, name, inhalt, zusammenfassung, themen, turn_id, schritt)"
             " VALUES (%s,%s,%s,%s,%s,%s,%s)"

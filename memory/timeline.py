@@ -54,7 +54,10 @@ async def add(pool: AsyncConnectionPool, user_id: str, character_id: str, titel:
               turn_id: str | None = None, schritt: str | None = None) -> int:
     """A new entry. With `turn_id` and `schritt` (the step of the turn that writes it) the write
     happens once: the same step of the same turn again returns the entry it wrote the first time."""
-    async with pool.connection() as conn:
+    from memory import erasure
+
+    async with pool.connection() as conn, conn.transaction():
+        await erasure.pruefen(conn, user_id, f"a {typ}")
         cur = await conn.execute(
             "INSERT INTO timeline (user_id, character_id, typ, titel, personen, beginn, ende, turn_id, schritt)"
             " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)"

@@ -62,8 +62,11 @@ async def bilden(pool: AsyncConnectionPool, character_id: str, user_id: str, inh
                  motivation: float, embedding, quelle_turn: str | None = None) -> dict[str, Any]:
     """A new goal; {"id", "neu"}. With `quelle_turn` at most one goal per turn and pair: a second
     call for the same turn (a redelivered job) returns the first goal with neu=False."""
+    from memory import erasure
+
     vec = normalise(embedding) if embedding is not None else None
-    async with pool.connection() as conn:
+    async with pool.connection() as conn, conn.transaction():
+        await erasure.pruefen(conn, user_id, "a goal")
         cur = await conn.execute(
             "INSERT INTO ziele (character_id, user_id, inhalt, horizont, motivation, embedding, quelle_turn)"
             " VALUES (%s,%s,%s,%s,%s,%s,%s)"

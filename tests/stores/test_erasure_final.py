@@ -18,7 +18,7 @@ from actors.delegation import DELEGATIONS
 from actors.worker import BackgroundWorker
 from core.settings import Settings
 from core.wire import Episode, Verdichtung
-from memory import beziehung, bibliothek, erasure, kzg, lzg, outbox, pg
+from memory import beziehung, bibliothek, erasure, kzg, lzg, notizen, outbox, pg, timeline, ziele
 from tests.conftest import unit, with_pool
 
 
@@ -82,6 +82,13 @@ def test_every_write_path_refuses_an_erased_user_and_writes_nothing(stores, migr
             await kzg.add_entry(r, user, ch, "Eva segelt.", unit(3), quelle="t1", entry_id="turn-t1")
         with pytest.raises(erasure.NutzerGeloescht):
             await delegieren(r, user, ch, "t1", "Segeln nachlesen")
+        with pytest.raises(erasure.NutzerGeloescht):
+            await ziele.bilden(p, ch, user, "Segeln lernen", "mittel", 0.8, unit(4), quelle_turn="t1")
+        with pytest.raises(erasure.NutzerGeloescht):
+            await timeline.add(p, user, ch, "Segeltoern", datetime.now(timezone.utc), "UTC", turn_id="t1",
+                               schritt="timeline:0")
+        with pytest.raises(erasure.NutzerGeloescht):
+            await notizen.create(p, user, "Segeln", "Eva segelt.", turn_id="t1", schritt="notizen:0")
         assert await _stored(p, r, user) == {}
         # someone else writes as before
         other = f"otto{uuid.uuid4().hex[:6]}"
