@@ -12,7 +12,10 @@ messages it opens with that the server never stored — a card's greeting — ar
 - the same, but the client's last message differs from the stored one: the client edited it (`edit`);
 - anything else (an edit further back, a message the client never saw, no history at all): the
   server's history stands and the last message is a new one (`abweichung`; the answer's
-  `X-Novaberg-History` header says so). A request without history is a new message (`neu`).
+  `X-Novaberg-History` header says so). A request without history is a new message (`neu`) — but
+  for the conversation's first message sent again while the stored history holds it as its only
+  message of the human: that is its reply asked for anew (`regenerate`; Open WebUI's regenerate of
+  the first reply, any client's retry of the first request).
 A request whose turn id (`X-Turn-Id`) has answered before is a retry (`wiederholung`, decided by the
 route before any reconciliation): its stored result again, never a regenerate.
 """
@@ -57,6 +60,8 @@ def abgleichen(client: list[Nachricht], server: list[Nachricht]) -> Abgleich:
     # are left aside, up to the first from which on the history meets a stored one
     fuehrend = next((i for i, m in enumerate(vorher) if m[0] != "assistant"), len(vorher))
     rest = len(vorher) - min(fuehrend, len(vorher) - max(bis_ende, bis_mensch))
+    if rest == 0 and mensch == 0 and server[0] == letzte:
+        return "regenerate"  # the conversation's first message again: its reply asked for anew (a retry)
     if rest == 0 or rest <= bis_ende:
         return "neu"
     if rest <= bis_mensch:

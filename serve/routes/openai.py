@@ -59,10 +59,12 @@ async def _abgleich(ing, user_id: str, character_id: str, messages: list[ChatMes
         raise error(422, "invalid_request", "messages: the conversation ends with an assistant message (a "
                                             "continue): Nova cannot continue a reply; regenerate it (send the "
                                             "conversation up to your message) or send a new message")
-    if len(gespraech) < 2:
-        return "neu"
+    allein = len(gespraech) < 2  # the message alone: only the conversation's first exchange can meet it
     async with ing.admitted(user_id, character_id):
-        stored = await session.load_turns(await ing.redis_client(), user_id, character_id, len(gespraech) + 16)
+        stored = await session.load_turns(await ing.redis_client(), user_id, character_id,
+                                          3 if allein else len(gespraech) + 16)
+        if allein and len(stored) > 2:
+            return "neu"
         client = [reconcile.nachricht(m.role, _text(m) or "") for m in gespraech]
         return reconcile.abgleichen(client, reconcile.gespeichert(stored))
 

@@ -279,3 +279,29 @@ def test_a_retry_with_its_turn_id_is_a_replay_and_loses_no_turn(system, keys, se
     bad = httpx.post(f"{system.url}/v1/chat/completions", headers={**auth(keys["alice"]), "X-Turn-Id": "begruessung"},
                      json={"model": cid, "messages": [{"role": "user", "content": "Hallo"}]}, timeout=60)
     assert bad.status_code == 422 and "reserved" in bad.text
+
+
+@pytest.mark.parametrize("client_name", ["sillytavern", "openwebui"])
+def test_each_request_of_a_client_sent_twice_leaves_one_record_per_turn(system, keys, settings, character,
+                                                                      client_name):
+    """SillyTavern and Open WebUI send no turn id: a request sent again is, to them and to the door,
+    another reply to the same message (a swipe, a regenerate). Each message of the human still ends
+    with one turn record and one reply in the history — the one the client shows last; none is lost."""
+    from memory import pg
+    from tests.conftest import pg_call, wait_for
+
+    cid = character("zweimal")
+    body = _body(client_name, cid)
+    shown = [m for m in body["messages"] if m["role"] in ("user", "assistant")]
+    for text in (None, "Und was machst du gern?"):
+        if text is not None:
+            shown.append({"role": "user", "content": text})
+        for _ in range(2):  # the same request again
+            reply, _ = _streamed(system, keys["alice"], {**body, "messages": shown})
+        shown.append({"role": "assistant", "content": reply})
+    turns = redis_call(settings.redis_url, session.load_turns, "alice", cid, 50)
+    assert [(t["rolle"], t["inhalt"]) for t in turns] == [(m["role"], m["content"]) for m in shown[-4:]]
+    ids = [t["turn_id"] for t in turns if t["rolle"] == "user"]
+    for t in ids:
+        wait_for(lambda t=t: pg_call(settings.database_url, pg.turn_record, "alice", cid, t) is not None, timeout=60)
+    assert sorted(pg_call(settings.database_url, pg.turn_ids, "alice", cid)) == sorted(ids)

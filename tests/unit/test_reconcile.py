@@ -17,6 +17,18 @@ def test_a_new_message_after_the_whole_history_or_its_latest_part():
     assert abgleichen(_c(("user", "Hallo")), []) == "neu"
 
 
+def test_the_first_message_again_is_its_regenerate():
+    """A retry of a conversation's first request, or Open WebUI's regenerate of the first reply (the
+    client shows the message alone, or after a greeting the server never stored)."""
+    first = _c(("user", "Hallo"), ("assistant", "Hi!"))
+    assert abgleichen(_c(("user", "Hallo")), first) == "regenerate"
+    assert abgleichen(_c(("assistant", "Willkommen!"), ("user", "Hallo")), first) == "regenerate"
+    assert abgleichen(_c(("user", "Hallo")), first[:1]) == "regenerate"  # its reply had failed
+    # another first message (a new chat in the client) is a new one: nothing is taken back
+    assert abgleichen(_c(("assistant", "Willkommen!"), ("user", "Servus")), first) == "neu"
+    assert abgleichen(_c(("user", "Hallo")), SERVER) == "neu"  # not the first message of the history
+
+
 def test_the_same_conversation_again_is_a_regenerate_and_a_changed_last_message_an_edit():
     before = _c(("user", "Hallo"), ("assistant", "Hi!"))
     assert abgleichen(before + _c(("user", "Wie geht es dir?")), SERVER) == "regenerate"
@@ -59,9 +71,11 @@ def _bisher(client, server):
     *vorher, letzte = client
     while vorher and vorher[0][0] == "assistant" and not passt(vorher):
         vorher = vorher[1:]
+    mensch = max((i for i, m in enumerate(server) if m[0] == "user"), default=None)
+    if not vorher and mensch == 0 and server[0] == letzte:
+        return "regenerate"
     if not vorher or endet_mit(server, vorher):
         return "neu"
-    mensch = max((i for i, m in enumerate(server) if m[0] == "user"), default=None)
     if mensch is not None and endet_mit(server[:mensch], vorher):
         return "regenerate" if server[mensch] == letzte else "edit"
     return "abweichung"
