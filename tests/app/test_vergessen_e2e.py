@@ -6,6 +6,7 @@ then the confirmed ids); afterwards turns that ask near the facts, their backgro
 pixie round send neither fact's distinctive word in any prompt of any node."""
 import asyncio
 import json
+import time
 import uuid
 
 import pytest
@@ -130,8 +131,14 @@ def test_a_forgotten_fact_reaches_no_prompt_again(client, settings, character):
     for i, text in enumerate(("Wie heisst nochmal mein Papagei, der Sprachen spricht?",
                               "Und wie heisst meine Schildkroete im Garten?"), start=2):
         _reden(client, settings, user, key, ch, text, f"{tag}{i}")
-    assert _pixie_runde(settings)["status"] == "gelaufen"
-    nachher = _prompts(llm)
+    nachher = ""
+    for _ in range(40):  # the pixie serves the pairs in turn (other tests' pairs may come first), and the
+        assert _pixie_runde(settings)["status"] in ("gelaufen", "gesperrt")  # system's own pixie may hold
+        nachher += _prompts(llm)  # the round: until this pair's task ran (reading ends the recording)
+        if "wannsee" in nachher:
+            break
+        llm.record.remote(True).result()
+        time.sleep(0.5)
     assert [w for w in WOERTER if w in nachher] == []
     assert "papagei" in nachher and "wannsee" in nachher  # the turns and the pixie's other task were recorded
     # bad input: ids that are no memory ids, too many of them
