@@ -640,10 +640,6 @@ class Erinnerungen(StoreModule):
         """Forget one item and drop it from the before-images; False: no such item of the pair."""
 
     @op
-    async def herkunft(self, user_id: str, character_id: str, item_id: str) -> str | None:
-        """The turn (or import source) an item came from; None when none or no such item."""
-
-    @op
     async def beschreiben(self, user_id: str, character_id: str, item_id: str) -> dict[str, Any] | None:
         """An item's text and turn ({inhalt, turn_id}), read before it is forgotten; None: no such item."""
 

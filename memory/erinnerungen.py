@@ -163,18 +163,6 @@ _HERKUNFT = {
 }
 
 
-async def herkunft(pool: AsyncConnectionPool, user_id: str, character_id: str, item_id: str) -> str | None:
-    """The turn (or an import's source) an item came from; None for a profile sentence, an item of
-    no turn, or no such item. Forgetting the item forgets the short-term memory of that exchange too."""
-    m = ID.match(item_id)
-    if m is None or not m.group(1):
-        return None
-    async with pool.connection() as conn:
-        cur = await conn.execute(_HERKUNFT[m.group(1)], {"id": int(m.group(2)), "u": user_id, "c": character_id})
-        row = await cur.fetchone()
-    return row[0] if row is not None and row[0] else None
-
-
 def kurzzeit(eintraege: list[dict[str, Any]], q: str | None = None) -> list[dict[str, Any]]:
     """The short-term memory's entries (memory/kzg.py, newest first) as items of the memory view:
     `kzg-{entry id}`, with the turn they came from."""

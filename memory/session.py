@@ -242,7 +242,7 @@ async def get_summary(r: Redis, user_id: str, character_id: str) -> str | None:
     return None if raw is None else raw.decode()
 
 
-def _ohne_saetze(text: str, weg) -> tuple[str, int]:
+def ohne_saetze(text: str, weg) -> tuple[str, int]:
     """The text without its sentences for which `weg(sentence)` holds, and how many went."""
     zeilen, n = [], 0
     for zeile in text.split("\n"):
@@ -257,11 +257,6 @@ def _ohne_saetze(text: str, weg) -> tuple[str, int]:
 VERGESSEN_PLATZHALTER = "…"
 """What a session entry holds when every sentence of it was forgotten (the entry stays, marked
 `vergessen`, so the conversation keeps its turns)."""
-
-
-def ohne_saetze(text: str, weg) -> tuple[str, int]:
-    """The text without its sentences for which `weg(sentence)` holds, and how many went."""
-    return _ohne_saetze(text, weg)
 
 
 async def verlauf_vergessen(r: Redis, user_id: str, character_id: str, weg, versuche: int = 5) -> int:
@@ -279,7 +274,7 @@ async def verlauf_vergessen(r: Redis, user_id: str, character_id: str, weg, vers
                 neu, n = [], 0
                 for i, raw in enumerate(await pipe.lrange(key, 0, -1)):
                     e = json.loads(raw)
-                    text, k = _ohne_saetze(e.get("inhalt") or "", weg)
+                    text, k = ohne_saetze(e.get("inhalt") or "", weg)
                     if k:
                         n += k
                         neu.append((i, json.dumps({**e, "inhalt": text or VERGESSEN_PLATZHALTER, "vergessen": True})))
@@ -310,7 +305,7 @@ async def zusammenfassung_vergessen(r: Redis, user_id: str, character_id: str, w
             try:
                 await pipe.watch(key)
                 alt = ((await pipe.hget(key, "text")) or b"").decode()
-                neu, n = _ohne_saetze(alt, weg)
+                neu, n = ohne_saetze(alt, weg)
                 if n:
                     pipe.multi()
                     pipe.hset(key, "text", neu)
@@ -340,7 +335,7 @@ async def _bilder_ohne(r: Redis, user_id: str, character_id: str, key: str, weg)
         if bild.get("typ") != "hash" or not isinstance(wert, list):
             continue
         felder = dict(zip(wert[::2], wert[1::2]))
-        neu, weg_n = _ohne_saetze(str(felder.get("text", "")), weg)
+        neu, weg_n = ohne_saetze(str(felder.get("text", "")), weg)
         if weg_n:
             felder["text"] = neu
             bild["wert"] = [x for kv in felder.items() for x in kv]

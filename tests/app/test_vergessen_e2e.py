@@ -29,7 +29,7 @@ def _embed(texts: list[str]) -> list[list[float]]:
 
 
 def _importieren(settings, user: str, ch: str) -> None:
-    """A conversation whose first session holds the fact and whose second one (46 turns) pushes
+    """An imported conversation whose first part holds the fact and whose second one (46 turns) pushes
     it, and the live turn before it, out of the session window and the short-term memory."""
     conv = {"speaker_a": "Anna", "speaker_b": "Nova", "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_2_date_time": "2:10 pm on 9 May, 2023",
