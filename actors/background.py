@@ -14,7 +14,7 @@ from memory import erasure, kzg, schluessel_index, session
 from pipeline.chains import BACKGROUND_CHAIN, MENSCH_CHAIN
 from pipeline.runner import ChainRunner
 from pipeline.services import Deps, Services
-from pipeline.state import DelegationSchreiben, KzgSchreiben, Schreibauftrag, Stimulus, TurnState
+from core.state import DelegationSchreiben, KzgSchreiben, Schreibauftrag, Stimulus, TurnState
 from pipeline.wissensluecken import NEUGIER_VORRANG
 from pipeline.trace import TurnTrace
 

@@ -35,7 +35,7 @@ from pipeline.runner import ChainRunner, NodeFailed
 from pipeline.services import Deps, Services, transport
 from pipeline.nodes.dispatcher import keep_human
 from pipeline.reiz import stimulus_from_event
-from pipeline.state import Stimulus, TurnState
+from core.state import Stimulus, TurnState
 from pipeline.trace import TurnTrace
 
 log = logging.getLogger("novaberg.pair")

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 
 
 def _conversation(n_entries: int) -> list:
-    from pipeline.state import SessionTurn
+    from core.state import SessionTurn
 
     rng = random.Random(7)
     words = "ich du wir heute morgen Meer Hund Arbeit Abend Buch Regen Sonne Musik Freund Stadt Zug".split()

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from redis.asyncio import Redis
 
+from core.state import AusstehenderAuftrag
 from memory import redis_vorher
 
 log = logging.getLogger("novaberg.memory.ausstehender_auftrag")
@@ -40,26 +41,6 @@ Ausgang = Literal["neu", "unberuehrt", "erledigt", "ersetzt", "abgelaufen", "kei
 """What a turn did with the pending order: a new question asked (`neu`), left pending with its
 counter advanced (`unberuehrt`), completed (`erledigt`), dropped for a new request (`ersetzt`),
 dropped after `VERFALL_NACH_TURNS` (`abgelaufen`), nothing pending (`kein`)."""
-
-
-class AusstehenderAuftrag(BaseModel):
-    """An order that asked back, with what is known of it."""
-
-    model_config = ConfigDict(extra="forbid")
-    agent: str
-    aktion: str
-    parameter: dict[str, Any] = Field(default_factory=dict)
-    """The parameters known (those the order had)."""
-    fehlt: list[str] = Field(default_factory=list)
-    """The parameters missing, as the agent named them (e.g. `wann`)."""
-    angabe: str = ""
-    """What is missing, in words (e.g. "Tag und Uhrzeit des Termins")."""
-    frage: str = ""
-    """The question Nova was given to ask."""
-    turn_id: str
-    """The turn that asked."""
-    turns: int = Field(default=0, ge=0)
-    """Human turns since the question that did not concern it."""
 
 
 class Stand(BaseModel):

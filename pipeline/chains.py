@@ -20,7 +20,7 @@ from pipeline.nodes import (agent_dispatch, aufgriff, corrector, db_zugriff, dis
                             zusammenfassung)
 from pipeline.runner import Loop, NodeContractError, steps_names
 from pipeline.services import Deps
-from pipeline.state import Stimulus, TurnState
+from core.state import Stimulus, TurnState
 
 
 def _agent_requested(state: TurnState) -> bool:

@@ -23,7 +23,7 @@ from importlib import import_module
 from typing import Iterable, Sequence
 
 from pipeline.node import Node
-from pipeline.state import RECORDS, TurnState
+from core.state import RECORDS, TurnState
 
 CONSUMERS: dict[str, tuple[str, ...]] = {
     "dispatch": ("actors.pair",),
@@ -94,7 +94,7 @@ def record_gaps(chain: Sequence, *, given: Iterable[str] = ("stimulus",), later_
     return gaps
 
 
-_NOT_READERS = ("pipeline.state", "pipeline.runner", "pipeline.contract", "pipeline.chains")
+_NOT_READERS = ("core.state", "pipeline.runner", "pipeline.contract", "pipeline.chains")
 """Modules a node imports that read no record's fields for it."""
 
 

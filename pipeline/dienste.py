@@ -20,7 +20,7 @@ import logging
 from typing import Any
 
 from pipeline.services import Deps
-from pipeline.state import Stimulus
+from core.state import Stimulus
 
 log = logging.getLogger("novaberg.dienste")
 

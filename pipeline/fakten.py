@@ -12,7 +12,7 @@ arrived on, and a test can fix it.
 """
 from __future__ import annotations
 
-from pipeline.state import TurnState
+from core.state import TurnState
 from pipeline.timefmt import heute_text, termin_text
 
 PROMPT = "fakten"

@@ -9,7 +9,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pipeline.state import TurnState
+    from core.state import TurnState
 
 _CHAR = re.compile(r"\{\{\s*char\s*\}\}|<BOT>", re.IGNORECASE)
 _USER = re.compile(r"\{\{\s*user\s*\}\}|<USER>", re.IGNORECASE)

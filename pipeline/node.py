@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any, Awaitable, Callable, Mapping
 
 from core.errors import ChainError
-from pipeline.state import RECORDS
+from core.state import RECORDS
 
 Run = Callable[[Any, Any], Awaitable[dict[str, Any]]]
 """`run(state, deps)`: the records the node writes, by name."""

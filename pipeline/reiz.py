@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.state import RetryNutzlast, Stimulus
+from core.state import RetryNutzlast, Stimulus
 
 RETRY_SUFFIX = "-retry"
 

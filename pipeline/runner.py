@@ -20,7 +20,7 @@ from pipeline import schedule
 from pipeline.node import Node
 from pipeline.schedule import SCHEDULES
 from pipeline.services import Deps
-from pipeline.state import TurnState
+from core.state import TurnState
 
 log = logging.getLogger("novaberg.runner")
 

@@ -13,7 +13,7 @@ from core.wire import NodeRunRequest, NodeRunResult
 from pipeline.chains import NODES
 from pipeline.runner import view_for
 from pipeline.services import Deps, Services
-from pipeline.state import TurnState
+from core.state import TurnState
 from pipeline.trace import TurnTrace
 
 

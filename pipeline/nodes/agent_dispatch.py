@@ -16,7 +16,7 @@ from pipeline.agents import get_dispatch
 from pipeline.node import Node
 from pipeline.runner import NodeView
 from pipeline.services import Deps
-from pipeline.state import AgentResult, PlanRecord, TurnState
+from core.state import AgentResult, PlanRecord, TurnState
 
 NAME = "agent_dispatch"
 NODE = Node(

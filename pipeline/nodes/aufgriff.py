@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import HintergrundRecord, TurnState
+from core.state import HintergrundRecord, TurnState
 
 log = logging.getLogger("novaberg.node.aufgriff")
 

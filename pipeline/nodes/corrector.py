@@ -14,7 +14,7 @@ from pipeline.llm_json import ask
 from pipeline.node import Node
 from pipeline.node_config import budget
 from pipeline.services import Deps
-from pipeline.state import TurnState
+from core.state import TurnState
 
 NAME = "corrector"
 NODE = Node(

@@ -10,7 +10,7 @@ from datetime import datetime
 from memory import session
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import PairRecord, Stimulus, TurnState
+from core.state import PairRecord, Stimulus, TurnState
 from pipeline.trace import Slot
 
 NAME = "db_zugriff"

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from memory import session
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import DispatchRecord, Stimulus, TurnState, current_reply
+from core.state import DispatchRecord, Stimulus, TurnState, current_reply
 
 NAME = "dispatcher"
 NODE = Node(

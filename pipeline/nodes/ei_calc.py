@@ -22,7 +22,7 @@ import re
 from pipeline import vocab
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import EmotionRecord, PerzeptionRecord, TurnState
+from core.state import EmotionRecord, PerzeptionRecord, TurnState
 
 NAME = "ei_calc"
 NODE = Node(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pipeline import vocab
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import GravitationRecord, NovaZustandRecord, TurnState
+from core.state import GravitationRecord, NovaZustandRecord, TurnState
 
 NAME = "ei_calc_persist"
 NODE = Node(

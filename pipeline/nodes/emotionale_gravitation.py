@@ -23,7 +23,7 @@ from pipeline import vocab
 from pipeline.node import Node
 from pipeline.nodes.ei_calc_persist import ZUG_RICHTUNG, gezogen
 from pipeline.services import Deps
-from pipeline.state import GravitationRecord, TurnState
+from core.state import GravitationRecord, TurnState
 
 NAME = "emotionale_gravitation"
 NODE = Node(

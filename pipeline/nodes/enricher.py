@@ -34,7 +34,7 @@ from pipeline import plugins
 from pipeline.llm_json import ask
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import MemoryRecord, SessionTurn, Stimulus, TurnState
+from core.state import MemoryRecord, SessionTurn, Stimulus, TurnState
 from pipeline.trace import Slot
 
 NAME = "enricher"

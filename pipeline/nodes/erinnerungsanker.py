@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import AnkerRecord, Stimulus, TurnState
+from core.state import AnkerRecord, Stimulus, TurnState
 from pipeline.trace import Slot
 from pipeline.timefmt import local_now
 

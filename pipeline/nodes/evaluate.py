@@ -15,7 +15,7 @@ import logging
 
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import TurnState
+from core.state import TurnState
 
 NAME = "evaluate"
 NODE = Node(

@@ -14,7 +14,7 @@ from memory.session import fenster
 from pipeline.node import Node
 from pipeline.nodes.perzeption import VERLAUF_TURNS, kurzverlauf
 from pipeline.services import Deps
-from pipeline.state import LandschaftRecord, TurnState
+from core.state import LandschaftRecord, TurnState
 
 NAME = "gv_node"
 NODE = Node(

@@ -26,7 +26,7 @@ from __future__ import annotations
 from pipeline import vocab
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import HaltungRecord, TurnState
+from core.state import HaltungRecord, TurnState
 
 NAME = "haltungsraum"
 NODE = Node(

@@ -43,7 +43,7 @@ from pipeline.links import ARTEN, LinkRegel, entschaerfen
 from pipeline.node import Node
 from pipeline.nodes.corrector import umschreiben
 from pipeline.services import Deps
-from pipeline.state import TurnState, UrteilRecord, current_reply
+from core.state import TurnState, UrteilRecord, current_reply
 
 NAME = "leckschutz"
 NODE = Node(

@@ -12,7 +12,7 @@ from pipeline import vocab
 from pipeline.llm_json import ask_json, woerter, wort
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import PerzeptionRecord, TurnState
+from core.state import PerzeptionRecord, TurnState
 
 NAME = "perzeption"
 NODE = Node(

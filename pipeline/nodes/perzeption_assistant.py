@@ -9,7 +9,7 @@ from pipeline import vocab
 from pipeline.llm_json import ask_json, wort
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import NovaPerzeptionRecord, TurnState, current_reply
+from core.state import NovaPerzeptionRecord, TurnState, current_reply
 from pipeline.trace import Slot
 
 NAME = "perzeption_assistant"

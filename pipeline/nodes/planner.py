@@ -25,7 +25,7 @@ from pipeline.agents import ergaenzung, registry, vorwaermen_starten
 from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import AgentResult, Auftrag, AusstehendLage, PlanRecord, TurnState
+from core.state import AgentResult, Auftrag, AusstehendLage, PlanRecord, TurnState
 from pipeline.timefmt import local_now
 
 NAME = "planner"

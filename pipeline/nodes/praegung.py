@@ -26,7 +26,7 @@ from memory.session import PERSON_B
 from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import HintergrundRecord, Stimulus, TurnState, current_reply
+from core.state import HintergrundRecord, Stimulus, TurnState, current_reply
 
 NAME = "praegung"
 ENTSCHEIDUNG = "praegung.ergebnis"

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pipeline.figur import einsetzen, sein_name
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import KontextRecord, TurnState
+from core.state import KontextRecord, TurnState
 from pipeline.timefmt import termin_text
 
 NAME = "reducer"

@@ -26,7 +26,7 @@ from pipeline.node import Node
 from pipeline.nodes.ei_calc import DECAY, VERLAUF_MAX, stil_des_turns, vektor
 from pipeline.nodes import reducer
 from pipeline.services import Deps
-from pipeline.state import DraftRecord, HaltungRecord, SessionTurn, TurnState
+from core.state import DraftRecord, HaltungRecord, SessionTurn, TurnState
 from pipeline.timefmt import local_now, wochentag
 
 NAME = "responder"

@@ -16,7 +16,7 @@ from pipeline.node import Node
 from pipeline.nodes.enricher import sitzung
 from pipeline.nodes.perzeption import VERLAUF_TURNS, kurzverlauf
 from pipeline.services import Deps
-from pipeline.state import RouteRecord, Stimulus, TurnState
+from core.state import RouteRecord, Stimulus, TurnState
 from pipeline.timefmt import local_now
 from pipeline.trace import Slot
 

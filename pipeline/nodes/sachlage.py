@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import SachlageRecord, TurnState
+from core.state import SachlageRecord, TurnState
 
 NAME = "sachlage"
 NODE = Node(

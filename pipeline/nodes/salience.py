@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import DelegationSchreiben, HintergrundRecord, KzgSchreiben, TurnState, current_reply
+from core.state import DelegationSchreiben, HintergrundRecord, KzgSchreiben, TurnState, current_reply
 from pipeline.wissensluecken import NEUGIER_VORRANG, neugier_boosts
 
 NAME = "salience"

@@ -38,7 +38,7 @@ from pipeline.figur import einsetzen
 from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import TurnState, current_reply
+from core.state import TurnState, current_reply
 
 if TYPE_CHECKING:  # the pair actor checks the chains and loads this module: no database driver here
     from memory.beziehung import Beobachtung

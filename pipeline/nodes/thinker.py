@@ -20,7 +20,7 @@ from datetime import datetime
 from pipeline.node import Node
 from pipeline.reiz import retry_nutzlast
 from pipeline.services import Deps
-from pipeline.state import PruefungRecord, TurnState
+from core.state import PruefungRecord, TurnState
 from pipeline.thinker.budget import SearchBudget
 from pipeline.thinker.cache import HINWEIS_ARGUMENTE, ToolCache
 from pipeline.thinker.normaliser import NACHFASS_MAX, normaliser_for

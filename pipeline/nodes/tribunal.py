@@ -23,7 +23,7 @@ from pipeline.figur import figur
 from pipeline.llm_json import ask_json, wort
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import TurnState, UrteilRecord, current_reply
+from core.state import TurnState, UrteilRecord, current_reply
 
 NAME = "tribunal"
 NODE = Node(

@@ -13,7 +13,7 @@ from pipeline.figur import figur
 from pipeline.llm_json import ask
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import HaltungRecord, TurnState, VerfasserRecord
+from core.state import HaltungRecord, TurnState, VerfasserRecord
 
 NAME = "verfasser"
 NODE = Node(

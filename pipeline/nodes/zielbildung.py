@@ -33,7 +33,7 @@ from memory.ziele import HORIZONTE, ziel_paar_bestimmen
 from pipeline.llm_json import ask_json, wort
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import TurnState
+from core.state import TurnState
 
 NAME = "zielbildung"
 NODE = Node(

@@ -21,7 +21,7 @@ from memory import session
 from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
-from pipeline.state import SessionTurn, TurnState
+from core.state import SessionTurn, TurnState
 
 NAME = "zusammenfassung"
 NODE = Node(

@@ -16,7 +16,7 @@ from urllib.parse import unquote_plus, urlsplit
 
 from pipeline import dienste
 from pipeline.services import Deps
-from pipeline.state import Stimulus
+from core.state import Stimulus
 from pipeline.thinker.budget import LEITTEXT, SearchBudget
 from pipeline.thinker.cache import HINWEIS_TREFFER, ToolCache
 

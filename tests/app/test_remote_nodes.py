@@ -26,7 +26,7 @@ class Turn:
         from pipeline.chains import HUMAN_CHAIN
         from pipeline.runner import ChainRunner
         from pipeline.services import Deps, Services, transport
-        from pipeline.state import Stimulus, TurnState
+        from core.state import Stimulus, TurnState
         from pipeline.trace import TurnTrace
 
         svc = Services.connect(self.settings)

@@ -12,7 +12,7 @@ from memory import ausstehender_auftrag as ausstehend
 from pipeline.nodes import planner
 from pipeline.chains import PLANNER_LOOP
 from pipeline.runner import ChainRunner
-from pipeline.state import PairRecord, RouteRecord, Stimulus, TurnState
+from core.state import PairRecord, RouteRecord, Stimulus, TurnState
 from pipeline.timefmt import local_now
 from tests.conftest import with_pool
 from tests.scripted_llm import PoolStore, ScriptedLLM, deps_for

@@ -9,7 +9,7 @@ from memory import beziehung
 from pipeline.agents.charakter.dispatch import CharakterAuftrag, finden
 from pipeline.chains import PLANNER_LOOP
 from pipeline.runner import ChainRunner
-from pipeline.state import Auftrag, PairRecord, RouteRecord, Stimulus, TurnState
+from core.state import Auftrag, PairRecord, RouteRecord, Stimulus, TurnState
 from tests.conftest import new_pair, with_pool
 from tests.scripted_llm import PoolStore, ScriptedLLM, deps_for
 

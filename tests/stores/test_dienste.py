@@ -10,7 +10,7 @@ from memory.config import MemoryConfig
 from pipeline import dienste
 from pipeline.nodes import thinker
 from pipeline.runner import run_node
-from pipeline.state import DraftRecord, MemoryRecord, PairRecord, RouteRecord, Stimulus, TurnState
+from core.state import DraftRecord, MemoryRecord, PairRecord, RouteRecord, Stimulus, TurnState
 from tests.conftest import at_cosine, new_pair, unit, with_pool
 from tests.scripted_llm import PoolStore, ScriptedLLM, Zaehler, deps_for
 
@@ -156,7 +156,7 @@ def test_an_agent_that_declares_the_memory_calls_the_services_with_the_turns_key
     memory record receives the turn's key through the dispatch and reads the library with it."""
     from pipeline import agents
     from pipeline.nodes import agent_dispatch
-    from pipeline.state import AgentResult, Auftrag, PlanRecord
+    from core.state import AgentResult, Auftrag, PlanRecord
 
     user, ch = new_pair("da")
     gesehen: dict = {}

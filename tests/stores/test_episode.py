@@ -15,7 +15,7 @@ from memory.lesepfad import erinnern
 from memory.ops import PoolStore
 from pipeline.nodes import praegung
 from pipeline.runner import run_node
-from pipeline.state import DraftRecord, HintergrundRecord, MemoryRecord, PairRecord, PerzeptionRecord, Stimulus, TurnState
+from core.state import DraftRecord, HintergrundRecord, MemoryRecord, PairRecord, PerzeptionRecord, Stimulus, TurnState
 from tests.conftest import new_pair, with_pool
 from tests.scripted_llm import ScriptedLLM, deps_for
 

@@ -8,7 +8,7 @@ from memory import beziehung, notizen, timeline
 from pipeline.nodes import erinnerungsanker
 from pipeline.chains import PLANNER_LOOP
 from pipeline.runner import ChainRunner
-from pipeline.state import PairRecord, RouteRecord, Stimulus, TurnState
+from core.state import PairRecord, RouteRecord, Stimulus, TurnState
 from tests.conftest import with_pool
 from tests.scripted_llm import PoolStore, ScriptedLLM, deps_for
 from pipeline.runner import run_node
@@ -83,7 +83,7 @@ def test_a_redelivered_background_job_imprints_its_memories_once(pool):
     past that check are settled when the nodes are written."""
     from memory import lzg
     from pipeline.nodes import praegung
-    from pipeline.state import DraftRecord, HintergrundRecord, MemoryRecord, PerzeptionRecord
+    from core.state import DraftRecord, HintergrundRecord, MemoryRecord, PerzeptionRecord
     from tests.conftest import new_pair, unit
 
     antwort = ('{"erinnerungen": [{"inhalt": "Person B hat einen Hund namens Bello"}, {"inhalt": "Bello war krank"}],'
@@ -148,7 +148,7 @@ def test_a_background_job_cut_off_after_any_write_leaves_after_its_redelivery_wh
     anchors), the anchors' restarted curves and the profile are what one clean delivery leaves."""
     from memory import lzg
     from pipeline.nodes import praegung
-    from pipeline.state import DraftRecord, HintergrundRecord, MemoryRecord, PerzeptionRecord
+    from core.state import DraftRecord, HintergrundRecord, MemoryRecord, PerzeptionRecord
     from tests.conftest import new_pair, unit
 
     antwort = ('{"erinnerungen": [{"inhalt": "Person B hat einen Hund namens Bello"}, {"inhalt": "Bello war krank"}],'

@@ -12,7 +12,7 @@ from pipeline.nodes import enricher
 from pipeline.chains import NODES
 from pipeline.runner import ChainRunner
 from pipeline.services import Deps, Services
-from pipeline.state import PairRecord, Stimulus, TurnState
+from core.state import PairRecord, Stimulus, TurnState
 from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
 from tests.conftest import embed_with, new_pair, with_pool

@@ -17,7 +17,7 @@ from pipeline.nodes import enricher
 from pipeline.chains import vorab_starten
 from pipeline.runner import run_node
 from pipeline.services import Deps, Services
-from pipeline.state import PerzeptionRecord, Stimulus, TurnState
+from core.state import PerzeptionRecord, Stimulus, TurnState
 from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
 from tests.conftest import new_pair, unit, with_pool

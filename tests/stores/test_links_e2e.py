@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 from memory import charaktere, session
 from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN
 from pipeline.runner import ChainRunner
-from pipeline.state import Stimulus, TurnState
+from core.state import Stimulus, TurnState
 from prompts import PromptLibrary
 from serve import charakterkarte, dateien
 from serve.erschliessung import Werkzeuge, indizieren

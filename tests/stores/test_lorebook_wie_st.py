@@ -9,7 +9,7 @@ import uuid
 from memory import charaktere
 from memory.config import for_model
 from pipeline.nodes import reducer, responder
-from pipeline.state import MemoryRecord, PairRecord, PlanRecord, Stimulus, TurnState
+from core.state import MemoryRecord, PairRecord, PlanRecord, Stimulus, TurnState
 from serve import charakterkarte
 from tests.conftest import embed_with, with_pool
 from tests.scripted_llm import ScriptedLLM, deps_for

@@ -188,7 +188,7 @@ def test_the_enricher_searches_a_pair_that_holds_only_a_file(stores, pool, minil
     from pipeline.nodes import enricher
     from pipeline.runner import run_node
     from pipeline.services import Deps, Services
-    from pipeline.state import Stimulus, TurnState
+    from core.state import Stimulus, TurnState
     from pipeline.trace import TurnTrace
     from tests.scripted_llm import ScriptedLLM
 

@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 from pipeline.nodes import gv_node, reducer, responder, router
 from pipeline.chains import TRIBUNAL_LOOP
 from pipeline.runner import ChainRunner
-from pipeline.state import (DraftRecord, EmotionRecord, HaltungRecord, LandschaftRecord, MemoryRecord, PairRecord,
+from core.state import (DraftRecord, EmotionRecord, HaltungRecord, LandschaftRecord, MemoryRecord, PairRecord,
                             PerzeptionRecord, PlanRecord, SessionTurn, Stimulus, TurnState, VerfasserRecord)
 from tests.scripted_llm import ScriptedLLM, Zaehler, deps_for
 from tests.stores.test_nodes_planner_agents import RecordingStore
@@ -252,7 +252,7 @@ def test_what_ei_calc_and_haltungsraum_compute_reaches_the_responder():
 
 def test_a_dictated_note_is_written_as_dictated():
     from pipeline.nodes import planner
-    from pipeline.state import PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
+    from core.state import PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
 
     def plan_for(text, management, answer):
         state = TurnState(stimulus=Stimulus(user_id="u", character_id="nova", turn_id="t", user_prompt=text),
@@ -288,7 +288,7 @@ def test_a_dictated_note_is_written_as_dictated():
 
 def test_an_order_that_changes_or_deletes_runs_only_when_the_message_asks_for_it():
     from pipeline.nodes import planner
-    from pipeline.state import PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
+    from core.state import PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
 
     def plan_for(text, answer):
         state = TurnState(stimulus=Stimulus(user_id="u", character_id="nova", turn_id="t", user_prompt=text),
@@ -317,7 +317,7 @@ def test_an_order_that_changes_or_deletes_runs_only_when_the_message_asks_for_it
 def test_a_dictation_is_read_whatever_management_the_router_named_and_stays_as_dictated():
     from pipeline import regeln
     from pipeline.nodes import planner
-    from pipeline.state import AgentResult, Auftrag, PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
+    from core.state import AgentResult, Auftrag, PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
 
     # the router's model named the wrong agent: the explicit form still gives the dictated order
     assert regeln.diktat("timeline", "Notiz Einkauf: Milch, Brot und Kaese")["parameter"] == {

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from pipeline.nodes import (aufgriff, ei_calc_persist, erinnerungsanker, perzeption_assistant, praegung, sachlage,
                             salience, verfasser)
-from pipeline.state import (DraftRecord, EmotionRecord, HaltungRecord, HintergrundRecord, KontextRecord, MemoryRecord,
+from core.state import (DraftRecord, EmotionRecord, HaltungRecord, HintergrundRecord, KontextRecord, MemoryRecord,
                             NovaPerzeptionRecord, PairRecord, PerzeptionRecord, PlanRecord, Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.stores.test_nodes_planner_agents import RecordingStore
@@ -216,7 +216,7 @@ def test_aufgriff_plans_an_impulse_and_skips_non_user_turns(stores):
 
 
 def test_the_pull_of_emotional_memories_moves_novas_persisted_state():
-    from pipeline.state import GravitationRecord
+    from core.state import GravitationRecord
 
     def saved(gravitation):
         store = RecordingStore()
@@ -241,7 +241,7 @@ def test_the_pull_of_emotional_memories_moves_novas_persisted_state():
 
 def test_the_thinker_knows_the_anchor_this_turn_wrote():
     from pipeline.nodes import thinker
-    from pipeline.state import Anker, AnkerRecord
+    from core.state import Anker, AnkerRecord
 
     st = _state(anker=AnkerRecord(geschrieben=[Anker(id=3, datum="2026-11-24", titel="Konzert")]))
     assert "Erinnerungsanker eingetragen: Konzert (2026-11-24)" in thinker.verarbeitung(st)

@@ -10,7 +10,7 @@ from pipeline import agents
 from pipeline.nodes import agent_dispatch, planner
 from pipeline.chains import PLANNER_LOOP
 from pipeline.runner import ChainRunner
-from pipeline.state import AgentResult, PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
+from core.state import AgentResult, PairRecord, PlanRecord, RouteRecord, Stimulus, TurnState
 from tests.scripted_llm import ScriptedLLM, deps_for
 from pipeline.runner import run_node
 
@@ -153,7 +153,7 @@ def test_a_model_that_repeats_its_plan_writes_nothing_twice(stores, caplog):
 
 
 def test_the_planner_keeps_its_plan_when_it_cannot_decide_again():
-    from pipeline.state import AgentResult, Auftrag
+    from core.state import AgentResult, Auftrag
 
     done = AgentResult(agent_name="notizen", status="abgeschlossen", ergebnis={"beschreibung": "Notiz angelegt"})
     state = _state("Notiz Einkauf: Milch, und Zahnarzt am 3.12.", management="notizen", schleifen=1,

@@ -15,7 +15,7 @@ from pipeline.nodes.dispatcher import BACKGROUND_RECORDS
 from pipeline.chains import BACKGROUND_CHAIN, NODES
 from pipeline.runner import run_node
 from pipeline.services import Deps, Services
-from pipeline.state import (DraftRecord, HintergrundRecord, MemoryRecord, NovaPerzeptionRecord, PerzeptionRecord,
+from core.state import (DraftRecord, HintergrundRecord, MemoryRecord, NovaPerzeptionRecord, PerzeptionRecord,
                             Stimulus, TurnState)
 from pipeline.trace import TurnTrace
 from prompts import PromptLibrary

@@ -207,7 +207,7 @@ def test_a_delegation_is_queued_once_however_often_its_job_is_delivered(stores, 
     the pixie researches the turn's task once; a second task of the turn, and a task of another
     turn, are queued."""
     from actors.background import schreiben
-    from pipeline.state import DelegationSchreiben, Stimulus
+    from core.state import DelegationSchreiben, Stimulus
     from pipeline.trace import TurnTrace
 
     async def go(p, r):

@@ -6,7 +6,7 @@ import asyncio
 from memory import notizen
 from pipeline.nodes import reducer
 from pipeline.plugins import notizen as plugin
-from pipeline.state import MemoryRecord, Stimulus, TurnState
+from core.state import MemoryRecord, Stimulus, TurnState
 from tests.conftest import new_pair, with_pool
 from tests.scripted_llm import PoolStore, ScriptedLLM, deps_for
 

@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 from memory import notizen
 from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN
 from pipeline.runner import ChainRunner
-from pipeline.state import Stimulus, TurnState
+from core.state import Stimulus, TurnState
 from tests.conftest import unit, with_pool
 from tests.scripted_engine import instance
 from tests.scripted_llm import PoolStore, ScriptedLLM, deps_for

@@ -7,7 +7,7 @@ import asyncio
 from redis.asyncio import Redis
 
 from memory import pg, session
-from pipeline.state import SessionTurn
+from core.state import SessionTurn
 from tests.conftest import new_pair, with_pool
 
 

@@ -11,7 +11,7 @@ from pipeline.nodes import enricher, responder, zusammenfassung
 from pipeline.chains import NODES
 from pipeline.runner import ChainRunner
 from pipeline.services import Deps, Services
-from pipeline.state import PairRecord, SessionTurn, Stimulus, TurnState
+from core.state import PairRecord, SessionTurn, Stimulus, TurnState
 from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
 from tests.conftest import new_pair, unit

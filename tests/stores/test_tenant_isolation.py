@@ -7,7 +7,7 @@ from core.settings import Settings
 from memory import kzg
 from pipeline.nodes import enricher
 from pipeline.services import Deps, Services
-from pipeline.state import Stimulus, TurnState
+from core.state import Stimulus, TurnState
 from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
 from tests.conftest import new_pair, unit

@@ -12,7 +12,7 @@ from memory import lzg, timeline
 from pipeline.node_config import node_config
 from pipeline.nodes import thinker
 from pipeline.reiz import retry_nutzlast, stimulus_from_event
-from pipeline.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord,
+from core.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord,
                             RouteRecord, SachlageRecord, SessionTurn, Stimulus, TurnState, current_reply)
 from pipeline.thinker.budget import LEITTEXT
 from pipeline.thinker.cache import HINWEIS_ARGUMENTE, HINWEIS_TREFFER
@@ -416,7 +416,7 @@ def test_the_pair_consumer_logs_every_arrival_and_the_retry_goes_with_the_commit
     from core.settings import Settings
     from core.wire import PairEventRequest
     from pipeline.nodes.dispatcher import _anstoss_job
-    from pipeline.state import DispatchRecord, PruefungRecord
+    from core.state import DispatchRecord, PruefungRecord
 
     actor = PairActor(Settings().model_dump(mode="json"), "pairhost:test")
     actor.user_id, actor.character_id = "u", "nova"  # bound, as the registry binds a process to its pair

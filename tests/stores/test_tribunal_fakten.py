@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from pipeline.nodes import dispatcher, leckschutz, reducer
 from pipeline.chains import CHARACTER_CHAIN, NODES, TRIBUNAL_LOOP
 from pipeline.runner import ChainRunner, run_node
-from pipeline.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord, PruefungRecord,
+from core.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord, PruefungRecord,
                             RouteRecord, Stimulus, TurnState, current_reply)
 from pipeline.timefmt import WOCHENTAGE
 from tests.scripted_llm import ScriptedLLM, deps_for

@@ -9,7 +9,7 @@ from pipeline.runner import NodeContractError
 from pipeline import agents
 from pipeline.nodes import agent_dispatch
 from pipeline.runner import run_node
-from pipeline.state import (Auftrag, EmotionRecord, MemoryRecord, PairRecord, PlanRecord, RouteRecord, Stimulus,
+from core.state import (Auftrag, EmotionRecord, MemoryRecord, PairRecord, PlanRecord, RouteRecord, Stimulus,
                             TurnState)
 from tests.scripted_llm import ScriptedLLM, Zaehler, deps_for
 
@@ -27,7 +27,7 @@ def test_an_agent_sees_only_what_it_declared(monkeypatch, caplog):
     async def spion(state, deps):
         seen.append(state)
         assert state.plan.agent_name == "spion"  # its order, as it stands when it runs
-        from pipeline.state import AgentResult
+        from core.state import AgentResult
         return AgentResult(agent_name="spion", status="abgeschlossen")
 
     monkeypatch.setitem(agents.registry(), "spion", spion)

@@ -4,7 +4,7 @@ the Thinker hands it to the services (tests/stores/test_lesepfad.py runs the enr
 Thinker's protocol reads a call of either service."""
 import re
 
-from pipeline.state import MemoryRecord
+from core.state import MemoryRecord
 from pipeline.thinker.protokoll import REGEX, lesen
 
 

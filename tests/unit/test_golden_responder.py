@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.nodes import responder
-from pipeline.state import (EmotionRecord, HaltungRecord, LandschaftRecord, MemoryRecord, PairRecord,
+from core.state import (EmotionRecord, HaltungRecord, LandschaftRecord, MemoryRecord, PairRecord,
                             PerzeptionRecord, PlanRecord, SessionTurn, Stimulus, TurnState, VerfasserRecord)
 from tests.scripted_llm import ScriptedLLM, deps_for
 

@@ -20,7 +20,7 @@ import pytest
 from memory.clients import StoreOps
 from pipeline.nodes import reducer, thinker
 from pipeline.runner import run_node
-from pipeline.state import (AgentResult, Anker, AnkerRecord, DraftRecord, MemoryRecord, PairRecord, PlanRecord,
+from core.state import (AgentResult, Anker, AnkerRecord, DraftRecord, MemoryRecord, PairRecord, PlanRecord,
                             RouteRecord, SachlageRecord, Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.unit.test_golden_responder import _phrase, table

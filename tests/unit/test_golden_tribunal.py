@@ -15,7 +15,7 @@ import pytest
 
 from pipeline.nodes import corrector, reducer, tribunal
 from pipeline.runner import run_node
-from pipeline.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord, PruefungRecord,
+from core.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord, PruefungRecord,
                             RouteRecord, Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.unit.test_golden_responder import _phrase, table

@@ -7,7 +7,7 @@ import logging
 
 from pipeline.links import LinkRegel, entschaerfen
 from pipeline.nodes import leckschutz
-from pipeline.state import (DraftRecord, KontextRecord, MemoryRecord, PairRecord, SachlageRecord, SessionTurn,
+from core.state import (DraftRecord, KontextRecord, MemoryRecord, PairRecord, SachlageRecord, SessionTurn,
                             Stimulus, TurnState, UrteilRecord)
 from tests.scripted_llm import ScriptedLLM, deps_for
 

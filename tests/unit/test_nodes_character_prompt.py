@@ -5,7 +5,7 @@ see the short form."""
 import asyncio
 
 from pipeline.nodes import responder, tribunal, verfasser
-from pipeline.state import DraftRecord, KontextRecord, PairRecord
+from core.state import DraftRecord, KontextRecord, PairRecord
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.stores.test_nodes_chain_parts import _full_state
 from pipeline.runner import run_node

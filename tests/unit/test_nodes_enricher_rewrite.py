@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 from core.settings import Settings
 from pipeline.nodes.enricher import REWRITE_MAX_CHARS, rewrite
-from pipeline.state import SessionTurn
+from core.state import SessionTurn
 from tests.scripted_llm import ScriptedLLM, deps_for
 
 RAW = "Und wie weist man das nach?"

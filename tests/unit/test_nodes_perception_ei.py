@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 from pipeline import vocab
 from pipeline.nodes import ei_calc, emotionale_gravitation, haltungsraum, perzeption
-from pipeline.state import (HaltungRecord, MemoryRecord, PairRecord, PerzeptionRecord, RouteRecord, SessionTurn,
+from core.state import (HaltungRecord, MemoryRecord, PairRecord, PerzeptionRecord, RouteRecord, SessionTurn,
                             Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
 from pipeline.runner import run_node

@@ -11,7 +11,7 @@ from actors.ruecknahme import planen
 from core.wire import PairEventRequest, PairRetractRequest
 from pipeline.nodes.praegung import _sprecher
 from pipeline.reiz import retry_nutzlast, stimulus_from_event
-from pipeline.state import Stimulus
+from core.state import Stimulus
 from serve.schemas import TurnRequest, person_name
 
 DATUM = datetime(2023, 5, 8, 12, 0, tzinfo=timezone.utc)

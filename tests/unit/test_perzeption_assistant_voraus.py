@@ -10,7 +10,7 @@ from pipeline.nodes import enricher
 from pipeline.nodes import perzeption_assistant as pa
 from pipeline.runner import run_node, view_for
 from pipeline.services import EMBEDDING
-from pipeline.state import DraftRecord, PairRecord, Stimulus, TurnState, UrteilRecord
+from core.state import DraftRecord, PairRecord, Stimulus, TurnState, UrteilRecord
 from tests.scripted_llm import ScriptedLLM, deps_for
 
 ANTWORT = '{"emotion": "freude", "arousal": 0.6, "stil": "locker"}'

@@ -8,7 +8,7 @@ import pytest
 from memory import session
 from pipeline.nodes import responder
 from pipeline.services import StoreClient
-from pipeline.state import MemoryRecord, PairRecord, SessionTurn, Stimulus, TurnState
+from core.state import MemoryRecord, PairRecord, SessionTurn, Stimulus, TurnState
 from tests.scripted_llm import ScriptedLLM, deps_for
 
 B = session.FENSTER_BLOCK

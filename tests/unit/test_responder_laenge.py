@@ -16,7 +16,7 @@ from pipeline.node_config import ANTWORT_SPIELRAUM, ANTWORT_ZEICHEN_JE_TOKEN, an
 from pipeline.nodes import corrector, responder
 from pipeline.runner import run_node
 from pipeline.services import LLMClient
-from pipeline.state import HaltungRecord, UrteilRecord
+from core.state import HaltungRecord, UrteilRecord
 from pipeline.trace import TurnTrace
 from pipeline.vocab import UMFANG_SPANNE
 from tests.scripted_llm import ScriptedLLM, deps_for

@@ -2,7 +2,7 @@
 this message or with one in the session window; a name that is the character's own never stands
 there (praegung keeps him as Person B then too, fallback `name_wie_figur`)."""
 from pipeline.nodes import responder
-from pipeline.state import SessionTurn, Stimulus
+from core.state import SessionTurn, Stimulus
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.unit.test_golden_responder import T0, golden_state
 

@@ -7,7 +7,7 @@ import pytest
 from pipeline import vocab
 from pipeline.figur import du_fassung
 from pipeline.nodes import responder
-from pipeline.state import LandschaftRecord
+from core.state import LandschaftRecord
 from tests.unit.test_golden_responder import golden_state
 
 

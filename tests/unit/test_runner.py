@@ -7,7 +7,7 @@ from pipeline.chains import NODES
 from pipeline.node import Node, NodeDeclarationError
 from pipeline.runner import ChainRunner, NodeContractError, NodeFailed, apply_update, view_for
 from pipeline.services import Deps
-from pipeline.state import DraftRecord, PairRecord, Stimulus, TurnState
+from core.state import DraftRecord, PairRecord, Stimulus, TurnState
 from pipeline.trace import TurnTrace
 
 

@@ -7,7 +7,7 @@ from core.wire import NodeRunRequest, NodeRunResult
 from pipeline.node import Node
 from pipeline.runner import ChainRunner
 from pipeline.services import Deps
-from pipeline.state import PairRecord, Stimulus, TurnState
+from core.state import PairRecord, Stimulus, TurnState
 from pipeline.trace import TurnTrace
 
 

@@ -5,7 +5,7 @@ import asyncio
 from pipeline.nodes import emotionale_gravitation, responder
 from pipeline.nodes.ei_calc_persist import ZUG_RICHTUNG
 from pipeline.runner import run_node
-from pipeline.state import EmotionRecord, MemoryRecord
+from core.state import EmotionRecord, MemoryRecord
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.unit.test_golden_responder import golden_state
 

@@ -5,7 +5,7 @@ import asyncio
 
 from pipeline.nodes import responder, verfasser
 from pipeline.runner import run_node
-from pipeline.state import HaltungRecord, KontextRecord
+from core.state import HaltungRecord, KontextRecord
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.unit.test_golden_responder import golden_state
 

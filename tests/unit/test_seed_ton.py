@@ -5,7 +5,7 @@ import asyncio
 
 from pipeline.nodes import ei_calc, responder
 from pipeline.runner import run_node
-from pipeline.state import PerzeptionRecord, SessionTurn, Stimulus, TurnState
+from core.state import PerzeptionRecord, SessionTurn, Stimulus, TurnState
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.unit.test_golden_responder import T0, golden_state
 

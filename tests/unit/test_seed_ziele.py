@@ -5,7 +5,7 @@ import asyncio
 from memory.clients import StoreOps
 from pipeline.nodes import enricher, salience
 from pipeline.runner import run_node
-from pipeline.state import AktiviertesZiel, DelegationSchreiben, MemoryRecord, PairRecord, Stimulus, TurnState
+from core.state import AktiviertesZiel, DelegationSchreiben, MemoryRecord, PairRecord, Stimulus, TurnState
 from pipeline.wissensluecken import NEUGIER_VORRANG, neugier_boosts
 from tests.scripted_llm import ScriptedLLM, deps_for
 

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 from pipeline.nodes import enricher, erinnerungsanker, router
 from pipeline.runner import run_node
-from pipeline.state import MemoryRecord, PerzeptionRecord, SessionTurn, Stimulus, TurnState
+from core.state import MemoryRecord, PerzeptionRecord, SessionTurn, Stimulus, TurnState
 from tests.scripted_llm import ScriptedLLM, Zaehler, deps_for
 
 ROUTE = '{"intent": "austausch", "management": "keins", "needs_memory": false, "momentum": "mid"}'

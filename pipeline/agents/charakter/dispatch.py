@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from pipeline.agents import schreibschluessel
-from pipeline.state import AgentResult, Auftrag
+from core.state import AgentResult, Auftrag
 
 BEDARF = ("plan",)
 """The turn records this agent reads besides the stimulus (its order); nothing else reaches it."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pipeline.agents import schreibschluessel
-from pipeline.state import AgentResult
+from core.state import AgentResult
 
 BEDARF = ("plan",)
 """The turn records this agent reads besides the stimulus (its order); nothing else reaches it."""

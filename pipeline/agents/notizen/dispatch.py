@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pipeline.agents import schreibschluessel
 from pipeline.llm_json import liste
-from pipeline.state import AgentResult
+from core.state import AgentResult
 
 BEDARF = ("plan",)
 """The turn records this agent reads besides the stimulus (its order); nothing else reaches it."""

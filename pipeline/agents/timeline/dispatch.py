@@ -8,7 +8,7 @@ from datetime import datetime
 
 from pipeline.agents import schreibschluessel
 from pipeline.llm_json import liste
-from pipeline.state import AgentResult
+from core.state import AgentResult
 from pipeline.timefmt import local_now
 
 BEDARF = ("plan",)

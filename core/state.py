@@ -11,13 +11,32 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memory.ausstehender_auftrag import AusstehenderAuftrag
 
 Herkunft = Literal["user", "eigener_impuls", "self_trigger"]
 
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class AusstehenderAuftrag(BaseModel):
+    """An order that asked back, with what is known of it."""
+
+    model_config = ConfigDict(extra="forbid")
+    agent: str
+    aktion: str
+    parameter: dict[str, Any] = Field(default_factory=dict)
+    """The parameters known (those the order had)."""
+    fehlt: list[str] = Field(default_factory=list)
+    """The parameters missing, as the agent named them (e.g. `wann`)."""
+    angabe: str = ""
+    """What is missing, in words (e.g. "Tag und Uhrzeit des Termins")."""
+    frage: str = ""
+    """The question Nova was given to ask."""
+    turn_id: str
+    """The turn that asked."""
+    turns: int = Field(default=0, ge=0)
+    """Human turns since the question that did not concern it."""
 
 
 class Stimulus(_Record):
