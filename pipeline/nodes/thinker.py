@@ -15,18 +15,19 @@ only as `Settings.said` allows (`log_utterances`); otherwise ids, names and leng
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from pipeline.node import Node
 from pipeline.reiz import retry_nutzlast
 from pipeline.services import Deps
-from core.state import PruefungRecord, TurnState
+from core.state import PruefungRecord, RetryNutzlast, Stimulus, TurnState
 from pipeline.thinker.budget import SearchBudget
 from pipeline.thinker.cache import HINWEIS_ARGUMENTE, ToolCache
 from pipeline.thinker.normaliser import NACHFASS_MAX, normaliser_for
 from pipeline.thinker.protokoll import PROTOKOLL, lesen
 from pipeline.thinker.schnellcheck import schnellcheck
-from pipeline.thinker.tools import create_tools
+from pipeline.thinker.tools import Tool, create_tools
 from pipeline.timefmt import local_now, wochentag
 
 NAME = "thinker"
@@ -88,34 +89,37 @@ def _werkzeug_nachricht(tool: str, arg: str, output: str) -> dict[str, str]:
                                        f"[ENDE WERKZEUG-ERGEBNIS]\nSchreibe den naechsten Schritt."}
 
 
-@NODE.runs
-async def run(state: TurnState, deps: Deps) -> dict:
+@dataclass
+class Pruefung:
+    """One check as it runs: the reply as it stands and what the ReAct loop did so far."""
+
+    reply: str
+    limit: int
+    iterationen: int = 0
+    nachfass: int = 0
+    werkzeuge: list[str] = field(default_factory=list)
+    annotations: list[str] = field(default_factory=list)
+    probleme: str = ""
+    outcome: str = "max_iterationen"
+    payload: RetryNutzlast | None = None
+
+
+def _entwurf(state: TurnState) -> str:
+    """The reply to check; in the uncertainty retry without a leading repeat of the first reply."""
     s = state.stimulus
     reply = state.draft.reply
-    needs_web = bool(state.route and state.route.needs_web)
-    retry = s.thinker_unsicher_retry
-    if retry:
+    if s.thinker_unsicher_retry:
         log.info("thinker: uncertainty retry recognised (turn %s repeats %s): it will not trigger again",
                  s.turn_id, s.ursprung_turn_id)
         erste = next((t.inhalt for t in reversed(state.memory.session_turns if state.memory else [])
                       if t.rolle == "assistant" and t.turn_id == s.ursprung_turn_id), "")
         reply = ohne_wiederholung(reply, erste)
-    changed = reply != state.draft.reply
+    return reply
 
-    check = schnellcheck(reply, s.text, needs_web)
-    deps.trace.decision(NAME, "thinker.schnellcheck", "reasoning" if check.reasoning else "durchlauf",
-                        {"indikatoren_antwort": check.in_antwort, "indikatoren_reiz": check.in_reiz,
-                         "needs_web": needs_web, "unsicher_retry": retry, "antwortlaenge": len(reply),
-                         "zahl": check.zahl, "grund": check.outcome}, threshold=1)
-    if not check.reasoning:
-        return {"pruefung": PruefungRecord(status="durchlauf", reply=reply if changed else None)}
 
-    cache = ToolCache()  # lives exactly as long as this check
-    hits, objekt = prior_research(state)
-    budget = SearchBudget(sachlage_treffer=hits, sachlage_objekt=objekt)
-    tools = create_tools(deps, s, cache, budget, state.memory.such_vektor if state.memory else None)
-
-    model = await deps.llm.model_name()
+def _nachrichten(state: TurnState, deps: Deps, model: str, reply: str, needs_web: bool) -> list[dict]:
+    """The check's opening messages: identity and rules as system, the task with the reply as user."""
+    s = state.stimulus
     today = today_text(deps.settings.timezone, s.received_at)
     variables = {"character_name": state.pair.character_name, "today": today}
     system = "\n\n".join(deps.prompts.render_parts(NAME, ("identity", "rules"), model, variables))
@@ -128,99 +132,148 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if needs_web:
         blocks.append(deps.prompts.render(NAME, "websuche", model))
     blocks.append(deps.prompts.render(NAME, "antwort", model, antwort=reply))
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(blocks)}]
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(blocks)}]
 
-    limit = min(MAX_ITERATIONEN, deps.settings.thinker_max_iterations)
-    iterationen = nachfass = 0
-    werkzeuge: list[str] = []
-    annotations: list[str] = []
-    probleme = ""
-    outcome = "max_iterationen"
-    payload = None
-    while iterationen < limit:
-        iterationen += 1
+
+async def _nachfassen(p: Pruefung, deps: Deps, model: str, messages: list[dict], normaliser,
+                      content: str, reasoning: str | None) -> tuple[str, bool]:
+    """The decision when the model wrote only reasoning: follow-ups until its content is usable.
+    Returns the content and whether the follow-ups of the check are used up without it."""
+    while normaliser.needs_follow_up(content, reasoning):
+        if p.nachfass >= NACHFASS_MAX:
+            return content, True
+        p.nachfass += 1
+        log.info("thinker: empty content with reasoning: follow-up %d/%d (%s)", p.nachfass, NACHFASS_MAX, NACHFASS)
+        nf_system, nf_user = deps.prompts.render_parts(NACHFASS, ("identity", "task"), model, {
+            "material": reasoning, "frage": messages[-1]["content"]})
+        try:
+            nf = await deps.llm.chat(deps.trace, NACHFASS, [{"role": "system", "content": nf_system},
+                                                            {"role": "user", "content": nf_user}], think=False)
+            content = nf.content
+        except Exception as e:
+            log.warning("thinker: follow-up %d failed: %s: %s", p.nachfass, type(e).__name__, deps.settings.said(e))
+            content = ""
+    return content, False
+
+
+def _nachfass_erschoepft(p: Pruefung, s: Stimulus) -> None:
+    """No decision after every follow-up: the reply gets the gesture and the turn its retry —
+    unless this turn is that retry."""
+    if s.thinker_unsicher_retry:
+        p.outcome = "nachfass_erschoepft_im_retry"
+        log.warning("thinker: follow-up limit reached in the uncertainty retry: no further self-trigger")
+        return
+    p.outcome = "self_trigger"
+    p.reply = f"{p.reply.rstrip()} {GESTE}"
+    p.payload = retry_nutzlast(s)
+    note = "Self-trigger set in the state (self_trigger=True) — delivery depends on the event consumer"
+    p.annotations.append(note)
+    log.info("thinker: %s (turn %s)", note, s.turn_id)
+
+
+async def _werkzeug(p: Pruefung, deps: Deps, tools: dict[str, Tool], cache: ToolCache, step,
+                    content: str) -> list[dict]:
+    """A tool step: the tool's output (or the cache's hint for arguments seen before) as the next
+    messages."""
+    arg = step.argument or ""
+    p.werkzeuge.append(step.tool)
+    if cache.seen_args(step.tool, {"arg": arg}):
+        output = HINWEIS_ARGUMENTE
+    else:
+        try:
+            output = await tools[step.tool](arg)
+        except Exception as e:
+            log.warning("thinker: tool %s failed: %s: %s", step.tool, type(e).__name__, deps.settings.said(e))
+            output = f"Werkzeug {step.tool} gescheitert: {type(e).__name__}"
+        cache.remember_args(step.tool, {"arg": arg}, output)
+    return [{"role": "assistant", "content": content}, _werkzeug_nachricht(step.tool, arg, output)]
+
+
+def _entscheidung(p: Pruefung, deps: Deps, step) -> bool:
+    """Whether the step ends the check (OK, a correction with or without text)."""
+    if step.art == "ok":
+        p.outcome = "ok"
+        return True
+    if step.art == "korrektur":
+        p.outcome = "korrektur"
+        p.probleme = step.probleme or ""
+        p.reply = step.antwort or p.reply
+        p.annotations.append(f"Thinker-Korrektur: {p.probleme or 'ohne Angabe'}")
+        return True
+    if step.art == "korrektur_ohne_text":
+        p.outcome = "korrektur_ohne_text"
+        p.probleme = step.probleme or ""
+        p.annotations.append(f"Thinker sah Probleme, lieferte aber keinen Text: {p.probleme or 'ohne Angabe'}")
+        log.warning("thinker: correction without text: the reply stays (problems: %s)",
+                    deps.settings.said(p.probleme) if p.probleme else "-")
+        return True
+    return False
+
+
+async def _react(p: Pruefung, deps: Deps, s: Stimulus, model: str, messages: list[dict],
+                 tools: dict[str, Tool], cache: ToolCache) -> None:
+    """The ReAct loop: at most `p.limit` steps of real reasoning, each a tool call or a decision."""
+    while p.iterationen < p.limit:
+        p.iterationen += 1
         try:
             res = await deps.llm.chat(deps.trace, NAME, messages, think=True, protocol=PROTOKOLL)
         except Exception as e:  # the engine failed: the reply passes unchecked, by name
-            log.warning("thinker: fallback aufruf_gescheitert in iteration %d: %s: %s", iterationen,
+            log.warning("thinker: fallback aufruf_gescheitert in iteration %d: %s: %s", p.iterationen,
                         type(e).__name__, deps.settings.said(e))
-            outcome = "aufruf_gescheitert"
-            break
-        content, reasoning = res.content, res.reasoning
+            p.outcome = "aufruf_gescheitert"
+            return
         # the model that answered, not a profile name
         normaliser = normaliser_for(res.model or model, deps.settings.thinker_reasoning_models)
-        doppelt = False
-        while normaliser.needs_follow_up(content, reasoning):
-            if nachfass >= NACHFASS_MAX:
-                doppelt = True
-                break
-            nachfass += 1
-            log.info("thinker: empty content with reasoning: follow-up %d/%d (%s)", nachfass, NACHFASS_MAX, NACHFASS)
-            nf_system, nf_user = deps.prompts.render_parts(NACHFASS, ("identity", "task"), model, {
-                "material": reasoning, "frage": messages[-1]["content"]})
-            try:
-                nf = await deps.llm.chat(deps.trace, NACHFASS, [{"role": "system", "content": nf_system},
-                                                                {"role": "user", "content": nf_user}], think=False)
-                content = nf.content
-            except Exception as e:
-                log.warning("thinker: follow-up %d failed: %s: %s", nachfass, type(e).__name__, deps.settings.said(e))
-                content = ""
-        if doppelt:
-            if retry:
-                outcome = "nachfass_erschoepft_im_retry"
-                log.warning("thinker: follow-up limit reached in the uncertainty retry: no further self-trigger")
-            else:
-                outcome = "self_trigger"
-                reply = f"{reply.rstrip()} {GESTE}"
-                payload = retry_nutzlast(s)
-                note = "Self-trigger set in the state (self_trigger=True) — delivery depends on the event consumer"
-                annotations.append(note)
-                log.info("thinker: %s (turn %s)", note, s.turn_id)
-            break
+        content, erschoepft = await _nachfassen(p, deps, model, messages, normaliser, res.content, res.reasoning)
+        if erschoepft:
+            _nachfass_erschoepft(p, s)
+            return
         step = lesen(content)
         if step.art == "tool":
-            arg = step.argument or ""
-            werkzeuge.append(step.tool)
-            if cache.seen_args(step.tool, {"arg": arg}):
-                output = HINWEIS_ARGUMENTE
-            else:
-                try:
-                    output = await tools[step.tool](arg)
-                except Exception as e:
-                    log.warning("thinker: tool %s failed: %s: %s", step.tool, type(e).__name__, deps.settings.said(e))
-                    output = f"Werkzeug {step.tool} gescheitert: {type(e).__name__}"
-                cache.remember_args(step.tool, {"arg": arg}, output)
-            messages += [{"role": "assistant", "content": content}, _werkzeug_nachricht(step.tool, arg, output)]
+            messages += await _werkzeug(p, deps, tools, cache, step, content)
             continue
-        if step.art == "ok":
-            outcome = "ok"
-            break
-        if step.art == "korrektur":
-            outcome = "korrektur"
-            probleme = step.probleme or ""
-            reply = step.antwort or reply
-            annotations.append(f"Thinker-Korrektur: {probleme or 'ohne Angabe'}")
-            break
-        if step.art == "korrektur_ohne_text":
-            outcome = "korrektur_ohne_text"
-            probleme = step.probleme or ""
-            annotations.append(f"Thinker sah Probleme, lieferte aber keinen Text: {probleme or 'ohne Angabe'}")
-            log.warning("thinker: correction without text: the reply stays (problems: %s)",
-                        deps.settings.said(probleme) if probleme else "-")
-            break
+        if _entscheidung(p, deps, step):
+            return
         # no control token: show the model its line and ask for a step again
         messages += [{"role": "assistant", "content": content or "(leer)"},
                      {"role": "user", "content": deps.prompts.render(NAME, "erinnerung", model)}]
-    if outcome == "max_iterationen":
-        log.info("thinker: no result after %d iterations: the reply stays unchanged", limit)
 
-    deps.trace.decision(NAME, "thinker.ergebnis", outcome, {
-        "iterationen": iterationen, "werkzeugaufrufe": len(werkzeuge), "werkzeuge": werkzeuge,
-        "nachfass": nachfass, "vorrecherche": budget.vorrecherche, "suchen": budget.used,
+
+@NODE.runs
+async def run(state: TurnState, deps: Deps) -> dict:
+    s = state.stimulus
+    needs_web = bool(state.route and state.route.needs_web)
+    reply = _entwurf(state)
+    changed = reply != state.draft.reply
+
+    check = schnellcheck(reply, s.text, needs_web)
+    deps.trace.decision(NAME, "thinker.schnellcheck", "reasoning" if check.reasoning else "durchlauf",
+                        {"indikatoren_antwort": check.in_antwort, "indikatoren_reiz": check.in_reiz,
+                         "needs_web": needs_web, "unsicher_retry": s.thinker_unsicher_retry,
+                         "antwortlaenge": len(reply), "zahl": check.zahl, "grund": check.outcome}, threshold=1)
+    if not check.reasoning:
+        return {"pruefung": PruefungRecord(status="durchlauf", reply=reply if changed else None)}
+
+    cache = ToolCache()  # lives exactly as long as this check
+    hits, objekt = prior_research(state)
+    budget = SearchBudget(sachlage_treffer=hits, sachlage_objekt=objekt)
+    tools = create_tools(deps, s, cache, budget, state.memory.such_vektor if state.memory else None)
+
+    model = await deps.llm.model_name()
+    messages = _nachrichten(state, deps, model, reply, needs_web)
+    p = Pruefung(reply=reply, limit=min(MAX_ITERATIONEN, deps.settings.thinker_max_iterations))
+    await _react(p, deps, s, model, messages, tools, cache)
+    if p.outcome == "max_iterationen":
+        log.info("thinker: no result after %d iterations: the reply stays unchanged", p.limit)
+
+    deps.trace.decision(NAME, "thinker.ergebnis", p.outcome, {
+        "iterationen": p.iterationen, "werkzeugaufrufe": len(p.werkzeuge), "werkzeuge": p.werkzeuge,
+        "nachfass": p.nachfass, "vorrecherche": budget.vorrecherche, "suchen": budget.used,
         "anbieter_aufrufe": budget.provider_calls, "cache_stufe1": cache.hits_stage1,
-        "cache_stufe2": cache.hits_stage2, "probleme": len([p for p in probleme.splitlines() if p.strip()]),
-        "max_iterationen": limit, "nachfass_max": NACHFASS_MAX}, threshold=limit)
-    changed = changed or reply != state.draft.reply
+        "cache_stufe2": cache.hits_stage2, "probleme": len([x for x in p.probleme.splitlines() if x.strip()]),
+        "max_iterationen": p.limit, "nachfass_max": NACHFASS_MAX}, threshold=p.limit)
+    changed = changed or p.reply != state.draft.reply
     return {"pruefung": PruefungRecord(
-        status=outcome, reply=reply if changed else None, node_annotations=annotations, iterationen=iterationen,
-        werkzeuge=werkzeuge, self_trigger=payload is not None, self_trigger_payload=payload)}
+        status=p.outcome, reply=p.reply if changed else None, node_annotations=p.annotations,
+        iterationen=p.iterationen, werkzeuge=p.werkzeuge, self_trigger=p.payload is not None,
+        self_trigger_payload=p.payload)}
