@@ -163,15 +163,10 @@ def dienst_werkzeuge(deps: Deps, stimulus: Stimulus, such_vektor: list[float] | 
                                 format_dateien)}
 
 
-def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: SearchBudget,
-                 such_vektor: list[float] | None = None) -> dict[str, Tool]:
-    """The tools of one check; `such_vektor` is the turn's search key (`dienste.suchschluessel`),
-    which `wissen` and `dateien` read when called without a question."""
-    store, web = deps.store, deps.services.web
+def timeline_werkzeuge(deps: Deps, stimulus: Stimulus) -> dict[str, Tool]:
+    """`timeline_check` (the pair's dates of one day) and `timeline_search` (by keyword)."""
+    store, tz = deps.store, deps.settings.timezone
     user_id, character_id = stimulus.user_id, stimulus.character_id
-    tz = deps.settings.timezone
-    regeln = FetchRules(stimulus.text or "", deps.settings.web_fetch_allowed_hosts, deps.settings.web_fetch_per_turn)
-    regeln.urls |= {_url_key(h["url"]) for h in budget.sachlage_treffer if h.get("url")}  # the turn's research
 
     async def timeline_check(arg: str) -> str:
         day = parse_datum(arg)
@@ -191,6 +186,15 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
             return f"Keine Termine zu '{arg}'."
         return "\n".join(format_termin(r) for r in rows)
 
+    return {"timeline_check": timeline_check, "timeline_search": timeline_search}
+
+
+def gedaechtnis_werkzeug(deps: Deps, stimulus: Stimulus, cache: ToolCache, regeln: FetchRules) -> Tool:
+    """`memory_search`: the pair's long-term memory on the read path; what it returns is the
+    pair's own text, so a URL that carries it is not fetched (`regeln.erinnerungen`)."""
+    store = deps.store
+    user_id, character_id = stimulus.user_id, stimulus.character_id
+
     async def memory_search(arg: str) -> str:
         vector = await deps.embedder.embed(deps.trace, arg)
         cfg = deps.services.memory_cfg  # the memory read path: top thinker_top_k (20), no floor, no spreading (§4.3)
@@ -204,10 +208,32 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
             return HINWEIS_TREFFER
         return format_faktencheck_treffer(rows)
 
-    async def _seite(url: str) -> dict:
-        if web is None:
-            return {"url": url, "ok": False, "fehler": "keine Webanbindung"}
-        return await web.fetch(url)
+    return memory_search
+
+
+async def _seite(web, url: str) -> dict:
+    if web is None:
+        return {"url": url, "ok": False, "fehler": "keine Webanbindung"}
+    return await web.fetch(url)
+
+
+async def _mit_erster_seite(web, text: str, hits: list[dict]) -> str:
+    """The search's text with the top hit's page: its auto-fetch is code, not a decision of the
+    model (seed 000 §4.4)."""
+    top = hits[0].get("url")
+    if top:
+        page = await _seite(web, top)
+        if page.get("ok"):
+            text += f"\n\n--- Vollstaendiger Inhalt von {page['url']} ---\n{page['text'][:FETCH_CHARS]}"
+        else:
+            text += f"\n\n(Die erste Seite liess sich nicht laden: {page.get('fehler')})"
+    return text
+
+
+def web_werkzeuge(deps: Deps, budget: SearchBudget, regeln: FetchRules) -> dict[str, Tool]:
+    """`web_search` (one search per turn, the sachlage's research first) and `web_fetch` (a page
+    the `regeln` allow)."""
+    web = deps.services.web
 
     async def web_search(arg: str) -> str:
         if not budget.available():
@@ -230,15 +256,7 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
                 return f"Keine Treffer fuer '{arg}'; die Suche dieses Turns ist verbraucht."
             kopf = f"Treffer fuer '{arg}' ({found.get('anbieter')}):"
         regeln.urls |= {_url_key(h["url"]) for h in hits if h.get("url")}
-        text = format_treffer(hits[:5], kopf)
-        top = hits[0].get("url")
-        if top:  # auto-fetch of the top URL is code, not a decision of the model (seed 000 §4.4)
-            page = await _seite(top)
-            if page.get("ok"):
-                text += f"\n\n--- Vollstaendiger Inhalt von {page['url']} ---\n{page['text'][:FETCH_CHARS]}"
-            else:
-                text += f"\n\n(Die erste Seite liess sich nicht laden: {page.get('fehler')})"
-        return text
+        return await _mit_erster_seite(web, format_treffer(hits[:5], kopf), hits)
 
     async def web_fetch(arg: str) -> str:
         url = arg.strip().strip("\"'<>")
@@ -248,10 +266,19 @@ def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: Searc
                         deps.settings.said(urlsplit(url).hostname or ""), refused[0])
             return f"Seite {url} nicht geladen: {refused[1]}."
         regeln.left -= 1
-        page = await _seite(url)
+        page = await _seite(web, url)
         if not page.get("ok"):
             return f"Seite {url} nicht geladen: {page.get('fehler')}"
         return f"Seiteninhalt von {page['url']}:\n{page['text'][:FETCH_CHARS]}"
 
-    return {"timeline_check": timeline_check, "timeline_search": timeline_search, "memory_search": memory_search,
-            **dienst_werkzeuge(deps, stimulus, such_vektor, regeln), "web_search": web_search, "web_fetch": web_fetch}
+    return {"web_search": web_search, "web_fetch": web_fetch}
+
+
+def create_tools(deps: Deps, stimulus: Stimulus, cache: ToolCache, budget: SearchBudget,
+                 such_vektor: list[float] | None = None) -> dict[str, Tool]:
+    """The tools of one check; `such_vektor` is the turn's search key (`dienste.suchschluessel`),
+    which `wissen` and `dateien` read when called without a question."""
+    regeln = FetchRules(stimulus.text or "", deps.settings.web_fetch_allowed_hosts, deps.settings.web_fetch_per_turn)
+    regeln.urls |= {_url_key(h["url"]) for h in budget.sachlage_treffer if h.get("url")}  # the turn's research
+    return {**timeline_werkzeuge(deps, stimulus), "memory_search": gedaechtnis_werkzeug(deps, stimulus, cache, regeln),
+            **dienst_werkzeuge(deps, stimulus, such_vektor, regeln), **web_werkzeuge(deps, budget, regeln)}
