@@ -154,6 +154,40 @@ async def _vormerkung_zu(conn, user_id: str, character_id: str, turn_id: str | N
                        " AND character_id=%s AND vorgemerkt_offen", (user_id, character_id))
 
 
+def _neue_texte(neu: Sequence[str], bleiben: list[dict[str, Any]]) -> list[str]:
+    """The texts of `neu` to add: each once, none that is active already (`_gleich`)."""
+    texte: list[str] = []
+    for t in map(_anweisung_text, neu):
+        if t and not any(_gleich(t, x["text"]) for x in bleiben) and not any(_gleich(t, x) for x in texte):
+            texte.append(t)
+    return texte
+
+
+async def _vormerken(conn, user_id: str, character_id: str, text: str, key: tuple[str | None, str | None]
+                     ) -> dict[str, Any]:
+    """The instruction kept aside, inactive, as the pair's one waiting for the consolidation
+    answer (an older one stops waiting)."""
+    await _vormerkung_zu(conn, user_id, character_id, key[0])
+    cur = await conn.execute(
+        "INSERT INTO charakter_anweisungen (user_id, character_id, text, aktiv, vorgemerkt,"
+        " vorgemerkt_offen, turn_id, schritt) VALUES (%s,%s,%s,false,true,true,%s,%s) RETURNING id",
+        (user_id, character_id, text, *key))
+    return {"id": (await cur.fetchone())[0], "text": text}
+
+
+async def _hinzufuegen(conn, user_id: str, character_id: str, texte: list[str],
+                       key: tuple[str | None, str | None]) -> list[dict[str, Any]]:
+    """The texts as active instructions; the step's second and later ones as `schritt#2`, …"""
+    dazu = []
+    for i, t in enumerate(texte):
+        schritt_i = key[1] if i == 0 or key[1] is None else f"{key[1]}#{i + 1}"
+        cur = await conn.execute("INSERT INTO charakter_anweisungen (user_id, character_id, text, turn_id,"
+                                 " schritt) VALUES (%s,%s,%s,%s,%s) RETURNING id",
+                                 (user_id, character_id, t, key[0], schritt_i))
+        dazu.append({"id": (await cur.fetchone())[0], "text": t})
+    return dazu
+
+
 async def anweisungen_aendern(pool: AsyncConnectionPool, user_id: str, character_id: str, *,
                               neu: Sequence[str] = (), aufheben: Sequence[int] = (), max_active: int = 3,
                               vormerken: bool = False, vormerkung_schliessen: bool = False,
@@ -190,34 +224,20 @@ async def anweisungen_aendern(pool: AsyncConnectionPool, user_id: str, character
             if len(weg) != len(weg_ids):
                 return {**out, "status": "nicht_aktiv"}
             bleiben = [a for a in aktiv if a["id"] not in weg_ids]
-            texte: list[str] = []
-            for t in map(_anweisung_text, neu):
-                if t and not any(_gleich(t, x["text"]) for x in bleiben) and not any(_gleich(t, x) for x in texte):
-                    texte.append(t)
+            texte = _neue_texte(neu, bleiben)
             if not texte and not weg:
                 return {**out, "status": "vorhanden"}
             key = (turn_id, schritt if turn_id else None)
             if len(bleiben) + len(texte) > max_active:
                 if vormerken and len(texte) == 1 and not weg:
-                    await _vormerkung_zu(conn, user_id, character_id, turn_id)
-                    cur = await conn.execute(
-                        "INSERT INTO charakter_anweisungen (user_id, character_id, text, aktiv, vorgemerkt,"
-                        " vorgemerkt_offen, turn_id, schritt) VALUES (%s,%s,%s,false,true,true,%s,%s) RETURNING id",
-                        (user_id, character_id, texte[0], *key))
-                    out["vorgemerkt"] = {"id": (await cur.fetchone())[0], "text": texte[0]}
+                    out["vorgemerkt"] = await _vormerken(conn, user_id, character_id, texte[0], key)
                 return {**out, "status": "voll"}
             if weg:
                 await conn.execute(
                     "UPDATE charakter_anweisungen SET aktiv=false, aufgehoben_turn_id=%s, aufgehoben_schritt=%s"
                     " WHERE user_id=%s AND character_id=%s AND id = ANY(%s)",
                     (*key, user_id, character_id, sorted(weg_ids)))
-            dazu = []
-            for i, t in enumerate(texte):
-                schritt_i = key[1] if i == 0 or key[1] is None else f"{key[1]}#{i + 1}"
-                cur = await conn.execute("INSERT INTO charakter_anweisungen (user_id, character_id, text, turn_id,"
-                                         " schritt) VALUES (%s,%s,%s,%s,%s) RETURNING id",
-                                         (user_id, character_id, t, key[0], schritt_i))
-                dazu.append({"id": (await cur.fetchone())[0], "text": t})
+            dazu = await _hinzufuegen(conn, user_id, character_id, texte, key)
             if vormerkung_schliessen:
                 await _vormerkung_zu(conn, user_id, character_id, turn_id)
             return {**out, "status": "erledigt", "aktiv": await _aktive(conn, user_id, character_id), "neu": dazu,
