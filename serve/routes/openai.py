@@ -97,7 +97,7 @@ async def _gespeichert(ing, user_id: str, character_id: str, turn_id: str) -> Tu
     """The stored result of a turn id the client sent before: its request again is a retry, answered
     with that result whatever its messages now reconcile to (never a regenerate)."""
     stored = await session.stored_result(await ing.redis_client(), user_id, character_id, turn_id)
-    return None if stored is None else TurnResult.model_validate({**stored, "replayed": True})
+    return None if stored is None else TurnResult.model_validate({**stored.body(), "replayed": True})
 
 
 async def _noch_einmal(ing, user_id: str, character_id: str, art: str, text: str, turn_id: str,
@@ -132,18 +132,20 @@ def _kontoname(body: ChatCompletionRequest, turn_id: str) -> str | None:
         return None
 
 
-@router.post("/v1/chat/completions")
-async def chat_completions(body: ChatCompletionRequest, response: Response, ing: TheIngress,
-                           authorization: str | None = Header(None),
-                           x_turn_id: str | None = Header(None, pattern=TURN_ID_PATTERN)):
-    principal = await ing.principal(authorization)
-    _begrenzt(ing, body.messages)
-    # a user key is its user: Open WebUI's account object (its own ids) names nobody else then
+def _user_id(ing, body: ChatCompletionRequest, principal) -> str:
+    """The user the request speaks for, owned by its key: a user key is its user (Open WebUI's
+    account object, with its own ids, names nobody else then); an operator key names the user."""
     konto = isinstance(body.user, ClientUser) and principal["user_id"] is not None
     user_id = (None if konto else body.user_id()) or principal["user_id"]
     if user_id is None:
         raise error(422, "invalid_request", "user: an operator key must name the user")
     ing.owner(principal, user_id)
+    return user_id
+
+
+def _nachricht(ing, body: ChatCompletionRequest, x_turn_id: str | None) -> tuple[str, str, str | None]:
+    """The human's message (the conversation's last user message): its text, its turn id (the
+    client's X-Turn-Id, else a new one) and the name it is given."""
     last = next((m for m in reversed(body.messages) if m.role == "user"), None)
     if last is None:
         raise error(422, "invalid_request", "messages: no user message (the history lives server-side)")
@@ -156,7 +158,63 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
         name = person_name(last.name)
     except ValueError as e:
         raise error(422, "invalid_request", f"messages: the user message's name: {e}") from None
-    name = name or _kontoname(body, turn_id)
+    return text, turn_id, name or _kontoname(body, turn_id)
+
+
+def _kopfzeilen(body: ChatCompletionRequest, turn_id: str, art: str) -> dict[str, str]:
+    """The response's headers: what the request set and the turn does not use, and how its
+    history met the stored one."""
+    ignored = body.ignored()
+    headers = {IGNORED_HEADER: header_value(ignored)} if ignored else {}
+    headers[HISTORY_HEADER] = art
+    if ignored:
+        log.info("ingress: turn %s over the OpenAI door; ignored: %s", turn_id, headers[IGNORED_HEADER])
+    if art == "abweichung":
+        log.info("ingress: turn %s over the OpenAI door: the client's history differs from the stored one; the "
+                 "stored one stands (fallback verlauf_des_servers)", turn_id)
+    return headers
+
+
+def _usage(u) -> dict[str, int]:
+    return {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+            "total_tokens": u.prompt_tokens + u.completion_tokens}
+
+
+def _completion(result: TurnResult, cid: str, created: int, character_id: str) -> dict:
+    """The turn's result as one chat completion."""
+    return {"id": cid, "object": "chat.completion", "created": created, "model": character_id,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": result.reply}}],
+            "usage": _usage(result.usage), "novaberg": {"turn_id": result.turn_id, "replayed": result.replayed}}
+
+
+async def _chunks(turn, cid: str, created: int, character_id: str, include_usage: bool):
+    """The turn's events as chat completion chunks."""
+    base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": character_id}
+    yield _sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                     "finish_reason": None}]})
+    # only text that passed review: the draft events are left out (an OpenAI client has no
+    # way to take back content it was sent), the kept reply comes as one `token` event
+    async for ev in turn:
+        if isinstance(ev, TokenEvent):
+            yield _sse({**base, "choices": [{"index": 0, "delta": {"content": ev.text}, "finish_reason": None}]})
+        elif isinstance(ev, FinalEvent):
+            yield _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            if include_usage:
+                yield _sse({**base, "choices": [], "usage": _usage(ev.result.usage)})
+        elif isinstance(ev, ErrorEvent):
+            yield _sse({"error": turn_failed(ev.failure)})
+    yield "data: [DONE]\n\n"
+
+
+@router.post("/v1/chat/completions")
+async def chat_completions(body: ChatCompletionRequest, response: Response, ing: TheIngress,
+                           authorization: str | None = Header(None),
+                           x_turn_id: str | None = Header(None, pattern=TURN_ID_PATTERN)):
+    principal = await ing.principal(authorization)
+    _begrenzt(ing, body.messages)
+    user_id = _user_id(ing, body, principal)
+    text, turn_id, name = _nachricht(ing, body, x_turn_id)
     character_id = body.model
     await ing.known_character(character_id)
     aufgabe = reconcile.client_aufgabe(text) if len(body.messages) == 1 else None
@@ -166,57 +224,21 @@ async def chat_completions(body: ChatCompletionRequest, response: Response, ing:
     art = "wiederholung" if gespeichert is not None else await _abgleich(ing, user_id, character_id, body.messages)
     cid = f"chatcmpl-{turn_id}"
     created = int(time.time())
-    ignored = body.ignored()
-    headers = {IGNORED_HEADER: header_value(ignored)} if ignored else {}
-    headers[HISTORY_HEADER] = art
-    if ignored:
-        log.info("ingress: turn %s over the OpenAI door; ignored: %s", turn_id, headers[IGNORED_HEADER])
-    if art == "abweichung":
-        log.info("ingress: turn %s over the OpenAI door: the client's history differs from the stored one; the "
-                 "stored one stands (fallback verlauf_des_servers)", turn_id)
+    headers = _kopfzeilen(body, turn_id, art)
     result = gespeichert or (await _noch_einmal(ing, user_id, character_id, art, text, turn_id, name)
                              if art in ("regenerate", "edit") else None)
     if not body.stream:
         result = result or turn_result(await ing.run_turn(user_id, character_id, text, turn_id, name=name))
         response.headers.update(headers)
-        u = result.usage
-        return {"id": cid, "object": "chat.completion", "created": created, "model": character_id,
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": result.reply}}],
-                "usage": {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
-                          "total_tokens": u.prompt_tokens + u.completion_tokens},
-                "novaberg": {"turn_id": result.turn_id, "replayed": result.replayed}}
+        return _completion(result, cid, created, character_id)
 
     include_usage = bool((body.stream_options or {}).get("include_usage"))
     if result is not None:  # answered already: the kept reply as the stream's one piece of text
         turn = _beantwortet(result)
     else:
         turn = await ing.run_stream(user_id, character_id, text, turn_id, name=name)  # 429 here, before the answer starts
-
-    sse = _sse
-
-    async def chunks():
-        base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": character_id}
-        yield sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                        "finish_reason": None}]})
-        # only text that passed review: the draft events are left out (an OpenAI client has no
-        # way to take back content it was sent), the kept reply comes as one `token` event
-        async for ev in turn:
-            if isinstance(ev, TokenEvent):
-                yield sse({**base, "choices": [{"index": 0, "delta": {"content": ev.text}, "finish_reason": None}]})
-            elif isinstance(ev, FinalEvent):
-                yield sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-                if include_usage:
-                    u = ev.result.usage
-                    yield sse({**base, "choices": [], "usage": {
-                        "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
-                        "total_tokens": u.prompt_tokens + u.completion_tokens}})
-            elif isinstance(ev, ErrorEvent):
-                yield sse({"error": turn_failed(ev.failure)})
-        yield "data: [DONE]\n\n"
-
-    return StreamingResponse(chunks(), media_type="text/event-stream", headers=headers)
-
+    return StreamingResponse(_chunks(turn, cid, created, character_id, include_usage), media_type="text/event-stream",
+                             headers=headers)
 
 async def _beantwortet(result: TurnResult):
     yield TokenEvent(text=result.reply, draft_kept=False)
