@@ -42,8 +42,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
         deps.trace.decision(NAME, "verfasser.lauf", "uebersprungen_kontext_schnitt", {})
         return {"verfasser": VerfasserRecord()}
     gedaechtnis = state.kontext.gedaechtnis_verfasser if state.kontext else ""
-    files = state.memory.aufzeichnungen if state.memory else []
-    if not gedaechtnis and not files and not (state.route and state.route.termine):
+    aufzeichnungen = state.memory.aufzeichnungen if state.memory else []
+    if not gedaechtnis and not aufzeichnungen and not (state.route and state.route.termine):
         deps.trace.decision(NAME, "verfasser.lauf", "ohne_material", {})
         return {"verfasser": VerfasserRecord()}
     h = state.haltung or HaltungRecord()
@@ -51,6 +51,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
         "character_name": state.pair.character_name, "figur": figur(state.pair), "spanne": h.spanne,
         "haltung": fachliche_groessen(h),
         "gedaechtnis": gedaechtnis or "(nichts)", "nachricht": state.stimulus.text, "termine": _termine(state.route),
-        "aufzeichnungen": "\n".join(f"- {f['titel']}: {f['auszug']}" for f in files) or "(keine)"})
+        "aufzeichnungen": "\n".join(f"- {f['titel']}: {f['auszug']}" for f in aufzeichnungen) or "(keine)"})
     deps.trace.decision(NAME, "verfasser.lauf", "notizen" if text else f"leer_{outcome}", {"zeichen": len(text or "")})
     return {"verfasser": VerfasserRecord(inhalt=text or "")}
