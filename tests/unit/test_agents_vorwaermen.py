@@ -37,7 +37,11 @@ def test_a_warm_up_that_fails_is_named_and_does_not_reach_the_caller(monkeypatch
         ran.append(threading.current_thread().name)
         raise OSError("language data missing")
 
-    monkeypatch.setattr(agents, "_agents", lambda: {"kaputt": (None, boom), "ohne": (None, None)})
+    async def dispatch(state, deps):
+        return None
+
+    monkeypatch.setattr(agents, "AGENTS", {"kaputt": agents.Agent(name="kaputt", dispatch=dispatch, vorwaermen=boom),
+                                           "ohne": agents.Agent(name="ohne", dispatch=dispatch)})
     monkeypatch.setattr(agents, "_gewaermt", set())
     with caplog.at_level(logging.WARNING, logger="novaberg.agents"):
         for t in agents.vorwaermen_starten():

@@ -21,12 +21,10 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
-from pipeline.agents import schreibschluessel
+from pipeline.agents.agent import Agent, schreibschluessel
 from core.state import AgentResult, Auftrag
-
-BEDARF = ("plan",)
-"""The turn records this agent reads besides the stimulus (its order); nothing else reaches it."""
 
 NAME = "charakter"
 log = logging.getLogger("novaberg.agent.charakter")
@@ -226,34 +224,64 @@ def _rueckfrage(frage: str, fehlt: str | None = None, angabe: str = "") -> Agent
     return AgentResult(agent_name=NAME, status="rueckfrage", ergebnis=ergebnis)
 
 
+@dataclass
+class _Lauf:
+    """One order's run: what every step of it reads."""
+
+    deps: Any
+    s: Any
+    """The turn's stimulus."""
+    cfg: Any
+    """The memory's settings (`MemoryConfig`)."""
+    key: dict[str, str]
+    """The step's idempotency key (`schreibschluessel`)."""
+    a: CharakterAuftrag
+    aktion: str
+
+
 async def dispatch_charakter(state, deps) -> AgentResult:
     a = CharakterAuftrag.lesen(state.plan.auftrag)
-    s = state.stimulus
-    cfg = deps.services.memory_cfg
-    key = schreibschluessel(state, NAME)
-    aktion = a.aktion
-    if not aktion and a.text and not a.verweise:
-        log.warning("charakter: fallback aktion_als_anweisung: action %r is none of the known ones; the text "
-                    "is added as a new instruction", state.plan.auftrag.aktion if state.plan.auftrag else None)
-        aktion = "anweisung"
+    genannt = state.plan.auftrag.aktion if state.plan.auftrag else None
+    aktion = _aktion(a, genannt)
     if not aktion:
         return _fertig(deps, "aktion_unklar", _rueckfrage(
             "Soll ich eine Anweisung aufnehmen, aufheben oder ersetzen, und welche?", "aktion",
-            "ob eine Anweisung aufgenommen, aufgehoben oder ersetzt werden soll"),
-            aktion=state.plan.auftrag.aktion if state.plan.auftrag else None)
+            "ob eine Anweisung aufgenommen, aufgehoben oder ersetzt werden soll"), aktion=genannt)
     if aktion == "anweisung" and not a.text:
         return _fertig(deps, "ohne_text", _rueckfrage("Wie genau soll sich die Figur veraendern?", "text",
                                                       "wie genau sich die Figur veraendern soll"), aktion=aktion)
+    lauf = _Lauf(deps, state.stimulus, deps.services.memory_cfg, schreibschluessel(state, NAME), a, aktion)
     if aktion == "anweisung" and not a.verweise:
-        out = await deps.store.beziehung.anweisungen_aendern(s.user_id, s.character_id, neu=[a.text],
-                                    max_active=cfg.max_active_instructions,
-                                    vormerken=cfg.instruction_pending_s > 0, **key)
-        result, zweig = _ergebnis(aktion, out)
-        return _fertig(deps, "schon_erledigt" if out.get("wiederholt") else zweig, result, aktion=aktion,
-                       aktiv=len(out["aktiv"]), grenze=cfg.max_active_instructions)
+        return await _aufnehmen(lauf)
+    return await _aendern(lauf)
 
+
+def _aktion(a: CharakterAuftrag, genannt: str | None) -> str:
+    """The order's action; a text with neither a known action nor a reference is a new instruction."""
+    if not a.aktion and a.text and not a.verweise:
+        log.warning("charakter: fallback aktion_als_anweisung: action %r is none of the known ones; the text "
+                    "is added as a new instruction", genannt)
+        return "anweisung"
+    return a.aktion
+
+
+async def _aufnehmen(lauf: _Lauf) -> AgentResult:
+    """A new instruction naming none to give way: added, or kept aside when three are active."""
+    s, cfg = lauf.s, lauf.cfg
+    out = await lauf.deps.store.beziehung.anweisungen_aendern(s.user_id, s.character_id, neu=[lauf.a.text],
+                                max_active=cfg.max_active_instructions,
+                                vormerken=cfg.instruction_pending_s > 0, **lauf.key)
+    result, zweig = _ergebnis(lauf.aktion, out)
+    return _fertig(lauf.deps, "schon_erledigt" if out.get("wiederholt") else zweig, result, aktion=lauf.aktion,
+                   aktiv=len(out["aktiv"]), grenze=cfg.max_active_instructions)
+
+
+async def _aendern(lauf: _Lauf) -> AgentResult:
+    """An order concerning active instructions: each reference matched, then one change (lift,
+    replace, merge) with the instruction kept aside where it comes in."""
+    deps, s, cfg, aktion = lauf.deps, lauf.s, lauf.cfg, lauf.aktion
     lage = await deps.store.beziehung.anweisungen_lage(s.user_id, s.character_id,
-                                 cfg.instruction_pending_s, **key)
+                                 cfg.instruction_pending_s, **lauf.key)
     if lage["schritt"] is not None:  # this step ran before (the turn runs again): its first result
         result, _ = _ergebnis(aktion, {**lage["schritt"], "aktiv": lage["aktiv"]})
         return _fertig(deps, "schon_erledigt", result, aktion=aktion)
@@ -261,20 +289,48 @@ async def dispatch_charakter(state, deps) -> AgentResult:
     if not aktiv:
         return _fertig(deps, "keine_anweisung", AgentResult(agent_name=NAME, status="verworfen", ergebnis={
             "aktion": aktion, "grund": "gerade keine Anweisung gilt"}), aktion=aktion)
+    verweise = _verweise(lauf, aktiv)
+    if isinstance(verweise, AgentResult):
+        return verweise
+    gemeint = _gemeint(lauf, verweise, aktiv)
+    if isinstance(gemeint, AgentResult):
+        return gemeint
+    ids = [g["id"] for g in gemeint]
+    neu = _neue_texte(lauf, gemeint, ids, aktiv, vorgemerkt)
+    if isinstance(neu, AgentResult):
+        return neu
+    if vorgemerkt and vorgemerkt["text"] in neu:
+        log.info("charakter: the instruction kept aside (%s) comes in", vorgemerkt["id"])
+    out = await deps.store.beziehung.anweisungen_aendern(s.user_id, s.character_id, neu=neu, aufheben=ids,
+                                max_active=cfg.max_active_instructions, vormerkung_schliessen=True, **lauf.key)
+    result, zweig = _ergebnis(aktion, out)
+    return _fertig(deps, "schon_erledigt" if out.get("wiederholt") else zweig, result, aktion=aktion, ids=ids,
+                   vorgemerkt=vorgemerkt["id"] if vorgemerkt and vorgemerkt["text"] in neu else None)
+
+
+def _verweise(lauf: _Lauf, aktiv: list[dict]) -> list[str] | AgentResult:
+    """The references of the order (a lift may name its instruction in `text`), or the question
+    back when it names none."""
+    a, aktion = lauf.a, lauf.aktion
     verweise = list(a.verweise)
     if not verweise and aktion == "deaktivieren" and a.text:
         log.warning("charakter: fallback verweis_aus_text: the order names the instruction to lift in `text`")
-        deps.trace.decision(NAME, f"{NAME}.verweis_quelle", "verweis_aus_text", {"text": a.text})
+        lauf.deps.trace.decision(NAME, f"{NAME}.verweis_quelle", "verweis_aus_text", {"text": a.text})
         verweise = [a.text]
     if not verweise:
         was = "aufheben" if aktion == "deaktivieren" else "ersetzen"
-        return _fertig(deps, "ohne_verweis", _rueckfrage(
+        return _fertig(lauf.deps, "ohne_verweis", _rueckfrage(
             f"Welche Anweisung soll ich {was}? Es gelten: {_liste(aktiv)}.", "alt",
             f"welche Anweisung ich {was} soll"), aktion=aktion, aktiv=len(aktiv))
+    return verweise
 
-    gemeint: list[dict] = []
+
+def _gemeint(lauf: _Lauf, verweise: list[str], aktiv: list[dict]) -> list[dict] | AgentResult:
+    """The active instructions the references mean (each once), or the question back for the
+    first reference that matches none or several."""
+    deps, gemeint = lauf.deps, []
     for v in verweise:
-        t = finden(v, aktiv, nur_id=v in a.verweis_ids)
+        t = finden(v, aktiv, nur_id=v in lauf.a.verweis_ids)
         deps.trace.decision(NAME, f"{NAME}.verweis", t.wie, {"verweis": v, "punkte": t.punkte,
                                                               "id": t.anweisung["id"] if t.anweisung else None})
         if t.anweisung is None:
@@ -282,42 +338,43 @@ async def dispatch_charakter(state, deps) -> AgentResult:
             frage = (f"Zu '{_kurz(v)}' passt keine Anweisung. Es gelten: {_liste(aktiv)}. Welche ist gemeint?"
                      if t.wie == "unbekannt" else
                      f"Zu '{_kurz(v)}' passen mehrere Anweisungen: {_liste(t.kandidaten)}. Welche ist gemeint?")
-            return _fertig(deps, f"verweis_{t.wie}", _rueckfrage(frage), aktion=aktion, verweis=v,
+            return _fertig(deps, f"verweis_{t.wie}", _rueckfrage(frage), aktion=lauf.aktion, verweis=v,
                            kandidaten=[k["id"] for k in t.kandidaten])
         if t.anweisung not in gemeint:
             gemeint.append(t.anweisung)
-    ids = [g["id"] for g in gemeint]
+    return gemeint
 
+
+def _neue_texte(lauf: _Lauf, gemeint: list[dict], ids: list, aktiv: list[dict],
+                vorgemerkt: dict | None) -> list[str] | AgentResult:
+    """The instructions the change brings in, or the question back for a replace without a text."""
+    a, aktion = lauf.a, lauf.aktion
     verbunden = None
     if len(gemeint) > 1 and aktion != "deaktivieren" and (aktion == "anweisung" or not a.text):
         verbunden = "; ".join(" ".join(g["text"].split()).rstrip(".;") for g in gemeint)
         log.warning("charakter: fallback zusammenfassung_verbunden: no merged text given; the %d texts are "
                     "joined", len(gemeint))
-        deps.trace.decision(NAME, f"{NAME}.zusammenfassung", "zusammenfassung_verbunden", {"ids": ids})
+        lauf.deps.trace.decision(NAME, f"{NAME}.zusammenfassung", "zusammenfassung_verbunden", {"ids": ids})
     if aktion == "deaktivieren":
         # the answer to the consolidation question: the instruction kept aside comes in where one goes
-        neu = [vorgemerkt["text"]] if vorgemerkt else []
-    elif aktion == "anweisung":
+        return [vorgemerkt["text"]] if vorgemerkt else []
+    if aktion == "anweisung":
         # a new instruction with the one(s) it takes the place of (the consolidation question's
         # answer, completed by the planner): it replaces one, or comes in beside the merged two
         log.info("charakter: a new instruction naming %d to give way: replaced", len(gemeint))
-        neu = [verbunden, a.text] if verbunden else [a.text]
-    else:
-        text = a.text or verbunden
-        if not text and vorgemerkt:
-            text = vorgemerkt["text"]
-        if not text:
-            return _fertig(deps, "ohne_text", _rueckfrage(
-                f"Wie soll die neue Anweisung lauten, die {_liste(gemeint)} ersetzt?", "text",
-                "wie die neue Anweisung lauten soll"), aktion=aktion, ids=ids)
-        neu = [text]
-        frei = cfg.max_active_instructions - (len(aktiv) - len(gemeint)) - 1
-        if vorgemerkt and frei > 0 and vorgemerkt["text"] != text:
-            neu.append(vorgemerkt["text"])  # a merge left room: the instruction kept aside comes in too
-    if vorgemerkt and vorgemerkt["text"] in neu:
-        log.info("charakter: the instruction kept aside (%s) comes in", vorgemerkt["id"])
-    out = await deps.store.beziehung.anweisungen_aendern(s.user_id, s.character_id, neu=neu, aufheben=ids,
-                                max_active=cfg.max_active_instructions, vormerkung_schliessen=True, **key)
-    result, zweig = _ergebnis(aktion, out)
-    return _fertig(deps, "schon_erledigt" if out.get("wiederholt") else zweig, result, aktion=aktion, ids=ids,
-                   vorgemerkt=vorgemerkt["id"] if vorgemerkt and vorgemerkt["text"] in neu else None)
+        return [verbunden, a.text] if verbunden else [a.text]
+    text = a.text or verbunden
+    if not text and vorgemerkt:
+        text = vorgemerkt["text"]
+    if not text:
+        return _fertig(lauf.deps, "ohne_text", _rueckfrage(
+            f"Wie soll die neue Anweisung lauten, die {_liste(gemeint)} ersetzt?", "text",
+            "wie die neue Anweisung lauten soll"), aktion=aktion, ids=ids)
+    neu = [text]
+    frei = lauf.cfg.max_active_instructions - (len(aktiv) - len(gemeint)) - 1
+    if vorgemerkt and frei > 0 and vorgemerkt["text"] != text:
+        neu.append(vorgemerkt["text"])  # a merge left room: the instruction kept aside comes in too
+    return neu
+
+AGENT = Agent(name=NAME, dispatch=dispatch_charakter, bedarf=("plan",))
+"""Reads its order (the `plan` record) besides the stimulus; nothing else reaches it."""

@@ -1,11 +1,8 @@
 """Directives agent: absolute instructions of the user for this pair, added or lifted."""
 from __future__ import annotations
 
-from pipeline.agents import schreibschluessel
+from pipeline.agents.agent import Agent, schreibschluessel
 from core.state import AgentResult
-
-BEDARF = ("plan",)
-"""The turn records this agent reads besides the stimulus (its order); nothing else reaches it."""
 
 
 async def dispatch_direktiven(state, deps) -> AgentResult:
@@ -30,3 +27,7 @@ async def dispatch_direktiven(state, deps) -> AgentResult:
     fehlt, angabe = ("text", "der Wortlaut der Vorgabe") if not text else ("aktion", "ob sie gemerkt oder aufgehoben wird")
     return AgentResult(agent_name="direktiven", status="rueckfrage", ergebnis={
         "frage": "Welche Vorgabe genau soll ich mir merken oder aufheben?", "fehlt": fehlt, "angabe": angabe})
+
+
+AGENT = Agent(name="direktiven", dispatch=dispatch_direktiven, bedarf=("plan",))
+"""Reads its order (the `plan` record) besides the stimulus; nothing else reaches it."""

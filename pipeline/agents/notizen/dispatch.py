@@ -1,12 +1,9 @@
 """Notes agent: create, change, delete, find a note of the user."""
 from __future__ import annotations
 
-from pipeline.agents import schreibschluessel
+from pipeline.agents.agent import Agent, schreibschluessel
 from pipeline.llm_json import liste
 from core.state import AgentResult
-
-BEDARF = ("plan",)
-"""The turn records this agent reads besides the stimulus (its order); nothing else reaches it."""
 
 AKTIONEN = ("anlegen", "aendern", "loeschen", "finden")
 
@@ -51,3 +48,7 @@ async def dispatch_notizen(state, deps) -> AgentResult:
     await deps.store.notizen.delete(user, target["id"], turn=_turn(state))
     return AgentResult(agent_name="notizen", status="abgeschlossen",
                        ergebnis={"aktion": "loeschen", "id": target["id"], "beschreibung": f"Notiz '{target['name']}' geloescht"})
+
+
+AGENT = Agent(name="notizen", dispatch=dispatch_notizen, bedarf=("plan",))
+"""Reads its order (the `plan` record) besides the stimulus; nothing else reaches it."""

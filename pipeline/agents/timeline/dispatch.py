@@ -6,13 +6,10 @@ import logging
 import re
 from datetime import datetime
 
-from pipeline.agents import schreibschluessel
+from pipeline.agents.agent import Agent, schreibschluessel
 from pipeline.llm_json import liste
 from core.state import AgentResult
 from pipeline.timefmt import local_now
-
-BEDARF = ("plan",)
-"""The turn records this agent reads besides the stimulus (its order); nothing else reaches it."""
 
 AKTIONEN = ("anlegen", "verschieben", "loeschen")
 log = logging.getLogger("novaberg.agent.timeline")
@@ -124,3 +121,9 @@ async def dispatch_timeline(state, deps) -> AgentResult:
     await deps.store.timeline.delete(s.user_id, s.character_id, target["id"], turn_id=s.turn_id)
     return AgentResult(agent_name="timeline", status="abgeschlossen",
                        ergebnis={"aktion": "loeschen", "id": target["id"], "beschreibung": f"Termin '{target['titel']}' geloescht"})
+
+
+AGENT = Agent(name="timeline", dispatch=dispatch_timeline, bedarf=("plan",), ergaenzen=ergaenzen,
+              vorwaermen=vorwaermen)
+"""Reads its order (the `plan` record) besides the stimulus; a pending order's missing `wann` is
+completed from the human's words (`ergaenzen`); dateparser loads off the turn's path (`vorwaermen`)."""
