@@ -3,7 +3,7 @@ background knowledge (a Character Card's lorebook) — activated by its keys in 
 (memory/wissen_schluessel.py) or near the key."""
 import asyncio
 
-NAME = "bibliothek"
+from pipeline.plugins.plugin import Plugin
 
 
 def nachrichten(state) -> list[str]:
@@ -22,3 +22,7 @@ async def enrich(state, deps, such) -> list[dict]:
         deps.store.bibliothek.suchen(s.user_id, s.character_id, such, cfg),
         deps.store.charaktere.wissen_suchen(s.character_id, such, nachrichten(state), cfg))
     return sorted(eigene + charakter, key=lambda h: -h["gewicht"])
+
+
+PLUGIN = Plugin(name="bibliothek", enrich=enrich)
+"""Reads near the search key: without one (`such` None) it finds nothing."""

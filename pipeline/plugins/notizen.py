@@ -13,10 +13,8 @@ from __future__ import annotations
 import logging
 
 from pipeline import regeln
+from pipeline.plugins.plugin import Plugin
 
-NAME = "notizen"
-SUCHSCHLUESSEL = False
-"""Reads the message, not the search key: the enricher starts it beside the query rewrite."""
 GEZIELT_KAPPUNG = 3
 INHALT_ZEICHEN = 300
 
@@ -51,3 +49,7 @@ async def enrich(state, deps, such) -> list[dict]:
     deps.trace.decision("enricher", "enricher.notizen", zweig,
                         {"ziel": ziel, "treffer": len(hits), "kappung": GEZIELT_KAPPUNG if ziel else None})
     return hits
+
+
+PLUGIN = Plugin(name="notizen", enrich=enrich, suchschluessel=False)
+"""Reads the message, not the search key: the enricher starts it beside the query rewrite."""
