@@ -19,7 +19,7 @@ import inspect
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import import_module
+from pathlib import Path
 from typing import Iterable, Sequence
 
 from pipeline.node import Node
@@ -97,6 +97,21 @@ def record_gaps(chain: Sequence, *, given: Iterable[str] = ("stimulus",), later_
 _NOT_READERS = ("core.state", "pipeline.runner", "pipeline.contract", "pipeline.chains")
 """Modules a node imports that read no record's fields for it."""
 
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _source(module_name: str) -> str:
+    """A module's source: the loaded module's, else its file under the project's root (read, not
+    imported: the check runs no module's code)."""
+    mod = sys.modules.get(module_name)
+    if mod is not None:
+        return inspect.getsource(mod)
+    path = _ROOT.joinpath(*module_name.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate.read_text(encoding="utf-8")
+    raise FileNotFoundError(f"no source for module {module_name} under {_ROOT}")
+
 
 @lru_cache(maxsize=None)
 def _names_read(module_name: str) -> frozenset[str]:
@@ -108,7 +123,7 @@ def _names_read(module_name: str) -> frozenset[str]:
         if name in seen:
             continue
         seen.add(name)
-        tree = ast.parse(inspect.getsource(sys.modules.get(name) or import_module(name)))
+        tree = ast.parse(_source(name))
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 names.add(node.attr)
