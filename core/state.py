@@ -170,6 +170,119 @@ class EmotionRecord(_Record):
     konflikt: bool = False
 
 
+class _Eintrag(BaseModel):
+    """A stored entry as a read returns it and the turn carries it. Unknown keys are ignored (an
+    entry a newer store wrote still reads). Read by attribute; by key too (`e["inhalt"]`,
+    `e.get("arousal")`), as the dict the entry was before it was typed, so such a reader keeps working."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in type(self).model_fields else default
+
+
+class Erinnerung(_Eintrag):
+    """One memory the read path recalled (memory/lesepfad.erinnern): a long-term node with how it
+    was reached."""
+
+    id: int
+    inhalt: str
+    dimension: str = "erlebnis"
+    beobachter: str = "nova"
+    """Whose memory it is: `nova`, or `mensch` for the human's own utterance."""
+    emotion: str | None = None
+    arousal: float | None = None
+    gewicht: float = 1.0
+    zuletzt: str | None = None
+    """The last activation, ISO 8601."""
+    quelle: str | None = None
+    """The source the node was written from (a turn id, an imported dialogue's id)."""
+    zeitpunkt: str | None = None
+    """When what it holds was said, ISO 8601 (None: undated)."""
+    aktivierung: float = 1.0
+    """The top anchor 1.0, the others by their share of its fused score, spread ones decayed."""
+    tiefe: int = 0
+    """Synapses from its anchor (0: an anchor itself)."""
+    pfad: list[int] = Field(default_factory=list)
+    """The node ids from the anchor to it."""
+    gewicht_wirksam: float | None = None
+    """The weight after the forgetting curve."""
+    eingefallen_ueber: str = "Anker"
+    """The path in words: `Anker`, or `eingefallen über »…«`."""
+    cosinus: float | None = None
+    """The dense channel's cosine (None: reached by spreading only)."""
+    stichwort: float | None = None
+    """The keyword channel's BM25 score (None: reached by spreading only)."""
+    score: float | None = None
+    """The fused score (None: reached by spreading only)."""
+
+
+class ErinnerungsRahmen(_Eintrag):
+    """How a long-term read went."""
+
+    anker_anzahl: int = 0
+    sprung_tiefe: int = 0
+    """The deepest hop the spreading reached."""
+    cluster: str = "paradox"
+    nova_sektor: str | None = None
+    kaltstart: bool = False
+    """The named fallback `cold_start`: the best anchor's cosine stayed below the floor; nothing recalled."""
+    bester_kosinus: float | None = None
+    """On `kaltstart`: the best anchor's cosine."""
+
+
+class Resonanz(_Eintrag):
+    """What Nova recalls for a question (memory/lesepfad.erinnern): the memories best first and
+    their ids in the same order."""
+
+    rahmen: ErinnerungsRahmen = Field(default_factory=ErinnerungsRahmen)
+    erinnerungen: list[Erinnerung] = Field(default_factory=list)
+    ids: list[int] = Field(default_factory=list)
+
+
+class KzgTreffer(_Eintrag):
+    """A short-term memory entry the KZG search found (memory/kzg.KZGIndex.search)."""
+
+    id: str | None = None
+    inhalt: str
+    emotion: str | None = None
+    arousal: float | None = None
+    quelle: str | None = None
+    time: float | None = None
+    """When it was written, epoch seconds."""
+    similarity: float
+    """Its cosine to the search key."""
+
+
+class BibliothekTreffer(_Eintrag):
+    """A library entry near the search key: the pair's own knowledge (memory/bibliothek.suchen) or
+    the character's (memory/charaktere.wissen_suchen, with `weg`)."""
+
+    id: int | None = None
+    titel: str
+    inhalt: str
+    gewicht: float
+    """On the 0–1 scale of every memory source."""
+    similarity: float | None = None
+    weg: str | None = None
+    """How a character's entry was found: `immer`, `schluessel` (a lorebook's triggered entry) or
+    `thema` (near the key); None for the pair's own."""
+
+
+class GravitationsPunkt(_Eintrag):
+    """An emotional memory of the turn's reads (seed 001 §4): pulls Nova's state toward its emotion."""
+
+    quelle: Literal["kzg", "lzg"]
+    inhalt: str
+    emotion: str
+    arousal: float | None = None
+
+
 class MemoryRecord(_Record):
     """Written by the enricher (seed 001)."""
 
@@ -186,12 +299,16 @@ class MemoryRecord(_Record):
     """The vector of each activated goal by its id (seed 001 §4, `ziel_vektoren`); salience reads
     them for the curiosity boost of a knowledge gap (`pipeline/wissensluecken.py`)."""
     zielsog_roh: float = 0.0
-    kzg: list[dict] = Field(default_factory=list)
-    lzg_resonanz: dict | None = None
-    bibliothek: list[dict] = Field(default_factory=list)
-    aufzeichnungen: list[dict] = Field(default_factory=list)
-    plugins: dict[str, list[dict]] = Field(default_factory=dict)
-    emotionale_gravitationspunkte: list[dict] = Field(default_factory=list)
+    kzg: list[KzgTreffer] = Field(default_factory=list)
+    lzg_resonanz: Resonanz | None = None
+    """The long-term read (None: long-term memory was not read this turn)."""
+    bibliothek: list[BibliothekTreffer] = Field(default_factory=list)
+    aufzeichnungen: list[dict[str, Any]] = Field(default_factory=list)
+    """The file index's hits (memory/aufzeichnungen.suchen's `treffer`)."""
+    plugins: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    """Each plugin's context by its name: free-form, each plugin's entries its own shape (`notizen`:
+    name, zusammenfassung, inhalt; `timeline`: the appointments of the proactive window)."""
+    emotionale_gravitationspunkte: list[GravitationsPunkt] = Field(default_factory=list)
     zusammenfassung: str | None = None
     """The session summary (seed 001 §3.1): the older turns that left the window, compressed;
     None while none has left it. Written by the background node `zusammenfassung`."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Iterable, 
 if TYPE_CHECKING:
     from datetime import date, datetime
 
+    from core.state import Resonanz
     from core.wire import Episode
     from memory.beziehung import Beobachtung
     from memory.config import MemoryConfig
@@ -107,13 +108,13 @@ class Lesepfad(StoreModule):
         cluster: str | None = None,
         nova_sektor: str | None = None,
         boden: bool = True,
-    ) -> dict[str, Any]:
-        """What Nova recalls for `text` (its embedding `vector`): {rahmen, erinnerungen, ids}, at
-        most k (default `cfg.lesepfad_k`) memories best first, each with its path, channel scores
-        and activation (the top anchor 1.0, the others by their share of its fused score).
+    ) -> Resonanz:
+        """What Nova recalls for `text` (its embedding `vector`): at most k (default
+        `cfg.lesepfad_k`) memories best first, each with its path, channel scores and activation
+        (the top anchor 1.0, the others by their share of its fused score).
         `ausbreiten=False` reads the anchors alone (the Thinker's memory_search: seed 000 §4.3).
         With `boden`, a read whose best anchor lies below `cfg.lesepfad_boden` returns nothing
-        (`rahmen["kaltstart"]`, the named fallback `cold_start`)."""
+        (`rahmen.kaltstart`, the named fallback `cold_start`)."""
 
 
 class Ziele(StoreModule):

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from redis.asyncio import Redis
 
+from core.state import KzgTreffer
 from memory import erasure
 from memory.vectors import normalise, pack, unpack
 
@@ -174,7 +175,7 @@ class KZGIndex:
         self._matrix = np.stack([self._rows[i] for i in self._ids]) if self._ids else None
         self._version = v
 
-    async def search(self, r: Redis, query, *, threshold: float, top_k: int, refreshed: bool = False) -> list[dict[str, Any]]:
+    async def search(self, r: Redis, query, *, threshold: float, top_k: int, refreshed: bool = False) -> list[KzgTreffer]:
         """Entries with cosine ≥ threshold, best first, at most top_k. Ties break by id.
         `refreshed`: the caller has just awaited `refresh` (it ran beside other work)."""
         if not refreshed:
@@ -192,7 +193,5 @@ class KZGIndex:
         for (entry_id, sim), data in zip(hits, raw):
             if data is None:
                 continue  # deleted between the scan and the read
-            e = json.loads(data)
-            e["similarity"] = round(sim, 6)
-            out.append(e)
+            out.append(KzgTreffer.model_validate({**json.loads(data), "similarity": round(sim, 6)}))
         return out

@@ -22,6 +22,7 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
+from core.state import ErinnerungsRahmen, Resonanz
 from memory import lzg
 from memory.config import MemoryConfig
 from memory.vectors import normalise
@@ -74,36 +75,33 @@ async def anker(conn, user_id: str, character_id: str, text: str, vector, cfg: M
 
 async def erinnern(pool: AsyncConnectionPool, user_id: str, character_id: str, text: str, vector,
                    cfg: MemoryConfig, *, k: int | None = None, ausbreiten: bool = True, cluster: str | None = None,
-                   nova_sektor: str | None = None, boden: bool = True) -> dict[str, Any]:
-    """What Nova recalls for `text` (its embedding `vector`): {rahmen, erinnerungen, ids}, at most
-    k (default `cfg.lesepfad_k`) memories best first, each with its path, channel scores and
-    activation (the top anchor 1.0, the others by their share of its fused score).
+                   nova_sektor: str | None = None, boden: bool = True) -> Resonanz:
+    """What Nova recalls for `text` (its embedding `vector`): at most k (default `cfg.lesepfad_k`)
+    memories best first, each with its path, channel scores and activation (the top anchor 1.0,
+    the others by their share of its fused score).
     `ausbreiten=False` reads the anchors alone (the Thinker's memory_search: seed 000 §4.3).
     With `boden` (all readers but the Thinker's fact check, which takes no floor: seed 000), a read
     whose best anchor's cosine stays below `cfg.lesepfad_boden` returns nothing: the named fallback
     `cold_start` (seed 001 §3.3: "Cold Start ist bei ankerlosen Prompts die richtige Antwort";
-    `rahmen["kaltstart"]` and the best cosine say so)."""
+    `rahmen.kaltstart` and `rahmen.bester_kosinus` say so)."""
     k = k or cfg.lesepfad_k
-    leer = {"rahmen": {"anker_anzahl": 0, "sprung_tiefe": 0, "cluster": cluster or "paradox",
-                       "nova_sektor": nova_sektor}, "erinnerungen": [], "ids": []}
+    rahmen = ErinnerungsRahmen(cluster=cluster or "paradox", nova_sektor=nova_sektor)
     async with pool.connection() as conn:
         found = await anker(conn, user_id, character_id, text, vector, cfg, k)
         if not found:
-            return leer
+            return Resonanz(rahmen=rahmen)
         bester = max(a["cosinus"] for a in found)
         if boden and bester < cfg.lesepfad_boden:
             log.info("lesepfad: fallback cold_start: the best anchor's cosine %.3f is below the floor %.2f; "
                      "nothing is recalled (%s:%s)", bester, cfg.lesepfad_boden, user_id, character_id)
-            leer["rahmen"] |= {"kaltstart": True, "bester_kosinus": round(bester, 6)}
-            return leer
+            return Resonanz(rahmen=rahmen.model_copy(update={"kaltstart": True, "bester_kosinus": round(bester, 6)}))
         top = max(found[0]["score"], 1e-9)
         anchors = [(a["id"], max(0.0, min(1.0, a["score"] / top))) for a in found]
         out = await lzg.ausbreiten(conn, anchors, cfg, limit=k, tiefe=None if ausbreiten else 0, cluster=cluster,
                                    nova_sektor=nova_sektor)
     kanal = {a["id"]: a for a in found}
-    for e in out["erinnerungen"]:
-        a = kanal.get(e["id"])
-        e["cosinus"] = round(a["cosinus"], 6) if a else None
-        e["stichwort"] = round(a["stichwort"], 6) if a else None
-        e["score"] = round(a["score"], 6) if a else None
+    for e in out.erinnerungen:
+        a = kanal.get(e.id)
+        if a:
+            e.cosinus, e.stichwort, e.score = round(a["cosinus"], 6), round(a["stichwort"], 6), round(a["score"], 6)
     return out

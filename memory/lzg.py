@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 from psycopg_pool import AsyncConnectionPool
 
+from core.state import Erinnerung, ErinnerungsRahmen, Resonanz
 from core.wire import Episode, knoten_text
 from memory import erasure, vorher
 from memory.config import MemoryConfig
@@ -262,7 +263,7 @@ async def _neighbours(conn, ids: list[int], tiefe: int) -> dict[int, list[tuple[
 
 async def ausbreiten(conn, anchors: list[tuple[int, float]], cfg: MemoryConfig, *, limit: int,
                      tiefe: int | None = None, cluster: str | None = None,
-                     nova_sektor: str | None = None) -> dict[str, Any]:
+                     nova_sektor: str | None = None) -> Resonanz:
     """Spreading activation along the synapses from anchors given as (id, activation), best
     first; returns at most `limit` memories, each with its path ("eingefallen über …"), spreading
     `tiefe` synapses far (default `cfg.spreading_depth`; 0: the anchors alone).
@@ -295,23 +296,19 @@ async def ausbreiten(conn, anchors: list[tuple[int, float]], cfg: MemoryConfig, 
     ids = sorted({i for r in ranked for i in r["pfad"]})
     cur = await conn.execute(f"SELECT {_COLS} FROM lzg_knoten WHERE id = ANY(%s)", (ids,))
     nodes = {r[0]: _row(r) for r in await cur.fetchall()}
-    return {"rahmen": {"anker_anzahl": len(anchors), "sprung_tiefe": max_depth, "cluster": cluster or "paradox",
-                       "nova_sektor": nova_sektor},
-            "erinnerungen": [_erinnerung(nodes, r, cfg) for r in ranked], "ids": [r["id"] for r in ranked]}
+    rahmen = ErinnerungsRahmen(anker_anzahl=len(anchors), sprung_tiefe=max_depth, cluster=cluster or "paradox",
+                               nova_sektor=nova_sektor)
+    return Resonanz(rahmen=rahmen, erinnerungen=[_erinnerung(nodes, r, cfg) for r in ranked],
+                    ids=[r["id"] for r in ranked])
 
 
-def _erinnerung(nodes: dict[int, dict[str, Any]], r: dict[str, Any], cfg: MemoryConfig) -> dict[str, Any]:
-    n = dict(nodes[r["id"]])
-    n["aktivierung"] = round(r["aktivierung"], 6)
-    n["tiefe"] = r["tiefe"]
-    n["pfad"] = r["pfad"]
-    n["gewicht_wirksam"] = round(effective_weight(n["gewicht"], datetime.fromisoformat(n["zuletzt"]),
-                                                  cfg.lzg_decay_per_day, datetime.now(timezone.utc)), 6)
-    if r["tiefe"] == 0:
-        n["eingefallen_ueber"] = "Anker"
-    else:
-        n["eingefallen_ueber"] = f"eingefallen über »{nodes[r['pfad'][-2]]['inhalt'][:80]}«"
-    return n
+def _erinnerung(nodes: dict[int, dict[str, Any]], r: dict[str, Any], cfg: MemoryConfig) -> Erinnerung:
+    n = nodes[r["id"]]
+    wirksam = effective_weight(n["gewicht"], datetime.fromisoformat(n["zuletzt"]), cfg.lzg_decay_per_day,
+                               datetime.now(timezone.utc))
+    ueber = "Anker" if r["tiefe"] == 0 else f"eingefallen über »{nodes[r['pfad'][-2]]['inhalt'][:80]}«"
+    return Erinnerung(**n, aktivierung=round(r["aktivierung"], 6), tiefe=r["tiefe"], pfad=r["pfad"],
+                      gewicht_wirksam=round(wirksam, 6), eingefallen_ueber=ueber)
 
 
 async def _touch(conn, ids: list[int], turn: tuple[str, str, str] | None) -> None:

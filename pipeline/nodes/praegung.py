@@ -153,7 +153,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
         grenzen = {"mensch_kern": MENSCH_KERN_SAETZE, "mensch_themen": MENSCH_THEMEN_SAETZE}
         await deps.store.beziehung.profil_wachsen(s.user_id, s.character_id, f"{NAME}:{s.turn_id}", saetze,
                                                   {f: grenzen[f] for f in saetze})
-    resonanz = (state.memory.lzg_resonanz or {}).get("ids", [])[:3] if state.memory else []
+    gelesen = state.memory.lzg_resonanz if state.memory else None
+    resonanz = gelesen.ids[:3] if gelesen else []
     # the nodes, their links and the resonating nodes' curves in one transaction
     out = await deps.store.lzg.episode_schreiben(s.user_id, s.character_id, await _episode(state, deps, neu, resonanz))
     if not out["neu"]:  # a second delivery raced past the check: the source's lock decided

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pipeline.figur import einsetzen, sein_name
 from pipeline.node import Node
 from pipeline.services import Deps
-from core.state import KontextRecord, TurnState
+from core.state import KontextRecord, MemoryRecord, Resonanz, TurnState
 from pipeline.timefmt import termin_text
 
 NAME = "reducer"
@@ -45,17 +45,17 @@ LORE = ("immer", "schluessel")
 topic (`thema`) is a library entry like the pair's own."""
 
 
-def entries(memory, figur: str | None = None, person: str = "Person B") -> list[dict]:
+def entries(memory: MemoryRecord, figur: str | None = None, person: str = "Person B") -> list[dict]:
     """Every source's entries on one scale. `figur`, `person`: the names a character's lorebook entry
     gets for its placeholders (`{{char}}`, `<BOT>`, `{{user}}`, `<USER>`)."""
     out = []
     for h in memory.kzg:
-        out.append({"quelle": "kzg", "inhalt": h["inhalt"], "gewicht": max(0.0, min(1.0, h["similarity"]))})
+        out.append({"quelle": "kzg", "inhalt": h.inhalt, "gewicht": max(0.0, min(1.0, h.similarity))})
     for h in memory.bibliothek:
-        text = f"{h['titel']}: {h['inhalt']}"
-        if "weg" in h and figur:  # the character's book, written for any user
+        text = f"{h.titel}: {h.inhalt}"
+        if h.weg is not None and figur:  # the character's book, written for any user
             text = einsetzen(text, figur, person)
-        out.append({"quelle": "bibliothek", "inhalt": text, "gewicht": h["gewicht"], "lore": h.get("weg") in LORE})
+        out.append({"quelle": "bibliothek", "inhalt": text, "gewicht": h.gewicht, "lore": h.weg in LORE})
     for n in memory.plugins.get("notizen", []):
         text = n["name"] + (f" — {n['zusammenfassung']}" if n.get("zusammenfassung") else "")
         if n.get("inhalt"):  # a note the human asked about carries its text (the notes plugin's targeted branch)
@@ -66,7 +66,7 @@ def entries(memory, figur: str | None = None, person: str = "Person B") -> list[
     return out
 
 
-def lore(memory, figur: str, person: str = "Person B") -> str:
+def lore(memory: MemoryRecord, figur: str, person: str = "Person B") -> str:
     """The lorebook's triggered entries of the turn as lines, in their placement order (the store's
     token budget has bounded them), placeholders filled: what the responder reads on a turn whose
     context an agent cut, where no Verfasser brings them."""
@@ -92,28 +92,28 @@ def reduce(raw: list[dict]) -> list[dict]:
     return sorted(out, key=lambda e: rang.get(e["quelle"], len(GRUPPEN)))  # stable: strongest first in a group
 
 
-def block(kept: list[dict], resonanz: dict | None, ohne: tuple[str, ...] = ()) -> str:
+def block(kept: list[dict], resonanz: Resonanz | None, ohne: tuple[str, ...] = ()) -> str:
     """A [GEDAECHTNIS]: the kept entries by source group, then the LZG memories with their paths;
     the sources in `ohne` left out (the Verfasser's: the appointment window)."""
     lines = [f"- ({e['quelle']}) {e['inhalt']}" for e in kept if e["quelle"] not in ohne]
     if resonanz:
-        for m in resonanz["erinnerungen"]:
-            via = "" if m["tiefe"] == 0 else f" [{m['eingefallen_ueber']}]"
-            lines.append(f"- (erinnerung) {m['inhalt']}{via}")
+        for m in resonanz.erinnerungen:
+            via = "" if m.tiefe == 0 else f" [{m.eingefallen_ueber}]"
+            lines.append(f"- (erinnerung) {m.inhalt}{via}")
     return "\n".join(lines)
 
 
 BESTAND = ("timeline", "notizen")  # what a pair's next turn finds again, not what this turn's search found
 
 
-def block_tribunal(kept: list[dict], resonanz: dict | None) -> str:
+def block_tribunal(kept: list[dict], resonanz: Resonanz | None) -> str:
     """The memory part of the tribunal's and the corrector's [FAKTEN]: the anchors of the LZG
     read, no memory that came by spreading, no path. The pair's standing entries (the window's
     appointments, the notes) come before what this turn's search found, so the next turn's prompt
     repeats them byte for byte and an engine reuses them (a fact check reads a list, no ranking)."""
     ordered = [e for e in kept if e["quelle"] in BESTAND] + [e for e in kept if e["quelle"] not in BESTAND]
     lines = [f"- ({e['quelle']}) {e['inhalt']}" for e in ordered]
-    lines += [f"- (erinnerung) {m['inhalt']}" for m in (resonanz or {}).get("erinnerungen", []) if m["tiefe"] == 0]
+    lines += [f"- (erinnerung) {m.inhalt}" for m in (resonanz.erinnerungen if resonanz else []) if m.tiefe == 0]
     return "\n".join(lines)
 
 
@@ -124,10 +124,10 @@ async def run(state: TurnState, deps: Deps) -> dict:
     resonanz = state.memory.lzg_resonanz
     rec = KontextRecord(gedaechtnis_verfasser=block(kept, resonanz, ohne=NICHT_FUER_VERFASSER),
                         gedaechtnis_thinker=block(kept, resonanz), gedaechtnis_tribunal=block_tribunal(kept, resonanz))
-    erinnerungen = resonanz["erinnerungen"] if resonanz else []
+    erinnerungen = resonanz.erinnerungen if resonanz else []
     deps.trace.decision(NAME, "reducer.zusammenfuehrung", "eintraege" if kept or resonanz else "leer",
                         {"roh": len(raw), "behalten": len(kept), "lzg": len(erinnerungen),
-                         "lzg_anker_tribunal": sum(1 for m in erinnerungen if m["tiefe"] == 0),
+                         "lzg_anker_tribunal": sum(1 for m in erinnerungen if m.tiefe == 0),
                          "zeichen_verfasser": len(rec.gedaechtnis_verfasser),
                          "zeichen_thinker": len(rec.gedaechtnis_thinker),
                          "zeichen_tribunal": len(rec.gedaechtnis_tribunal)})

@@ -5,6 +5,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
+from core.state import ErinnerungsRahmen
 from memory import lzg
 from memory.config import MemoryConfig
 from memory.lesepfad import erinnern
@@ -29,8 +30,8 @@ def test_dense_channel_is_exact_and_pairs_are_isolated(pool):
             qn = q / np.linalg.norm(q)
             truth = [ids[i] for i in np.argsort(-(vecs @ qn))[:20]]
             got = await erinnern(p, user, ch, "und die", q, cfg)
-            assert got["ids"] == truth  # recall 1.0 and the same order
-            assert all(e["stichwort"] == 0.0 for e in got["erinnerungen"])
+            assert got.ids == truth  # recall 1.0 and the same order
+            assert all(e.stichwort == 0.0 for e in got.erinnerungen)
 
     asyncio.run(with_pool(pool, go))
 
@@ -54,15 +55,15 @@ def test_spreading_paths_depth_and_determinism(pool):
             again = await lzg.ausbreiten(conn, [(a, 0.9)], cfg, limit=10, cluster="feuerwerk", nova_sektor="freude")
             alone = await lzg.ausbreiten(conn, [(a, 0.9)], cfg, limit=10, tiefe=0)
         assert first == again
-        byid = {e["id"]: e for e in first["erinnerungen"]}
+        byid = {e.id: e for e in first.erinnerungen}
         assert set(byid) == {a, b, c}  # d below the minimum activation, far beyond the depth
-        assert byid[a]["tiefe"] == 0 and byid[a]["eingefallen_ueber"] == "Anker"
-        assert byid[b]["pfad"] == [a, b] and abs(byid[b]["aktivierung"] - 0.9 * 0.8 * 0.5) < 1e-4
-        assert byid[c]["pfad"] == [a, b, c] and "Spaziergang" in byid[c]["eingefallen_ueber"]
-        assert first["rahmen"] == {"anker_anzahl": 1, "sprung_tiefe": 2, "cluster": "feuerwerk",
-                                   "nova_sektor": "freude"}
-        assert first["ids"] == [a, b, c]
-        assert alone["ids"] == [a] and alone["rahmen"]["sprung_tiefe"] == 0
+        assert byid[a].tiefe == 0 and byid[a].eingefallen_ueber == "Anker"
+        assert byid[b].pfad == [a, b] and abs(byid[b].aktivierung - 0.9 * 0.8 * 0.5) < 1e-4
+        assert byid[c].pfad == [a, b, c] and "Spaziergang" in byid[c].eingefallen_ueber
+        assert first.rahmen == ErinnerungsRahmen(anker_anzahl=1, sprung_tiefe=2, cluster="feuerwerk",
+                                                 nova_sektor="freude")
+        assert first.ids == [a, b, c]
+        assert alone.ids == [a] and alone.rahmen.sprung_tiefe == 0
 
     asyncio.run(with_pool(pool, go))
 
@@ -104,12 +105,12 @@ def test_spreading_reads_its_surroundings_in_one_statement_at_any_depth(pool):
         return (a, b, c, d, aus, e), got, statements, z.n
 
     (a, b, c, d, aus, e), got, statements, read_path = asyncio.run(with_pool(pool, go))
-    byid = {m["id"]: m for m in got["erinnerungen"]}
+    byid = {m.id: m for m in got.erinnerungen}
     assert aus not in byid  # an inactive node is not reached, nor passed through
-    assert byid[b]["pfad"] == [a, b] and byid[c]["pfad"] == [a, b, c] and byid[d]["pfad"] == [a, b, c, d]
-    assert abs(byid[d]["aktivierung"] - 0.9 * 0.5 * 0.8) < 1e-6 and byid[d]["tiefe"] == 3
-    assert byid[e]["pfad"] == [a, e] and byid[a]["tiefe"] == 0  # the cycle back to a keeps a's own path
-    assert got["rahmen"]["sprung_tiefe"] == 3
+    assert byid[b].pfad == [a, b] and byid[c].pfad == [a, b, c] and byid[d].pfad == [a, b, c, d]
+    assert abs(byid[d].aktivierung - 0.9 * 0.5 * 0.8) < 1e-6 and byid[d].tiefe == 3
+    assert byid[e].pfad == [a, e] and byid[a].tiefe == 0  # the cycle back to a keeps a's own path
+    assert got.rahmen.sprung_tiefe == 3
     assert statements == 2 and read_path == 3
 
 

@@ -23,7 +23,7 @@ def _decisions(deps):
 
 
 def test_reducer_dedups_scales_caps_and_passes_lzg_through():
-    resonanz = {"erinnerungen": [{"inhalt": "Bello", "tiefe": 0, "eingefallen_ueber": "Anker"}], "ids": [1]}
+    resonanz = {"erinnerungen": [{"id": 1, "inhalt": "Bello", "tiefe": 0, "eingefallen_ueber": "Anker"}], "ids": [1]}
     mem = MemoryRecord(
         kzg=[{"inhalt": "Bello ist ein Beagle", "similarity": 0.8}, {"inhalt": "bello  ist ein beagle", "similarity": 0.9}]
         + [{"inhalt": f"k{i}", "similarity": 0.5} for i in range(7)],

@@ -47,8 +47,8 @@ def _state(reply: str, text="Wann ist mein Zahnarzttermin?", **records) -> TurnS
 
 
 def _memory() -> MemoryRecord:
-    resonanz = {"erinnerungen": [{"inhalt": "Bello war beim Tierarzt", "tiefe": 0, "eingefallen_ueber": ""},
-                                 {"inhalt": "Der Park im Regen", "tiefe": 1, "eingefallen_ueber": "Bello"}], "ids": [1, 2]}
+    resonanz = {"erinnerungen": [{"id": 1, "inhalt": "Bello war beim Tierarzt", "tiefe": 0, "eingefallen_ueber": ""},
+                                 {"id": 2, "inhalt": "Der Park im Regen", "tiefe": 1, "eingefallen_ueber": "Bello"}], "ids": [1, 2]}
     window = [{"titel": "Yoga", "wochentag": "Mittwoch", "beginn_lokal": "2026-12-09T18:30:00+01:00",
                "bezug": "uebermorgen"}]
     return MemoryRecord(kzg=[{"inhalt": "Bello ist ein Beagle", "similarity": 0.8}], plugins={"timeline": window},
@@ -192,7 +192,7 @@ def test_a_reply_that_repeats_a_system_prompt_line_is_replaced_by_the_corrector(
     assert _entry(deps, "leckschutz.ergebnis")["outcome"] == "korrigiert"
     assert current_reply(state) == "Dein Termin ist am Montag um 14 Uhr."
     # what the client gets and the dispatcher commits is the guarded reply
-    assert dispatcher.turn_result(state, deps)["reply"] == "Dein Termin ist am Montag um 14 Uhr."
+    assert dispatcher.turn_result(state, deps).reply == "Dein Termin ist am Montag um 14 Uhr."
     assert "reproduces the prompt" in caplog.text
 
 
@@ -254,7 +254,7 @@ def test_nothing_clean_left_gives_the_named_replacement(caplog):
     ergebnis = _entry(deps, "leckschutz.ergebnis")
     assert ergebnis["outcome"] == "ersatzantwort" and ergebnis["inputs"]["korrektor"] == "leckt"
     assert current_reply(state) == leckschutz.ERSATZ_ANTWORT
-    assert dispatcher.turn_result(state, deps)["reply"] == leckschutz.ERSATZ_ANTWORT
+    assert dispatcher.turn_result(state, deps).reply == leckschutz.ERSATZ_ANTWORT
     assert "fallback ersatzantwort" in caplog.text
     # the corrector was asked first, and told what leaked
     maengel = _prompt(llm, "corrector").split("[MAENGEL]")[1]

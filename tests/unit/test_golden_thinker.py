@@ -40,8 +40,8 @@ HEADER = r"^\[[A-ZÄÖÜ —\-]+\]$"
 
 
 def golden_state() -> TurnState:
-    resonanz = {"erinnerungen": [{"inhalt": "Bello war beim Tierarzt", "tiefe": 0, "eingefallen_ueber": ""},
-                                 {"inhalt": "Der Park im Regen", "tiefe": 1, "eingefallen_ueber": "Bello"}],
+    resonanz = {"erinnerungen": [{"id": 1, "inhalt": "Bello war beim Tierarzt", "tiefe": 0, "eingefallen_ueber": ""},
+                                 {"id": 2, "inhalt": "Der Park im Regen", "tiefe": 1, "eingefallen_ueber": "Bello"}],
                 "ids": [1, 2]}
     window = [{"titel": "Yoga", "wochentag": "Mittwoch", "beginn_lokal": "2026-12-09T18:30:00+01:00",
                "bezug": "uebermorgen"}]

@@ -15,8 +15,8 @@ import pytest
 
 from pipeline.nodes import corrector, reducer, tribunal
 from pipeline.runner import run_node
-from core.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord, PruefungRecord,
-                            RouteRecord, Stimulus, TurnState)
+from core.state import (AgentResult, DraftRecord, KzgTreffer, MemoryRecord, PairRecord, PlanRecord,
+                            PruefungRecord, RouteRecord, Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.unit.test_golden_responder import _phrase, table
 
@@ -28,8 +28,8 @@ ZAHNARZT = {"id": 5, "typ": "termin", "titel": "Zahnarzt", "wochentag": "Montag"
 
 
 def golden_state() -> TurnState:
-    resonanz = {"erinnerungen": [{"inhalt": "Bello war beim Tierarzt", "tiefe": 0, "eingefallen_ueber": ""},
-                                 {"inhalt": "Der Park im Regen", "tiefe": 1, "eingefallen_ueber": "Bello"}],
+    resonanz = {"erinnerungen": [{"id": 1, "inhalt": "Bello war beim Tierarzt", "tiefe": 0, "eingefallen_ueber": ""},
+                                 {"id": 2, "inhalt": "Der Park im Regen", "tiefe": 1, "eingefallen_ueber": "Bello"}],
                 "ids": [1, 2]}
     window = [{"titel": "Yoga", "wochentag": "Mittwoch", "beginn_lokal": "2026-12-09T18:30:00+01:00",
                "bezug": "uebermorgen"}]
@@ -144,7 +144,7 @@ def test_the_next_turns_tribunal_prompt_repeats_everything_that_stayed_the_same(
     later = golden_state().model_copy(update={
         "stimulus": now.stimulus.model_copy(update={"received_at": MONTAG.replace(minute=37), "turn_id": "spaeter",
                                                     "user_prompt": "Und was mache ich am Mittwoch?"}),
-        "memory": now.memory.model_copy(update={"kzg": [{"inhalt": "Yoga tut ihm gut", "similarity": 0.7}]}),
+        "memory": now.memory.model_copy(update={"kzg": [KzgTreffer(inhalt="Yoga tut ihm gut", similarity=0.7)]}),
         "route": RouteRecord(), "plan": PlanRecord(),
         "pruefung": PruefungRecord(status="ok", reply="Am Mittwoch hast du Yoga.")})
     a, b = _tribunal_prompt(now), _tribunal_prompt(later)

@@ -25,6 +25,20 @@ def test_a_declaration_has_its_implementations_parameters(name):
     assert [(p.name, p.kind, p.default) for p in declared] == [(p.name, p.kind, p.default) for p in implemented]
 
 
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_a_declaration_has_its_implementations_types(name):
+    """The caller reads what the store returns by the declared type (a model, not a dict with
+    agreed keys): the declaration's annotations are the implementation's, the return type too."""
+    declared, implemented = inspect.signature(_declared()[name]), inspect.signature(OPS[name])
+    assert [p.annotation for p in list(declared.parameters.values())[1:]] == \
+        [p.annotation for p in list(implemented.parameters.values())[1:]]
+    assert declared.return_annotation == implemented.return_annotation
+
+
+def test_the_long_term_read_is_declared_to_return_the_typed_recall():
+    assert inspect.signature(clients.Lesepfad.erinnern).return_annotation == "Resonanz"
+
+
 def test_the_transport_gets_the_operations_name_and_a_wrong_call_fails_in_the_caller():
     sent = []
 
