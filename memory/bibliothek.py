@@ -10,6 +10,7 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
+from core.state import BibliothekTreffer
 from memory import erasure
 from memory.config import MemoryConfig
 from memory.vectors import normalise
@@ -77,7 +78,7 @@ async def bestand(pool: AsyncConnectionPool, user_id: str, character_id: str) ->
 
 
 async def suchen(pool: AsyncConnectionPool, user_id: str, character_id: str, vector, cfg: MemoryConfig,
-                 top_k: int | None = None) -> list[dict[str, Any]]:
+                 top_k: int | None = None) -> list[BibliothekTreffer]:
     q = normalise(vector)
     async with pool.connection() as conn:
         cur = await conn.execute(
@@ -88,8 +89,8 @@ async def suchen(pool: AsyncConnectionPool, user_id: str, character_id: str, vec
             " ORDER BY t.embedding <=> %s, w.id LIMIT %s",
             (q, user_id, character_id, q, cfg.library_threshold, q, top_k or cfg.library_top_k))
         rows = await cur.fetchall()
-    return [{"id": r[0], "titel": r[1], "inhalt": r[2], "similarity": round(float(r[4]), 6),
-             "gewicht": round(min(max(r[3] / cfg.library_weight_cap, 0.0), 1.0), 6)} for r in rows]
+    return [BibliothekTreffer(id=r[0], titel=r[1], inhalt=r[2], similarity=round(float(r[4]), 6),
+                              gewicht=round(min(max(r[3] / cfg.library_weight_cap, 0.0), 1.0), 6)) for r in rows]
 
 
 ZERFALL_SCHRITT_TAGE = 1.0

@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from core.errors import InputError
+from core.state import BibliothekTreffer
 from memory import wissen_schluessel
 from memory.config import MemoryConfig
 from memory.vectors import normalise
@@ -196,7 +197,7 @@ def regex_budget_setzen(sekunden: float) -> None:
 
 
 async def wissen_suchen(pool: AsyncConnectionPool, character_id: str, vector, nachrichten: Sequence[str] | str | None,
-                        cfg: MemoryConfig, top_k: int | None = None) -> list[dict[str, Any]]:
+                        cfg: MemoryConfig, top_k: int | None = None) -> list[BibliothekTreffer]:
     """The character's knowledge for one turn: the lorebook's activated entries (`constant`, or
     their keys in the scanned messages, memory/wissen_schluessel.py) within the token budget, in
     their placement order, then up to `top_k` further entries whose topic lies within the library
@@ -255,10 +256,11 @@ def _auswahl(rows: list[tuple[dict[str, Any], float]], nachrichten: Sequence[str
     if draussen:
         log.info("lorebook: %s: %d activated entries over the token budget (%d) left out: %s",
                  character_id, len(draussen), budget, [e.id for e in draussen])
-    hits = [{"id": e.id, "titel": sims[e.id][0]["titel"], "inhalt": e.inhalt, "gewicht": 1.0, "weg": weg[e.id],
-             "similarity": round(sims[e.id][1], 6)} for e in drin]
+    hits = [BibliothekTreffer(id=e.id, titel=sims[e.id][0]["titel"], inhalt=e.inhalt, gewicht=1.0, weg=weg[e.id],
+                              similarity=round(sims[e.id][1], 6)) for e in drin]
     gewaehlt = set(weg)
     thema = sorted(((w, sim) for w, sim in sims.values() if w["id"] not in gewaehlt and sim >= cfg.library_threshold),
                    key=lambda x: (-x[1], x[0]["id"]))[:k]
-    return hits + [{"id": w["id"], "titel": w["titel"], "inhalt": w["inhalt"], "gewicht": round(max(0.0, min(1.0, sim)), 6),
-                    "weg": "thema", "similarity": round(sim, 6)} for w, sim in thema]
+    return hits + [BibliothekTreffer(id=w["id"], titel=w["titel"], inhalt=w["inhalt"], weg="thema",
+                                     gewicht=round(max(0.0, min(1.0, sim)), 6), similarity=round(sim, 6))
+                   for w, sim in thema]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Iterable, 
 if TYPE_CHECKING:
     from datetime import date, datetime
 
-    from core.state import Resonanz
+    from core.state import BibliothekTreffer, Resonanz
     from core.wire import Episode
     from memory.beziehung import Beobachtung
     from memory.config import MemoryConfig
@@ -199,7 +199,8 @@ class Bibliothek(StoreModule):
     @op
     async def suchen(
         self, user_id: str, character_id: str, vector, cfg: MemoryConfig, top_k: int | None = None
-    ) -> list[dict[str, Any]]: ...
+    ) -> list[BibliothekTreffer]:
+        """The pair's `wissen` entries at or above the library's threshold, nearest first."""
 
     @op
     async def vorhanden(self, user_id: str, character_id: str, schluessel: str) -> bool:
@@ -529,7 +530,7 @@ class Charaktere(StoreModule):
     async def wissen_suchen(
         self, character_id: str, vector, nachrichten: Sequence[str] | str | None, cfg: MemoryConfig,
         top_k: int | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[BibliothekTreffer]:
         """The character's knowledge for one turn: the lorebook's activated entries (`constant`,
         or their keys in the newest messages, memory/wissen_schluessel.py) within the token budget,
         in placement order, then the entries whose topic lies within the library threshold of the
