@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from actors.delegation import DELEGATIONS, Delegation
-from core.errors import ChainError
+from core.errors import ChainError, OutageError
 from memory import erasure, kzg, schluessel_index, session
 from pipeline.chains import BACKGROUND_CHAIN, MENSCH_CHAIN
 from pipeline.runner import ChainRunner
@@ -28,9 +28,9 @@ class FollowUpFailed(ChainError, RuntimeError):
     (a failure of its own: counted, dead-lettered after `MAX_DELIVERIES`)."""
 
 
-class FollowUpWaits(ChainError, RuntimeError):
+class FollowUpWaits(OutageError, RuntimeError):
     """A follow-up failed because a store or a service was away: an outage to the outbox
-    (`memory.outbox.OUTAGES`), so the job waits and is not counted towards the dead letters."""
+    (`memory.outbox.is_outage`), so the job waits and is not counted towards the dead letters."""
 
 
 def erledigt_key(user_id: str, character_id: str, turn_id: str) -> str:

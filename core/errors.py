@@ -33,22 +33,32 @@ The tree (a class, the module it is defined in, its builtin second base):
     │   ├── SchemaMismatch          memory.migrate; RuntimeError
     │   ├── SessionDefect           pipeline.nodes.enricher; RuntimeError
     │   └── UnknownOperation        memory.ops; KeyError
+    ├── OutageError                 something the work needs is away right now (a store, a process): no
+    │   │                           fault of the work's; it waits, or is asked again, and is not counted
+    │   ├── StoreUnavailable        Postgres or Redis refused, timed out, lost the connection or is still
+    │   │                           loading (memory.seams maps the drivers' errors to it)
+    │   ├── ReplicaGone             the process a call went to died or cannot be reached (Ray's actor
+    │   │                           errors, mapped by memory.seams)
+    │   └── FollowUpWaits           actors.background; RuntimeError (a self-trigger's follow-up failed for an outage)
     ├── ServiceError                a service the project calls did not deliver
     │   ├── NoSearchProvider        serve.web; RuntimeError
     │   ├── PairSuperseded          core.wire; RuntimeError (the process serves the pair no more)
     │   └── EngineError             the model engine failed a call, or its answer cannot be used
     │       ├── LLMBackendError     serve.llm_backends; RuntimeError (`transient`: worth a retry)
-    │       ├── ModelAway           pipeline.llm_json; RuntimeError (a background job waits for the model)
+    │       ├── ModelUnavailable    a background job's model is away: the job waits for it alone
+    │       │   └── ModelAway       pipeline.llm_json; RuntimeError (a background chain's model call found it away)
     │       └── NichtEndlich        pipeline.llm_json; ValueError
     └── ChainError                  a node broke its contract with the chain runner, or failed
         ├── NodeDeclarationError    pipeline.node; ValueError (a node's declaration, at import)
         ├── NodeContractError       pipeline.runner; RuntimeError
         ├── NodeFailed              pipeline.runner; RuntimeError (carries `node` and `cause`)
-        ├── FollowUpFailed          actors.background; RuntimeError (a self-trigger's follow-up, delivered again)
-        └── FollowUpWaits           actors.background; RuntimeError (the same, failed for an outage: it waits)
+        └── FollowUpFailed          actors.background; RuntimeError (a self-trigger's follow-up, delivered again)
 
 A family is defined here; a class under it is defined beside the code that raises it, in the module
-named. A new exception class takes its family as its first base (tests/unit/test_errors.py fails
+named. A library's exception is mapped to a family once, where the library is called (as httpx maps
+httpcore's): `memory.seams` maps the Redis, psycopg and Ray errors that say a store or a process is
+away to `StoreUnavailable` and `ReplicaGone`, raised from the original; a decision on an error is an
+`isinstance` check on a family, never a test of a class's name. A new exception class takes its family as its first base (tests/unit/test_errors.py fails
 for a class outside the tree, or one the tree above does not name under its family).
 
 This module is the ground floor: it imports nothing of the project, and nothing heavy.
@@ -57,7 +67,7 @@ from __future__ import annotations
 
 __all__ = [
     "NovabergError", "ConfigError", "InputError", "RefusedError", "StoreError", "ServiceError",
-    "EngineError", "ChainError",
+    "EngineError", "ChainError", "OutageError", "StoreUnavailable", "ReplicaGone", "ModelUnavailable",
 ]
 
 
@@ -87,6 +97,26 @@ class ServiceError(NovabergError):
 
 class EngineError(ServiceError):
     """The model engine failed a call, or its answer cannot be used."""
+
+
+class ModelUnavailable(EngineError):
+    """A background job's model is away: the job waits for it alone (the outbox keeps it pending
+    while the jobs behind it go on), instead of a default standing in."""
+
+
+class OutageError(NovabergError):
+    """Something the work needs is away right now (a store, a process): no fault of the work's.
+    An outbox job waits uncounted, a request is answered 503, a model call is asked again."""
+
+
+class StoreUnavailable(OutageError):
+    """Postgres or Redis refused, timed out, lost the connection or is still loading its data
+    (`memory.seams` raises it from the driver's error)."""
+
+
+class ReplicaGone(OutageError):
+    """The process a call went to died or cannot be reached (Ray's actor errors, mapped by
+    `memory.seams`): Serve routes a repeat to a live replica."""
 
 
 class ChainError(NovabergError):

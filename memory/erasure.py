@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from core.errors import RefusedError
 from memory import outbox, schluessel_index
+from memory.seams import caused_by
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -66,7 +67,7 @@ def _sperre(user_id: str) -> str:
 def ist_geloescht(e: BaseException) -> bool:
     """Whether a failure is (or was caused by) a refused write for an erased user, through Ray's
     wrappers and a failed node's cause."""
-    return any(c.__name__ == "NutzerGeloescht" for x in outbox._causes(e) for c in type(x).__mro__)
+    return caused_by(e, NutzerGeloescht)
 
 
 def abgewiesen(user_id: str | None, was: str) -> NutzerGeloescht:

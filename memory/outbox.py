@@ -21,6 +21,10 @@ from typing import Any, Awaitable, Callable
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from core.errors import ModelUnavailable, OutageError
+from core.wire import PairSuperseded
+from memory.seams import caused_by
+
 OUTBOX_STREAM = "novaberg:outbox"
 DEAD_STREAM = "novaberg:outbox:dead"
 FAILURES = "novaberg:outbox:fehler"
@@ -29,11 +33,10 @@ GROUP = "workers"
 MAX_DELIVERIES = 5
 MAX_PAUSE_S = 30.0
 """The longest a consumer waits between two rounds while a store is away."""
-OUTAGES = frozenset({"OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed", "ConnectionError",
-                     "ConnectionRefusedError", "ConnectionResetError", "BrokenPipeError", "TimeoutError",
-                     "BusyLoadingError", "ActorUnavailableError", "ActorDiedError",
-                     "PairSuperseded", "FollowUpWaits"})
-"""Exception classes (by name, through Ray's wrappers) that say a store or its process is away."""
+OUTAGES: tuple[type[BaseException], ...] = (OutageError, PairSuperseded)
+"""The families that say a store or a process is away (`memory.seams` maps the drivers' errors
+to them): `StoreUnavailable`, `ReplicaGone`, a follow-up that waits, and a pair's process that
+serves it no more."""
 MODEL_WAITS = "novaberg:outbox:modell_weg"
 """Each pending job's deliveries that found the model away (a hash: entry id -> count)."""
 MAX_MODEL_WAITS = 40
@@ -42,23 +45,11 @@ by default, longer than a model's redeployment), then goes to the dead letters: 
 call takes the model down must not do so for ever."""
 
 
-def _causes(e: BaseException):
-    """The exception and its causes (a Ray task error carries the remote exception as `cause`)."""
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [e]
-    while stack:
-        x = stack.pop()
-        if x is None or id(x) in seen:
-            continue
-        seen.add(id(x))
-        yield x
-        stack += [x.__cause__, x.__context__, getattr(x, "cause", None)]
-
-
 def is_model_away(e: BaseException) -> bool:
-    """A background chain waits for its model (`pipeline.llm_json.ModelAway`): the job stays
-    pending for a later delivery, and the jobs behind it go on (the stores are there)."""
-    return any(type(x).__name__ == "ModelAway" for x in _causes(e))
+    """A background chain waits for its model (`core.errors.ModelUnavailable`, raised as
+    `pipeline.llm_json.ModelAway`): the job stays pending for a later delivery, and the jobs behind
+    it go on (the stores are there)."""
+    return caused_by(e, ModelUnavailable)
 
 
 async def vergessen(r: Redis, *entry_ids) -> None:
@@ -70,9 +61,10 @@ async def vergessen(r: Redis, *entry_ids) -> None:
 
 
 def is_outage(e: BaseException) -> bool:
-    """Whether a handler's failure says a store is away rather than that the job is bad: by the
-    classes of the exception and of its causes (a Ray task error carries the store's exception)."""
-    return any(c.__name__ in OUTAGES for x in _causes(e) for c in type(x).__mro__)
+    """Whether a handler's failure says a store is away rather than that the job is bad: the
+    exception or one of its causes (a Ray task error carries the store's exception) is one of
+    `OUTAGES`."""
+    return caused_by(e, OUTAGES)
 
 log = logging.getLogger("novaberg.outbox")
 

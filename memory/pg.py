@@ -8,15 +8,30 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, AsyncIterator
 
+from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from memory import erasure, vorher
+from memory.seams import store_calls
 
 log = logging.getLogger("novaberg.memory.pg")
+
+
+class StorePool(AsyncConnectionPool):
+    """The pool as a seam (`memory.seams.store_calls`): what fails in a connection's block because
+    Postgres is away (refused, lost, the pool's wait timed out or it closed) raises
+    `core.errors.StoreUnavailable` from psycopg's error; every other error passes as it is."""
+
+    @asynccontextmanager
+    async def connection(self, timeout: float | None = None) -> AsyncIterator[AsyncConnection]:
+        with store_calls():
+            async with super().connection(timeout) as conn:
+                yield conn
 
 
 def open_pool(database_url: str, min_size: int, max_size: int) -> AsyncConnectionPool:
@@ -26,7 +41,7 @@ def open_pool(database_url: str, min_size: int, max_size: int) -> AsyncConnectio
         await register_vector_async(conn)
         await conn.set_autocommit(True)
 
-    return AsyncConnectionPool(
+    return StorePool(
         database_url, min_size=min_size, max_size=max_size, open=False, configure=_configure
     )
 

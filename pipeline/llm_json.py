@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from core.errors import EngineError
+from core.errors import EngineError, ModelUnavailable
 from pipeline.satzende import GEKAPPT
 from pipeline.services import Deps
 
@@ -246,7 +246,7 @@ def json_schliessen(text: str) -> dict | None:
     return None
 
 
-class ModelAway(EngineError, RuntimeError):
+class ModelAway(ModelUnavailable, RuntimeError):
     """A background chain's model call found the model away: the job waits for it (the outbox
     leaves it pending, memory/outbox.py `is_model_away`) instead of a default standing in."""
 

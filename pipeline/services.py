@@ -14,9 +14,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.errors import ReplicaGone
 from core.names import APP_NAME, EMBEDDER_DEPLOYMENT, LLM_DEPLOYMENT, STORE_DEPLOYMENT, WEB_DEPLOYMENT
 from core.settings import Settings
 from core.wire import ChatChunk, ChatRequest, ChatResponse
+from memory import seams
 from memory.clients import StoreOps
 from pipeline.node_config import budget, node_config
 from pipeline.trace import Slot, TurnTrace
@@ -25,21 +27,17 @@ from prompts import PromptLibrary
 log = logging.getLogger("novaberg.llm")
 
 
-REPLIKAT_WEG = frozenset({"ActorDiedError", "ActorUnavailableError"})
-"""Ray's errors (by class name) for a call whose replica died or cannot be reached: Serve routes a
-repeat to a live replica, and a model call changes nothing, so it may be asked again."""
-
-
 def transient(e: BaseException) -> bool:
     """An engine error that may pass: the backend says so (`LLMBackendError.transient`, also
     when Ray hands it on wrapped), the call timed out or lost its connection, or its replica died
-    or could not be reached (`REPLIKAT_WEG`)."""
+    or could not be reached (`ReplicaGone`, mapped from Ray's errors at the call: Serve routes a
+    repeat to a live replica, and a model call changes nothing, so it may be asked again)."""
     for err in (e, getattr(e, "cause", None), e.__cause__):
-        if err is None:
+        if not isinstance(err, BaseException):
             continue
         if getattr(err, "transient", False) or isinstance(err, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
             return True
-        if any(c.__name__ in REPLIKAT_WEG for c in type(err).__mro__):
+        if isinstance(seams.family(err, stores=False), ReplicaGone):
             return True
     return False
 
@@ -91,10 +89,11 @@ class LLMClient:
         while True:
             drafted: list[str] = []
             try:
-                if stream_tokens and trace.events is not None:
-                    result = await self._stream(trace, node, request, drafted)
-                else:
-                    result = await self._call(trace, request)
+                with seams.service_calls():
+                    if stream_tokens and trace.events is not None:
+                        result = await self._stream(trace, node, request, drafted)
+                    else:
+                        result = await self._call(trace, request)
                 break
             except Exception as e:  # noqa: BLE001 - sorted below: only a transient engine error is asked again
                 if drafted or versuch >= self.settings.llm_retries or not transient(e):
@@ -198,19 +197,22 @@ class StoreClient(StoreOps):
 
     async def _single(self, op: str, args: tuple, kwargs: dict, fut: asyncio.Future) -> None:
         try:
-            _settle(fut, None, await self.handle.call.remote(op, *args, **kwargs))
+            with seams.store_calls():
+                result = await self.handle.call.remote(op, *args, **kwargs)
+            _settle(fut, None, result)
         except Exception as e:
             _settle(fut, e, None)
 
     async def _batched(self, calls: list[tuple[str, tuple, dict, asyncio.Future]]) -> None:
         try:
-            out = await self.handle.batch.remote([(op, args, kwargs) for op, args, kwargs, _ in calls])
+            with seams.store_calls():
+                out = await self.handle.batch.remote([(op, args, kwargs) for op, args, kwargs, _ in calls])
         except Exception as e:  # the request failed as a whole (a replica died): every call fails
             for *_, fut in calls:
                 _settle(fut, e, None)
             return
         for (*_, fut), (error, value) in zip(calls, out):
-            _settle(fut, error, value)
+            _settle(fut, None if error is None else seams.family(error), value)
 
 
 def _settle(fut: asyncio.Future, error: BaseException | None, value: Any) -> None:
