@@ -13,12 +13,14 @@ time has its process killed at once, its slot is free again at once, and a fresh
 killed one's place in the background. A request that finds every slot busy waits a bounded time,
 then is refused with `ParserBusy` (the route answers 503 with Retry-After).
 
-A job is a module-level function and its arguments; what it raises comes back and is raised here
-(a project error as itself, anything else as `ParseFailed`)."""
+A job is one of the pool's declared parse functions and its arguments: `JOBS` lists the product's
+parsers by name, the one place that says what may run in a parser process. A worker receives its
+pool's list when it starts and runs a job by its name; a function the list does not hold is refused
+before it reaches a worker (ConfigError). What a job raises comes back and is raised here (a project
+error as itself, anything else as `ParseFailed`)."""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 import subprocess
@@ -26,14 +28,37 @@ import sys
 import threading
 import time
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
 
-from core.errors import InputError, NovabergError, RefusedError
+from core.errors import ConfigError, InputError, NovabergError, RefusedError
+from serve import charakterkarte, dateien
 
 log = logging.getLogger("novaberg.parse_worker")
 
-PRELOAD = ["serve.dateien", "serve.charakterkarte", "pypdf", "PIL.PngImagePlugin"]
-"""What a worker imports before it says it is ready: a job's time is the parse's alone."""
+
+def verzeichnis(jobs: Mapping[str, Callable]) -> Mapping[str, Callable]:
+    """The jobs checked: each a function under a name (a word), no function under two names.
+    Raises ConfigError naming what is wrong."""
+    seen: dict[Callable, str] = {}
+    for name, fn in jobs.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ConfigError(f"parse job {name!r}: its name must be a word (letters, digits, _)")
+        if not callable(fn):
+            raise ConfigError(f"parse job {name!r}: {fn!r} is no function")
+        if fn in seen:
+            raise ConfigError(f"parse jobs {seen[fn]!r} and {name!r} name the same function {fn!r}")
+        seen[fn] = name
+    return MappingProxyType(dict(jobs))
+
+
+JOBS: Mapping[str, Callable] = verzeichnis({
+    "datei_lesen": dateien.lesen,
+    "karte_lesen": charakterkarte.lesen,
+})
+"""The parsers the product runs in a worker process, by name: an uploaded file's text (plain,
+Markdown, PDF) and a character card (JSON or PNG)."""
+
 _STOP = None
 _BEREIT = "ready"
 
@@ -53,11 +78,11 @@ class ParserBusy(RefusedError, RuntimeError):
 
 # ------------------------------------------------------------------ the worker process
 def _dienen(fd_in: int, fd_out: int) -> None:
-    """A worker's life: its modules imported, `ready` said, then a job in and its outcome out,
-    until the pipe closes or says stop."""
+    """A worker's life: its pool's jobs received, the parsers' libraries loaded, `ready` said,
+    then a job in and its outcome out, until the pipe closes or says stop."""
     eingang, ausgang = Connection(fd_in, writable=False), Connection(fd_out, readable=False)
-    for modul in PRELOAD:
-        importlib.import_module(modul)
+    jobs = eingang.recv()
+    _vorladen()
     ausgang.send(_BEREIT)
     while True:
         try:
@@ -66,15 +91,21 @@ def _dienen(fd_in: int, fd_out: int) -> None:
             return
         if job is _STOP:
             return
-        ausgang.send(_ausfuehren(*job))
+        ausgang.send(_ausfuehren(jobs, *job))
 
 
-def _ausfuehren(modul: str, name: str, args: tuple) -> tuple[str, Any]:
+def _vorladen() -> None:
+    """What the parsers load on their first file (pypdf, Pillow's PNG reader), loaded before the
+    worker says it is ready: a job's time is the parse's alone."""
+    import PIL.PngImagePlugin  # noqa: F401
+    import pypdf  # noqa: F401
+
+
+def _ausfuehren(jobs: Mapping[str, Callable], name: str, args: tuple) -> tuple[str, Any]:
     """The job's result, or its error: a project error as itself, anything else (a parser's
     unforeseen failure on the bytes, a MemoryError) as ParseFailed naming it."""
     try:
-        fn = getattr(importlib.import_module(modul), name)
-        return "ok", _pickle_probe(fn(*args))
+        return "ok", _pickle_probe(jobs[name](*args))
     except NovabergError as e:
         return "err", _transportabel(e)
     except BaseException as e:  # noqa: BLE001 - every outcome goes back to the caller
@@ -101,9 +132,9 @@ def _transportabel(e: BaseException) -> BaseException:
 
 # ------------------------------------------------------------------ the replica's side
 class _Arbeiter:
-    """One warm worker process and the parent's ends of its two pipes."""
+    """One warm worker process and the parent's ends of its two pipes; the process runs `jobs`."""
 
-    def __init__(self, start_timeout_s: float = 60.0):
+    def __init__(self, jobs: Mapping[str, Callable], start_timeout_s: float = 60.0):
         von_kind, zum_kind = os.pipe(), os.pipe()
         fds = (zum_kind[0], von_kind[1])
         code = (f"import sys; sys.path[:0] = {sys.path!r}; from serve.parse_worker import _dienen; "
@@ -117,6 +148,7 @@ class _Arbeiter:
         self.conn = Connection(von_kind[0], writable=False)
         self.auftraege = Connection(zum_kind[1], readable=False)
         try:
+            self.auftraege.send(dict(jobs))
             bereit = self.conn.poll(start_timeout_s) and self.conn.recv() == _BEREIT
         except (EOFError, OSError):  # it ended before it was ready
             bereit = False
@@ -147,7 +179,8 @@ class _Arbeiter:
 class _Platz:
     """A slot: at most one worker process, started when first needed or replaced after a kill."""
 
-    def __init__(self):
+    def __init__(self, jobs: Mapping[str, Callable]):
+        self.jobs = jobs
         self.lock = threading.Lock()
         self.arbeiter: _Arbeiter | None = None
 
@@ -158,7 +191,7 @@ class _Platz:
                 self.arbeiter.toeten()
                 self.arbeiter = None
             if self.arbeiter is None:
-                self.arbeiter = _Arbeiter()
+                self.arbeiter = _Arbeiter(self.jobs)
                 log.info("parse_worker: worker process %s started in %.0f ms", self.arbeiter.pid,
                          self.arbeiter.start_s * 1000)
             return self.arbeiter
@@ -176,17 +209,24 @@ class _Platz:
 
 
 class ParsePool:
-    """`slots` worker processes at most; a job waits at most `wait_s` for a free one."""
+    """`slots` worker processes at most, running `jobs` (checked here: `verzeichnis`); a job
+    waits at most `wait_s` for a free one."""
 
-    def __init__(self, slots: int, wait_s: float):
+    def __init__(self, slots: int, wait_s: float, jobs: Mapping[str, Callable] = JOBS):
         self.slots = slots
         self.wait_s = wait_s
-        self._frei = [_Platz() for _ in range(slots)]
+        self.jobs = verzeichnis(jobs)
+        self._namen = {fn: name for name, fn in self.jobs.items()}
+        self._frei = [_Platz(self.jobs) for _ in range(slots)]
         self._warten: list[asyncio.Future] = []
 
     async def run(self, fn: Callable, *args, timeout_s: float) -> Any:
         """`fn(*args)` in a worker process within `timeout_s` (not counting the wait for a slot):
-        its result, or what it raised; `ParseTimeout` past the time, `ParserBusy` with no slot."""
+        its result, or what it raised; `ParseTimeout` past the time, `ParserBusy` with no slot.
+        `fn` must be one of the pool's jobs (ConfigError otherwise)."""
+        if fn not in self._namen:
+            raise ConfigError(f"{getattr(fn, '__qualname__', fn)!r} is no parse job of this pool "
+                              f"({', '.join(sorted(self.jobs))}); the parsers are declared in serve.parse_worker.JOBS")
         platz = await self._nehmen()
         try:
             return await self._im_prozess(platz, fn, args, timeout_s)
@@ -255,7 +295,7 @@ class ParsePool:
     async def _auftrag(self, arbeiter: _Arbeiter, fn: Callable, args: tuple) -> tuple[str, Any]:
         """The job sent and its outcome received; the pipe's blocking ends run in threads, which
         end as soon as the process does (a kill closes its end)."""
-        job = (fn.__module__, fn.__qualname__, args)
+        job = (self._namen[fn], args)
         await asyncio.to_thread(arbeiter.auftraege.send, job)
         await _lesbar(arbeiter.conn.fileno())
         return await asyncio.to_thread(arbeiter.conn.recv)

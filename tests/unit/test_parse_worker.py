@@ -1,7 +1,8 @@
 """The parser processes (serve/parse_worker.py): a job runs in a warm worker process and what it
 returns or raises comes back; a job past its time has its process killed, the slot is free at
 once and a fresh process replaces the killed one; with every slot busy a job waits its bounded
-time and is refused; a worker that dies answers ParseFailed and is replaced."""
+time and is refused; a worker that dies answers ParseFailed and is replaced. A pool runs only the
+jobs it was declared with (`JOBS` for the product's parsers)."""
 import asyncio
 import codecs
 import os
@@ -9,15 +10,21 @@ import time
 
 import pytest
 
-from serve import dateien, parse_worker
+from core.errors import ConfigError
+from serve import charakterkarte, dateien, parse_worker
 
 SLOW = ("a" * 400_000 + "-" + "b" * 400_000).encode()
 """Punycode that Python's quadratic decoder works on for minutes: a real parser that hangs."""
 
 
+PROBEN = {"datei_lesen": dateien.lesen, "pid": os.getpid, "zahl": int, "dekodieren": codecs.decode, "laenge": len,
+          "beenden": os._exit}
+"""Jobs that probe the pool itself: its process, a parser error, a hang, a crash."""
+
+
 @pytest.fixture
 def pool():
-    p = parse_worker.ParsePool(1, 0.3)
+    p = parse_worker.ParsePool(1, 0.3, jobs=PROBEN)
     yield p
     p.schliessen()
 
@@ -76,7 +83,7 @@ def test_with_every_slot_busy_a_job_waits_its_bounded_time_then_is_refused(pool)
 
 
 def test_a_waiting_job_gets_the_slot_as_soon_as_it_is_free():
-    p = parse_worker.ParsePool(1, 30.0)
+    p = parse_worker.ParsePool(1, 30.0, jobs=PROBEN)
 
     async def go():
         first = asyncio.create_task(p.run(codecs.decode, SLOW, "punycode", timeout_s=1.0))
@@ -108,3 +115,25 @@ def test_a_cancelled_job_takes_its_worker_along_so_the_next_job_gets_its_own_ans
             await slow
         assert await pool.run(len, b"abcde", timeout_s=30) == 5
     asyncio.run(go())
+
+
+def test_the_product_runs_its_declared_parsers_and_nothing_else():
+    """`JOBS` lists the product's parsers by name; a pool refuses a function it does not list before
+    a worker sees it, and a list naming one function twice, or a name that is no word, is refused
+    when the pool is built."""
+    assert dict(parse_worker.JOBS) == {"datei_lesen": dateien.lesen, "karte_lesen": charakterkarte.lesen}
+    p = parse_worker.ParsePool(1, 0.3)
+    try:
+        with pytest.raises(ConfigError, match="no parse job of this pool"):
+            asyncio.run(p.run(os.getpid, timeout_s=30))
+        assert p._frei[0].arbeiter is None  # refused before a worker process was started
+        dok = asyncio.run(p.run(dateien.lesen, b"Hallo", "text/plain", "a.txt", 1000, timeout_s=30))
+        assert dok.text == "Hallo"
+    finally:
+        p.schliessen()
+    with pytest.raises(ConfigError, match="the same function"):
+        parse_worker.ParsePool(1, 0.3, jobs={"lesen": dateien.lesen, "auch_lesen": dateien.lesen})
+    with pytest.raises(ConfigError, match="no function"):
+        parse_worker.ParsePool(1, 0.3, jobs={"lesen": "serve.dateien.lesen"})
+    with pytest.raises(ConfigError, match="must be a word"):
+        parse_worker.ParsePool(1, 0.3, jobs={"serve.dateien.lesen": dateien.lesen})
