@@ -175,6 +175,15 @@ async def _vormerken(conn, user_id: str, character_id: str, text: str, key: tupl
     return {"id": (await cur.fetchone())[0], "text": text}
 
 
+async def _aufheben(conn, user_id: str, character_id: str, ids: set[int],
+                    key: tuple[str | None, str | None]) -> None:
+    """The instructions `ids` inactive, marked with the step `key` that lifted them."""
+    await conn.execute(
+        "UPDATE charakter_anweisungen SET aktiv=false, aufgehoben_turn_id=%s, aufgehoben_schritt=%s"
+        " WHERE user_id=%s AND character_id=%s AND id = ANY(%s)",
+        (*key, user_id, character_id, sorted(ids)))
+
+
 async def _hinzufuegen(conn, user_id: str, character_id: str, texte: list[str],
                        key: tuple[str | None, str | None]) -> list[dict[str, Any]]:
     """The texts as active instructions; the step's second and later ones as `schritt#2`, …"""
@@ -233,10 +242,7 @@ async def anweisungen_aendern(pool: AsyncConnectionPool, user_id: str, character
                     out["vorgemerkt"] = await _vormerken(conn, user_id, character_id, texte[0], key)
                 return {**out, "status": "voll"}
             if weg:
-                await conn.execute(
-                    "UPDATE charakter_anweisungen SET aktiv=false, aufgehoben_turn_id=%s, aufgehoben_schritt=%s"
-                    " WHERE user_id=%s AND character_id=%s AND id = ANY(%s)",
-                    (*key, user_id, character_id, sorted(weg_ids)))
+                await _aufheben(conn, user_id, character_id, weg_ids, key)
             dazu = await _hinzufuegen(conn, user_id, character_id, texte, key)
             if vormerkung_schliessen:
                 await _vormerkung_zu(conn, user_id, character_id, turn_id)
