@@ -26,7 +26,7 @@ class AusstehenderAuftrag(BaseModel):
     agent: str
     aktion: str
     parameter: dict[str, Any] = Field(default_factory=dict)
-    """The parameters known (those the order had)."""
+    """The parameters known (those the order had): free-form, each agent's action names its own."""
     fehlt: list[str] = Field(default_factory=list)
     """The parameters missing, as the agent named them (e.g. `wann`)."""
     angabe: str = ""
@@ -378,12 +378,16 @@ class Auftrag(_Record):
     agent: str
     aktion: str
     parameter: dict[str, Any] = Field(default_factory=dict)
+    """Free-form: each agent's action takes its own parameters (pipeline/agents/*), as the planner's
+    model wrote them."""
 
 
 class AgentResult(_Record):
     agent_name: str
     status: str
-    ergebnis: dict | None = None
+    ergebnis: dict[str, Any] | None = None
+    """Free-form: each agent's own result (its `beschreibung` is read by the planner and the
+    Thinker; an order that asks back carries `fehlt`, `angabe`, `frage`)."""
     fehler: str | None = None
     auftrag: Auftrag | None = None
     """The order this result answers (set by agent_dispatch): the planner's next decision does
@@ -498,10 +502,19 @@ class PruefungRecord(_Record):
     self_trigger_payload: "RetryNutzlast | None" = None
 
 
+class Urteil(_Eintrag):
+    """One round's verdict of the tribunal on the reply."""
+
+    urteil: Literal["ok", "mangel", "unklar"]
+    """`unklar`: the model's answer was no usable verdict, the reason in `gruende`."""
+    gruende: list[str] = Field(default_factory=list)
+    runde: int = 0
+
+
 class UrteilRecord(_Record):
     """Written by tribunal / evaluate / corrector."""
 
-    urteile: list[dict] = Field(default_factory=list)
+    urteile: list[Urteil] = Field(default_factory=list)
     bestanden: bool = True
     runden: int = 0
     reply: str = ""

@@ -42,7 +42,7 @@ async def umschreiben(deps: Deps, state: TurnState, antwort: str, gruende: list[
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     u = state.urteil
-    gruende = u.urteile[-1]["gruende"] if u.urteile else []
+    gruende = u.urteile[-1].gruende if u.urteile else []
     text, outcome = await umschreiben(deps, state, u.reply, gruende)
     if text:
         deps.trace.decision(NAME, "corrector.ergebnis", "korrigiert", {"runde": u.runden + 1, "zeichen": len(text)})

@@ -15,7 +15,7 @@ import logging
 
 from pipeline.node import Node
 from pipeline.services import Deps
-from core.state import TurnState
+from core.state import TurnState, Urteil
 
 NAME = "evaluate"
 NODE = Node(
@@ -32,18 +32,18 @@ log = logging.getLogger("novaberg.node.evaluate")
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     u = state.urteil
-    last = u.urteile[-1] if u.urteile else {"urteil": "unklar", "gruende": ["kein_urteil"]}
-    if last["urteil"] == "mangel" and u.runden < MAX_RUNDEN:
+    last = u.urteile[-1] if u.urteile else Urteil(urteil="unklar", gruende=["kein_urteil"])
+    if last.urteil == "mangel" and u.runden < MAX_RUNDEN:
         outcome, bestanden = "korrektur", False
-    elif last["urteil"] == "mangel":
+    elif last.urteil == "mangel":
         outcome, bestanden = "grenze_erreicht", True
-    elif last["urteil"] == "ok":
+    elif last.urteil == "ok":
         outcome, bestanden = "bestanden", True
     else:
         outcome, bestanden = UNKLAR, True
         log.warning("evaluate: fallback %s: the tribunal's verdict was unclear (%s) in round %d; the reply "
-                    "stands as it is (turn %s)", UNKLAR, ", ".join(last["gruende"]), u.runden, state.stimulus.turn_id)
+                    "stands as it is (turn %s)", UNKLAR, ", ".join(last.gruende), u.runden, state.stimulus.turn_id)
     deps.trace.decision(NAME, "evaluate.entscheidung", outcome,
-                        {"runde": u.runden, "urteil": last["urteil"], "gruende": last["gruende"]},
+                        {"runde": u.runden, "urteil": last.urteil, "gruende": last.gruende},
                         threshold=MAX_RUNDEN)
     return {"urteil": u.model_copy(update={"bestanden": bestanden})}

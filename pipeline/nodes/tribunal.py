@@ -23,7 +23,7 @@ from pipeline.figur import figur
 from pipeline.llm_json import ask_json, wort
 from pipeline.node import Node
 from pipeline.services import Deps
-from core.state import TurnState, UrteilRecord, current_reply
+from core.state import TurnState, Urteil, UrteilRecord, current_reply
 
 NAME = "tribunal"
 NODE = Node(
@@ -39,16 +39,16 @@ class _Antwort(BaseModel):
     gruende: list[str] = Field(default_factory=list)
 
 
-def verdict_of(answer: _Antwort | None, outcome: str, runde: int) -> dict:
+def verdict_of(answer: _Antwort | None, outcome: str, runde: int) -> Urteil:
     if answer is None:
-        return {"urteil": "unklar", "gruende": [f"tribunal_{outcome}"], "runde": runde}
+        return Urteil(urteil="unklar", gruende=[f"tribunal_{outcome}"], runde=runde)
     v = answer.urteil.strip().lower()
     gruende = [g.strip() for g in answer.gruende if g.strip()][:5]
     if v not in ("ok", "mangel"):
-        return {"urteil": "unklar", "gruende": ["urteil_unbekannt"], "runde": runde}
+        return Urteil(urteil="unklar", gruende=["urteil_unbekannt"], runde=runde)
     if v == "mangel" and not gruende:
-        return {"urteil": "unklar", "gruende": ["mangel_ohne_gruende"], "runde": runde}
-    return {"urteil": v, "gruende": gruende, "runde": runde}
+        return Urteil(urteil="unklar", gruende=["mangel_ohne_gruende"], runde=runde)
+    return Urteil(urteil=v, gruende=gruende, runde=runde)
 
 
 @NODE.runs
@@ -62,7 +62,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
         "direktiven": "; ".join(state.pair.direktiven) or "keine", "hinweise": hinweise,
         "fakten": fakten_block(state, deps, model), "antwort": reply})
     verdict = verdict_of(answer, outcome, u.runden)
-    deps.trace.decision(NAME, "tribunal.urteil", verdict["urteil"], {
-        "runde": u.runden, "gruende": verdict["gruende"],
+    deps.trace.decision(NAME, "tribunal.urteil", verdict.urteil, {
+        "runde": u.runden, "gruende": verdict.gruende,
         "termine": len(state.route.termine) if state.route else 0})
     return {"urteil": u.model_copy(update={"urteile": u.urteile + [verdict], "reply": reply})}

@@ -14,7 +14,7 @@ from pipeline.nodes import dispatcher, leckschutz, reducer
 from pipeline.chains import CHARACTER_CHAIN, NODES, TRIBUNAL_LOOP
 from pipeline.runner import ChainRunner, run_node
 from core.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord, PruefungRecord,
-                            RouteRecord, Stimulus, TurnState, current_reply)
+                            RouteRecord, Stimulus, TurnState, Urteil, current_reply)
 from pipeline.timefmt import WOCHENTAGE
 from tests.scripted_llm import ScriptedLLM, deps_for
 
@@ -157,7 +157,7 @@ def test_an_unclear_verdict_keeps_the_reply_by_name(caplog):
         state = _state("Dein Termin ist am Montag um 14 Uhr.",
                        pruefung=PruefungRecord(status="ok", reply="Dein Termin ist am Montag um 14 Uhr!"))
         asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP,)).run(state, deps))
-        assert state.urteil.urteile == [{"urteil": "unklar", "gruende": [grund], "runde": 0}]
+        assert state.urteil.urteile == [Urteil(urteil="unklar", gruende=[grund], runde=0)]
         assert state.urteil.bestanden and current_reply(state) == "Dein Termin ist am Montag um 14 Uhr!"
         assert [c["node"] for c in llm.calls] == ["tribunal"]  # nothing for the corrector to fix
         entry = next(r for r in deps.trace.rows if r.get("entscheidung") == "evaluate.entscheidung")

@@ -85,3 +85,17 @@ def test_a_newer_stores_unknown_key_is_ignored():
         Erinnerung.model_validate({"inhalt": "ohne id"})
     with pytest.raises(ValueError):
         BibliothekTreffer.model_validate({"titel": "ohne Gewicht", "inhalt": "x"})
+
+
+def test_the_tribunals_verdicts_are_typed_and_an_old_jobs_verdicts_still_read():
+    from core.state import Urteil, UrteilRecord
+    from pipeline.nodes.tribunal import verdict_of
+
+    alt = {"urteile": [{"urteil": "mangel", "gruende": ["Termin ist Montag"], "runde": 0},
+                       {"urteil": "ok", "gruende": [], "runde": 1}], "bestanden": True, "runden": 1, "reply": "x"}
+    u = UrteilRecord.model_validate(alt)
+    assert [(v.urteil, v.gruende, v.runde) for v in u.urteile] == [("mangel", ["Termin ist Montag"], 0), ("ok", [], 1)]
+    assert u.model_dump(mode="json") == alt
+    assert verdict_of(None, "kaputt", 2) == Urteil(urteil="unklar", gruende=["tribunal_kaputt"], runde=2)
+    with pytest.raises(ValueError):
+        Urteil.model_validate({"urteil": "vielleicht"})
