@@ -20,6 +20,8 @@ from core.settings import Settings
 from core.wire import ChatChunk, ChatRequest, ChatResponse
 from memory import seams
 from memory.clients import StoreOps
+from memory.session_store import (AuftragStore, ImpulsStore, KzgStore, LandschaftStore, QuotenStore,
+                                  SessionStore)
 from pipeline.node_config import budget, node_config
 from pipeline.trace import Slot, TurnTrace
 from prompts import PromptLibrary
@@ -329,6 +331,40 @@ class Deps:
     @property
     def redis(self):
         return self.services.redis
+
+    @property
+    def session(self) -> SessionStore | None:
+        """The pair's conversation in Redis (None: these services have no Redis)."""
+        return self._redis_client(SessionStore)
+
+    @property
+    def auftrag(self) -> AuftragStore | None:
+        """The pair's pending order (None: no Redis)."""
+        return self._redis_client(AuftragStore)
+
+    @property
+    def quoten(self) -> QuotenStore | None:
+        """The agents' quota counters (None: no Redis)."""
+        return self._redis_client(QuotenStore)
+
+    @property
+    def landschaft(self) -> LandschaftStore | None:
+        """The landscape detail of the pair's last turn (None: no Redis)."""
+        return self._redis_client(LandschaftStore)
+
+    @property
+    def kzg(self) -> KzgStore | None:
+        """The pair's short-term memory (None: no Redis)."""
+        return self._redis_client(KzgStore)
+
+    @property
+    def impulse(self) -> ImpulsStore | None:
+        """Nova's impulses planned for later (None: no Redis)."""
+        return self._redis_client(ImpulsStore)
+
+    def _redis_client(self, cls):
+        r = self.services.redis
+        return None if r is None else cls(r)
 
     @property
     def prompts(self) -> PromptLibrary:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 
-from memory import agent_quoten
 from pipeline import agents
 from pipeline.agents import get_dispatch
 from pipeline.node import Node
@@ -49,7 +48,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     chain, t = deps.trace.chain, deps.trace
     # a turn run again (the same turn_id) counts its delivery and its result once, by the step
     einmal = f"{t.user_id}:{t.character_id}:{t.turn_id}:{len(plan.agent_results)}"
-    await agent_quoten.zugestellt(deps.redis, name, chain, einmal)
+    await deps.quoten.zugestellt(name, chain, einmal)
     fn = get_dispatch(name)
     if fn is None:
         log.error("agent_dispatch: no dispatch registered for agent %r", name)
@@ -64,6 +63,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
             log.exception("agent_dispatch: agent %s failed", name)
             result = AgentResult(agent_name=name, status="fehler", fehler=f"{type(e).__name__}: {e}")
     result = result.model_copy(update={"auftrag": plan.auftrag})
-    await agent_quoten.bearbeitet(deps.redis, name, chain, result.status, einmal)
+    await deps.quoten.bearbeitet(name, chain, result.status, einmal)
     deps.trace.decision(NAME, "agent_dispatch.zustellung", result.status, {"agent": name, "fehler": result.fehler})
     return {"plan": plan.model_copy(update={"agent_name": "", "agent_results": plan.agent_results + [result]})}

@@ -7,10 +7,9 @@ import asyncio
 import logging
 from datetime import datetime
 
-from memory import session
 from pipeline.node import Node
 from pipeline.services import Deps
-from core.state import PairRecord, Stimulus, TurnState
+from core.state import NovaZustandRecord, PairRecord, Stimulus, TurnState
 from pipeline.trace import Slot
 
 NAME = "db_zugriff"
@@ -37,20 +36,20 @@ def vorab(deps: Deps, s: Stimulus) -> asyncio.Future:
 
 async def _lesen(deps: Deps, s: Stimulus) -> dict:
     row, zustand = await asyncio.gather(deps.store.load_pair(s.user_id, s.character_id),
-                                        session.load_zustand(deps.redis, s.user_id, s.character_id))
+                                        deps.session.load_zustand(s.user_id, s.character_id))
     return mit_zustand(row, zustand)
 
 
-def mit_zustand(row: dict, zustand: dict | None) -> dict:
+def mit_zustand(row: dict, zustand: NovaZustandRecord | None) -> dict:
     """The pair's row with Nova's emotion state from the last turn's commit, unless Postgres holds a
     later one (a Redis that lost or never had it: the outbox job has put it in Postgres)."""
     if zustand is None:
         return row
     stand = row.get("emotion_stand")
-    if stand is not None and datetime.fromisoformat(stand) > datetime.fromisoformat(zustand["stand"]):
+    if stand is not None and datetime.fromisoformat(stand) > zustand.stand:
         return row
-    return {**row, "nova_emotion": zustand["emotion"], "nova_arousal": float(zustand["arousal"]),
-            "emotion_found": True, "emotion_stand": zustand["stand"]}
+    return {**row, "nova_emotion": zustand.emotion, "nova_arousal": float(zustand.arousal),
+            "emotion_found": True, "emotion_stand": zustand.stand.isoformat()}
 
 
 @NODE.runs

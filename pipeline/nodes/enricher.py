@@ -26,7 +26,7 @@ import asyncio
 import logging
 
 from core.errors import StoreError
-from memory import kzg, session
+from memory import session
 from memory.config import MemoryConfig
 from memory.kzg import KZGIndex
 from memory.ziele import Aktivierung, aktivieren, wahrnehmung_verschieben, ziel_paar_bestimmen
@@ -86,20 +86,19 @@ sitzung = _session
 async def _read_session(deps: Deps, user_id: str, character_id: str) -> list[SessionTurn]:
     # the window moves in blocks (memory/session.fenster_start): the prompts that show it keep their
     # prefix; SESSION_MAX_TURNS is its ceiling (seed 004 §4.1), so it shows between n - 7 and n entries
-    raw = await session.load_window(deps.redis, user_id, character_id, deps.settings.session_max_turns,
-                                    hoechstens=True)
-    if not raw:
-        stored = await session.count_turns(deps.redis, user_id, character_id)
+    turns = await deps.session.load_window(user_id, character_id, deps.settings.session_max_turns, hoechstens=True)
+    if not turns:
+        stored = await deps.session.count_turns(user_id, character_id)
         if stored:
             # seed 001: an empty history beside existing turns is a defect and must be loud
             raise SessionDefect(f"session of {user_id}:{character_id} holds {stored} turns, read 0")
-    return [SessionTurn.model_validate(t) for t in raw]
+    return turns
 
 
 async def _zusammenfassung(deps: Deps, user_id: str, character_id: str) -> str | None:
     """The session summary (seed 001 §3.1): the turns that left the window, folded in by the
     background node `zusammenfassung`; None while none has left it."""
-    text = await session.get_summary(deps.redis, user_id, character_id)
+    text = await deps.session.summary_text(user_id, character_id)
     return (text or "").strip() or None
 
 
@@ -186,10 +185,8 @@ def _sprecher(s, turns: list[SessionTurn]) -> str:
 
 async def _cluster(deps: Deps, user_id: str, character_id: str) -> str:
     """The landscape cluster of the previous turn (gv_node writes it), `paradox` as fallback."""
-    raw = await deps.redis.hget(f"gv:detail:{user_id}:{character_id}", "cluster")
-    if raw is None:
-        return "paradox"
-    return raw.decode() if isinstance(raw, bytes) else raw
+    cluster = await deps.landschaft.cluster(user_id, character_id)
+    return "paradox" if cluster is None else cluster
 
 
 async def _aufzeichnungen(deps: Deps, state: TurnState, suchtext: str, such_vektor) -> list[dict]:
@@ -287,17 +284,17 @@ def vorpruefung_starten(deps: Deps, user_id: str, character_id: str) -> asyncio.
     the library, the character's knowledge and the file index hold anything, the previous turn's
     cluster. The reads are independent: one round trip's time."""
     return deps.trace.start_once(VORPRUEFUNG, lambda: asyncio.gather(
-        _zusammenfassung(deps, user_id, character_id), kzg.count(deps.redis, user_id, character_id),
+        _zusammenfassung(deps, user_id, character_id), deps.kzg.count(user_id, character_id),
         deps.store.lzg.has_nodes(user_id, character_id),
         deps.store.bibliothek.bestand(user_id, character_id),
         deps.store.aufzeichnungen.bestand(user_id, character_id),
         _cluster(deps, user_id, character_id)))
 
 
-@NODE.runs
-async def run(state: TurnState, deps: Deps) -> dict:
+async def _basis(deps: Deps, state: TurnState) -> tuple[dict, list[SessionTurn], list, Aktivierung]:
+    """What both chains read: the session, the stimulus's vector, the goals (with their decision
+    entries); returns the record's fields, the turns, the vector and the goals' activation."""
     s = state.stimulus
-    cfg = deps.services.memory_cfg
     # the session and the raw stimulus's vector (the goals need it in every run) at once
     turns, raw_vec = await asyncio.gather(_session(deps, s.user_id, s.character_id),
                                           deps.embedder.embed(deps.trace, s.text))
@@ -311,6 +308,57 @@ async def run(state: TurnState, deps: Deps) -> dict:
         "zielsog_roh": a.zielsog_roh, "gravitationsterm": gravitationsterm(a)})
     deps.trace.decision(NAME, "enricher.verlauf", "verlauf" if turns else "verlauf_leer",
                         {"gelesen": len(turns), "fenster": deps.settings.session_max_turns})
+    return base, turns, raw_vec, a
+
+
+def _nichts_gesucht(deps: Deps, raw_vec, a: Aktivierung, cfg: MemoryConfig) -> None:
+    """The character chain's turn without memory to search: no rewrite, no shift, no read."""
+    _, exit_, _ = wahrnehmung_verschieben(raw_vec, a, None, cfg, gedaechtnis_suche=False)
+    deps.trace.decision(NAME, "enricher.verschiebung", exit_, {"kzg": False, "lzg": False, "bibliothek": 0,
+                                                               "dateien": 0})
+    _resonanz_melden(deps, None)
+    log.info("enricher: no memory yet (KZG, LZG, library, character knowledge and file index empty): no search, "
+             "herkunft=%s lzg_resonanz_count=0 lzg_resonanz_ids=[]", exit_)
+
+
+def _im_hintergrund(aw) -> asyncio.Future:
+    """A read started beside the rest; read only, so a failure is noted and nothing undone."""
+    f = asyncio.ensure_future(aw)
+    f.add_done_callback(lambda t: t.cancelled() or t.exception())
+    return f
+
+
+async def _suchschluessel(deps: Deps, s: Stimulus, turns: list[SessionTurn], raw_vec, anweisung: bool):
+    """The search text, its origin and the vector it is searched with before the shift: the raw
+    utterance for an instruction (the rewrite started early is dropped), else the rewrite's."""
+    if anweisung:
+        frueh = deps.trace.started_in(FRUEHER_REWRITE)
+        if frueh is not None:
+            frueh.cancel()
+            log.info("enricher: rewrite_verworfen: the rewrite started at the turn's start is dropped, the "
+                     "message is an instruction")
+        # imperative override: search the raw utterance
+        return s.text, "anweisung", raw_vec
+    suchtext, herkunft = await _umschreiben(deps, s, turns)
+    such_basis = raw_vec if herkunft != "rewrite" else await deps.embedder.embed(deps.trace, suchtext)
+    return suchtext, herkunft, such_basis
+
+
+def _gravitationspunkte(kzg_hits: list[dict], resonanz: dict | None) -> list[dict]:
+    """The emotional memories read (not neutral), KZG's and LZG's, for the search shift's next turn."""
+    punkte = [{"quelle": "kzg", "inhalt": h["inhalt"], "emotion": h["emotion"], "arousal": h.get("arousal")}
+              for h in kzg_hits if h.get("emotion") and h["emotion"] != "neutral"]
+    if resonanz:
+        punkte += [{"quelle": "lzg", "inhalt": e["inhalt"], "emotion": e["emotion"], "arousal": e.get("arousal")}
+                   for e in resonanz["erinnerungen"] if e.get("emotion") and e["emotion"] != "neutral"]
+    return punkte
+
+
+@NODE.runs
+async def run(state: TurnState, deps: Deps) -> dict:
+    s = state.stimulus
+    cfg = deps.services.memory_cfg
+    base, turns, raw_vec, a = await _basis(deps, state)
     if deps.trace.chain == "human":
         return {"memory": MemoryRecord(**base)}
     # pre-check: rewrite, shift and search only when KZG, LZG, the library, the character's knowledge or the
@@ -319,33 +367,16 @@ async def run(state: TurnState, deps: Deps) -> dict:
         deps, s.user_id, s.character_id)
     has_kzg = n_kzg > 0
     if not _etwas_zu_suchen(n_kzg, has_lzg, bib, n_dateien):
-        _, exit_, _ = wahrnehmung_verschieben(raw_vec, a, None, cfg, gedaechtnis_suche=False)
-        deps.trace.decision(NAME, "enricher.verschiebung", exit_, {"kzg": False, "lzg": False, "bibliothek": 0,
-                                                                   "dateien": 0})
-        _resonanz_melden(deps, None)
-        log.info("enricher: no memory yet (KZG, LZG, library, character knowledge and file index empty): no search, "
-                 "herkunft=%s lzg_resonanz_count=0 lzg_resonanz_ids=[]", exit_)
+        _nichts_gesucht(deps, raw_vec, a, cfg)
         return {"memory": MemoryRecord(**base)}
 
     # the plugins that read no search key, and the pair's KZG vectors, read beside the rewrite's model call
-    ohne_schluessel = asyncio.ensure_future(_plugins(deps, s, None, turns, suchschluessel=False))
-    ohne_schluessel.add_done_callback(lambda t: t.cancelled() or t.exception())  # read only: nothing to undo
+    ohne_schluessel = _im_hintergrund(_plugins(deps, s, None, turns, suchschluessel=False))
     index = deps.services.pair_cache(s.user_id, s.character_id).setdefault(
         "kzg_index", KZGIndex(s.user_id, s.character_id))
-    kzg_gelesen = asyncio.ensure_future(index.refresh(deps.redis) if has_kzg else _nichts(None))
-    kzg_gelesen.add_done_callback(lambda t: t.cancelled() or t.exception())
-    anweisung = "anweisung" in intentionen
-    if anweisung:
-        suchtext, herkunft = s.text, "anweisung"  # imperative override: search the raw utterance
-        such_basis = raw_vec
-        frueh = deps.trace.started_in(FRUEHER_REWRITE)
-        if frueh is not None:
-            frueh.cancel()
-            log.info("enricher: rewrite_verworfen: the rewrite started at the turn's start is dropped, the "
-                     "message is an instruction")
-    else:
-        suchtext, herkunft = await _umschreiben(deps, s, turns)
-        such_basis = raw_vec if herkunft != "rewrite" else await deps.embedder.embed(deps.trace, suchtext)
+    kzg_gelesen = _im_hintergrund(deps.kzg.refresh(index) if has_kzg else _nichts(None))
+    anweisung = "anweisung" in base["user_intentionen"]
+    suchtext, herkunft, such_basis = await _suchschluessel(deps, s, turns, raw_vec, anweisung)
     deps.trace.decision(NAME, "enricher.rewrite", herkunft, {"verlauf": len(turns), "suchtext": suchtext})
     such_vektor, verschiebung, info = wahrnehmung_verschieben(such_basis, a, cluster, cfg,
                                                                intention_anweisung=anweisung)
@@ -355,18 +386,13 @@ async def run(state: TurnState, deps: Deps) -> dict:
     await kzg_gelesen
     # the sources read side by side: KZG, the read path, the plugins, the file index
     kzg_hits, resonanz, plugin_out, aufzeichnungen, plugin_frueh = await asyncio.gather(
-        index.search(deps.redis, such_vektor, threshold=cfg.kzg_threshold, top_k=cfg.kzg_top_k, refreshed=has_kzg),
+        deps.kzg.search(index, such_vektor, threshold=cfg.kzg_threshold, top_k=cfg.kzg_top_k, refreshed=has_kzg),
         lzg_lesen(deps.store, s.user_id, s.character_id, suchtext, such_vektor, cfg, cluster=cluster,
                   nova_sektor=nova_sektor) if has_lzg else _nichts(None),
         _plugins(deps, s, such_vektor, turns),
         _aufzeichnungen(deps, state, suchtext, such_vektor) if n_dateien else _nichts([]),
         ohne_schluessel)
     plugin_out = {**plugin_frueh, **plugin_out}
-    punkte = [{"quelle": "kzg", "inhalt": h["inhalt"], "emotion": h["emotion"], "arousal": h.get("arousal")}
-              for h in kzg_hits if h.get("emotion") and h["emotion"] != "neutral"]
-    if resonanz:
-        punkte += [{"quelle": "lzg", "inhalt": e["inhalt"], "emotion": e["emotion"], "arousal": e.get("arousal")}
-                   for e in resonanz["erinnerungen"] if e.get("emotion") and e["emotion"] != "neutral"]
     ids = _resonanz_melden(deps, resonanz)
     log.info("enricher: herkunft=%s suchtext=%s verschiebung=%s kzg=%d lzg_resonanz_count=%d lzg_resonanz_ids=%s "
              "bibliothek=%d aufzeichnungen=%d", herkunft, deps.settings.said(suchtext), verschiebung, len(kzg_hits), len(ids), ids,
@@ -374,7 +400,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     return {"memory": MemoryRecord(
         **base, kzg=kzg_hits, lzg_resonanz=resonanz, bibliothek=plugin_out.pop("bibliothek", []), plugins=plugin_out,
         such_vektor=[float(x) for x in such_vektor],
-        aufzeichnungen=aufzeichnungen, emotionale_gravitationspunkte=punkte)}
+        aufzeichnungen=aufzeichnungen, emotionale_gravitationspunkte=_gravitationspunkte(kzg_hits, resonanz))}
 
 
 def _resonanz_melden(deps: Deps, resonanz: dict | None) -> list:

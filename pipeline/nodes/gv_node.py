@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict
 
 from pipeline import vocab
 from pipeline.llm_json import ask_json, wort
-from memory import redis_vorher
 from memory.session import fenster
+from memory.session_store import gv_key  # noqa: F401 (the detail's key, named beside the node that writes it)
 from pipeline.node import Node
 from pipeline.nodes.perzeption import VERLAUF_TURNS, kurzverlauf
 from pipeline.services import Deps
@@ -35,17 +35,13 @@ class _Antwort(BaseModel):
     vehikel: str = "Aussage"
 
 
-def gv_key(user_id: str, character_id: str) -> str:
-    return f"gv:detail:{user_id}:{character_id}"
-
-
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     p, e, r = state.perzeption, state.emotion, state.route
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
         "character_name": state.pair.character_name,
-        "verlauf": kurzverlauf([t.model_dump() for t in fenster(state.memory.session_turns, VERLAUF_TURNS)]), "nachricht": s.text,
+        "verlauf": kurzverlauf(fenster(state.memory.session_turns, VERLAUF_TURNS)), "nachricht": s.text,
         "cluster": ", ".join(vocab.CLUSTER), "werkzeuge": ", ".join(vocab.WERKZEUGE),
         "emotion": p.emotion if p else "neutral", "vektor": e.emotions_vektor if e else "plateau",
         "dynamik": p.beziehungs_dynamik if p else "neutral", "momentum": r.momentum if r else "mid"})
@@ -62,8 +58,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
         rec = LandschaftRecord(cluster=cluster, gv_detail=answer.gv_detail[:400], werkzeug=werkzeug,
                                vehikel=answer.vehikel[:40] or "Aussage")
     # the detail as it was, for taking the turn back
-    await redis_vorher.festhalten(deps.redis, s.user_id, s.character_id, s.turn_id, gv_key(s.user_id, s.character_id))
-    await deps.redis.hset(gv_key(s.user_id, s.character_id), mapping={
-        "cluster": rec.cluster, "gv_detail": rec.gv_detail, "werkzeug": rec.werkzeug, "vehikel": rec.vehikel})
+    await deps.landschaft.schreiben(s.user_id, s.character_id, s.turn_id, rec)
     deps.trace.decision(NAME, "gv_node.cluster", rec.cluster, {"status": status})
     return {"landschaft": rec}

@@ -7,12 +7,11 @@ import logging
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory import session
 from pipeline import vocab
 from pipeline.llm_json import ask_json, woerter, wort
 from pipeline.node import Node
 from pipeline.services import Deps
-from core.state import PerzeptionRecord, TurnState
+from core.state import PerzeptionRecord, SessionTurn, TurnState
 
 NAME = "perzeption"
 NODE = Node(
@@ -39,10 +38,10 @@ class _Antwort(BaseModel):
     user_intentionen: list[str] = woerter(vocab.USER_INTENTIONEN)
 
 
-def kurzverlauf(turns: list[dict]) -> str:
+def kurzverlauf(turns: list[SessionTurn]) -> str:
     if not turns:
         return "(noch kein Verlauf)"
-    return "\n".join(f"{t.get('sprecher', t.get('rolle'))}: {t['inhalt'][:VERLAUF_ZEICHEN]}" for t in turns)
+    return "\n".join(f"{t.sprecher}: {t.inhalt[:VERLAUF_ZEICHEN]}" for t in turns)
 
 
 def normalise(a: _Antwort) -> tuple[PerzeptionRecord, list[str]]:
@@ -70,7 +69,7 @@ def normalise(a: _Antwort) -> tuple[PerzeptionRecord, list[str]]:
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
-    turns = await session.load_window(deps.redis, s.user_id, s.character_id, VERLAUF_TURNS) if deps.redis else []
+    turns = await deps.session.load_window(s.user_id, s.character_id, VERLAUF_TURNS) if deps.session else []
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
         "verlauf": kurzverlauf(turns), "nachricht": s.text, "emotionen": ", ".join(vocab.EMOTIONEN),
         "modi": ", ".join(vocab.GESPRAECHSMODI), "dynamiken": ", ".join(vocab.BEZIEHUNGSDYNAMIK),

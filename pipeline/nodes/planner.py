@@ -262,16 +262,16 @@ async def ausstehend_lesen(deps: Deps, state: TurnState) -> AusstehendLage | Non
     the human — a self-trigger or an impulse leaves it alone — or there is no Redis). A state
     that cannot be read is no pending order (named fallback `ausstehend_unlesbar`)."""
     s = state.stimulus
-    if s.herkunft != "user" or deps.redis is None:
+    if s.herkunft != "user" or deps.auftrag is None:
         return None
     try:
-        stand = await ausstehend_store.laden(deps.redis, s.user_id, s.character_id)
+        stand = await deps.auftrag.laden(s.user_id, s.character_id)
     except ValidationError as e:
         log.warning("planner: fallback ausstehend_unlesbar: the pending order of %s:%s does not parse (%s); "
                     "the turn reads the message without it", s.user_id, s.character_id, e.errors()[:1])
         deps.trace.decision(NAME, "planner.ausstehend", "ausstehend_unlesbar", {})
         # the turn's write replaces the unreadable state
-        return AusstehendLage(gelesen=await ausstehend_store.geschrieben_von(deps.redis, s.user_id, s.character_id))
+        return AusstehendLage(gelesen=await deps.auftrag.geschrieben_von(s.user_id, s.character_id))
     if stand is None:
         return AusstehendLage()
     vorher = ausstehend_store.vor_dem_turn(stand, s.turn_id)
@@ -383,7 +383,7 @@ async def _ausstehend_schreiben(deps: Deps, state: TurnState, plan: PlanRecord) 
         deps.trace.decision(NAME, "planner.ausstehend_stand", stand.ausgang, {
             "auftrag": f"{stand.auftrag.agent}/{stand.auftrag.aktion}" if stand.auftrag else None,
             "fehlt": stand.auftrag.fehlt if stand.auftrag else [], "turns": stand.auftrag.turns if stand.auftrag else 0})
-    if not await ausstehend_store.schreiben(deps.redis, s.user_id, s.character_id, stand, gelesen=lage.gelesen):
+    if not await deps.auftrag.schreiben(s.user_id, s.character_id, stand, gelesen=lage.gelesen):
         log.warning("planner: fallback ausstehend_ueberholt: another turn of %s:%s wrote the pending order after "
                     "turn %s read it; this turn's outcome %s is not stored", s.user_id, s.character_id, s.turn_id,
                     stand.ausgang)

@@ -8,7 +8,6 @@ from typing import Awaitable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory import agent_quoten
 from pipeline import regeln, vocab
 from pipeline.llm_json import ask_json, wort
 from memory.session import fenster
@@ -97,9 +96,8 @@ def management_mit_regel(deps: Deps, text: str, management: str, genannt: bool) 
 
 
 def _klassifizieren(deps: Deps, s: Stimulus, session_turns) -> Awaitable:
-    turns = [t.model_dump() for t in fenster(session_turns, VERLAUF_TURNS)]
     return ask_json(deps, NAME, _Antwort, {
-        "verlauf": kurzverlauf(turns), "nachricht": s.text,
+        "verlauf": kurzverlauf(fenster(session_turns, VERLAUF_TURNS)), "nachricht": s.text,
         "heute": local_now(deps.settings.timezone, s.received_at).date().isoformat(),
         "management": ", ".join(vocab.MANAGEMENT), "momentum": ", ".join(vocab.MOMENTUM)})
 
@@ -153,5 +151,5 @@ async def run(state: TurnState, deps: Deps) -> dict:
                          "needs_web": rec.needs_web, "momentum": rec.momentum, "antwort": outcome})
     deps.trace.decision(NAME, "router.termine", termine_status, {"gefunden": len(rec.termine)})
     t = deps.trace  # seed 003: the quota's denominator, per chain; a turn run again counts once
-    await agent_quoten.geroutet(deps.redis, t.chain, f"{t.user_id}:{t.character_id}:{t.turn_id}")
+    await deps.quoten.geroutet(t.chain, f"{t.user_id}:{t.character_id}:{t.turn_id}")
     return {"route": rec}

@@ -17,7 +17,6 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory import session
 from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
@@ -109,9 +108,8 @@ async def _falten(deps: Deps, state: TurnState, bisher: str, neue: list[SessionT
 async def run(state: TurnState, deps: Deps) -> dict:
     s = state.stimulus
     fenster = deps.settings.session_max_turns
-    vorher = await session.load_summary(deps.redis, s.user_id, s.character_id)
-    offen = await session.ausstehend(deps.redis, s.user_id, s.character_id, window=fenster, marke=vorher.marke,
-                                     limit=MAX_NEU)
+    vorher = await deps.session.load_summary(s.user_id, s.character_id)
+    offen = await deps.session.ausstehend(s.user_id, s.character_id, window=fenster, marke=vorher.marke, limit=MAX_NEU)
     if offen.stand == "luecke" and offen.eintraege:
         log.error("zusammenfassung: the last summarised entry (turn %s) is no longer in the session of %s:%s: "
                   "the entries after it were trimmed before they were summarised; folding on from the oldest kept",
@@ -120,12 +118,12 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if not offen.eintraege:
         deps.trace.decision(NAME, "zusammenfassung.falten", "nichts_neu", inputs, threshold=fenster)
         return {}
-    neue = [SessionTurn.model_validate(e) for _, e in offen.eintraege]
+    neue = [e for _, e in offen.eintraege]
     text, art, antwort = await _falten(deps, state, vorher.text, neue)
     letzte = offen.eintraege[-1]
-    stored = await session.fold_summary(deps.redis, s.user_id, s.character_id, nach_marke=vorher.marke, text=text,
-                                        marke=letzte[0], bis_turn_id=neue[-1].turn_id, neu=len(neue),
-                                        turn_id=s.turn_id)
+    stored = await deps.session.fold_summary(s.user_id, s.character_id, nach_marke=vorher.marke, text=text,
+                                             marke=letzte[0], bis_turn_id=neue[-1].turn_id, neu=len(neue),
+                                             turn_id=s.turn_id)
     inputs.update(neu=len(neue), rueckstand=offen.rueckstand - len(neue), bis_turn_id=neue[-1].turn_id,
                   zeichen=len(text), antwort=antwort)
     if not stored:

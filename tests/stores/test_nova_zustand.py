@@ -6,6 +6,7 @@ import asyncio
 import uuid
 from datetime import datetime, timedelta, timezone
 
+from core.state import NovaZustandRecord
 from memory import pg, session
 from pipeline.nodes import db_zugriff
 from tests.conftest import new_pair, with_pool
@@ -60,14 +61,19 @@ def test_the_outbox_job_puts_the_later_turns_state_in_postgres_whatever_the_orde
     asyncio.run(with_pool(pool, go))
 
 
+def _rec(emotion: str, arousal: float, minute: int) -> NovaZustandRecord:
+    """The state as the session client reads it."""
+    return NovaZustandRecord.model_validate(_z(emotion, arousal, minute))
+
+
 def test_db_zugriff_starts_from_the_later_of_the_commit_and_postgres():
     row = {"nova_emotion": "angst", "nova_arousal": 0.9, "emotion_found": True, "emotion_stand": _z("x", 0, 4)["stand"]}
     # the last turn's commit is later than what the outbox has put in Postgres yet
-    merged = db_zugriff.mit_zustand(row, _z("freude", 0.7, 5))
+    merged = db_zugriff.mit_zustand(row, _rec("freude", 0.7, 5))
     assert (merged["nova_emotion"], merged["nova_arousal"]) == ("freude", 0.7)
     # Redis holds an older state than Postgres (a Redis restored from an old snapshot)
-    assert db_zugriff.mit_zustand(row, _z("freude", 0.7, 3)) == row
+    assert db_zugriff.mit_zustand(row, _rec("freude", 0.7, 3)) == row
     # nothing committed in Redis (lost, or a pair from before): Postgres; and a cold start
     assert db_zugriff.mit_zustand(row, None) == row
     cold = {"nova_emotion": "neutral", "nova_arousal": 0.3, "emotion_found": False, "emotion_stand": None}
-    assert db_zugriff.mit_zustand(cold, _z("freude", 0.7, 1))["emotion_found"] is True
+    assert db_zugriff.mit_zustand(cold, _rec("freude", 0.7, 1))["emotion_found"] is True
