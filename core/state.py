@@ -274,6 +274,36 @@ class BibliothekTreffer(_Eintrag):
     `thema` (near the key); None for the pair's own."""
 
 
+class AufzeichnungTreffer(_Eintrag):
+    """A chunk of the pair's files the file index found (memory/aufzeichnungen.suchen), one per file."""
+
+    id: int
+    """The chunk's id."""
+    datei_id: int | None = None
+    """The file it was cut from (None: a record written on its own)."""
+    pfad: str
+    titel: str
+    datei: str | None = None
+    """The file's name."""
+    zusammenfassung: str | None = None
+    auszug: str = ""
+    """The chunk's text, cut at `files_excerpt_chars`."""
+    cosinus: float | None = None
+    """The dense channel's cosine (None: found by its words alone)."""
+    kanal: Literal["stichwort", "dicht", "beide"]
+    rang: float | None = None
+    """The keyword channel's rank (None: not found by its words)."""
+
+
+class Aufzeichnungssuche(_Eintrag):
+    """What the file index found for a question."""
+
+    treffer: list[AufzeichnungTreffer] = Field(default_factory=list)
+    bestand: int = 0
+    """How many chunks the pair's files hold."""
+    schwaechster_kosinus: float | None = None
+
+
 class GravitationsPunkt(_Eintrag):
     """An emotional memory of the turn's reads (seed 001 §4): pulls Nova's state toward its emotion."""
 
@@ -303,7 +333,7 @@ class MemoryRecord(_Record):
     lzg_resonanz: Resonanz | None = None
     """The long-term read (None: long-term memory was not read this turn)."""
     bibliothek: list[BibliothekTreffer] = Field(default_factory=list)
-    aufzeichnungen: list[dict[str, Any]] = Field(default_factory=list)
+    aufzeichnungen: list[AufzeichnungTreffer] = Field(default_factory=list)
     """The file index's hits (memory/aufzeichnungen.suchen's `treffer`)."""
     plugins: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     """Each plugin's context by its name: free-form, each plugin's entries its own shape (`notizen`:

@@ -99,3 +99,15 @@ def test_the_tribunals_verdicts_are_typed_and_an_old_jobs_verdicts_still_read():
     assert verdict_of(None, "kaputt", 2) == Urteil(urteil="unklar", gruende=["tribunal_kaputt"], runde=2)
     with pytest.raises(ValueError):
         Urteil.model_validate({"urteil": "vielleicht"})
+
+
+def test_the_file_index_hits_of_an_old_job_read_typed():
+    from core.state import AufzeichnungTreffer, Aufzeichnungssuche
+
+    alt = {"id": 4, "datei_id": 2, "pfad": "steuer.pdf#3", "titel": "Fristen", "datei": "steuer.pdf",
+           "zusammenfassung": "Steuer", "auszug": "Abgabe bis 31. Juli", "cosinus": None, "kanal": "stichwort",
+           "rang": 0.4}
+    m = MemoryRecord.model_validate({"aufzeichnungen": [alt]})
+    assert m.aufzeichnungen == [AufzeichnungTreffer(**alt)] and m.aufzeichnungen[0].kanal == "stichwort"
+    assert m.model_dump(mode="json")["aufzeichnungen"] == [alt]
+    assert Aufzeichnungssuche.model_validate({"treffer": [alt], "bestand": 9, "schwaechster_kosinus": None}).bestand == 9
