@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any
 
 from actors.delegation import DELEGATIONS, Delegation
 from core.errors import ChainError, OutageError
@@ -15,6 +14,7 @@ from pipeline.chains import BACKGROUND_CHAIN, MENSCH_CHAIN
 from pipeline.runner import ChainRunner
 from pipeline.services import Deps, Services
 from core.state import DelegationSchreiben, KzgSchreiben, Schreibauftrag, Stimulus, TurnState
+from core.wire import BackgroundJob, SelfTriggerJob
 from pipeline.wissensluecken import NEUGIER_VORRANG
 from pipeline.trace import TurnTrace
 
@@ -43,12 +43,12 @@ def delegation_key(user_id: str, character_id: str, turn_id: str, nummer: int) -
     return f"bg:delegation:{user_id}:{character_id}:{turn_id}:{nummer}"
 
 
-async def run_background(services: Services, pool, job: dict[str, Any]) -> None:
+async def run_background(services: Services, pool, job: BackgroundJob) -> None:
     from memory import pg
 
-    state = TurnState.model_validate(job["state"])
+    state = TurnState(**dict(job.state))
     s = state.stimulus
-    teil = job.get("teil", "ganz")
+    teil = job.teil
     done_key = erledigt_key(s.user_id, s.character_id, s.turn_id) + ("" if teil == "ganz" else f":{teil}")
     if await erasure.markiert(services.redis, s.user_id):
         raise erasure.abgewiesen(s.user_id, f"the background of turn {s.turn_id}")
@@ -170,7 +170,7 @@ async def impuls_erledigt(r, due_key: str, raw, *, again_in_s: float | None = No
     await pipe.execute()
 
 
-async def deliver_self_trigger(redis, settings, job: dict[str, Any]) -> None:
+async def deliver_self_trigger(redis, settings, job: SelfTriggerJob) -> None:
     """A self-trigger's follow-up (the `selbst_anstoss` job committed with its turn) to the pair's
     event queue. Idempotent by the follow-up's own turn id: a second delivery (a worker that died
     after it) answers from the stored result and counts no second self-trigger. A pair actor that
@@ -178,20 +178,19 @@ async def deliver_self_trigger(redis, settings, job: dict[str, Any]) -> None:
     from actors.activation import aktivieren
     from core.wire import EventDropped, PairEventRequest, TurnFailure
 
-    t = job["turn"]
-    actor = await aktivieren(redis, settings, t["user_id"], t["character_id"])
-    out = await actor.event.remote(PairEventRequest(kind="continue", aus_turn=t["turn_id"], **job["anstoss"]))
+    t = job.turn
+    actor = await aktivieren(redis, settings, t.user_id, t.character_id)
+    out = await actor.event.remote(PairEventRequest(kind="continue", aus_turn=t.turn_id,
+                                                    **job.anstoss.model_dump(exclude_none=True)))
     if isinstance(out, EventDropped):
-        log.warning("self-trigger of turn %s of %s:%s dropped: %s", t["turn_id"], t["user_id"], t["character_id"],
-                    out.reason)
+        log.warning("self-trigger of turn %s of %s:%s dropped: %s", t.turn_id, t.user_id, t.character_id, out.reason)
     elif isinstance(out, TurnFailure):
         # the reply announced it (`nachricht_folgt`): the job fails, and the outbox delivers it again —
         # as an outage (it waits, uncounted) when a store or a service was away
         log.error("self-trigger of turn %s of %s:%s failed in %s%s: %s; the outbox delivers it again",
-                  t["turn_id"], t["user_id"], t["character_id"], out.node, " (an outage)" if out.ausfall else "",
-                  out.message)
+                  t.turn_id, t.user_id, t.character_id, out.node, " (an outage)" if out.ausfall else "", out.message)
         fehler = FollowUpWaits if out.ausfall else FollowUpFailed
-        raise fehler(f"the follow-up of turn {t['turn_id']} failed in {out.node}: {out.message}"[:500])
+        raise fehler(f"the follow-up of turn {t.turn_id} failed in {out.node}: {out.message}"[:500])
 
 
 async def deliver_due_impulses(services: Services, settings, limit: int = 5) -> int:

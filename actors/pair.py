@@ -340,7 +340,7 @@ class PairActor:
             if stored is not None:
                 log.info("pair %s:%s: turn %s answered from its stored result", self.user_id,
                          self.character_id, turn_id)
-                return TurnResult.model_validate({**stored, "replayed": True})
+                return TurnResult.model_validate({**stored.body(), "replayed": True})
             return await self._run_chain(services, turn_id, request, events, stimulus)
         finally:
             self._order.release()
@@ -426,7 +426,7 @@ class PairActor:
         metrics.turn_latency(self.character_id, ms)
         metrics.turn_finished("ok")
         self._consume_self_trigger(state)
-        result = dict(state.dispatch.result)
+        result = state.dispatch.result.body()
         result["timings"] = {**result.get("timings", {}), **trace.timings()}
         result["replayed"] = not state.dispatch.committed
         return TurnResult.model_validate(result)
@@ -586,7 +586,7 @@ class PairActor:
         log.info("pair %s:%s: %s %s names turn %s, which has answered: its stored result again (a retry)",
                  self.user_id, self.character_id, request.art, request.op_id, request.turn_id)
         return RetractResult(op_id=request.op_id, art=request.art, zurueckgenommen=[],
-                             turn=TurnResult.model_validate({**stored, "replayed": True}))
+                             turn=TurnResult.model_validate({**stored.body(), "replayed": True}))
 
     async def _weiter(self, services: Services, v: vorgaenge.Vorgang) -> RetractResult:
         """An operation from where it stands to its end."""
@@ -599,7 +599,7 @@ class PairActor:
         if v.turn_id:
             stored, _ = await self._begin(services, v.turn_id, None)
             if stored is not None:
-                out.turn = TurnResult.model_validate({**stored, "replayed": True})
+                out.turn = TurnResult.model_validate({**stored.body(), "replayed": True})
             else:
                 request = PairTurnRequest(text=v.text or "", turn_id=v.turn_id, name=v.name, received_at=v.received_at)
                 done = await self._run_chain(services, v.turn_id, request, None)

@@ -18,6 +18,7 @@ from typing import Any
 import ray
 
 from core.settings import Settings
+from core.wire import BackgroundJob, SelfTriggerJob, TurnJob
 
 log = logging.getLogger("novaberg.worker")
 
@@ -124,39 +125,41 @@ class BackgroundWorker:
         return self._services
 
     async def handle(self, r, pool, job: dict[str, Any]) -> None:
-        """One outbox job. A job of an erased user (its mark, or a write the mark refused on the
-        way) ends here without error: the outbox acknowledges it, nothing retries it."""
+        """One outbox job, as the stream holds it (any version up to `JOB_VERSION`; a newer one raises
+        `JobTooNew` and waits for a newer worker). A job of an erased user (its mark, or a write the
+        mark refused on the way) ends here without error: the outbox acknowledges it, nothing
+        retries it."""
+        from core.wire import read_job
         from memory import erasure
 
+        typed = read_job(job)
         try:
-            await self._work(r, pool, job)
+            await self._work(r, pool, typed, job)
         except Exception as e:
             if not erasure.ist_geloescht(e):
                 raise
             log.warning("outbox worker %d: fallback geloescht: a %s job's write was refused, its user was "
-                        "erased; the job is acknowledged", self.index, job.get("kind"))
+                        "erased; the job is acknowledged", self.index, typed.kind)
 
-    async def _work(self, r, pool, job: dict[str, Any]) -> None:
+    async def _work(self, r, pool, job: TurnJob | BackgroundJob | SelfTriggerJob, raw: dict[str, Any]) -> None:
         from memory import erasure, pg, ruecknahme
 
-        kind = job.get("kind")
-        if await ruecknahme.job_zurueckgenommen(r, job):
+        if await ruecknahme.job_zurueckgenommen(r, raw):
             return
-        user_id = ruecknahme.job_ziel(job)[0]
+        user_id = job.ziel().user_id
         if await erasure.markiert(r, user_id):
-            raise erasure.abgewiesen(user_id, f"the {kind} job")
-        if kind == "turn":
-            await pg.write_turn_job(pool, job)
-        elif kind == "selbst_anstoss":
-            from actors.background import deliver_self_trigger
+            raise erasure.abgewiesen(user_id, f"the {job.kind} job")
+        match job:
+            case TurnJob():
+                await pg.write_turn_job(pool, job)
+            case SelfTriggerJob():
+                from actors.background import deliver_self_trigger
 
-            await deliver_self_trigger(r, self.settings, job)
-        elif kind == "hintergrund":
-            from actors.background import run_background
+                await deliver_self_trigger(r, self.settings, job)
+            case BackgroundJob():
+                from actors.background import run_background
 
-            await run_background(self.dienste(), pool, job)
-        else:
-            raise ValueError(f"unknown outbox job kind {kind!r}")
+                await run_background(self.dienste(), pool, job)
 
     def wait_ready(self, timeout_s: float = 30.0) -> bool:
         return self.ready.wait(timeout_s)

@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from core.result import TurnResult
+
 
 Herkunft = Literal["user", "eigener_impuls", "self_trigger"]
 
@@ -618,7 +620,7 @@ class DispatchRecord(_Record):
 
     committed: bool
     """False when the same turn_id had been committed already (nothing written twice)."""
-    result: dict
+    result: TurnResult
     """What the client receives, and what a repeated turn_id returns."""
 
 

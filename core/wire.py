@@ -14,9 +14,13 @@ import abc
 from datetime import datetime
 from typing import Annotated, Any, AsyncIterator, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (BaseModel, ConfigDict, Field, TypeAdapter, computed_field, field_serializer, model_serializer,
+                      model_validator)
 
 from core.errors import ServiceError
+from core.result import TurnCheck, TurnResult, TurnUsage  # noqa: F401  (the ingress ↔ pair actor seam's result)
+from core.state import (DraftRecord, MemoryRecord, NovaPerzeptionRecord, PairRecord, PerzeptionRecord, PruefungRecord,
+                        RetryNutzlast, SessionTurn, Stimulus, UrteilRecord)
 
 # ---------------------------------------------------------------------------- ingress ↔ pair actor
 
@@ -66,70 +70,6 @@ class PairEventRequest(BaseModel):
     """A retry of a named message: the name it came with."""
     received_at: datetime | None = None
     """A retry of a message an operator dated: its date."""
-
-
-class TurnUsage(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    llm_calls: int = 0
-
-
-class TurnCheck(BaseModel):
-    """How the Thinker checked the reply (the result's `pruefung`)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    status: str
-    iterationen: int
-    werkzeuge: list[str]
-
-
-class TurnResult(BaseModel):
-    """A committed turn as the pair actor returns it (and as it is stored under its turn_id: a
-    repeated turn_id returns it with `replayed`). The fields in the order the dispatcher writes
-    them; a field a stored result holds beyond these is kept (`extra`), so the result goes back to
-    a client with the keys it was stored with: `model_dump(exclude_unset=True)`."""
-
-    model_config = ConfigDict(extra="allow")
-
-    turn_id: str
-    user_id: str
-    character_id: str
-    character_name: str
-    reply: str
-    herkunft: str
-    eigener_gedanke: str | None = None
-    model: str
-    usage: TurnUsage
-    emotion: str | None = None
-    arousal: float | None = None
-    emotions_vektor: str | None = None
-    emotions_verlauf: list[str] | None = None
-    sprach_stil: str | None = None
-    beziehungs_dynamik: str | None = None
-    intent: str | None = None
-    tone: str | None = None
-    gespraechs_modus: str | None = None
-    user_intentionen: list[str] | None = None
-    momentum: str | None = None
-    needs_web: bool | None = None
-    nachricht_folgt: bool = False
-    pruefung: TurnCheck | None = None
-    ursprung_turn_id: str | None = None
-    name: str | None = None
-    """The person's name as the turn's request gave it (`TurnRequest.name`); absent when none came."""
-    zeitpunkt: str | None = None
-    """The message's date as an operator gave it (`TurnRequest.zeitpunkt`); absent when none came."""
-    created_at: str
-    timings: dict[str, Any] = Field(default_factory=dict)
-    replayed: bool = False
-    """True when this turn_id had run before and the stored result is returned."""
-
-    def body(self) -> dict[str, Any]:
-        """The result as a JSON body: the keys it was made (or stored) with."""
-        return self.model_dump(exclude_unset=True)
 
 
 class TurnFailure(BaseModel):
@@ -486,3 +426,258 @@ class Episode(BaseModel):
     to them (`praegung`, `resonanz_gewicht`) and their forgetting curves restart, in the same
     transaction as the nodes (a live turn's; an import has none)."""
     resonanz_gewicht: float = 0.5
+
+
+# ---------------------------------------------------------------------------- the turn's commit: stored and queued shapes
+# The session entries (`core.state.SessionTurn`), the stored result (`TurnResult`) and the outbox
+# jobs a committed turn writes to Redis, which the background workers read back (actors/worker.py).
+
+JOB_VERSION = 2
+"""The outbox jobs' format this release writes (`OutboxJob.v`). 1: the jobs written before the field
+existed (plain dicts; read as version 1)."""
+
+
+class JobTooNew(ServiceError, RuntimeError):
+    """An outbox job written by a newer release (its `v` above `JOB_VERSION`): this worker leaves it
+    pending, uncounted, and a worker of the newer release takes it up (memory/outbox.py)."""
+
+
+class KeptTurn(BaseModel):
+    """The record of a turn whose character chain failed while the human's message was kept
+    (`dispatcher.keep_human`): no reply, the node that failed. A later success of the same
+    turn_id replaces it with its `TurnResult`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    turn_id: str
+    user_id: str
+    character_id: str
+    reply: None = None
+    herkunft: str
+    fehler_knoten: str
+    name: str | None = None
+    zeitpunkt: str | None = None
+    created_at: str
+
+
+class JobPair(BaseModel):
+    """The pair and the turn a job works for."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    user_id: str
+    character_id: str
+    turn_id: str
+
+
+def session_entry(entry: SessionTurn) -> dict[str, Any]:
+    """A session entry as the session list stores it: the keys it was made with, its time in
+    ISO form with its offset."""
+    out = entry.model_dump(mode="json", exclude_unset=True)
+    if "time" in out:
+        out["time"] = entry.time.isoformat()
+    return out
+
+
+class _Envelope(BaseModel):
+    """An outbox job's envelope: its format's version (a job read without one is version 1,
+    `read_job`), keys it does not know ignored (`TurnJob`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    v: int = JOB_VERSION
+
+
+class TurnRecordJob(JobPair):
+    """A turn's durable record (Postgres `turns`): the message as its session entry holds it
+    (`mensch.inhalt`, also for a retry or an own thought, whose entry the session does not get a
+    second time), the reply ("" when it failed), the message's vector, the stored result, Nova's
+    state after the turn. Read from a version 1 job, the message comes from `user_text`."""
+
+    mensch: SessionTurn
+    reply: str
+    user_embedding: list[float] | None = None
+    result: TurnResult | KeptTurn = Field(union_mode="left_to_right")
+    created_at: str
+    nova_zustand: dict[str, Any] | None = None
+    """Nova's emotion state after the turn (`session.zustand_key`'s JSON: emotion, arousal,
+    vektor, verlauf, stand)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _user_text(cls, data: Any) -> Any:
+        """Version 1: the message as `user_text`, beside the result that names its origin."""
+        if isinstance(data, dict) and "mensch" not in data and "user_text" in data:
+            res = data.get("result") or {}
+            herkunft = res.get("herkunft", "user") if isinstance(res, dict) else "user"
+            data = {**data, "mensch": {
+                "rolle": "assistant" if herkunft == "eigener_impuls" else "user", "sprecher": "",
+                "inhalt": data["user_text"], "turn_id": data.get("turn_id"), "herkunft": herkunft,
+                "time": data.get("created_at")}}
+        return data
+
+    @field_serializer("mensch")
+    def _eintrag(self, v: SessionTurn) -> dict[str, Any]:
+        return session_entry(v)
+
+    @field_serializer("result")
+    def _ergebnis(self, v: TurnResult | KeptTurn) -> dict[str, Any]:
+        """The result with the keys it was made with (as Redis stores it)."""
+        return v.model_dump(mode="json", exclude_unset=True)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def user_text(self) -> str:
+        """The message under its version 1 name, for the workers of the release before `v`: they
+        read `user_text` (written, never read, until no such worker runs)."""
+        return self.mensch.inhalt
+
+
+class TurnJob(_Envelope):
+    """The job that writes a turn's record and its pipeline_log rows to Postgres (memory/pg.py
+    `write_turn_job`).
+
+    Versioning, for a rolling deploy where workers of two releases read one outbox: every job
+    carries `v` (`JOB_VERSION`); a job without it is version 1 and reads (the dicts the release
+    before wrote, `user_text` for the message). The envelopes ignore keys they do not know
+    (`extra="ignore"`): a key a newer release adds to a job is dropped by an older reader, not
+    refused. The records a job carries (the session entry, the turn state's records) keep their
+    `extra="forbid"`: a change an older reader cannot read raises `v`, and a worker that finds a
+    `v` above its own leaves the job pending, uncounted (`JobTooNew`), for a worker of the newer
+    release. Toward the release before `v` (which reads jobs by key) this one writes what that one
+    reads: the turn's `user_text` besides `mensch`, `teil` always, `v` it does not read."""
+
+    kind: Literal["turn"] = "turn"
+    turn: TurnRecordJob
+    log: list[dict[str, Any]] = Field(default_factory=list)
+    """The turn's pipeline_log rows (pipeline/trace.py `TurnTrace.rows`)."""
+
+    def ziel(self) -> JobPair:
+        return self.turn
+
+
+class BackgroundState(BaseModel):
+    """The records of the turn state the background chain starts from (`dispatcher.BACKGROUND_RECORDS`);
+    serialised whole, a record that is None left out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stimulus: Stimulus
+    pair: PairRecord | None = None
+    draft: DraftRecord | None = None
+    pruefung: PruefungRecord | None = None
+    urteil: UrteilRecord | None = None
+    perzeption: PerzeptionRecord | None = None
+    memory: MemoryRecord | None = None
+    nova_perzeption: NovaPerzeptionRecord | None = None
+
+    @model_serializer(mode="plain")
+    def _records(self) -> dict[str, Any]:
+        return {k: getattr(self, k).model_dump(mode="json") for k in type(self).model_fields
+                if getattr(self, k) is not None}
+
+
+class BackgroundJob(_Envelope):
+    """The background chain of a committed turn (`teil` `ganz`), or salience alone over the human's
+    words of a turn kept without a reply (`mensch`): actors/background.py `run_background`.
+    Versioning as for `TurnJob`."""
+
+    kind: Literal["hintergrund"] = "hintergrund"
+    teil: Literal["ganz", "mensch"] = "ganz"
+    turn_id: str
+    state: BackgroundState
+
+    def ziel(self) -> JobPair:
+        s = self.state.stimulus
+        return JobPair(user_id=s.user_id, character_id=s.character_id, turn_id=self.turn_id)
+
+
+class SelfTriggerJob(_Envelope):
+    """A self-trigger the Thinker set (seed 000 §3.5), delivered to the pair's event queue by a
+    worker (actors/background.py `deliver_self_trigger`). Versioning as for `TurnJob`."""
+
+    kind: Literal["selbst_anstoss"] = "selbst_anstoss"
+    turn: JobPair
+    anstoss: RetryNutzlast
+
+    @field_serializer("anstoss")
+    def _gesetzt(self, v: RetryNutzlast) -> dict[str, Any]:
+        return v.model_dump(mode="json", exclude_none=True)
+
+    def ziel(self) -> JobPair:
+        return self.turn
+
+
+OutboxJob = Annotated[TurnJob | BackgroundJob | SelfTriggerJob, Field(discriminator="kind")]
+"""One job of the outbox stream (memory/outbox.py), as a committed turn queues it."""
+
+OUTBOX_JOB: TypeAdapter[TurnJob | BackgroundJob | SelfTriggerJob] = TypeAdapter(OutboxJob)
+
+
+def read_job(raw: dict[str, Any] | str | bytes) -> TurnJob | BackgroundJob | SelfTriggerJob:
+    """An outbox job as a worker reads it (any version up to `JOB_VERSION`); a newer one raises
+    `JobTooNew`, a malformed one pydantic's ValidationError."""
+    import json
+
+    data = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+    if isinstance(data, dict):
+        data = {"v": 1, **data}  # written before `v` existed
+        if isinstance(data["v"], int) and data["v"] > JOB_VERSION:
+            raise JobTooNew(f"a {data.get('kind')} job of version {data['v']}; this release reads up to {JOB_VERSION}")
+    return OUTBOX_JOB.validate_python(data)
+
+
+def job_json(job: TurnJob | BackgroundJob | SelfTriggerJob) -> str:
+    """A job as the outbox stream stores it."""
+    return job.model_dump_json()
+
+
+class TurnCommit(BaseModel):
+    """What a turn commits to Redis at once (memory/session.py `commit_turn`): the stored result
+    (what a repeated turn_id returns), both session entries (`mensch` None: the turn has no new
+    message of the human, a Thinker retry), the message pushed to the events route (one nobody
+    asked for), Nova's state after the turn and the outbox jobs. `keep_turns`, `ttl_s` and
+    `push_keep` bound what stays; `zaun`: commit only while the committing process still serves
+    the pair ((registry hash, pair field, entry); else PairSuperseded)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    result: TurnResult
+    mensch: SessionTurn | None
+    nova: SessionTurn
+    jobs: list[TurnJob | BackgroundJob | SelfTriggerJob] = Field(default_factory=list)
+    keep_turns: int
+    ttl_s: int
+    push: dict[str, Any] | None = None
+    push_keep: int = 1000
+    zustand: dict[str, Any] | None = None
+    zaun: tuple[str, str, str] | None = None
+
+    @property
+    def user_id(self) -> str:
+        return self.result.user_id
+
+    @property
+    def character_id(self) -> str:
+        return self.result.character_id
+
+    @property
+    def turn_id(self) -> str:
+        return self.result.turn_id
+
+
+class HumanCommit(BaseModel):
+    """The human's message kept on its own when Nova's chain failed (memory/session.py
+    `commit_human`): his session entry and its jobs (the turn's record without a reply, salience
+    over his words), once per turn."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    character_id: str
+    turn_id: str
+    mensch: SessionTurn
+    jobs: list[TurnJob | BackgroundJob | SelfTriggerJob] = Field(default_factory=list)
+    keep_turns: int
+    ttl_s: int
+    zaun: tuple[str, str, str] | None = None

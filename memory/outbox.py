@@ -22,7 +22,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from core.errors import ModelUnavailable, OutageError
-from core.wire import PairSuperseded
+from core.wire import BackgroundJob, JobTooNew, PairSuperseded, SelfTriggerJob, TurnJob, job_json
 from memory.seams import caused_by
 
 OUTBOX_STREAM = "novaberg:outbox"
@@ -120,8 +120,10 @@ def _id_key(entry_id: str) -> tuple[int, int]:
     return int(ms), int(seq or 0)
 
 
-async def enqueue(r: Redis, job: dict[str, Any], stream: str = OUTBOX_STREAM) -> str:
-    return await r.xadd(stream, {"job": json.dumps(job)})
+async def enqueue(r: Redis, job: TurnJob | BackgroundJob | SelfTriggerJob | dict[str, Any],
+                  stream: str = OUTBOX_STREAM) -> str:
+    """Queue a job outside a turn's commit (a typed job, or a stored one as it is)."""
+    return await r.xadd(stream, {"job": job_json(job) if not isinstance(job, dict) else json.dumps(job)})
 
 
 async def backlog(r: Redis) -> dict[str, Any]:
@@ -220,6 +222,11 @@ class OutboxConsumer:
         try:
             job = json.loads(raw)
             await self.handler(job)
+        except JobTooNew as e:
+            # a rolling deploy: a newer release wrote it; it stays pending, uncounted, and is claimed
+            # again after `claim_idle_ms`, by then by a worker of that release
+            log.warning("outbox: job %s waits for a newer worker (%s) (fallback job_zu_neu)", _s(entry_id), e)
+            return 0
         except Exception as e:
             if is_model_away(e):
                 await self._model_away(entry_id, raw, e)

@@ -16,6 +16,7 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from core.wire import TurnJob
 from memory import erasure, vorher
 from memory.seams import store_calls
 
@@ -140,7 +141,7 @@ async def load_pair(pool: AsyncConnectionPool, user_id: str, character_id: str) 
 
 
 # ---------------------------------------------------------------- background writes
-async def write_turn_job(pool: AsyncConnectionPool, job: dict[str, Any]) -> None:
+async def write_turn_job(pool: AsyncConnectionPool, job: TurnJob) -> None:
     """Persist one finished turn: its record and its pipeline_log rows, in one transaction.
 
     Idempotent (a second delivery changes nothing), because a re-claimed job may have committed
@@ -149,15 +150,15 @@ async def write_turn_job(pool: AsyncConnectionPool, job: dict[str, Any]) -> None
     taken back (`zurueckgenommene_turns`, memory/ruecknahme.py) is not written again: a job that
     slipped past the outbox's fence finds the record in the same transaction.
     """
-    t = job["turn"]
+    t = job.turn
     async with pool.connection() as conn:
         async with conn.transaction():
-            await erasure.pruefen(conn, t["user_id"], f"the record of turn {t['turn_id']}")
+            await erasure.pruefen(conn, t.user_id, f"the record of turn {t.turn_id}")
             cur = await conn.execute("SELECT 1 FROM zurueckgenommene_turns WHERE user_id=%s AND character_id=%s"
-                                     " AND turn_id=%s", (t["user_id"], t["character_id"], t["turn_id"]))
+                                     " AND turn_id=%s", (t.user_id, t.character_id, t.turn_id))
             if await cur.fetchone() is not None:
                 log.warning("outbox: fallback zurueckgenommen: turn %s of %s:%s was taken back; its record is not "
-                            "written", t["turn_id"], t["user_id"], t["character_id"])
+                            "written", t.turn_id, t.user_id, t.character_id)
                 return
             await conn.execute(
                 "INSERT INTO turns (user_id, character_id, turn_id, user_text, reply, user_embedding,"
@@ -166,16 +167,15 @@ async def write_turn_job(pool: AsyncConnectionPool, job: dict[str, Any]) -> None
                 " result = EXCLUDED.result, user_embedding = COALESCE(EXCLUDED.user_embedding, turns.user_embedding)"
                 " WHERE turns.reply = '' AND EXCLUDED.reply <> ''",
                 (
-                    t["user_id"], t["character_id"], t["turn_id"], t["user_text"], t["reply"],
-                    _vec(t.get("user_embedding")), Jsonb(t["result"]),
-                    datetime.fromisoformat(t["created_at"]),
+                    t.user_id, t.character_id, t.turn_id, t.mensch.inhalt, t.reply, _vec(t.user_embedding),
+                    Jsonb(t.result.model_dump(mode="json", exclude_unset=True)), datetime.fromisoformat(t.created_at),
                 ),
             )
-            await _insert_log_rows(conn, t["user_id"], t["character_id"], t["turn_id"], job.get("log", []))
-            if t.get("nova_zustand"):
-                await vorher.zeile_festhalten(conn, t["user_id"], t["character_id"], t["turn_id"], "nova_emotion",
-                                              {"user_id": t["user_id"], "character_id": t["character_id"]})
-                await _save_zustand(conn, t["user_id"], t["character_id"], t["nova_zustand"])
+            await _insert_log_rows(conn, t.user_id, t.character_id, t.turn_id, job.log)
+            if t.nova_zustand:
+                await vorher.zeile_festhalten(conn, t.user_id, t.character_id, t.turn_id, "nova_emotion",
+                                              {"user_id": t.user_id, "character_id": t.character_id})
+                await _save_zustand(conn, t.user_id, t.character_id, t.nova_zustand)
 
 
 async def _save_zustand(conn, user_id: str, character_id: str, z: dict[str, Any]) -> None:

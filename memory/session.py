@@ -19,7 +19,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from core.wire import PairSuperseded
+from core.wire import HumanCommit, PairSuperseded, TurnCommit, TurnResult, job_json, session_entry
 from memory import redis_vorher, schluessel_index
 from memory.outbox import OUTBOX_STREAM
 
@@ -389,13 +389,14 @@ async def annotate_turn(r: Redis, user_id: str, character_id: str, turn_id: str,
     return False
 
 
-async def stored_result(r: Redis, user_id: str, character_id: str, turn_id: str) -> dict | None:
+async def stored_result(r: Redis, user_id: str, character_id: str, turn_id: str) -> TurnResult | None:
     return result_from(await r.get(result_key(user_id, character_id, turn_id)))
 
 
-def result_from(raw: bytes | str | None) -> dict | None:
-    """A stored turn result as read from `result_key` (None: the turn_id has not run)."""
-    return None if raw is None else json.loads(raw)
+def result_from(raw: bytes | str | None) -> TurnResult | None:
+    """A stored turn result as read from `result_key` (None: the turn_id has not run); its keys as
+    it was stored with (`TurnResult.body`)."""
+    return None if raw is None else TurnResult.model_validate_json(raw)
 
 
 Zaun = tuple[str, str, str]
@@ -412,44 +413,42 @@ def _gezaeunt(done: int, user_id: str, character_id: str, turn_id: str) -> None:
                              "the pair now")
 
 
-async def commit_turn(r: Redis, *, user_id: str, character_id: str, turn_id: str, result: dict,
-                      user_turn: dict | None, nova_turn: dict, job: dict | list[dict], keep_turns: int, ttl_s: int,
-                      push: dict | None = None, push_keep: int = 1000, zustand: dict | None = None,
-                      zaun: Zaun | None = None) -> bool:
+async def commit_turn(r: Redis, commit: TurnCommit) -> bool:
     """Store result, both session turns, the pushed message, Nova's state and the outbox jobs
-    atomically. False: already committed. `user_turn` None: the turn has no new message of the
-    human (a self-triggered retry). `push`: a message nobody asked for, for the events route.
-    `zustand`: Nova's emotion state after the turn (ei_calc_persist), for the next turn. `zaun`:
-    commit only while the committing process still serves the pair (else PairSuperseded)."""
-    jobs = job if isinstance(job, list) else [job]
-    fence_key, fence_field, fence_value = _zaun_args(zaun, result_key(user_id, character_id, turn_id))
+    atomically (`TurnCommit`). False: already committed. PairSuperseded: `commit.zaun` names an
+    entry that no longer serves the pair."""
+    c = commit
+    user_id, character_id, turn_id = c.user_id, c.character_id, c.turn_id
+    fence_key, fence_field, fence_value = _zaun_args(c.zaun, result_key(user_id, character_id, turn_id))
     done = await r.eval(
         _COMMIT, 10,
         result_key(user_id, character_id, turn_id), session_key(user_id, character_id), OUTBOX_STREAM,
         push_key(user_id, character_id), zustand_key(user_id, character_id), mensch_key(user_id, character_id, turn_id),
         redis_vorher.vorher_key(user_id, character_id, turn_id), fence_key,
         schluessel_index.paare_key(user_id), schluessel_index.turns_key(user_id, character_id),
-        json.dumps(result), ttl_s, json.dumps(user_turn) if user_turn is not None else "", json.dumps(nova_turn), keep_turns,
-        json.dumps(push) if push is not None else "", push_keep, json.dumps(zustand) if zustand is not None else "",
-        fence_field, fence_value, character_id, schluessel_index.horizont(ttl_s), turn_id, *[json.dumps(j) for j in jobs],
+        json.dumps(c.result.body()), c.ttl_s, json.dumps(session_entry(c.mensch)) if c.mensch is not None else "",
+        json.dumps(session_entry(c.nova)), c.keep_turns, json.dumps(c.push) if c.push is not None else "", c.push_keep,
+        json.dumps(c.zustand) if c.zustand is not None else "", fence_field, fence_value, character_id,
+        schluessel_index.horizont(c.ttl_s), turn_id, *[job_json(j) for j in c.jobs],
     )
     _gezaeunt(done, user_id, character_id, turn_id)
     return bool(done)
 
 
-async def commit_human(r: Redis, *, user_id: str, character_id: str, turn_id: str,
-                       user_turn: dict, jobs: list[dict], keep_turns: int, ttl_s: int, zaun: Zaun | None = None) -> int:
-    """Keep the human's message when Nova's chain failed: his session entry and `jobs` (the turn's
-    record, salience of his words) atomically, once per turn. 1: kept now; 2: his part was kept
-    before; 0: the whole turn is committed. A later commit of the whole turn adds Nova's reply alone.
-    `zaun` as for `commit_turn`."""
-    fence_key, fence_field, fence_value = _zaun_args(zaun, result_key(user_id, character_id, turn_id))
+async def commit_human(r: Redis, commit: HumanCommit) -> int:
+    """Keep the human's message when Nova's chain failed: his session entry and its jobs (the turn's
+    record, salience of his words) atomically, once per turn (`HumanCommit`). 1: kept now; 2: his
+    part was kept before; 0: the whole turn is committed. A later commit of the whole turn adds
+    Nova's reply alone. The fence as for `commit_turn`."""
+    c = commit
+    user_id, character_id, turn_id = c.user_id, c.character_id, c.turn_id
+    fence_key, fence_field, fence_value = _zaun_args(c.zaun, result_key(user_id, character_id, turn_id))
     done = int(await r.eval(
         _MENSCH, 7, result_key(user_id, character_id, turn_id), mensch_key(user_id, character_id, turn_id),
         session_key(user_id, character_id), OUTBOX_STREAM, fence_key,
         schluessel_index.paare_key(user_id), schluessel_index.turns_key(user_id, character_id),
-        str(time.time()), ttl_s, json.dumps(user_turn), keep_turns, fence_field, fence_value,
-        character_id, schluessel_index.horizont(ttl_s), turn_id, *[json.dumps(j) for j in jobs],
+        str(time.time()), c.ttl_s, json.dumps(session_entry(c.mensch)), c.keep_turns, fence_field, fence_value,
+        character_id, schluessel_index.horizont(c.ttl_s), turn_id, *[job_json(j) for j in c.jobs],
     ))
     _gezaeunt(done, user_id, character_id, turn_id)
     return done

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from core.result import TurnResult
 from core.settings import OPENAI_MESSAGES_CEILING
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
@@ -151,53 +152,11 @@ class TurnTimings(BaseModel):
     embed_ms: float | None = None
 
 
-class Pruefung(BaseModel):
-    status: str
-    """The Thinker's outcome: `durchlauf` (no reasoning needed), else its decision entry
-    `thinker.ergebnis` (ok, korrektur, korrektur_ohne_text, max_iterationen, self_trigger,
-    nachfass_erschoepft_im_retry, aufruf_gescheitert)."""
-    iterationen: int
-    werkzeuge: list[str]
+class TurnResponse(TurnResult):
+    """A turn's result over HTTP: the turn's one result (`core.result.TurnResult`), its fields and
+    no others (a key a stored result holds beyond them is not sent)."""
 
-
-class TurnResponse(BaseModel):
-    turn_id: str
-    user_id: str
-    character_id: str
-    character_name: str
-    reply: str
-    herkunft: str
-    model: str
-    replayed: bool = False
-    """True when this turn_id had run before and the stored result is returned."""
-    usage: dict[str, int]
-    timings: dict[str, Any]
-    created_at: str
-    eigener_gedanke: str | None = None
-    # the fields of the seeds' chat endpoint
-    emotion: str | None = None
-    arousal: float | None = None
-    emotions_vektor: str | None = None
-    emotions_verlauf: list[str] | None = None
-    sprach_stil: str | None = None
-    beziehungs_dynamik: str | None = None
-    intent: str | None = None
-    tone: str | None = None
-    gespraechs_modus: str | None = None
-    user_intentionen: list[str] | None = None
-    momentum: str | None = None
-    needs_web: bool | None = None
-    nachricht_folgt: bool = False
-    """The Thinker could not decide: a second message follows as its own turn (the events route
-    pushes it; the history has it too)."""
-    pruefung: "Pruefung | None" = None
-    """How the Thinker checked the reply."""
-    ursprung_turn_id: str | None = None
-    """On that second message: the turn it continues."""
-    name: str | None = None
-    """The person's name as the request gave it (`name`); absent when none came."""
-    zeitpunkt: str | None = None
-    """The message's date as an operator gave it (`zeitpunkt`); absent when none came."""
+    model_config = ConfigDict(extra="ignore")
 
 
 class RetractResponse(BaseModel):

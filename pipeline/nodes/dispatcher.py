@@ -9,10 +9,12 @@ import logging
 import time
 from datetime import datetime, timezone
 
+from core.state import DispatchRecord, SessionTurn, Stimulus, TurnState, current_reply
+from core.wire import (BackgroundJob, BackgroundState, HumanCommit, KeptTurn, SelfTriggerJob, TurnCommit, TurnJob,
+                       TurnRecordJob, TurnResult)
 from memory import session
 from pipeline.node import Node
 from pipeline.services import Deps
-from core.state import DispatchRecord, Stimulus, TurnState, current_reply
 
 NAME = "dispatcher"
 NODE = Node(
@@ -26,7 +28,7 @@ NODE = Node(
     self_logged=True,  # its pipeline_log row must be in the job it commits
 )
 # records the background chain needs, copied into its job
-BACKGROUND_RECORDS = ("stimulus", "pair", "draft", "pruefung", "urteil", "perzeption", "memory", "nova_perzeption")
+BACKGROUND_RECORDS = tuple(BackgroundState.model_fields)
 MENSCH_LOG_SEQ_OFFSET = 20_000
 """The rows of an attempt whose character chain failed follow the later attempt's own rows."""
 
@@ -44,9 +46,10 @@ def nachricht_felder(s: Stimulus) -> dict:
     return felder
 
 
-def turn_result(state: TurnState, deps: Deps) -> dict:
+def turn_result(state: TurnState, deps: Deps) -> TurnResult:
+    """The turn's result as the client receives it; the keys set are the ones stored."""
     s, d, p, e, r = state.stimulus, state.draft, state.perzeption, state.emotion, state.route
-    return {
+    return TurnResult(**{
         "turn_id": s.turn_id, "user_id": s.user_id, "character_id": s.character_id,
         "character_name": state.pair.character_name, "reply": current_reply(state), "herkunft": s.herkunft,
         "eigener_gedanke": s.eigener_gedanke, "model": d.model,
@@ -69,21 +72,23 @@ def turn_result(state: TurnState, deps: Deps) -> dict:
         "ursprung_turn_id": s.ursprung_turn_id,
         **nachricht_felder(s),
         "created_at": datetime.now(timezone.utc).isoformat(),
-    }
+        "timings": deps.trace.timings(),
+    })
 
 
-def pushed_message(result: dict) -> dict | None:
+def pushed_message(result: TurnResult) -> dict | None:
     """A message nobody asked for — the Thinker's retry (seed 000 §3.5), a planned impulse, a
     `continue` — goes to the pair's push stream with the commit; a reply to the human does not."""
-    if result["herkunft"] == "user":
+    if result.herkunft == "user":
         return None
-    return {k: result[k] for k in ("turn_id", "herkunft", "character_id", "character_name", "reply",
-                                   "eigener_gedanke", "ursprung_turn_id", "created_at")}
+    return result.model_dump(mode="json", include={"turn_id", "herkunft", "character_id", "character_name", "reply",
+                                                   "eigener_gedanke", "ursprung_turn_id", "created_at"})
 
 
-def human_entry(state: TurnState) -> dict | None:
+def stimulus_entry(state: TurnState) -> SessionTurn:
     """The session entry of the turn's stimulus: the human's message with its perception; Nova's
-    own thought marked by its speaker; None for a Thinker retry (its stimulus is stored already)."""
+    own thought marked by its speaker. The turn's record carries it (also a Thinker retry's, whose
+    stimulus the session holds already)."""
     s, p = state.stimulus, state.perzeption
     user_turn = {"rolle": "user", "sprecher": session.PERSON_B, "inhalt": s.text, "turn_id": s.turn_id,
                  "herkunft": s.herkunft, "time": s.received_at.isoformat(),
@@ -97,14 +102,33 @@ def human_entry(state: TurnState) -> dict | None:
         user_turn["name"] = s.person_name
     if s.datiert:  # an operator's date: a regenerate or edit keeps it too
         user_turn["datiert"] = True
-    if s.thinker_unsicher_retry:
-        # the retry answers the same stimulus again: it is in the session already, only Nova speaks
-        return None
     if s.eigener_gedanke is not None:
         # an impulse turn is marked by its speaker, not filtered out (seed 001 §3.1)
         name = state.pair.character_name if state.pair else s.character_id
         user_turn.update(rolle="assistant", sprecher=session.sprecher(name, True))
-    return user_turn
+    return SessionTurn(**user_turn)
+
+
+def human_entry(state: TurnState) -> SessionTurn | None:
+    """The session entry the turn adds for its stimulus; None for a Thinker retry (the retry answers
+    the same stimulus again: it is in the session already, only Nova speaks)."""
+    return None if state.stimulus.thinker_unsicher_retry else stimulus_entry(state)
+
+
+def turn_job(state: TurnState, reply: str, result: TurnResult | KeptTurn, rows: list[dict], *,
+             zustand: dict | None = None) -> TurnJob:
+    """The job that writes the turn's record and its pipeline_log rows to Postgres."""
+    s = state.stimulus
+    return TurnJob(turn=TurnRecordJob(
+        user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id, mensch=stimulus_entry(state), reply=reply,
+        user_embedding=state.memory.query_embedding if state.memory else None, result=result,
+        created_at=result.created_at, nova_zustand=zustand), log=rows)
+
+
+def background_job(state: TurnState, teil: str = "ganz") -> BackgroundJob:
+    """The background chain's job: the records it starts from (`BACKGROUND_RECORDS`)."""
+    return BackgroundJob(teil=teil, turn_id=state.stimulus.turn_id,
+                         state=BackgroundState(**{r: getattr(state, r) for r in BACKGROUND_RECORDS}))
 
 
 async def keep_human(state: TurnState, deps: Deps, failed_node: str) -> bool:
@@ -115,24 +139,14 @@ async def keep_human(state: TurnState, deps: Deps, failed_node: str) -> bool:
     s = state.stimulus
     if s.herkunft != "user" or s.user_prompt is None:
         return False
-    entry = human_entry(state)
     now = datetime.now(timezone.utc).isoformat()
-    record = {"turn_id": s.turn_id, "user_id": s.user_id, "character_id": s.character_id, "reply": None,
-              "herkunft": s.herkunft, "fehler_knoten": failed_node, **nachricht_felder(s), "created_at": now}
+    record = KeptTurn(turn_id=s.turn_id, user_id=s.user_id, character_id=s.character_id, reply=None,
+                      herkunft=s.herkunft, fehler_knoten=failed_node, **nachricht_felder(s), created_at=now)
     rows = [dict(r, seq=r["seq"] + MENSCH_LOG_SEQ_OFFSET) for r in deps.trace.rows]
-    jobs = [
-        {"kind": "turn", "turn": {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id,
-                                  "user_text": s.text, "reply": "",
-                                  "user_embedding": state.memory.query_embedding if state.memory else None,
-                                  "result": record, "created_at": now}, "log": rows},
-        {"kind": "hintergrund", "teil": "mensch", "turn_id": s.turn_id,
-         "state": {r: getattr(state, r).model_dump(mode="json") for r in BACKGROUND_RECORDS
-                   if getattr(state, r) is not None}},
-    ]
-    status = await session.commit_human(
-        deps.redis, user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id,
-        user_turn=entry, jobs=jobs, keep_turns=deps.settings.session_keep_turns, ttl_s=deps.settings.turn_result_ttl_s,
-        zaun=deps.services.zaun)
+    status = await session.commit_human(deps.redis, HumanCommit(
+        user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id, mensch=stimulus_entry(state),
+        jobs=[turn_job(state, "", record, rows), background_job(state, "mensch")],
+        keep_turns=deps.settings.session_keep_turns, ttl_s=deps.settings.turn_result_ttl_s, zaun=deps.services.zaun))
     if status == 1:
         log.warning("dispatcher: fallback nachricht_behalten: node %s failed on turn %s of %s:%s; the human's "
                     "message is committed on its own, the same turn_id asks for the reply again", failed_node,
@@ -143,7 +157,7 @@ async def keep_human(state: TurnState, deps: Deps, failed_node: str) -> bool:
     return True
 
 
-def _anstoss_job(state: TurnState) -> list[dict]:
+def _anstoss_job(state: TurnState) -> list[SelfTriggerJob]:
     """Seed 000 §3.5: a self-trigger the Thinker set is delivered — as an outbox job committed with
     the turn, so a pair actor that dies between the turn and its follow-up loses nothing; a worker
     hands it to the pair's event queue (`actors/background.deliver_self_trigger`), once: the
@@ -151,45 +165,36 @@ def _anstoss_job(state: TurnState) -> list[dict]:
     p, s = state.pruefung, state.stimulus
     if not (p and p.self_trigger and p.self_trigger_payload):
         return []
-    return [{"kind": "selbst_anstoss",
-             "turn": {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id},
-             "anstoss": p.self_trigger_payload.model_dump(mode="json", exclude_none=True)}]
+    return [SelfTriggerJob(turn={"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id},
+                           anstoss=p.self_trigger_payload)]
+
+
+def nova_entry(state: TurnState, result: TurnResult) -> SessionTurn:
+    """The session entry of Nova's reply, with her perceived reply."""
+    s, np_ = state.stimulus, state.nova_perzeption
+    return SessionTurn(rolle="assistant", sprecher=state.pair.character_name, inhalt=result.reply, turn_id=s.turn_id,
+                       herkunft=s.herkunft, time=s.received_at.isoformat() if s.datiert else result.created_at,
+                       emotion=np_.emotion if np_ else None, arousal=np_.arousal if np_ else None,
+                       stil=np_.stil if np_ else None)
 
 
 @NODE.runs
 async def run(state: TurnState, deps: Deps) -> dict:
     t0 = time.perf_counter()
-    s, np_ = state.stimulus, state.nova_perzeption
+    s = state.stimulus
     result = turn_result(state, deps)
-    result["timings"] = deps.trace.timings()
-    name = state.pair.character_name
-    user_turn = human_entry(state)
-    nova_turn = {"rolle": "assistant", "sprecher": name, "inhalt": result["reply"], "turn_id": s.turn_id,
-                 "herkunft": s.herkunft, "time": s.received_at.isoformat() if s.datiert else result["created_at"],
-                 "emotion": np_.emotion if np_ else None, "arousal": np_.arousal if np_ else None,
-                 "stil": np_.stil if np_ else None}
     deps.trace.node_row(NAME, (time.perf_counter() - t0) * 1000, start_ms=(t0 - deps.trace.started) * 1000)
     # Nova's state after the turn: in the commit for the next turn's db_zugriff, in the job for Postgres
     z = state.nova_zustand
     zustand = ({"emotion": z.emotion, "arousal": z.arousal, "vektor": z.vektor, "verlauf": z.verlauf,
                 "stand": z.stand.isoformat()} if z else None)
-    jobs = [
-        {"kind": "turn", "turn": {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id,
-                                  "user_text": s.text, "reply": result["reply"],
-                                  "user_embedding": state.memory.query_embedding if state.memory else None,
-                                  "result": result, "created_at": result["created_at"], "nova_zustand": zustand},
-         "log": deps.trace.rows},
-        {"kind": "hintergrund", "turn_id": s.turn_id,
-         "state": {r: getattr(state, r).model_dump(mode="json") for r in BACKGROUND_RECORDS
-                   if getattr(state, r) is not None}},
-        *_anstoss_job(state),
-    ]
-    committed = await session.commit_turn(
-        deps.redis, user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id, result=result,
-        user_turn=user_turn, nova_turn=nova_turn, job=jobs, keep_turns=deps.settings.session_keep_turns,
-        ttl_s=deps.settings.turn_result_ttl_s, push=pushed_message(result),
-        push_keep=deps.settings.push_keep_messages, zustand=zustand, zaun=deps.services.zaun,
-    )
+    jobs = [turn_job(state, result.reply, result, deps.trace.rows, zustand=zustand), background_job(state),
+            *_anstoss_job(state)]
+    committed = await session.commit_turn(deps.redis, TurnCommit(
+        result=result, mensch=human_entry(state), nova=nova_entry(state, result), jobs=jobs,
+        keep_turns=deps.settings.session_keep_turns, ttl_s=deps.settings.turn_result_ttl_s,
+        push=pushed_message(result), push_keep=deps.settings.push_keep_messages, zustand=zustand,
+        zaun=deps.services.zaun))
     if not committed:
         log.warning("dispatcher: turn %s of %s:%s was committed already; nothing written twice",
                     s.turn_id, s.user_id, s.character_id)

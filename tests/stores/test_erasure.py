@@ -16,13 +16,15 @@ from actors.registry import pair_name
 from memory import ausstehender_auftrag, beziehung, erasure, notizen, outbox, pg, session, timeline
 from memory.kzg import _k as kzg_key
 from pipeline.nodes.gv_node import gv_key
+from core.wire import read_job
+from tests.commit_jobs import result_dict
 
 
 def _turn_job(user: str, ch: str) -> dict:
     turn_id = uuid.uuid4().hex
     return {"kind": "turn", "turn": {
         "user_id": user, "character_id": ch, "turn_id": turn_id, "user_text": "Ich heisse Tom.", "reply": "Hallo Tom.",
-        "user_embedding": None, "result": {"reply": "Hallo Tom."}, "created_at": datetime.now(timezone.utc).isoformat()},
+        "user_embedding": None, "result": result_dict(user, ch, turn_id, "Hallo Tom."), "created_at": datetime.now(timezone.utc).isoformat()},
         "log": [{"seq": 0, "node": "responder", "art": "switch", "entscheidung": "responder.ergebnis",
                  "outcome": "antwort", "inputs": {}, "at": datetime.now(timezone.utc).isoformat()}]}
 
@@ -31,7 +33,7 @@ async def _fill(pool, r, user: str, ch: str) -> None:
     """One pair's data in Postgres and Redis, and its entries in the shared structures."""
     job = _turn_job(user, ch)
     t = job["turn"]["turn_id"]
-    await pg.write_turn_job(pool, job)
+    await pg.write_turn_job(pool, read_job(job))
     await beziehung.set_profile(pool, user, ch, mensch_kern="segelt gern")
     await beziehung.add_directive(pool, user, ch, "Sprich mich mit Du an.")
     await notizen.create(pool, user, f"Einkauf {ch}", "Milch")

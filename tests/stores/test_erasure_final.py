@@ -20,13 +20,15 @@ from core.settings import Settings
 from core.wire import Episode, Verdichtung
 from memory import beziehung, bibliothek, erasure, kzg, lzg, notizen, outbox, pg, timeline, ziele
 from tests.conftest import unit, with_pool
+from core.wire import read_job
+from tests.commit_jobs import result_dict
 
 
 def _turn_job(user: str, ch: str) -> dict:
-    now = datetime.now(timezone.utc).isoformat()
+    now, t = datetime.now(timezone.utc).isoformat(), uuid.uuid4().hex
     return {"kind": "turn", "turn": {
-        "user_id": user, "character_id": ch, "turn_id": uuid.uuid4().hex, "user_text": "Ich heisse Eva.",
-        "reply": "Hallo Eva.", "user_embedding": None, "result": {"reply": "Hallo Eva."}, "created_at": now},
+        "user_id": user, "character_id": ch, "turn_id": t, "user_text": "Ich heisse Eva.",
+        "reply": "Hallo Eva.", "user_embedding": None, "result": result_dict(user, ch, t, "Hallo Eva."), "created_at": now},
         "log": [{"seq": 0, "node": "responder", "art": "switch", "entscheidung": "responder.ergebnis",
                  "outcome": "antwort", "inputs": {}, "at": now}]}
 
@@ -68,7 +70,7 @@ def test_every_write_path_refuses_an_erased_user_and_writes_nothing(stores, migr
         user, ch = f"eva{uuid.uuid4().hex[:6]}", "nova"
         await _mark(p, r, user)
         with pytest.raises(erasure.NutzerGeloescht):
-            await pg.write_turn_job(p, _turn_job(user, ch))
+            await pg.write_turn_job(p, read_job(_turn_job(user, ch)))
         with pytest.raises(erasure.NutzerGeloescht):
             await lzg.episode_schreiben(p, user, ch, Episode(quelle="t1", zeitpunkt=datetime.now(timezone.utc),
                                         verdichtungen=[Verdichtung(inhalt="Eva segelt", embedding=unit(1).tolist())]))
@@ -92,7 +94,7 @@ def test_every_write_path_refuses_an_erased_user_and_writes_nothing(stores, migr
         assert await _stored(p, r, user) == {}
         # someone else writes as before
         other = f"otto{uuid.uuid4().hex[:6]}"
-        await pg.write_turn_job(p, _turn_job(other, ch))
+        await pg.write_turn_job(p, read_job(_turn_job(other, ch)))
         await kzg.add_entry(r, other, ch, "Otto segelt.", unit(3), entry_id="turn-t1")
         assert (await _stored(p, r, other))["pg:turns"] == 1 and await kzg.count(r, other, ch) == 1
 
@@ -144,7 +146,7 @@ def test_a_new_key_for_the_user_lifts_the_mark(stores, migrated):
         await _mark(p, r, user)
         await pg.create_api_key(p, user)  # the user made again
         assert await erasure.aufheben(r, user) and not await erasure.markiert(r, user)
-        await pg.write_turn_job(p, _turn_job(user, ch))
+        await pg.write_turn_job(p, read_job(_turn_job(user, ch)))
         await kzg.add_entry(r, user, ch, "Eva segelt.", unit(3), entry_id="turn-t1")
         assert (await _stored(p, r, user))["pg:turns"] == 1
         await erasure.erase_keys(r, user_id=user, bekannt=await erasure.bekannte_paare(p, user))

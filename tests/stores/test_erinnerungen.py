@@ -11,11 +11,13 @@ import pytest
 from memory import beziehung, erinnerungen, lzg, notizen, pg, ruecknahme, timeline, ziele
 from tests.conftest import unit
 from core.wire import Episode, Verdichtung
+from core.wire import read_job
+from tests.commit_jobs import result_dict
 
 
 def _job(user: str, ch: str, t: str, text: str) -> dict:
     return {"kind": "turn", "turn": {"user_id": user, "character_id": ch, "turn_id": t, "user_text": text,
-                                     "reply": "Ah.", "user_embedding": None, "result": {"reply": "Ah."},
+                                     "reply": "Ah.", "user_embedding": None, "result": result_dict(user, ch, t, "Ah."),
                                      "created_at": datetime.now(timezone.utc).isoformat()}, "log": []}
 
 
@@ -25,13 +27,13 @@ async def _scenario(stores):
     try:
         user, ch = f"ida{uuid.uuid4().hex[:6]}", "nova"
         t1, t2 = uuid.uuid4().hex, uuid.uuid4().hex
-        await pg.write_turn_job(pool, _job(user, ch, t1, "Ich segle gern."))
+        await pg.write_turn_job(pool, read_job(_job(user, ch, t1, "Ich segle gern.")))
         await beziehung.profil_wachsen(pool, user, ch, f"praegung:{t1}", {"mensch_kern": "Ida segelt gern."},
                                        {"mensch_kern": 5})
         await lzg.episode_schreiben(pool, user, ch, Episode(quelle=t1, zeitpunkt=datetime.now(timezone.utc), verdichtungen=[
             Verdichtung(inhalt="Ida segelt auf dem Wannsee", embedding=unit(1).tolist())]))
         note = await notizen.create(pool, user, "Segeln", "Boot putzen", turn_id=t1, schritt="n:0")
-        await pg.write_turn_job(pool, _job(user, ch, t2, "Ich habe Angst vor Hunden."))
+        await pg.write_turn_job(pool, read_job(_job(user, ch, t2, "Ich habe Angst vor Hunden.")))
         await beziehung.profil_wachsen(pool, user, ch, f"praegung:{t2}", {"mensch_kern": "Ida hat Angst vor Hunden."},
                                        {"mensch_kern": 5})
         await timeline.add(pool, user, ch, "Tierarzt", datetime(2026, 12, 9, 9), "Europe/Berlin", turn_id=t2,

@@ -22,6 +22,8 @@ from pipeline.trace import TurnTrace
 from prompts import PromptLibrary
 from tests.conftest import new_pair, unit, with_pool
 from tests.scripted_llm import ScriptedLLM
+from core.wire import TurnCommit
+from tests.commit_jobs import entry, result
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("actors", "serve", "pipeline", "memory", "cluster", "bench")
@@ -312,12 +314,9 @@ def test_nothing_stored_reads_nothing(pool):
 async def _gespraech(r, user, ch):
     """One earlier turn in the pair's session: enough history for the query rewrite."""
     now = "2026-12-01T10:00:00+00:00"
-    await session.commit_turn(
-        r, user_id=user, character_id=ch, turn_id="t0", result={"reply": "Wie schoen!"},
-        user_turn={"rolle": "user", "sprecher": session.PERSON_B, "inhalt": "Anna hat einen Hund.", "turn_id": "t0",
-                   "time": now},
-        nova_turn={"rolle": "assistant", "sprecher": "Nova", "inhalt": "Wie schoen!", "turn_id": "t0", "time": now},
-        job={"kind": "test"}, keep_turns=20, ttl_s=60)
+    await session.commit_turn(r, TurnCommit(
+        result=result(user, ch, "t0", "Wie schoen!"), mensch=entry("Anna hat einen Hund.", "t0", time=now),
+        nova=entry("Wie schoen!", "t0", rolle="assistant", time=now), keep_turns=20, ttl_s=60))
 
 
 def _rewrite_turn(stores, migrated, prefix: str, intentionen: list[str]):

@@ -93,7 +93,7 @@ async def _turn(p, redis_url, user, cid, llm, settings=None, web=None):
 
 
 def _pruefen(state, deps, gespeichert, llm, knoten):
-    zurueck = state.dispatch.result["reply"]
+    zurueck = state.dispatch.result.reply
     assert llm.gesehen.get(knoten), f"the injection did not reach the {knoten}'s prompt: {llm.gesehen}"
     (nova,) = gespeichert
     assert nova["inhalt"] == zurueck  # what is stored is what is returned

@@ -7,6 +7,7 @@ import pytest
 
 from memory import beziehung, notizen, pg
 from tests.conftest import new_pair, with_pool
+from tests.commit_jobs import turn_job
 
 
 def test_notes(pool):
@@ -63,9 +64,7 @@ def test_decision_rates_match_sql(pool):
         rows = [{"seq": i, "node": "thinker", "art": "switch", "entscheidung": "thinker.schnellcheck",
                  "outcome": "reasoning" if i % 4 == 0 else "pass", "inputs": {}, "at": "2026-11-30T10:00:00+00:00"}
                 for i in range(8)]
-        await pg.write_turn_job(p, {"turn": {"user_id": user, "character_id": ch, "turn_id": "t1", "user_text": "a",
-                                             "reply": "b", "result": {}, "created_at": "2026-11-30T10:00:00+00:00"},
-                                    "log": rows})
+        await pg.write_turn_job(p, turn_job(user, ch, "t1", "a", "b", created_at="2026-11-30T10:00:00+00:00", log=rows))
         return await pg.decision_rates(p)
 
     rates = {(r["entscheidung"], r["outcome"]): r for r in asyncio.run(with_pool(pool, go))}

@@ -10,6 +10,8 @@ from core.state import NovaZustandRecord
 from memory import pg, session
 from pipeline.nodes import db_zugriff
 from tests.conftest import new_pair, with_pool
+from core.wire import TurnJob
+from tests.commit_jobs import commit, turn_job
 
 
 def _z(emotion: str, arousal: float, minute: int) -> dict:
@@ -18,10 +20,8 @@ def _z(emotion: str, arousal: float, minute: int) -> dict:
             "stand": stand.isoformat()}
 
 
-def _job(user: str, ch: str, z: dict) -> dict:
-    return {"kind": "turn", "log": [],
-            "turn": {"user_id": user, "character_id": ch, "turn_id": uuid.uuid4().hex, "user_text": "x", "reply": "y",
-                     "user_embedding": None, "result": {}, "created_at": z["stand"], "nova_zustand": z}}
+def _job(user: str, ch: str, z: dict) -> TurnJob:
+    return turn_job(user, ch, uuid.uuid4().hex, "x", "y", created_at=z["stand"], nova_zustand=z)
 
 
 def test_the_state_is_committed_once_with_its_turn(stores):
@@ -32,13 +32,14 @@ def test_the_state_is_committed_once_with_its_turn(stores):
         try:
             user, ch = new_pair("zustand")
             assert await session.load_zustand(r, user, ch) is None
-            kw = dict(user_id=user, character_id=ch, turn_id="t1", result={"reply": "a"}, user_turn=None,
-                      nova_turn={"rolle": "assistant", "inhalt": "a"}, job=[], keep_turns=4, ttl_s=60)
-            assert await session.commit_turn(r, **kw, zustand=_z("freude", 0.7, 1)) is True
+            def c(t: str, zustand: dict):
+                return commit(user, ch, t, text=None, keep_turns=4, ttl_s=60, zustand=zustand)
+
+            assert await session.commit_turn(r, c("t1", _z("freude", 0.7, 1))) is True
             # the same turn again (a retry) commits nothing: its state is not written twice
-            assert await session.commit_turn(r, **kw, zustand=_z("angst", 0.9, 2)) is False
+            assert await session.commit_turn(r, c("t1", _z("angst", 0.9, 2))) is False
             assert await session.load_zustand(r, user, ch) == _z("freude", 0.7, 1)
-            assert await session.commit_turn(r, **{**kw, "turn_id": "t2"}, zustand=_z("trauer", 0.4, 3)) is True
+            assert await session.commit_turn(r, c("t2", _z("trauer", 0.4, 3))) is True
             assert (await session.load_zustand(r, user, ch))["emotion"] == "trauer"
         finally:
             await r.aclose()

@@ -6,13 +6,15 @@ import uuid
 
 from memory import outbox, pg
 from memory.outbox import GROUP, OutboxConsumer
+from core.wire import read_job
+from tests.commit_jobs import result_dict
 
 
 def _job(user):
     turn_id = uuid.uuid4().hex
     return {"kind": "turn", "turn": {
         "user_id": user, "character_id": "nova", "turn_id": turn_id, "user_text": "hallo", "reply": "hi",
-        "user_embedding": [0.1] * 384, "result": {"reply": "hi"}, "created_at": "2026-11-30T10:00:00+00:00"},
+        "user_embedding": [0.1] * 384, "result": result_dict(user, "nova", turn_id, "hi"), "created_at": "2026-11-30T10:00:00+00:00"},
         "log": [{"seq": 0, "node": "responder", "art": "switch", "entscheidung": "responder.ergebnis",
                  "outcome": "antwort", "inputs": {"zeichen": 2}, "at": "2026-11-30T10:00:00+00:00"}]}
 
@@ -36,7 +38,7 @@ async def _scenario(stores):
         assert (await r.xpending(stream, GROUP))["pending"] == 1
 
         async def write(j):
-            await pg.write_turn_job(pool, j)
+            await pg.write_turn_job(pool, read_job(j))
 
         alive = OutboxConsumer(r, "alive-worker", write, claim_idle_ms=300, block_ms=50, stream=stream,
                                dead_stream=dead_stream)

@@ -19,6 +19,8 @@ from actors.worker import retention_pass
 from core.settings import Settings
 from memory import beziehung, erasure, pg, ruecknahme
 from tests.conftest import with_pool
+from core.wire import read_job
+from tests.commit_jobs import result_dict
 
 OLD, RECENT = "2000-01-01T10:00:00+00:00", "2000-02-25T10:00:00+00:00"
 NOW = datetime(2000, 3, 1, tzinfo=timezone.utc)
@@ -27,7 +29,7 @@ NOW = datetime(2000, 3, 1, tzinfo=timezone.utc)
 def _job(user: str, at: str) -> dict:
     return {"kind": "turn", "turn": {
         "user_id": user, "character_id": "nova", "turn_id": f"{at[:10]}-{uuid.uuid4().hex[:6]}", "user_text": "hallo",
-        "reply": "hi", "user_embedding": None, "result": {"reply": "hi"}, "created_at": at},
+        "reply": "hi", "user_embedding": None, "result": result_dict(user, "nova", "t", "hi", created_at=at), "created_at": at},
         "log": [{"seq": 0, "node": "responder", "art": "switch", "entscheidung": "responder.ergebnis",
                  "outcome": "antwort", "inputs": {}, "at": at}]}
 
@@ -43,7 +45,7 @@ async def _scenario(stores):
         ev = f"test:evicted:{uuid.uuid4().hex[:8]}"
         old, recent = _job(user, OLD), _job(user, RECENT)
         for job in (old, recent):
-            await pg.write_turn_job(pool, job)
+            await pg.write_turn_job(pool, read_job(job))
             at = datetime.fromisoformat(job["turn"]["created_at"])
             await r.xadd(dead, {"job": "{}", "reason": "test"}, id=f"{int(at.timestamp() * 1000)}-0")
 

@@ -13,7 +13,8 @@ from memory import (ausstehender_auftrag, beziehung, erasure, kzg, lzg, notizen,
                     session, timeline, ziele)
 from pipeline.nodes.gv_node import gv_key
 from tests.conftest import unit
-from core.wire import Episode, Verdichtung
+from core.wire import Episode, TurnJob, Verdichtung
+from tests.commit_jobs import commit, turn_job
 
 BERLIN = "Europe/Berlin"
 EIGENE = ("zurueckgenommene_turns",)
@@ -23,23 +24,18 @@ EIGENE_SCHLUESSEL = ("zurueckgenommen:", "kzg:", "vorher:")
 entries themselves are compared below)."""
 
 
-def _turn_job(user: str, ch: str, t: str, text: str, emotion: str) -> dict:
+def _turn_job(user: str, ch: str, t: str, text: str, emotion: str) -> TurnJob:
     now = datetime.now(timezone.utc).isoformat()
-    return {"kind": "turn", "turn": {
-        "user_id": user, "character_id": ch, "turn_id": t, "user_text": text, "reply": f"Antwort auf {text}",
-        "user_embedding": None, "result": {"reply": f"Antwort auf {text}"}, "created_at": now,
-        "nova_zustand": {"emotion": emotion, "arousal": 0.5, "stand": now}},
-        "log": [{"seq": 0, "node": "responder", "art": "switch", "entscheidung": "responder.ergebnis",
-                 "outcome": "antwort", "inputs": {}, "at": now}]}
+    return turn_job(user, ch, t, text, f"Antwort auf {text}", created_at=now,
+                    nova_zustand={"emotion": emotion, "arousal": 0.5, "stand": now},
+                    log=[{"seq": 0, "node": "responder", "art": "switch", "entscheidung": "responder.ergebnis",
+                          "outcome": "antwort", "inputs": {}, "at": now}])
 
 
 async def _commit(r, user: str, ch: str, t: str, text: str, emotion: str) -> None:
     job = _turn_job(user, ch, t, text, emotion)
-    await session.commit_turn(
-        r, user_id=user, character_id=ch, turn_id=t, result={"turn_id": t, "reply": f"Antwort auf {text}"},
-        user_turn={"rolle": "user", "inhalt": text, "turn_id": t, "herkunft": "user"},
-        nova_turn={"rolle": "assistant", "inhalt": f"Antwort auf {text}", "turn_id": t}, job=job, keep_turns=500,
-        ttl_s=3600, zustand={"emotion": emotion, "turn_id": t})
+    await session.commit_turn(r, commit(user, ch, t, reply=f"Antwort auf {text}", text=text, jobs=[job],
+                                        keep_turns=500, ttl_s=3600, zustand={"emotion": emotion, "turn_id": t}))
 
 
 async def _erster(pool, r, user: str, ch: str, t: str) -> dict[str, int]:

@@ -12,6 +12,8 @@ from actors.background import delegieren, erledigt_key
 from memory import erasure, kzg, outbox, redis_vorher, ruecknahme, schluessel_index, session
 from pipeline.nodes.gv_node import gv_key
 from tests.conftest import unit
+from core.wire import HumanCommit
+from tests.commit_jobs import commit, entry, turn_job
 
 ANDERE = 1000
 """Other users, five keys each: 5,000 keys that are nobody's business of the scenario's user."""
@@ -41,12 +43,9 @@ async def _andere(r) -> None:
 
 
 async def _commit(r, user: str, ch: str, t: str, push: dict | None = None) -> None:
-    job = {"kind": "turn", "turn": {"user_id": user, "character_id": ch, "turn_id": t, "user_text": "Hallo"}}
-    await session.commit_turn(
-        r, user_id=user, character_id=ch, turn_id=t, result={"turn_id": t, "reply": "Hallo du"},
-        user_turn={"rolle": "user", "inhalt": "Hallo", "turn_id": t}, nova_turn={"rolle": "assistant", "inhalt": "Hallo du",
-                                                                                  "turn_id": t},
-        job=job, keep_turns=500, ttl_s=3600, push=push, zustand={"emotion": "freude", "turn_id": t})
+    job = turn_job(user, ch, t, "Hallo", "Hallo du")
+    await session.commit_turn(r, commit(user, ch, t, reply="Hallo du", text="Hallo", jobs=[job], keep_turns=500,
+                                        ttl_s=3600, push=push, zustand={"emotion": "freude", "turn_id": t}))
 
 
 async def _paar(r, user: str, ch: str) -> None:
@@ -54,8 +53,8 @@ async def _paar(r, user: str, ch: str) -> None:
     own), before-images, a delegation, the short-term memory, the markers of the background."""
     t1, t2, t3 = (uuid.uuid4().hex for _ in range(3))
     await _commit(r, user, ch, t1, push={"turn_id": t1, "reply": "Hallo du"})
-    await session.commit_human(r, user_id=user, character_id=ch, turn_id=t2, jobs=[],
-                               user_turn={"rolle": "user", "inhalt": "Noch da?", "turn_id": t2}, keep_turns=500, ttl_s=3600)
+    await session.commit_human(r, HumanCommit(user_id=user, character_id=ch, turn_id=t2, mensch=entry("Noch da?", t2),
+                                              keep_turns=500, ttl_s=3600))
     await redis_vorher.festhalten(r, user, ch, t3, gv_key(user, ch))
     await r.hset(gv_key(user, ch), "gv_detail", "Segeln")
     await delegieren(r, user, ch, t1, "Segeln nachlesen")

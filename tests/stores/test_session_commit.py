@@ -4,6 +4,7 @@ import uuid
 
 from memory import session
 from memory.outbox import OUTBOX_STREAM
+from tests.commit_jobs import commit, entry, turn_job
 
 
 async def _scenario(url):
@@ -13,19 +14,21 @@ async def _scenario(url):
     try:
         user, turn = f"s-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
         before = await r.xlen(OUTBOX_STREAM)
-        kw = dict(user_id=user, character_id="nova", turn_id=turn, result={"reply": "a"},
-                  user_turn={"rolle": "user", "inhalt": "x"}, nova_turn={"rolle": "assistant", "inhalt": "a"},
-                  job={"kind": "turn"}, keep_turns=4, ttl_s=60)
-        assert await session.commit_turn(r, **kw) is True
-        assert await session.commit_turn(r, **{**kw, "result": {"reply": "b"}}) is False
+        def c(t: str, reply: str = "a"):
+            return commit(user, "nova", t, reply=reply, text="x", jobs=[turn_job(user, "nova", t, "x", reply)],
+                          keep_turns=4, ttl_s=60)
+
+        first = c(turn)
+        assert await session.commit_turn(r, first) is True
+        assert await session.commit_turn(r, c(turn, "b")) is False
         assert await session.count_turns(r, user, "nova") == 2
         assert await r.xlen(OUTBOX_STREAM) == before + 1
-        assert (await session.stored_result(r, user, "nova", turn)) == {"reply": "a"}
+        assert (await session.stored_result(r, user, "nova", turn)).body() == first.result.body()
         # the list keeps the newest keep_turns entries, trimmed a block at a time (so a position in the
         # list stays on its block: the history windows move in blocks, memory/session.FENSTER_BLOCK)
         b, lengths = session.FENSTER_BLOCK, []
         for i in range(2 * b):
-            await session.commit_turn(r, **{**kw, "turn_id": f"t{i}", "nova_turn": {"rolle": "assistant", "inhalt": f"a{i}"}})
+            await session.commit_turn(r, c(f"t{i}", f"a{i}"))
             lengths.append(await session.count_turns(r, user, "nova"))
         assert all(4 <= n < 4 + b for n in lengths), lengths
         assert any(n < m for m, n in zip(lengths, lengths[1:]))  # it was trimmed, by whole blocks (below)
@@ -50,19 +53,21 @@ async def _push_scenario(url):
     r = Redis.from_url(url)
     try:
         user = f"p-{uuid.uuid4().hex[:8]}"
-        kw = dict(user_id=user, character_id="nova", result={"reply": "a"}, user_turn=None,
-                  nova_turn={"rolle": "assistant", "inhalt": "a"}, job={"kind": "turn"}, keep_turns=20, ttl_s=60)
+        def c(t: str, **kw):
+            return commit(user, "nova", t, text=None, jobs=[turn_job(user, "nova", t, "x", "a")], keep_turns=20,
+                          ttl_s=60, **kw)
+
         assert await session.push_cursor_now(r, user, "nova") == "0"
-        assert await session.commit_turn(r, turn_id="u1", **kw) is True  # no push: a reply to the human
+        assert await session.commit_turn(r, c("u1")) is True  # no push: a reply to the human
         assert await session.read_pushed(r, user, "nova", "0") == []
         waiting = asyncio.create_task(session.read_pushed(r, user, "nova", "0", block_ms=5000))
         await asyncio.sleep(0.2)
-        assert await session.commit_turn(r, turn_id="i1", push={"turn_id": "i1"}, **kw) is True
+        assert await session.commit_turn(r, c("i1", push={"turn_id": "i1"})) is True
         (first, msg), = await asyncio.wait_for(waiting, 6)
         assert msg == {"turn_id": "i1"}
         # a repeated commit of the same turn pushes nothing again
-        assert await session.commit_turn(r, turn_id="i1", push={"turn_id": "i1"}, **kw) is False
-        assert await session.commit_turn(r, turn_id="i2", push={"turn_id": "i2"}, **kw) is True
+        assert await session.commit_turn(r, c("i1", push={"turn_id": "i1"})) is False
+        assert await session.commit_turn(r, c("i2", push={"turn_id": "i2"})) is True
         assert [m["turn_id"] for _, m in await session.read_pushed(r, user, "nova", "0")] == ["i1", "i2"]
         assert [m["turn_id"] for _, m in await session.read_pushed(r, user, "nova", first)] == ["i2"]
         assert await session.push_cursor_now(r, user, "nova") != first
@@ -87,10 +92,9 @@ async def _annotate_scenario(url):
     try:
         user = f"a-{uuid.uuid4().hex[:8]}"
         for t in ("t1", "t2"):
-            await session.commit_turn(r, user_id=user, character_id="nova", turn_id=t, result={"reply": "a"},
-                                      user_turn={"rolle": "user", "inhalt": f"x{t}", "turn_id": t, "intentionen": []},
-                                      nova_turn={"rolle": "assistant", "inhalt": "a", "turn_id": t},
-                                      job={"kind": "turn"}, keep_turns=20, ttl_s=60)
+            await session.commit_turn(r, commit(user, "nova", t, reply="a", text=f"x{t}", keep_turns=20, ttl_s=60,
+                                                jobs=[turn_job(user, "nova", t, f"x{t}", "a")]).model_copy(
+                update={"mensch": entry(f"x{t}", t, intentionen=[])}))
         felder = {"kern": "Bello ist krank", "intentionen": ["hilferuf"]}
         assert await session.annotate_turn(r, user, "nova", "t1", felder)
         assert await session.annotate_turn(r, user, "nova", "t1", felder)  # again: the same turn, unchanged
@@ -117,10 +121,8 @@ def test_the_window_read_starts_on_a_block(stores):
         try:
             user, firsts = f"w-{uuid.uuid4().hex[:8]}", []
             for i in range(20):
-                await session.commit_turn(r, user_id=user, character_id="nova", turn_id=f"t{i}", result={},
-                                          user_turn={"rolle": "user", "inhalt": f"u{i}"},
-                                          nova_turn={"rolle": "assistant", "inhalt": f"a{i}"},
-                                          job=[], keep_turns=500, ttl_s=60)
+                await session.commit_turn(r, commit(user, "nova", f"t{i}", reply=f"a{i}", text=f"u{i}",
+                                                    keep_turns=500, ttl_s=60))
                 window = await session.load_window(r, user, "nova", 6)
                 firsts.append((len(window), window[0]["inhalt"], window[-1]["inhalt"]))
                 decke = await session.load_window(r, user, "nova", 10, hoechstens=True)

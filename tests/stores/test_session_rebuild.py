@@ -9,12 +9,15 @@ from redis.asyncio import Redis
 from memory import pg, session
 from core.state import SessionTurn
 from tests.conftest import new_pair, with_pool
+from core.wire import read_job
+from tests.commit_jobs import result_dict
 
 
 def _job(u, c, turn_id, text, reply, at, **result):
-    return {"turn": {"user_id": u, "character_id": c, "turn_id": turn_id, "user_text": text, "reply": reply,
+    return {"kind": "turn", "turn": {"user_id": u, "character_id": c, "turn_id": turn_id, "user_text": text, "reply": reply,
                      "user_embedding": None, "created_at": at,
-                     "result": {"character_name": "Mira", "herkunft": "user", **result}}, "log": []}
+                     "result": result_dict(u, c, turn_id, reply, created_at=at, **{"character_name": "Mira", "herkunft": "user", **result})},
+            "log": []}
 
 
 def test_a_lost_history_is_rebuilt_from_postgres_once(stores, pool):
@@ -28,7 +31,7 @@ def test_a_lost_history_is_rebuilt_from_postgres_once(stores, pool):
                              herkunft="eigener_impuls"),
                         _job(u, c, "t2-retry", "Ob es regnet?", "Es bleibt trocken.", "2026-12-01T10:06:00+00:00",
                              herkunft="self_trigger", ursprung_turn_id="t2")):
-                await pg.write_turn_job(p, job)
+                await pg.write_turn_job(p, read_job(job))
 
             def lade(limit):
                 return pg.recent_turn_records(p, u, c, limit)
@@ -62,9 +65,9 @@ def test_a_rebuilt_history_keeps_the_name_and_the_date_of_a_message(stores, pool
     async def go(p):
         r = Redis.from_url(stores.redis_url)
         try:
-            await pg.write_turn_job(p, _job(u, c, "n1", "Ich war am See.", "Schön!", "2026-12-05T09:00:00+00:00",
-                                            name="Caroline", zeitpunkt="2023-05-08T12:00:00+00:00"))
-            await pg.write_turn_job(p, _job(u, c, "n2", "Und heute?", "Regen.", "2026-12-05T09:01:00+00:00"))
+            await pg.write_turn_job(p, read_job(_job(u, c, "n1", "Ich war am See.", "Schön!", "2026-12-05T09:00:00+00:00",
+                                                     name="Caroline", zeitpunkt="2023-05-08T12:00:00+00:00")))
+            await pg.write_turn_job(p, read_job(_job(u, c, "n2", "Und heute?", "Regen.", "2026-12-05T09:01:00+00:00")))
             assert await session.verlauf_wiederherstellen(
                 r, lambda limit: pg.recent_turn_records(p, u, c, limit), u, c, 500) == 4
             turns = [SessionTurn.model_validate(t) for t in await session.load_turns(r, u, c, 50)]

@@ -17,6 +17,8 @@ from prompts import PromptLibrary
 from tests.conftest import new_pair, unit
 from tests.scripted_llm import PoolStore, ScriptedLLM
 from pipeline.runner import run_node
+from core.wire import TurnCommit
+from tests.commit_jobs import entry, result
 
 C = "nova"
 
@@ -37,13 +39,11 @@ def _antwort(i: int) -> str:
 async def _commit(r, user: str, i: int, settings: Settings) -> str:
     tid = f"t{i:02d}"
     now = datetime.now(timezone.utc).isoformat()
-    await session.commit_turn(
-        r, user_id=user, character_id=C, turn_id=tid, result={"reply": _antwort(i)},
-        user_turn={"rolle": "user", "sprecher": "Person B", "inhalt": _nachricht(i), "turn_id": tid,
-                   "herkunft": "user", "time": now},
-        nova_turn={"rolle": "assistant", "sprecher": "Nova", "inhalt": _antwort(i), "turn_id": tid,
-                   "herkunft": "user", "time": now},
-        job=[], keep_turns=settings.session_keep_turns, ttl_s=settings.turn_result_ttl_s)
+    await session.commit_turn(r, TurnCommit(
+        result=result(user, C, tid, _antwort(i)),
+        mensch=entry(_nachricht(i), tid, herkunft="user", time=now),
+        nova=entry(_antwort(i), tid, rolle="assistant", herkunft="user", time=now),
+        keep_turns=settings.session_keep_turns, ttl_s=settings.turn_result_ttl_s))
     return tid
 
 

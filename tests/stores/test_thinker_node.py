@@ -3,6 +3,7 @@ outcome of the loop, each tool (Postgres for timeline and memory, local HTTP ser
 both cache stages, the search budget with the sachlage path, the normaliser per model, the two
 follow-ups, the last resort with its complete payload and the retry hardening."""
 import asyncio
+import json
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -417,6 +418,8 @@ def test_the_pair_consumer_logs_every_arrival_and_the_retry_goes_with_the_commit
     from core.wire import PairEventRequest
     from pipeline.nodes.dispatcher import _anstoss_job
     from core.state import DispatchRecord, PruefungRecord
+    from core.wire import job_json
+    from tests.commit_jobs import result
 
     actor = PairActor(Settings().model_dump(mode="json"), "pairhost:test")
     actor.user_id, actor.character_id = "u", "nova"  # bound, as the registry binds a process to its pair
@@ -427,7 +430,7 @@ def test_the_pair_consumer_logs_every_arrival_and_the_retry_goes_with_the_commit
         return {"turn_id": "t1-retry"}
 
     actor.event = event
-    base = _state().model_copy(update={"dispatch": DispatchRecord(committed=True, result={})})
+    base = _state().model_copy(update={"dispatch": DispatchRecord(committed=True, result=result("u", "nova", "t1"))})
     payload = retry_nutzlast(base.stimulus)
     gesetzt = base.model_copy(update={"pruefung": PruefungRecord(status="self_trigger", self_trigger=True,
                                                                  self_trigger_payload=payload)})
@@ -445,7 +448,8 @@ def test_the_pair_consumer_logs_every_arrival_and_the_retry_goes_with_the_commit
     assert "present=False, value=None" in arrivals[0] and "present=True, value=False" in arrivals[1]
     assert "present=True, value=True" in arrivals[2] and "handed to the outbox" in arrivals[2]
     assert events == []  # nothing in the actor's memory
-    [job] = _anstoss_job(gesetzt)
+    [typed] = _anstoss_job(gesetzt)
+    job = json.loads(job_json(typed))  # as the outbox holds it
     s = gesetzt.stimulus
     assert job["kind"] == "selbst_anstoss"
     assert job["turn"] == {"user_id": s.user_id, "character_id": s.character_id, "turn_id": s.turn_id}

@@ -8,6 +8,8 @@ import uuid
 from datetime import datetime, timezone
 
 from memory import erinnerungen, pg, session
+from core.wire import read_job
+from tests.commit_jobs import result_dict
 
 FAKT = "[04 December 2026] Person B: Mein Papagei Quastenflosser spricht drei Sprachen."
 
@@ -15,7 +17,7 @@ FAKT = "[04 December 2026] Person B: Mein Papagei Quastenflosser spricht drei Sp
 def _job(user: str, ch: str, t: str, text: str, reply: str) -> dict:
     now = datetime.now(timezone.utc).isoformat()
     return {"kind": "turn", "turn": {"user_id": user, "character_id": ch, "turn_id": t, "user_text": text,
-                                     "reply": reply, "user_embedding": None, "result": {"reply": reply},
+                                     "reply": reply, "user_embedding": None, "result": result_dict(user, ch, t, reply),
                                      "created_at": now}, "log": []}
 
 
@@ -36,7 +38,7 @@ async def _scenario(stores):
                 await r.rpush(session.session_key(u, ch),
                               json.dumps({"rolle": "user", "inhalt": text, "turn_id": t}),
                               json.dumps({"rolle": "assistant", "inhalt": reply, "turn_id": t}))
-                await pg.write_turn_job(pool, _job(u, ch, t, text, reply))
+                await pg.write_turn_job(pool, read_job(_job(u, ch, t, text, reply)))
 
         pg_out = await erinnerungen.nachvergessen(pool, user, ch, [FAKT], [t1], 2)
         redis_out = await erinnerungen.redis_nachvergessen(r, user, ch, [FAKT], [t1], 2)

@@ -7,10 +7,11 @@ import pytest
 
 from actors import activation, background
 from core.settings import Settings
-from core.wire import EventDropped, TurnFailure
+from core.wire import EventDropped, TurnFailure, read_job
 
-JOB = {"kind": "selbst_anstoss", "turn": {"user_id": "u", "character_id": "nova", "turn_id": "t7"},
-       "anstoss": {"user_prompt": "Und noch etwas: ..."}}
+JOB = read_job({"kind": "selbst_anstoss", "turn": {"user_id": "u", "character_id": "nova", "turn_id": "t7"},
+                "anstoss": {"user_prompt": "Und noch etwas: ...", "reiz_herkunft": "user", "turn_id": "t7",
+                            "thinker_unsicher_retry": True}})
 
 
 class _Pair:
