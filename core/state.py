@@ -374,10 +374,21 @@ class KontextRecord(_Record):
     check is no associative read, seed 000 §4.3)."""
 
 
+class SachObjekt(_Eintrag):
+    """An acute object of the turn, as sachlage's model named it."""
+
+    name: str
+    behauptung: str = ""
+    """What the message claims of it."""
+    recherche: list[dict[str, Any]] | None = None
+    """The web hits that name it (the first object only; None: not researched): free-form, as the
+    search provider returns them (`titel`, `url`, `snippet`, …)."""
+
+
 class SachlageRecord(_Record):
     """Written by sachlage: the acute objects of the turn and the research on the first."""
 
-    objekte: list[dict] = Field(default_factory=list)
+    objekte: list[SachObjekt] = Field(default_factory=list)
 
 
 class Anker(_Record):
