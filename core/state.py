@@ -21,6 +21,22 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+class _Eintrag(BaseModel):
+    """A stored entry as a read returns it and the turn carries it. Unknown keys are ignored (an
+    entry a newer store wrote still reads). Read by attribute; by key too (`e["inhalt"]`,
+    `e.get("arousal")`), as the dict the entry was before it was typed, so such a reader keeps working."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in type(self).model_fields else default
+
+
 class AusstehenderAuftrag(BaseModel):
     """An order that asked back, with what is known of it."""
 
@@ -158,10 +174,19 @@ class PerzeptionRecord(_Record):
     """Name of the fallback taken, if the model's answer was not usable."""
 
 
+class EmotionsEintrag(_Eintrag):
+    """One step of the human's emotion history (pipeline/nodes/ei_calc.verlauf), newest first."""
+
+    emotion: str
+    arousal: float = 0.3
+    gewicht: float = 1.0
+    """Its weight in the history: 1.0 for this turn, decaying with age."""
+
+
 class EmotionRecord(_Record):
     """Written by ei_calc: the human's emotion history and Nova's own state."""
 
-    emotions_verlauf: list[dict] = Field(default_factory=list)
+    emotions_verlauf: list[EmotionsEintrag] = Field(default_factory=list)
     emotions_vektor: str = "plateau"
     ei_arousal: float = 0.3
     sprach_stil: str = "locker"
@@ -170,22 +195,6 @@ class EmotionRecord(_Record):
     nova_arousal: float = 0.3
     nova_sektor: str = "neutral"
     konflikt: bool = False
-
-
-class _Eintrag(BaseModel):
-    """A stored entry as a read returns it and the turn carries it. Unknown keys are ignored (an
-    entry a newer store wrote still reads). Read by attribute; by key too (`e["inhalt"]`,
-    `e.get("arousal")`), as the dict the entry was before it was typed, so such a reader keeps working."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in type(self).model_fields:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key) if key in type(self).model_fields else default
 
 
 class Erinnerung(_Eintrag):
@@ -582,7 +591,9 @@ class NovaZustandRecord(_Record):
     emotion: str = "neutral"
     arousal: float = 0.3
     vektor: str | None = None
-    verlauf: list[dict] = Field(default_factory=list)
+    verlauf: list[dict[str, Any]] = Field(default_factory=list)
+    """The newest steps of the human's emotion history (`EmotionsEintrag` as dicts): the dispatcher
+    commits the state as JSON (`session.zustand_key`) and the worker stores it in `nova_emotion.verlauf`."""
     stand: datetime
     """The turn's time (its stimulus arrived): of two states of a pair, the later turn's holds."""
 

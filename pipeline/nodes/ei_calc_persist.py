@@ -54,8 +54,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
     deps.trace.decision(NAME, "ei_calc_persist.gravitation", zug,
                         {"term": g.term if g else 0.0, "richtung": g.richtung if g else None,
                          "punkte": g.punkte if g else 0}, threshold=ZUG_RICHTUNG)
+    verlauf = [h.model_dump(exclude_unset=True) for h in e.emotions_verlauf[:5]] if e else []
     zustand = NovaZustandRecord(emotion=vocab.pick(emotion, vocab.EMOTIONEN, "neutral"), arousal=arousal,
-                                vektor=e.emotions_vektor if e else None, verlauf=e.emotions_verlauf[:5] if e else [],
-                                stand=s.received_at)
+                                vektor=e.emotions_vektor if e else None, verlauf=verlauf, stand=s.received_at)
     deps.trace.decision(NAME, "ei_calc_persist.gespeichert", emotion, {"arousal": arousal, "mit": "commit"})
     return {"nova_zustand": zustand}

@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 from pipeline import vocab
 from pipeline.nodes import ei_calc, emotionale_gravitation, haltungsraum, perzeption
-from core.state import (HaltungRecord, MemoryRecord, PairRecord, PerzeptionRecord, RouteRecord, SessionTurn,
+from core.state import (EmotionsEintrag, HaltungRecord, MemoryRecord, PairRecord, PerzeptionRecord, RouteRecord, SessionTurn,
                             Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
 from pipeline.runner import run_node
@@ -63,7 +63,7 @@ def test_ei_calc_vectors_and_turn_zero():
     assert vec("neutral", []).emotions_vektor == "plateau"
     assert vec("neutral", ["neutral", "freude", "aerger"]).emotions_vektor == "stabilisierung"
     rec = vec("traurigkeit", ["neutral"])
-    assert rec.emotions_verlauf[0] == {"emotion": "traurigkeit", "arousal": 0.8, "gewicht": 1.0}
+    assert rec.emotions_verlauf[0] == EmotionsEintrag(emotion="traurigkeit", arousal=0.8, gewicht=1.0)
     assert rec.nova_emotion == "traurigkeit" and rec.nova_sektor == "traurigkeit"  # strong feeling: empathy
     assert vec("ueberraschung", []).nova_emotion == "neutral"  # weak one: her own state stays
 

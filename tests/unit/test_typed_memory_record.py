@@ -123,3 +123,12 @@ def test_the_acute_objects_of_an_old_job_read_typed_with_their_web_hits_as_they_
     assert [type(o) for o in s.objekte] == [SachObjekt, SachObjekt]
     assert s.objekte[0].recherche[0]["url"] == "https://t" and s.objekte[1].recherche is None
     assert s.model_dump(mode="json", exclude_none=True) == alt
+
+
+def test_the_emotion_history_of_an_old_job_reads_typed_and_nova_s_state_keeps_it_as_json():
+    from core.state import EmotionRecord, EmotionsEintrag
+
+    alt = [{"emotion": "angst", "arousal": 0.8, "gewicht": 1.0}, {"emotion": "freude", "arousal": 0.3, "gewicht": 0.7}]
+    e = EmotionRecord.model_validate({"emotions_verlauf": alt, "emotions_vektor": "einbruch"})
+    assert e.emotions_verlauf[1] == EmotionsEintrag(emotion="freude", arousal=0.3, gewicht=0.7)
+    assert e.model_dump(mode="json")["emotions_verlauf"] == alt
