@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import ConfigError
 from core.names import APP_NAME, STORE_DEPLOYMENT
 from core.settings import CONTROLLER_ENV, WORKER_ENV, Settings, direct_front_env
 from memory.embedded import EmbeddedStores, resolve_store_urls
@@ -114,14 +115,15 @@ def start(settings: Settings, *, engine=None) -> Runtime:
 
     t0 = time.monotonic()
     if attached(settings) and not (settings.database_url and settings.redis_url):
-        raise ValueError(f"deploying onto the cluster at {settings.ray_address!r} needs external stores: set "
+        raise ConfigError(f"deploying onto the cluster at {settings.ray_address!r} needs external stores: set "
                          "DATABASE_URL and REDIS_URL (embedded ones would live on this machine only)")
     front = http_front(settings, ray.is_initialized())
     if front == "direct":
         try:  # Serve would hand a taken port's replica the next one of its range: say it here instead
             _free_port(settings.http_host, settings.http_port)
         except OSError as e:
-            raise RuntimeError(f"the HTTP port {settings.http_host}:{settings.http_port} is taken ({e})") from e
+            raise ConfigError(f"the HTTP port {settings.http_host}:{settings.http_port} is taken ({e}): "
+                              "set NOVABERG_HTTP_PORT to a free one") from e
     stores = resolve_store_urls(settings.home, settings.database_url, settings.redis_url)
     if settings.redis_url:
         from memory.embedded import check_redis

@@ -42,7 +42,9 @@ The tree (a class, the module it is defined in, its builtin second base):
     │   └── FollowUpWaits           actors.background; RuntimeError (a self-trigger's follow-up failed for an outage)
     ├── ServiceError                a service the project calls did not deliver
     │   ├── NoSearchProvider        serve.web; RuntimeError
+    │   ├── PageUnavailable         serve.web; RuntimeError (a page could not be fetched; `grund` says why)
     │   ├── PairSuperseded          core.wire; RuntimeError (the process serves the pair no more)
+    │   ├── JobTooNew               core.wire; RuntimeError (an outbox job of a newer release waits for its worker)
     │   └── EngineError             the model engine failed a call, or its answer cannot be used
     │       ├── LLMBackendError     serve.llm_backends; RuntimeError (`transient`: worth a retry)
     │       ├── ModelUnavailable    a background job's model is away: the job waits for it alone

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import ReplicaGone
+from core.errors import ReplicaGone, ServiceError
 from core.names import APP_NAME, EMBEDDER_DEPLOYMENT, LLM_DEPLOYMENT, STORE_DEPLOYMENT, WEB_DEPLOYMENT
 from core.settings import Settings
 from core.wire import ChatChunk, ChatRequest, ChatResponse
@@ -241,7 +241,13 @@ class WebClient:
         return await self.handle.search.remote(query)
 
     async def fetch(self, url: str) -> dict:
-        return await self.handle.fetch.remote(url)
+        """The page (`url`, `text`, `extraktor`, `gekuerzt`, `weiterleitungen`; `ok` true), or why it
+        could not be had (`ok` false, `fehler`): the web deployment raises `PageUnavailable` (a
+        `ServiceError`, caught by its family) with its reason as `grund`, mapped here once."""
+        try:
+            return {**await self.handle.fetch.remote(url), "ok": True}
+        except ServiceError as e:
+            return {"url": url, "ok": False, "fehler": getattr(e, "grund", None) or type(e).__name__}
 
 
 @dataclass

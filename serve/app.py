@@ -1,6 +1,7 @@
 """The one builder that wires the Serve application: deployments get handles in their constructor."""
 from __future__ import annotations
 
+from core.errors import ConfigError
 from core.settings import Settings, load_settings
 from pipeline.node_config import check_budgets
 from serve.embedder import EmbedderDeployment
@@ -47,7 +48,7 @@ def app_builder(args: dict | None = None):
     stops it (`NOVABERG_REDIS_ALLOW_EVICTION`)."""
     settings = load_settings(**(args or {}))
     if not (settings.database_url and settings.redis_url):
-        raise ValueError("a Serve config deployment needs DATABASE_URL and REDIS_URL (no embedded stores)")
+        raise ConfigError("a Serve config deployment needs DATABASE_URL and REDIS_URL (no embedded stores)")
     from memory.embedded import check_redis
 
     check_redis(settings.redis_url, settings.redis_allow_eviction)  # as `novaberg up` does: refuses an evicting one

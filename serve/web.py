@@ -24,6 +24,20 @@ class NoSearchProvider(ServiceError, RuntimeError):
     pass
 
 
+class PageUnavailable(ServiceError, RuntimeError):
+    """A page could not be had: the guard refused its URL, the fetch failed, or the server answered
+    an error status. `grund` says why in the words the thinker's tool hands the model (`HTTP 404`,
+    `abgewiesen: …`); it is read as an attribute, which Ray's wrapper of a remote error hands on."""
+
+    def __init__(self, grund: str, url: str = ""):
+        super().__init__(grund, url)
+        self.grund = grund
+        self.url = url
+
+    def __str__(self) -> str:
+        return self.grund
+
+
 def page_text(html: bytes, content_type: str) -> tuple[str, str]:
     """(text, extractor): trafilatura first, BeautifulSoup when it finds nothing."""
     if "html" not in content_type and not html.lstrip()[:15].lower().startswith((b"<!doctype", b"<html")):
@@ -50,19 +64,21 @@ class WebLayer:
                                        allowed_networks=settings.web_allowed_networks)
 
     async def fetch(self, url: str) -> dict[str, Any]:
+        """The page's text (`url`, `text`, `extraktor`, `gekuerzt`, `weiterleitungen`); a page that
+        cannot be had raises `PageUnavailable` (from the guard's or httpx's error)."""
         try:
             res = await self.guard.fetch(url)
         except FetchRefused as e:
             log.warning("web: fetch refused for %s: %s", url, e)
-            return {"url": url, "ok": False, "fehler": f"abgewiesen: {e}"}
+            raise PageUnavailable(f"abgewiesen: {e}", url) from e
         except httpx.HTTPError as e:
             log.warning("web: fetch failed for %s: %s", url, e)
-            return {"url": url, "ok": False, "fehler": f"{type(e).__name__}: {e}"}
+            raise PageUnavailable(f"{type(e).__name__}: {e}", url) from e
         if res.status >= 400:
-            return {"url": res.url, "ok": False, "fehler": f"HTTP {res.status}"}
+            raise PageUnavailable(f"HTTP {res.status}", res.url)
         # parsing a page takes a while: on a thread, so the replica's loop keeps answering
         text, extractor = await asyncio.to_thread(page_text, res.body, res.content_type)
-        return {"url": res.url, "ok": True, "text": text, "extraktor": extractor, "gekuerzt": res.truncated,
+        return {"url": res.url, "text": text, "extraktor": extractor, "gekuerzt": res.truncated,
                 "weiterleitungen": res.redirects}
 
     async def search(self, query: str) -> dict[str, Any]:

@@ -101,21 +101,22 @@ class WebServers:
         self.server.shutdown()
 
 
-class LocalWeb:
-    """The web deployment's layer called in-process (the same WebLayer, no Ray)."""
+class _InProcess:
+    """A deployment method's `.remote`, called in this process."""
 
-    def __init__(self, settings):
-        from serve.web import WebLayer
+    def __init__(self, fn):
+        self.remote = fn
 
-        self.settings = settings
-        self.layer = WebLayer(settings)
 
-    @property
-    def configured(self) -> bool:
-        return bool(self.settings.serper_api_key or self.settings.searxng_url)
+def LocalWeb(settings):
+    """The web deployment's layer called in-process (the same WebLayer, no Ray), through the client
+    the nodes use (`pipeline.services.WebClient`, which maps the layer's `PageUnavailable`)."""
+    from types import SimpleNamespace
 
-    async def search(self, query):
-        return await self.layer.search(query)
+    from pipeline.services import WebClient
+    from serve.web import WebLayer
 
-    async def fetch(self, url):
-        return await self.layer.fetch(url)
+    layer = WebLayer(settings)
+    client = WebClient(SimpleNamespace(search=_InProcess(layer.search), fetch=_InProcess(layer.fetch)), settings)
+    client.layer = layer
+    return client

@@ -216,3 +216,49 @@ def test_the_store_client_is_a_seam_for_the_store_deployment():
     single, (first, second) = asyncio.run(go())
     assert single.__cause__ is died
     assert isinstance(first, StoreUnavailable) and first.__cause__ is lost and second == 2
+
+
+def test_startup_checks_raise_config_error(tmp_path):
+    """A start that cannot go on for a setting says so as `ConfigError`, the family of settings."""
+    from cluster import runtime
+    from core.errors import ConfigError
+    from core.settings import Settings
+    from serve.app import app_builder
+
+    with pytest.raises(ConfigError, match="DATABASE_URL and REDIS_URL"):
+        app_builder({"database_url": None, "redis_url": None})
+    attached = Settings(home=tmp_path, ray_address="ray://head.example:10001", database_url=None, redis_url=None)
+    with pytest.raises(ConfigError, match="needs external stores"):
+        runtime.start(attached)
+
+
+def test_the_web_client_maps_the_web_deployments_page_error_once():
+    """The web deployment raises `PageUnavailable` (no `{"ok": False}` dict crosses the process); its
+    client hands the tools the page or the reason, also through Ray's wrapper of the remote error."""
+    from core.settings import Settings
+    from pipeline.services import WebClient
+    from serve.web import PageUnavailable
+
+    outcomes = {"http://a.example/": {"url": "http://a.example/", "text": "Seite", "extraktor": "text",
+                                      "gekuerzt": False, "weiterleitungen": 0},
+                "http://b.example/": RayTaskError("fetch", "traceback", PageUnavailable("HTTP 404", "http://b.example/"))
+                .as_instanceof_cause(),
+                "http://c.example/": PageUnavailable("abgewiesen: loopback", "http://c.example/")}
+
+    class _Fetch:
+        def remote(self, url):
+            async def answer():
+                if isinstance(outcomes[url], BaseException):
+                    raise outcomes[url]
+                return outcomes[url]
+            return answer()
+
+    class _Handle:
+        fetch = _Fetch()
+
+    client = WebClient(_Handle(), Settings())
+    page = asyncio.run(client.fetch("http://a.example/"))
+    assert page["ok"] and page["text"] == "Seite"
+    assert asyncio.run(client.fetch("http://b.example/")) == {"url": "http://b.example/", "ok": False,
+                                                              "fehler": "HTTP 404"}
+    assert asyncio.run(client.fetch("http://c.example/"))["fehler"] == "abgewiesen: loopback"

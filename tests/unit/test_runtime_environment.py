@@ -75,7 +75,9 @@ def test_a_taken_http_port_is_refused_by_name_before_anything_starts(tmp_path):
 
         settings = Settings(home=tmp_path, http_port=port, database_url="postgresql://x@127.0.0.1:1/x",
                             redis_url="redis://127.0.0.1:1")
-        with pytest.raises(RuntimeError, match=f"the HTTP port 127.0.0.1:{port} is taken"):
+        from core.errors import ConfigError
+
+        with pytest.raises(ConfigError, match=f"the HTTP port 127.0.0.1:{port} is taken"):
             runtime.start(settings)
 
 

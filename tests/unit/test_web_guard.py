@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from core.settings import Settings
-from serve.web import WebLayer, page_text
+from serve.web import PageUnavailable, WebLayer, page_text
 from serve.web_guard import FetchRefused, WebGuard, address_refusal
 
 ARTICLE = (b"<html><head><title>T</title></head><body><nav>Menue</nav><article><h1>Beagle</h1>"
@@ -147,8 +147,9 @@ def test_page_text_and_the_web_layer(server):
     assert how == "beautifulsoup" and text == "Impressum Beagle-Club"
     web = WebLayer(Settings(web_allowed_networks=["127.0.0.0/8"]))
     out = asyncio.run(web.fetch(f"{url}/artikel"))
-    assert out["ok"] and "Beagle" in out["text"]
-    blocked = asyncio.run(WebLayer(Settings()).fetch(f"{url}/artikel"))
-    assert not blocked["ok"] and blocked["fehler"].startswith("abgewiesen")
+    assert "Beagle" in out["text"]
+    with pytest.raises(PageUnavailable) as blocked:
+        asyncio.run(WebLayer(Settings()).fetch(f"{url}/artikel"))
+    assert blocked.value.grund.startswith("abgewiesen")
     with pytest.raises(Exception, match="none configured"):
         asyncio.run(WebLayer(Settings()).search("Beagle"))

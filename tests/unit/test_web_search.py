@@ -6,7 +6,7 @@ import asyncio
 import pytest
 
 from core.settings import Settings
-from serve.web import NoSearchProvider, WebLayer
+from serve.web import NoSearchProvider, PageUnavailable, WebLayer
 from serve.web_guard import FetchRefused, WebGuard
 from tests.web_servers import WebServers
 
@@ -56,12 +56,14 @@ def test_empty_results_are_an_answer_not_a_failure(web):
 def test_page_text_trafilatura_and_the_beautifulsoup_fallback(web):
     layer = WebLayer(web.settings())
     page = asyncio.run(layer.fetch(f"{web.url}/artikel"))
-    assert page["ok"] and page["extraktor"] == "trafilatura"
+    assert page["extraktor"] == "trafilatura"
     assert "SGR 0418+5729" in page["text"] and "Impressum" not in page["text"] and "Anmelden" not in page["text"]
     page = asyncio.run(layer.fetch(f"{web.url}/seite2"))
-    assert page["ok"] and page["extraktor"] == "beautifulsoup" and page["text"] == "Impressum Sternwarte"
-    missing = asyncio.run(layer.fetch(f"{web.url}/gibtsnicht"))
-    assert not missing["ok"] and missing["fehler"] == "HTTP 404"
+    assert page["extraktor"] == "beautifulsoup" and page["text"] == "Impressum Sternwarte"
+    # a page that cannot be had is the project's error, its reason named (the client maps it once)
+    with pytest.raises(PageUnavailable) as missing:
+        asyncio.run(layer.fetch(f"{web.url}/gibtsnicht"))
+    assert missing.value.grund == "HTTP 404"
 
 
 # --- the guard: every one of these must be refused, for the reason named -------------------------
