@@ -214,8 +214,8 @@ async def fragen(settings, raw: list, arme: dict[str, list[Paar]], alle: list[li
             for n, qa in enumerate(asked):
                 ev = set(qa["evidence"])
                 for arm, (user, character) in wer.items():
-                    got = (await erinnern(pool, user, character, gefragt[arm][n], vektoren[arm][n], cfg))["erinnerungen"]
-                    ranked = [set(dia.get((m["quelle"], m["beobachter"]), [])) if arm != "import" else {m["quelle"]}
+                    got = (await erinnern(pool, user, character, gefragt[arm][n], vektoren[arm][n], cfg)).erinnerungen
+                    ranked = [set(dia.get((m.quelle, m.beobachter), [])) if arm != "import" else {m.quelle}
                               for m in got]
                     at = [set().union(*ranked[:k]) if ranked[:k] else set() for k in (5, 10)]
                     arms[arm].append((len(ev & at[0]) / len(ev), len(ev & at[1]) / len(ev)))

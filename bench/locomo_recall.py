@@ -43,7 +43,7 @@ async def _ankerlos(store, user: str, turns: list[dict], vectors, cfg, leer: dic
 
     for turn, v in zip(turns, vectors):
         read = await lzg_lesen(store, user, "nova", turn["text"], v, cfg)
-        leer.setdefault(turn["sprache"], []).append(int(not read["erinnerungen"]))
+        leer.setdefault(turn["sprache"], []).append(int(not read.erinnerungen))
 
 
 async def _deutsch(pool, r, store, embed, embed_q, ci: int, data: dict, turns: list, fragen: list[dict],
@@ -61,7 +61,7 @@ async def _deutsch(pool, r, store, embed, embed_q, ci: int, data: dict, turns: l
                               data["conversation"]["speaker_a"], embed)
     out = []
     for f, v in zip(fragen, embed_q([f["frage"] for f in fragen])):
-        got = [h["quelle"] for h in (await lzg_lesen(store, user, "nova", f["frage"], v, cfg))["erinnerungen"]]
+        got = [h.quelle for h in (await lzg_lesen(store, user, "nova", f["frage"], v, cfg)).erinnerungen]
         ev = set(f["evidenz"])
         out.append((len(ev & set(got[:5])) / len(ev), len(ev & set(got[:10])) / len(ev), f["frage_en"]))
     return out
@@ -147,8 +147,8 @@ async def run(data_path: Path, limit: int | None, overrides: dict | None = None,
                 t_e = time.perf_counter()
                 for arm, a, b in (("read_path", t_q, t_d), ("dense", t_d, t_b), ("bm25", t_b, t_e)):
                     latency_ms[arm].append((b - a) * 1000)
-                got = [h["quelle"] for h in read["erinnerungen"]]
-                ohne = [h["quelle"] for h in (await lzg_lesen(store, user, "nova", q, qv, ohne_boden))["erinnerungen"]]
+                got = [h.quelle for h in read.erinnerungen]
+                ohne = [h.quelle for h in (await lzg_lesen(store, user, "nova", q, qv, ohne_boden)).erinnerungen]
                 returned.append(len(got))
                 for arm, ranked in (("read_path", got), ("read_path_ohne_boden", ohne), ("dense", dense), ("bm25", bm)):
                     arms[arm].append((len(ev & set(ranked[:5])) / len(ev), len(ev & set(ranked[:10])) / len(ev)))

@@ -87,8 +87,8 @@ def cmd_search(settings: Settings, args) -> int:
         finally:
             await ctx.close()
 
-    for hit in asyncio.run(go())["erinnerungen"]:
-        print(hit["quelle"] if hit["quelle"] else f"lzg:{hit['id']}")
+    for hit in asyncio.run(go()).erinnerungen:
+        print(hit.quelle if hit.quelle else f"lzg:{hit.id}")
     return 0
 
 

@@ -36,6 +36,11 @@ class _Eintrag(BaseModel):
     def get(self, key: str, default: Any = None) -> Any:
         return getattr(self, key) if key in type(self).model_fields else default
 
+    def __contains__(self, key: object) -> bool:
+        """Refused: an optional field is always there (None when the dict lacked it), so `"k" in e`
+        would not say what it said of the dict; read the field."""
+        raise TypeError(f"{type(self).__name__}: read the field {key!r} instead of testing for it")
+
 
 class AusstehenderAuftrag(BaseModel):
     """An order that asked back, with what is known of it."""

@@ -112,8 +112,8 @@ def test_the_enricher_reads_through_the_path_with_the_pairs_configuration(stores
 
     out, reads, direct, cfg, trace = asyncio.run(with_pool(migrated.database_url, go))
     assert len(reads) == 1 and reads[0][1][4] == cfg == for_model(Settings().embedding_model)
-    assert out.lzg_resonanz["ids"] == direct["ids"] and out.lzg_resonanz["ids"]
-    assert out.lzg_resonanz["erinnerungen"][0]["inhalt"] == "Anna hat einen Hund namens Bello."
+    assert out.lzg_resonanz.ids == direct.ids and out.lzg_resonanz.ids
+    assert out.lzg_resonanz.erinnerungen[0].inhalt == "Anna hat einen Hund namens Bello."
     # seed 001 §4: the read names how many memories it read and which
     [entry] = [r for r in trace.rows if r.get("entscheidung") == "enricher.lzg_resonanz"]
     assert entry["outcome"] == "gelesen"
@@ -144,7 +144,7 @@ def test_a_read_the_floor_empties_is_named_in_the_turns_log(stores, migrated):
             await r.aclose()
 
     out, trace, cfg = asyncio.run(with_pool(migrated.database_url, go))
-    assert out.lzg_resonanz["erinnerungen"] == [] and out.lzg_resonanz["rahmen"]["kaltstart"] is True
+    assert out.lzg_resonanz.erinnerungen == [] and out.lzg_resonanz.rahmen.kaltstart is True
     [entry] = [r for r in trace.rows if r.get("entscheidung") == "enricher.lzg_resonanz"]
     assert (entry["outcome"], entry["threshold"]) == ("cold_start", cfg.lesepfad_boden)
     assert entry["inputs"] == {"lzg_resonanz_count": 0, "lzg_resonanz_ids": [], "bester_kosinus": 0.0}
@@ -212,7 +212,7 @@ def test_what_the_enricher_reads_at_the_turns_start_is_what_it_reads_with(stores
     assert sorted(before) == ["aufzeichnungen.bestand", "bibliothek.bestand", "lzg.has_nodes", "ziele.load_goals"]
     assert set(prefetched) == {"Wie heisst Annas Hund?"}  # the stimulus's vector, started early
     assert all(calls.count(op) == 1 for op in before) and calls.index("lesepfad.erinnern") >= len(before)
-    assert out.lzg_resonanz["erinnerungen"][0]["inhalt"] == "Anna hat einen Hund namens Bello."
+    assert out.lzg_resonanz.erinnerungen[0].inhalt == "Anna hat einen Hund namens Bello."
     # the key it searched with travels in the state to the services wissen and dateien (seed 001 §4)
     gesucht = next(c[1][3] for c in store_calls if c[0] == "lesepfad.erinnern")
     assert out.such_vektor is not None and out.such_vektor == [float(x) for x in gesucht]
@@ -240,13 +240,13 @@ def test_keyword_channel_reads_surroundings_stems_and_follows_new_neighbours(poo
         return bello, fremd, dog, before, after, painting, hund
 
     bello, fremd, dog, before, after, painting, hund = asyncio.run(with_pool(pool, go))
-    scores = {e["id"]: e["stichwort"] for e in before["erinnerungen"]}
+    scores = {e.id: e.stichwort for e in before.erinnerungen}
     assert scores[bello] == 0.0  # alone, the beagle's turn holds no word of the question
-    kw = {e["id"]: e["stichwort"] for e in after["erinnerungen"]}
+    kw = {e.id: e.stichwort for e in after.erinnerungen}
     assert kw[bello] > 0 and kw[dog] > kw[bello] > kw[fremd] == 0.0  # the neighbour's words, the turn's own first
-    assert after["ids"][:2] == [dog, bello] and after["ids"][-1] == fremd
-    assert painting["erinnerungen"][0]["inhalt"] == "She paints sunsets."
-    assert hund["erinnerungen"][0]["inhalt"] == "Die Hunde bellten im Garten."
+    assert after.ids[:2] == [dog, bello] and after.ids[-1] == fremd
+    assert painting.erinnerungen[0].inhalt == "She paints sunsets."
+    assert hund.erinnerungen[0].inhalt == "Die Hunde bellten im Garten."
 
 
 def test_what_comes_back_is_bounded_and_carries_its_paths(pool):
@@ -267,12 +267,12 @@ def test_what_comes_back_is_bounded_and_carries_its_paths(pool):
         return anker, ids, mit, ohne, mehr
 
     anker, ids, mit, ohne, mehr = asyncio.run(with_pool(pool, go))
-    assert len(mit["ids"]) == 3 and mit["ids"][0] == anker and mit["erinnerungen"][0]["eingefallen_ueber"] == "Anker"
-    assoziiert = [e for e in mit["erinnerungen"] if e["tiefe"] == 1]
+    assert len(mit.ids) == 3 and mit.ids[0] == anker and mit.erinnerungen[0].eingefallen_ueber == "Anker"
+    assoziiert = [e for e in mit.erinnerungen if e.tiefe == 1]
     assert [e["id"] for e in assoziiert] == [ids[7]] and assoziiert[0]["pfad"] == [anker, ids[7]]
     assert "Leuchtturm" in assoziiert[0]["eingefallen_ueber"]
-    assert all(e["tiefe"] == 0 for e in ohne["erinnerungen"]) and len(ohne["ids"]) == 3
-    assert len(mehr["ids"]) == 9 and len(set(mehr["ids"])) == 9
+    assert all(e.tiefe == 0 for e in ohne.erinnerungen) and len(ohne.ids) == 3
+    assert len(mehr.ids) == 9 and len(set(mehr.ids)) == 9
 
 
 def test_an_anchorless_turn_recalls_nothing_and_says_so(pool, caplog):
@@ -296,11 +296,11 @@ def test_an_anchorless_turn_recalls_nothing_and_says_so(pool, caplog):
 
     with caplog.at_level(logging.INFO, logger="novaberg.lesepfad"):
         unter, ueber, pruefung = asyncio.run(with_pool(pool, go))
-    assert unter["erinnerungen"] == [] and unter["ids"] == []
-    assert unter["rahmen"]["kaltstart"] is True and abs(unter["rahmen"]["bester_kosinus"] - 0.39) < 1e-3
+    assert unter.erinnerungen == [] and unter.ids == []
+    assert unter.rahmen.kaltstart is True and abs(unter.rahmen.bester_kosinus - 0.39) < 1e-3
     assert "fallback cold_start" in caplog.text
-    assert ueber["erinnerungen"][0]["inhalt"] == "Anna hat einen Hund namens Bello." and "kaltstart" not in ueber["rahmen"]
-    assert len(pruefung["erinnerungen"]) == 2
+    assert ueber.erinnerungen[0].inhalt == "Anna hat einen Hund namens Bello." and ueber.rahmen.kaltstart is False
+    assert len(pruefung.erinnerungen) == 2
 
 
 def test_nothing_stored_reads_nothing(pool):
@@ -308,7 +308,7 @@ def test_nothing_stored_reads_nothing(pool):
         user, ch = new_pair("lp-leer")
         return await erinnern(p, user, ch, "Hallo", unit(0), MemoryConfig())
 
-    assert asyncio.run(with_pool(pool, go))["ids"] == []
+    assert asyncio.run(with_pool(pool, go)).ids == []
 
 
 async def _gespraech(r, user, ch):

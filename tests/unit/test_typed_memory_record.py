@@ -132,3 +132,9 @@ def test_the_emotion_history_of_an_old_job_reads_typed_and_nova_s_state_keeps_it
     e = EmotionRecord.model_validate({"emotions_verlauf": alt, "emotions_vektor": "einbruch"})
     assert e.emotions_verlauf[1] == EmotionsEintrag(emotion="freude", arousal=0.3, gewicht=0.7)
     assert e.model_dump(mode="json")["emotions_verlauf"] == alt
+
+
+def test_testing_an_entry_for_a_key_is_refused_rather_than_always_false():
+    r = Resonanz.model_validate(ALT["lzg_resonanz"])
+    with pytest.raises(TypeError):
+        "kaltstart" in r.rahmen
