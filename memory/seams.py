@@ -9,8 +9,9 @@ on a family.
 - Ray's actor errors (`ActorDiedError`, `ActorUnavailableError`): `ReplicaGone`.
 
 `store_calls()` wraps a call to a store (the Redis client of `memory.redis_client`, a connection
-of the pool `memory.pg.open_pool`, a call to the store deployment); `service_calls()` wraps a call
-to a deployment that is not a store (the model): only Ray's errors are its. Each raises the
+of the pool `memory.pg.open_pool`); `service_calls()` wraps a call to a deployment through its
+handle (the model, the store deployment, whose own outages its pool mapped already): only Ray's
+errors are its. Each raises the
 family from the original (`__cause__`). An error that crossed a process unmapped (pickled by Ray,
 its cause left behind) is mapped by the same table when a decision asks (`caused_by`).
 
@@ -61,7 +62,7 @@ def family(e: BaseException, *, stores: bool = True) -> BaseException:
 
 @contextmanager
 def store_calls() -> Iterator[None]:
-    """Around a call to Redis, Postgres or the store deployment: a store that is away raises
+    """Around a call to Redis or Postgres: a store that is away raises
     `StoreUnavailable`, a replica that died `ReplicaGone`, each from the driver's error."""
     try:
         yield
@@ -74,8 +75,9 @@ def store_calls() -> Iterator[None]:
 
 @contextmanager
 def service_calls() -> Iterator[None]:
-    """Around a call to a deployment that is not a store (the model): a replica that died or
-    cannot be reached raises `ReplicaGone` from Ray's error; every other error passes as it is."""
+    """Around a call to a deployment through its handle (the model, the store deployment): a
+    replica that died or cannot be reached raises `ReplicaGone` from Ray's error; every other error
+    passes as it is (a model call's timeout is the model's, not a store's)."""
     try:
         yield
     except Exception as e:

@@ -199,7 +199,7 @@ class StoreClient(StoreOps):
 
     async def _single(self, op: str, args: tuple, kwargs: dict, fut: asyncio.Future) -> None:
         try:
-            with seams.store_calls():
+            with seams.service_calls():  # the store's own outages are mapped in its process (the pool)
                 result = await self.handle.call.remote(op, *args, **kwargs)
             _settle(fut, None, result)
         except Exception as e:
@@ -207,7 +207,7 @@ class StoreClient(StoreOps):
 
     async def _batched(self, calls: list[tuple[str, tuple, dict, asyncio.Future]]) -> None:
         try:
-            with seams.store_calls():
+            with seams.service_calls():
                 out = await self.handle.batch.remote([(op, args, kwargs) for op, args, kwargs, _ in calls])
         except Exception as e:  # the request failed as a whole (a replica died): every call fails
             for *_, fut in calls:
