@@ -35,7 +35,7 @@ def host_starten(settings: Settings, name: str | None = None):
     name = name or host_name()
     return name, PairActorRemote.options(name=name, namespace=settings.namespace, lifetime="detached",
                                          enable_task_events=False, **placement
-                                         ).remote(settings.model_dump(mode="json", by_alias=False), name)
+                                         ).remote(settings, name)
 
 
 async def _ersatz(redis, settings: Settings, pair: str) -> tuple[str, Any]:

@@ -70,14 +70,14 @@ def _von_ray_neu_gestartet() -> bool:
 
 
 class PairActor:
-    def __init__(self, settings: dict, name: str):
+    def __init__(self, settings: Settings, name: str):
         # construction is cheap; connections come up with `vorwaermen` or the first call
         self.name = name
         self.user_id: str | None = None
         self.character_id: str | None = None
         self._token: int | None = None
         """The fencing token the registry bound this process to its pair under (`binden`)."""
-        self.settings = Settings(**settings)
+        self.settings = settings
         self._services: Services | None = None
         self._human: ChainRunner | None = None
         self._character: ChainRunner | None = None

@@ -362,8 +362,8 @@ async def pixie_round(services, max_tasks: int = 3) -> dict[str, Any]:
 class Pixie:
     """The detached actor: runs a round every `interval_s` on its own thread and loop."""
 
-    def __init__(self, settings: dict, interval_s: float):
-        self.settings = Settings(**settings)
+    def __init__(self, settings: Settings, interval_s: float):
+        self.settings = settings
         self.interval_s = interval_s
         self.rounds: list[dict] = []
         threading.Thread(target=lambda: asyncio.run(self._loop()), name="pixie", daemon=True).start()
@@ -389,7 +389,7 @@ PixieRemote = ray.remote(num_cpus=0, max_restarts=-1)(Pixie)
 
 def start_pixie(settings: Settings):
     return PixieRemote.options(name=PIXIE_NAME, namespace=settings.namespace, get_if_exists=True,
-                               lifetime="detached").remote(settings.model_dump(mode="json"), settings.pixie_interval_s)
+                               lifetime="detached").remote(settings, settings.pixie_interval_s)
 
 
 def stop_pixie(settings: Settings) -> None:

@@ -61,9 +61,9 @@ async def retention_pass(pool, r, settings: Settings, now: datetime | None = Non
 
 
 class BackgroundWorker:
-    def __init__(self, index: int, settings: dict):
+    def __init__(self, index: int, settings: Settings):
         self.index = index
-        self.settings = Settings(**settings)
+        self.settings = settings
         self.processed = 0
         self.errors = 0
         self.impulses = 0
@@ -176,7 +176,7 @@ def start_workers(settings: Settings) -> list:
     """Create (or find) the detached workers and wait until each consumes."""
     handles = [
         BackgroundWorkerRemote.options(name=worker_name(i), namespace=settings.namespace, get_if_exists=True,
-                                       lifetime="detached").remote(i, settings.model_dump(mode="json"))
+                                       lifetime="detached").remote(i, settings)
         for i in range(settings.outbox_workers)
     ]
     if not all(ray.get([h.wait_ready.remote() for h in handles])):

@@ -17,7 +17,7 @@ project): the node token budgets against `llm_max_tokens` are checked where the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -98,9 +98,12 @@ class Section(BaseModel):
     """A group of settings of one concern. Its fields' docstrings are their descriptions (the
     reference in docs/SETTINGS.md is generated from them); `Settings` inherits every section."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
     title: ClassVar[str] = ""
     """The section's heading in the reference."""
+
+
+S = TypeVar("S", bound=Section)
 
 
 class StoreSettings(Section):
@@ -573,8 +576,11 @@ class Settings(BaseSettings, StoreSettings, RaySettings, HttpSettings, ApiBounds
                EmbedderSettings, PairSettings, BackgroundSettings, MemorySettings, ThinkerSettings, WebSettings,
                DashboardSettings, LogSettings):
     """Every setting, one flat class of all sections: `settings.<field>`, read from `NOVABERG_<FIELD>`
-    (three from their conventional names: `DATABASE_URL`, `REDIS_URL`, `RAY_ADDRESS`). A process
-    edge passes it on as `Settings(**settings.model_dump(...))`."""
+    (three from their conventional names: `DATABASE_URL`, `REDIS_URL`, `RAY_ADDRESS`). Each section
+    is also an object of its own (`settings.llm` is the `LLMSettings`). A process receives the typed
+    object it needs, pickled by Ray: the LLM deployment and its engine their section, as Ray Serve
+    LLM hands its engine an `LLMConfig`; the embedder and the web deployment theirs; a process that
+    reads many sections (the ingress, the store, the pair actors, the workers) the whole `Settings`."""
 
     model_config = SettingsConfigDict(
         env_prefix="NOVABERG_", extra="forbid", frozen=True, populate_by_name=True
@@ -589,6 +595,84 @@ class Settings(BaseSettings, StoreSettings, RaySettings, HttpSettings, ApiBounds
         quoted text with `log_utterances`, otherwise its length only."""
         s = text if isinstance(text, str) else str(text)
         return repr(s) if self.log_utterances else f"<{len(s)} chars>"
+
+    def section(self, cls: type[S]) -> S:
+        """One section of these settings as an object of its own, with the values validated here
+        (the fields set explicitly stay marked as set)."""
+        if cls not in SECTIONS:
+            raise TypeError(f"{cls.__name__} is no section of Settings")
+        names = cls.model_fields.keys()
+        return cls.model_construct(self.model_fields_set & names, **{n: getattr(self, n) for n in names})
+
+    @property
+    def store(self) -> StoreSettings:
+        return self.section(StoreSettings)
+
+    @property
+    def ray(self) -> RaySettings:
+        return self.section(RaySettings)
+
+    @property
+    def http(self) -> HttpSettings:
+        return self.section(HttpSettings)
+
+    @property
+    def api_bounds(self) -> ApiBoundsSettings:
+        return self.section(ApiBoundsSettings)
+
+    @property
+    def llm(self) -> LLMSettings:
+        return self.section(LLMSettings)
+
+    @property
+    def embedder(self) -> EmbedderSettings:
+        return self.section(EmbedderSettings)
+
+    @property
+    def pair(self) -> PairSettings:
+        return self.section(PairSettings)
+
+    @property
+    def background(self) -> BackgroundSettings:
+        return self.section(BackgroundSettings)
+
+    @property
+    def memory(self) -> MemorySettings:
+        return self.section(MemorySettings)
+
+    @property
+    def thinker(self) -> ThinkerSettings:
+        return self.section(ThinkerSettings)
+
+    @property
+    def web(self) -> WebSettings:
+        return self.section(WebSettings)
+
+    @property
+    def dashboard(self) -> DashboardSettings:
+        return self.section(DashboardSettings)
+
+    @property
+    def log(self) -> LogSettings:
+        return self.section(LogSettings)
+
+
+SECTION_NAMES: dict[str, type[Section]] = {
+    "store": StoreSettings,
+    "ray": RaySettings,
+    "http": HttpSettings,
+    "api_bounds": ApiBoundsSettings,
+    "llm": LLMSettings,
+    "embedder": EmbedderSettings,
+    "pair": PairSettings,
+    "background": BackgroundSettings,
+    "memory": MemorySettings,
+    "thinker": ThinkerSettings,
+    "web": WebSettings,
+    "dashboard": DashboardSettings,
+    "log": LogSettings,
+}
+"""Each section's accessor on `Settings` (`settings.llm`)."""
 
 
 def load_settings(**overrides) -> Settings:

@@ -20,26 +20,29 @@ def build_app(settings: Settings, engine=None, *, hintergrund: bool = False):
     config, where no `novaberg up` does it. A node budget above `llm_max_tokens` stops it here
     (`check_budgets`)."""
     check_budgets(settings)
-    s = settings.model_dump(mode="json")
+    # each deployment gets the typed settings it reads, pickled by Ray: a section of its own where
+    # it reads one concern, the whole `Settings` where it reads many
     # the deployments the pair actors call dozens of times a turn write no access log line per
     # request (the ingress keeps its own): at 40 requests a turn it cost CPU and told nothing the
     # pipeline log does not
     quiet = {"logging_config": {"enable_access_log": False}}
     embedder = EmbedderDeployment.options(
-        ray_actor_options={"num_cpus": settings.embedder_num_cpus}, num_replicas=1, **quiet).bind(s)
-    vllm = vllm_server_app(settings) if settings.llm_backend == "vllm" and engine is None else None
+        ray_actor_options={"num_cpus": settings.embedder_num_cpus}, num_replicas=1, **quiet).bind(settings.embedder)
+    vllm = vllm_server_app(settings.llm) if settings.llm_backend == "vllm" and engine is None else None
     # llama.cpp serialises its calls on one thread per replica; requests wait in that replica's queue
     llm = LLMDeployment.options(
         num_replicas=settings.llm_replicas, max_ongoing_requests=64, **quiet,
         ray_actor_options={"num_cpus": settings.llm_num_cpus if settings.llm_num_cpus is not None
                            else 0.5 if settings.llm_backend == "llamacpp" else 0},
-    ).bind(s, vllm, engine)
-    store = StoreDeployment.options(ray_actor_options={"num_cpus": settings.store_num_cpus}, **quiet).bind(s, embedder)
-    web = WebDeployment.options(ray_actor_options={"num_cpus": 0}, **quiet).bind(s)
+    ).bind(settings.llm, vllm, engine)
+    store = StoreDeployment.options(ray_actor_options={"num_cpus": settings.store_num_cpus}, **quiet).bind(
+        settings, embedder)
+    web = WebDeployment.options(ray_actor_options={"num_cpus": 0}, **quiet).bind(settings.web)
     ingress_kw = dict(num_replicas=settings.ingress_replicas, max_ongoing_requests=settings.ingress_max_ongoing,
                       ray_actor_options={"num_cpus": 0})
-    nodes = NodeDeployment.options(ray_actor_options={"num_cpus": 0}, **quiet).bind(s) if settings.remote_nodes else None
-    return Ingress.options(**ingress_kw).bind(s, store, llm, embedder, web, nodes, hintergrund=hintergrund)
+    nodes = (NodeDeployment.options(ray_actor_options={"num_cpus": 0}, **quiet).bind(settings)
+             if settings.remote_nodes else None)
+    return Ingress.options(**ingress_kw).bind(settings, store, llm, embedder, web, nodes, hintergrund=hintergrund)
 
 
 def app_builder(args: dict | None = None):

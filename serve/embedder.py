@@ -11,7 +11,7 @@ from collections import OrderedDict
 from ray import serve
 
 from core.names import EMBEDDER_DEPLOYMENT
-from core.settings import Settings
+from core.settings import EmbedderSettings
 
 log = logging.getLogger("novaberg.embedder")
 CACHE_TEXTS = 4096
@@ -49,8 +49,9 @@ def model_dimension(model) -> int:
 
 @serve.deployment(name=EMBEDDER_DEPLOYMENT, max_ongoing_requests=256)
 class EmbedderDeployment:
-    def __init__(self, settings: dict):
-        self.settings = Settings(**settings)
+    def __init__(self, settings: EmbedderSettings):
+        """`settings`: the embedder's section (`Settings.embedder`)."""
+        self.settings = settings
         self.model = load_model(self.settings.embed_threads)
         self.dim = model_dimension(self.model)
         self._embed_batch.set_max_batch_size(self.settings.embed_batch)

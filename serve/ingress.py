@@ -148,8 +148,8 @@ for _routes in (common, turns, openai, operator, characters, files, users):
 @serve.deployment(name=INGRESS_DEPLOYMENT)
 @serve.ingress(app)
 class Ingress:
-    def __init__(self, settings: dict, store, llm, embedder, web=None, nodes=None, *, hintergrund: bool = False):
-        self.settings = Settings(**settings)
+    def __init__(self, settings: Settings, store, llm, embedder, web=None, nodes=None, *, hintergrund: bool = False):
+        self.settings = settings
         if hintergrund:  # deployed by Serve config: no `novaberg up` makes the workers and the pixie
             from actors.pixie import start_pixie
             from actors.worker import start_workers

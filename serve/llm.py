@@ -10,7 +10,7 @@ from typing import Any, AsyncIterator
 from ray import serve
 
 from core.names import LLM_DEPLOYMENT
-from core.settings import Settings
+from core.settings import LLMSettings
 from core.wire import ChatChunk, ChatRequest, ChatResponse, ChatUsage, LLMEngine
 from pipeline import metrics
 
@@ -19,8 +19,10 @@ log = logging.getLogger("novaberg.llm")
 
 @serve.deployment(name=LLM_DEPLOYMENT)
 class LLMDeployment:
-    def __init__(self, settings: dict, vllm_server=None, engine=None):
-        self.settings = Settings(**settings)
+    def __init__(self, settings: LLMSettings, vllm_server=None, engine=None):
+        """`settings`: the LLM section (`Settings.llm`), which the engine gets, as Ray Serve LLM
+        hands its engine an `LLMConfig`."""
+        self.settings = settings
         self.backend: LLMEngine = (engine(self.settings) if engine is not None
                                    else _make_backend(self.settings, vllm_server))
         if not isinstance(self.backend, LLMEngine):
@@ -94,7 +96,7 @@ class LLMDeployment:
         await self._ensure_started()
 
 
-def constraints(settings: Settings, request: ChatRequest) -> ChatRequest:
+def constraints(settings: LLMSettings, request: ChatRequest) -> ChatRequest:
     """The request as the backend gets it: without the answer's constraints when structured
     outputs are off (the answers are then only validated afterwards)."""
     if settings.llm_structured_outputs:
@@ -102,7 +104,7 @@ def constraints(settings: Settings, request: ChatRequest) -> ChatRequest:
     return request.model_copy(update={"response_schema": None, "protocol": None})
 
 
-def _make_backend(settings: Settings, vllm_server) -> LLMEngine:
+def _make_backend(settings: LLMSettings, vllm_server) -> LLMEngine:
     from serve import llm_backends as b
 
     if settings.llm_backend == "llamacpp":
@@ -114,7 +116,7 @@ def _make_backend(settings: Settings, vllm_server) -> LLMEngine:
     return b.VLLMBackend(settings, vllm_server)
 
 
-def vllm_source(settings: Settings) -> str:
+def vllm_source(settings: LLMSettings) -> str:
     """The model vLLM loads: NOVABERG_LLM_MODEL when it is a hub id, else NOVABERG_VLLM_MODEL_SOURCE."""
     from serve.modelle import ist_hub_referenz
 
@@ -129,7 +131,7 @@ def _serve_llm():
     return serve_llm
 
 
-def vllm_llm_config(settings: Settings):
+def vllm_llm_config(settings: LLMSettings):
     """Ray Serve LLM's `LLMConfig` for the vllm backend: the model, its replicas, the engine's options."""
     return _serve_llm().LLMConfig(
         model_loading_config={"model_id": settings.llm_model, "model_source": vllm_source(settings)},
@@ -138,7 +140,7 @@ def vllm_llm_config(settings: Settings):
     )
 
 
-def vllm_server_app(settings: Settings):
+def vllm_server_app(settings: LLMSettings):
     """The `LLMServer` application of Ray Serve LLM for the vllm backend (GPU machines)."""
     return _serve_llm().build_llm_deployment(vllm_llm_config(settings))
 
@@ -147,7 +149,7 @@ REASONING_PARSERS = (("qwen3", "qwen3"), ("qwq", "deepseek_r1"), ("deepseek-r1",
 """vLLM's reasoning parser per model family (a part of the model source, any case), first match."""
 
 
-def vllm_reasoning_parser(settings: Settings) -> str | None:
+def vllm_reasoning_parser(settings: LLMSettings) -> str | None:
     """The configured parser, or the one of the model's family; None: reasoning stays inline."""
     if settings.vllm_reasoning_parser is not None:
         return settings.vllm_reasoning_parser or None
@@ -155,7 +157,7 @@ def vllm_reasoning_parser(settings: Settings) -> str | None:
     return next((parser for stem, parser in REASONING_PARSERS if stem in source), None)
 
 
-def vllm_engine_kwargs(settings: Settings) -> dict:
+def vllm_engine_kwargs(settings: LLMSettings) -> dict:
     kw = {"max_model_len": settings.llm_ctx, "tensor_parallel_size": settings.vllm_gpus, "enable_prefix_caching": True}
     parser = vllm_reasoning_parser(settings)
     if parser:  # the engine hands the reasoning back in its own field, `reasoning_content`

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from core.errors import EngineError
-from core.settings import Settings
+from core.settings import LLMSettings
 from core.wire import ChatChunk, ChatRequest, ChatResponse, LLMEngine
 
 log = logging.getLogger("novaberg.llm")
@@ -85,7 +85,7 @@ def json_schema_format(req: ChatRequest) -> dict[str, Any]:
                                                    "schema": req.response_schema}}
 
 
-def _max_tokens(req: ChatRequest, settings: Settings) -> int:
+def _max_tokens(req: ChatRequest, settings: LLMSettings) -> int:
     """The request's budget, else the deployment's."""
     return settings.llm_max_tokens if req.max_tokens is None else req.max_tokens
 
@@ -177,7 +177,7 @@ class LlamaCppBackend(LLMEngine):
     """llama.cpp in this process. One `Llama` must never run on two threads at once (it crashes
     the process), so every call, streaming included, runs on one dedicated thread per replica."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: LLMSettings):
         self.settings = settings
         self.model = settings.llm_model
         self.path = settings.llm_model_path
@@ -320,7 +320,7 @@ class OpenAICompatBackend(LLMEngine):
     """The longest line of a stream read whole (aiohttp's default, 64 KiB, would refuse a server
     that sends a long answer as one event)."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: LLMSettings):
         self.settings = settings
         self.model = settings.llm_model
         self._session = None
@@ -496,7 +496,7 @@ class VLLMBackend(LLMEngine):
     """vLLM through Ray Serve LLM: the `LLMServer` deployment built by `build_llm_deployment`,
     called over its handle; all pairs' calls meet in one continuously batched engine."""
 
-    def __init__(self, settings: Settings, server_handle):
+    def __init__(self, settings: LLMSettings, server_handle):
         self.settings = settings
         self.model = settings.llm_model
         self.handle = server_handle

@@ -19,8 +19,8 @@ from pipeline.trace import TurnTrace
 
 @serve.deployment(name=NODES_DEPLOYMENT, max_ongoing_requests=256)
 class NodeDeployment:
-    def __init__(self, settings: dict):
-        self.settings = Settings(**settings)
+    def __init__(self, settings: Settings):
+        self.settings = settings
         self._services: Services | None = None
 
     async def run_node(self, request: NodeRunRequest) -> NodeRunResult:

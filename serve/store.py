@@ -35,10 +35,10 @@ def _versendbar(e: BaseException) -> BaseException:
 
 @serve.deployment(name=STORE_DEPLOYMENT, max_ongoing_requests=512)
 class StoreDeployment:
-    def __init__(self, settings: dict, embedder):
+    def __init__(self, settings: Settings, embedder):
         from memory import charaktere
 
-        self.settings = Settings(**settings)
+        self.settings = settings
         self.embedder = transport(embedder, self.settings)
         charaktere.regex_budget_setzen(self.settings.lorebook_regex_budget_s)  # a lorebook's regex time per turn
         self.pool = pg.open_pool(self.settings.database_url, self.settings.pg_pool_min, self.settings.pg_pool_max)

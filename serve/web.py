@@ -12,7 +12,7 @@ from ray import serve
 
 from core.errors import ServiceError
 from core.names import WEB_DEPLOYMENT
-from core.settings import Settings
+from core.settings import WebSettings
 from serve.web_guard import FetchRefused, WebGuard
 
 log = logging.getLogger("novaberg.web")
@@ -57,7 +57,7 @@ def page_text(html: bytes, content_type: str) -> tuple[str, str]:
 
 
 class WebLayer:
-    def __init__(self, settings: Settings, guard: WebGuard | None = None):
+    def __init__(self, settings: WebSettings, guard: WebGuard | None = None):
         self.settings = settings
         self.guard = guard or WebGuard(timeout_s=settings.web_timeout_s, max_bytes=settings.web_max_bytes,
                                        max_redirects=settings.web_max_redirects,
@@ -118,8 +118,8 @@ class WebLayer:
 
 @serve.deployment(name=WEB_DEPLOYMENT, max_ongoing_requests=64)
 class WebDeployment:
-    def __init__(self, settings: dict):
-        self.web = WebLayer(Settings(**settings))
+    def __init__(self, settings: WebSettings):
+        self.web = WebLayer(settings)
 
     async def fetch(self, url: str) -> dict[str, Any]:
         return await self.web.fetch(url)

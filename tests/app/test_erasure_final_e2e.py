@@ -36,8 +36,8 @@ def _replica(settings):
     cls = next(c for c in module.Ingress.func_or_class.__mro__ if "principal" in vars(c))  # not Serve's wrapper
     limits, running = dict(module._LIMITS), common._running
     ing = cls.__new__(cls)
-    cls.__init__(ing, settings.model_dump(mode="json"), *(serve.get_deployment_handle(d, app_name=APP_NAME)
-                                                          for d in ("Store", "LLM", "Embedder")))
+    cls.__init__(ing, settings, *(serve.get_deployment_handle(d, app_name=APP_NAME)
+                                  for d in ("Store", "LLM", "Embedder")))
     module._LIMITS.update(limits)
     common.bind(running)
     return ing

@@ -30,8 +30,7 @@ def limited(system, settings):
     s = settings.model_copy(update={"auth_failures_per_minute": 3, "auth_failures_per_address_per_minute": 5})
     limits, running = dict(module._LIMITS), common._running
     ing = cls.__new__(cls)
-    cls.__init__(ing, s.model_dump(mode="json"), *(serve.get_deployment_handle(d, app_name=APP_NAME)
-                                                  for d in ("Store", "LLM", "Embedder")))
+    cls.__init__(ing, s, *(serve.get_deployment_handle(d, app_name=APP_NAME) for d in ("Store", "LLM", "Embedder")))
     server = uvicorn.Server(uvicorn.Config(module.app, host="127.0.0.1", port=_free_port(), lifespan="off",
                                            log_level="warning"))
     t = threading.Thread(target=server.run, daemon=True)

@@ -48,7 +48,7 @@ class Turn:
 def turns(system):
     from serve.nodes import NodeDeployment
 
-    serve.run(NodeDeployment.options(ray_actor_options={"num_cpus": 0}).bind(system.settings.model_dump(mode="json")),
+    serve.run(NodeDeployment.options(ray_actor_options={"num_cpus": 0}).bind(system.settings),
               name=APP, route_prefix=None)
     try:
         actor = Turn.remote(system.settings.model_dump(mode="json"))

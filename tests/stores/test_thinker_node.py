@@ -421,7 +421,7 @@ def test_the_pair_consumer_logs_every_arrival_and_the_retry_goes_with_the_commit
     from core.wire import job_json
     from tests.commit_jobs import result
 
-    actor = PairActor(Settings().model_dump(mode="json"), "pairhost:test")
+    actor = PairActor(Settings(), "pairhost:test")
     actor.user_id, actor.character_id = "u", "nova"  # bound, as the registry binds a process to its pair
     events = []
 

@@ -20,7 +20,7 @@ REQUEST = ChatRequest(messages=[{"role": "user", "content": "Hallo"}], temperatu
 
 
 def _deployment(**settings) -> "Deployment":
-    return Deployment(Settings(**settings).model_dump(mode="json"), None,
+    return Deployment(Settings(**settings).llm, None,
                       ScriptedEngine.with_script({"responder": ["Schoen, dass du da bist."]}))
 
 
@@ -102,4 +102,4 @@ def test_an_engine_outside_the_protocol_is_refused():
             pass
 
     with pytest.raises(TypeError, match="does not implement core.wire.LLMEngine"):
-        Deployment(Settings().model_dump(mode="json"), None, Loose)
+        Deployment(Settings().llm, None, Loose)
