@@ -290,7 +290,7 @@ class BibliothekTreffer(_Eintrag):
     `thema` (near the key); None for the pair's own."""
 
 
-class AufzeichnungTreffer(_Eintrag):
+class DateiTreffer(_Eintrag):
     """A chunk of the pair's files the file index found (memory/aufzeichnungen.suchen), one per file."""
 
     id: int
@@ -311,10 +311,10 @@ class AufzeichnungTreffer(_Eintrag):
     """The keyword channel's rank (None: not found by its words)."""
 
 
-class Aufzeichnungssuche(_Eintrag):
+class Dateisuche(_Eintrag):
     """What the file index found for a question."""
 
-    treffer: list[AufzeichnungTreffer] = Field(default_factory=list)
+    treffer: list[DateiTreffer] = Field(default_factory=list)
     bestand: int = 0
     """How many chunks the pair's files hold."""
     schwaechster_kosinus: float | None = None
@@ -349,7 +349,7 @@ class MemoryRecord(_Record):
     lzg_resonanz: Resonanz | None = None
     """The long-term read (None: long-term memory was not read this turn)."""
     bibliothek: list[BibliothekTreffer] = Field(default_factory=list)
-    aufzeichnungen: list[AufzeichnungTreffer] = Field(default_factory=list)
+    aufzeichnungen: list[DateiTreffer] = Field(default_factory=list)
     """The file index's hits (memory/aufzeichnungen.suchen's `treffer`)."""
     plugins: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     """Each plugin's context by its name: free-form, each plugin's entries its own shape (`notizen`:
@@ -388,7 +388,7 @@ class KontextRecord(_Record):
     check is no associative read, seed 000 §4.3)."""
 
 
-class SachObjekt(_Eintrag):
+class SachlageObjekt(_Eintrag):
     """An acute object of the turn, as sachlage's model named it."""
 
     name: str
@@ -402,7 +402,7 @@ class SachObjekt(_Eintrag):
 class SachlageRecord(_Record):
     """Written by sachlage: the acute objects of the turn and the research on the first."""
 
-    objekte: list[SachObjekt] = Field(default_factory=list)
+    objekte: list[SachlageObjekt] = Field(default_factory=list)
 
 
 class Anker(_Record):

@@ -15,7 +15,7 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
-from core.state import AufzeichnungTreffer, Aufzeichnungssuche
+from core.state import DateiTreffer, Dateisuche
 from memory.config import MemoryConfig
 from memory.vectors import normalise
 
@@ -92,7 +92,7 @@ def _treffer(r, kanal: str, cfg: MemoryConfig) -> dict[str, Any]:
 
 
 async def suchen(pool: AsyncConnectionPool, user_id: str, character_id: str, text: str, vector,
-                 cfg: MemoryConfig) -> Aufzeichnungssuche:
+                 cfg: MemoryConfig) -> Dateisuche:
     """The pair's files for a question: `text` for the keyword channel, `vector` for the dense one.
     At most `files_cap` hits, one per file: the keyword channel's first (by rank), then the dense
     channel's (by cosine)."""
@@ -120,5 +120,5 @@ async def suchen(pool: AsyncConnectionPool, user_id: str, character_id: str, tex
     schwaechster = min(cosines) if cosines else None
     log.info("aufzeichnungen: %d Treffer, Bestand %d, schwaechster Kosinus %s", len(treffer), n,
              "-" if schwaechster is None else f"{schwaechster:.4f}")
-    return Aufzeichnungssuche(treffer=[AufzeichnungTreffer.model_validate(h) for h in treffer], bestand=n,
+    return Dateisuche(treffer=[DateiTreffer.model_validate(h) for h in treffer], bestand=n,
                               schwaechster_kosinus=schwaechster)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Iterable, 
 if TYPE_CHECKING:
     from datetime import date, datetime
 
-    from core.state import Aufzeichnungssuche, BibliothekTreffer, Resonanz
+    from core.state import BibliothekTreffer, Dateisuche, Resonanz
     from core.wire import Episode
     from memory.beziehung import Beobachtung
     from memory.config import MemoryConfig
@@ -222,7 +222,7 @@ class Aufzeichnungen(StoreModule):
     ) -> int: ...
 
     @op
-    async def suchen(self, user_id: str, character_id: str, text: str, vector, cfg: MemoryConfig) -> Aufzeichnungssuche:
+    async def suchen(self, user_id: str, character_id: str, text: str, vector, cfg: MemoryConfig) -> Dateisuche:
         """The pair's files for a question: `text` for the keyword channel, `vector` for the dense
         one. At most `files_cap` hits, one per file: the keyword channel's first (by rank), then the
         dense channel's (by cosine)."""

@@ -102,25 +102,25 @@ def test_the_tribunals_verdicts_are_typed_and_an_old_jobs_verdicts_still_read():
 
 
 def test_the_file_index_hits_of_an_old_job_read_typed():
-    from core.state import AufzeichnungTreffer, Aufzeichnungssuche
+    from core.state import DateiTreffer, Dateisuche
 
     alt = {"id": 4, "datei_id": 2, "pfad": "steuer.pdf#3", "titel": "Fristen", "datei": "steuer.pdf",
            "zusammenfassung": "Steuer", "auszug": "Abgabe bis 31. Juli", "cosinus": None, "kanal": "stichwort",
            "rang": 0.4}
     m = MemoryRecord.model_validate({"aufzeichnungen": [alt]})
-    assert m.aufzeichnungen == [AufzeichnungTreffer(**alt)] and m.aufzeichnungen[0].kanal == "stichwort"
+    assert m.aufzeichnungen == [DateiTreffer(**alt)] and m.aufzeichnungen[0].kanal == "stichwort"
     assert m.model_dump(mode="json")["aufzeichnungen"] == [alt]
-    assert Aufzeichnungssuche.model_validate({"treffer": [alt], "bestand": 9, "schwaechster_kosinus": None}).bestand == 9
+    assert Dateisuche.model_validate({"treffer": [alt], "bestand": 9, "schwaechster_kosinus": None}).bestand == 9
 
 
 def test_the_acute_objects_of_an_old_job_read_typed_with_their_web_hits_as_they_came():
-    from core.state import SachlageRecord, SachObjekt
+    from core.state import SachlageRecord, SachlageObjekt
 
     alt = {"objekte": [{"name": "Tritium", "behauptung": "ist radioaktiv",
                         "recherche": [{"titel": "Tritium", "url": "https://t", "snippet": "H-3", "position": 1}]},
                        {"name": "Helium", "behauptung": ""}]}
     s = SachlageRecord.model_validate(alt)
-    assert [type(o) for o in s.objekte] == [SachObjekt, SachObjekt]
+    assert [type(o) for o in s.objekte] == [SachlageObjekt, SachlageObjekt]
     assert s.objekte[0].recherche[0]["url"] == "https://t" and s.objekte[1].recherche is None
     assert s.model_dump(mode="json", exclude_none=True) == alt
 
