@@ -18,6 +18,8 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from ray import serve
+from ray.actor import ActorHandle
+from ray.serve.handle import DeploymentHandle
 
 from actors import activation, registry
 from actors.registry import pair_name
@@ -25,6 +27,8 @@ from core.names import INGRESS_DEPLOYMENT
 from core.settings import OPENAI_MESSAGES_CEILING, Settings
 from core.wire import ErrorEvent, PairTurnRequest, RestartEvent, TurnFailure, TurnResult, TurnStreamEvent
 from memory import erasure, schluessel_index
+from memory.clients import StoreOps
+from memory.redis_client import StoreRedis
 from pipeline.services import StoreClient, transport
 from serve import dashboard
 from serve.auth_limit import AuthFailureLimit
@@ -148,6 +152,16 @@ for _routes in (common, turns, openai, operator, characters, files, users):
 @serve.deployment(name=INGRESS_DEPLOYMENT)
 @serve.ingress(app)
 class Ingress:
+    """The replica's shared state and calls; the routes use it as `serve.ports.IngressPort`."""
+
+    settings: Settings
+    store: DeploymentHandle
+    llm: DeploymentHandle
+    embedder: DeploymentHandle
+    store_ops: StoreOps
+    streams: dict[str, int]
+    dashboard_loop: dashboard.DashboardLoop
+
     def __init__(self, settings: Settings, store, llm, embedder, web=None, nodes=None, *, hintergrund: bool = False):
         self.settings = settings
         if hintergrund:  # deployed by Serve config: no `novaberg up` makes the workers and the pixie
@@ -282,7 +296,7 @@ class Ingress:
                         f"text: longer than {self.settings.max_text_chars} characters ({len(text)})")
         return text
 
-    async def redis_client(self):
+    async def redis_client(self) -> StoreRedis:
         if self._redis is None:
             from memory.redis_client import verbinden
 
@@ -383,7 +397,7 @@ class Ingress:
         return events()
 
     @asynccontextmanager
-    async def admitted(self, user_id: str, character_id: str, ankunft: bool = False):
+    async def admitted(self, user_id: str, character_id: str, ankunft: bool = False) -> AsyncIterator[int | None]:
         lease, seq = await self.admit(user_id, character_id, ankunft)
         try:
             yield seq
@@ -433,7 +447,7 @@ class Ingress:
             self.reserve.anstossen()
         return h
 
-    async def live_pair(self, user_id: str, character_id: str):
+    async def live_pair(self, user_id: str, character_id: str) -> ActorHandle | None:
         """The pair's actor when one is alive, else None; never creates one."""
         h = self._pairs.get(f"{user_id}\x00{character_id}")
         if h is not None:

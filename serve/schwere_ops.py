@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from fastapi import HTTPException
 
+from serve.ports import IngressPort
+
 Klasse = Literal["export", "turn"]
 FENSTER_S = 60
 """The window of the rate bound."""
@@ -78,7 +80,7 @@ async def freigeben(r: Any, user_id: str, klasse: Klasse, lease: str) -> None:
 
 
 @asynccontextmanager
-async def zugelassen(ing: Any, user_id: str, klasse: Klasse):
+async def zugelassen(ing: IngressPort, user_id: str, klasse: Klasse):
     """`async with zugelassen(ing, user, "turn"):` the operation runs admitted; its place is
     given back however it ends."""
     r = await ing.redis_client()

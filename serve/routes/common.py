@@ -5,7 +5,7 @@ replica's `serve.ingress.Ingress` through `ingress()`, set by the constructor in
 process, never through the app object of the module."""
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 import ray
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -15,31 +15,32 @@ from starlette.exceptions import HTTPException as FormError
 from core import logsafe
 from core.wire import PairRetractRequest, PairSuperseded, RetractResult, TurnFailure, TurnResult
 from serve import schwere_ops
+from serve.ports import IngressPort
 
 ACTOR_GONE = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError, ray.exceptions.RayActorError,
               PairSuperseded)
 """The errors of a call whose pair actor is gone (evicted or crashed) or serves the pair no more
 (the registry gave it to another process, or Ray restarted it unbound): the pair is resolved anew."""
 
-_running: Any = None
+_running: IngressPort | None = None
 
 
-def bind(instance: Any) -> None:
+def bind(instance: IngressPort) -> None:
     """Called by `Ingress.__init__`: the routes of this process answer through `instance`."""
     global _running
     _running = instance
     logsafe.install()  # client strings in this process's log records: escaped, one record one line
 
 
-async def ingress() -> Any:
+async def ingress() -> IngressPort:
     """The running `serve.ingress.Ingress` of this replica (a FastAPI dependency)."""
     if _running is None:
         raise RuntimeError("no ingress runs in this process (Ingress.__init__ binds it)")
     return _running
 
 
-TheIngress = Annotated[Any, Depends(ingress)]
-"""A route's parameter for the running ingress: `ing: TheIngress`."""
+TheIngress = Annotated[IngressPort, Depends(ingress)]
+"""A route's parameter for the running ingress: `ing: TheIngress`, typed by what the routes may use of it."""
 
 
 def error(status: int, kind: str, message: str) -> HTTPException:
@@ -79,7 +80,7 @@ def turn_failed(failure: TurnFailure) -> dict:
             "message_kept": failure.message_kept, "node": failure.node}
 
 
-async def retract(ing, user_id: str, character_id: str, request: PairRetractRequest) -> RetractResult:
+async def retract(ing: IngressPort, user_id: str, character_id: str, request: PairRetractRequest) -> RetractResult:
     """Take turns back through the pair's actor, under admission and in its turn order
     (actors/ruecknahme.py) — a turn operation of the user, at either door (`max_turn_ops_in_flight_per_user`,
     `turn_ops_per_minute_per_user`; beyond: 429 with Retry-After): 409 `nothing_to_retract` when the

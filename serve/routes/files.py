@@ -8,6 +8,7 @@ from fastapi.responses import Response
 from pipeline.node_config import budget
 from prompts import PromptLibrary
 from serve import body_limit, dateien, erschliessung, parse_worker
+from serve.ports import IngressPort
 from serve.routes.common import TheIngress, error, upload
 from serve.schemas import ID_PATTERN, DateiListe, DateiUploadResponse
 
@@ -16,7 +17,7 @@ log = logging.getLogger("novaberg.ingress")
 router = APIRouter()
 
 
-def _werkzeuge(ing) -> erschliessung.Werkzeuge:
+def _werkzeuge(ing: IngressPort) -> erschliessung.Werkzeuge:
     """Indexing's calls through the replica's handles."""
     s = ing.settings
     return erschliessung.Werkzeuge(
@@ -49,7 +50,7 @@ async def upload_file(request: Request, response: Response, ing: TheIngress, use
     return out
 
 
-async def _within_quota(ing, user_id: str, character_id: str, request: Request) -> int:
+async def _within_quota(ing: IngressPort, user_id: str, character_id: str, request: Request) -> int:
     """413 (`quota`) when the pair holds as many files as it may, or the user's files and this
     one's declared length would pass the user's bytes; the body is then cut where the bytes that
     actually arrive would pass them (a chunked body declares no length, a false one lies).
@@ -72,13 +73,13 @@ async def _within_quota(ing, user_id: str, character_id: str, request: Request) 
     return left
 
 
-def parsers(ing) -> parse_worker.ParsePool:
+def parsers(ing: IngressPort) -> parse_worker.ParsePool:
     """The replica's parser processes (one pool per setting), shared by file uploads and card imports."""
     s = ing.settings
     return parse_worker.pool(s.file_read_workers, s.file_read_wait_s)
 
 
-async def parse(ing, fn, *args, what: str):
+async def parse(ing: IngressPort, fn, *args, what: str):
     """`fn(*args)` in one of the replica's parser processes within the time limit: its result, or
     what it raised. Past the limit its process is killed (the slot free at once): 422; a parser
     that failed otherwise: 422; every parser busy past the wait: 503 with Retry-After."""
@@ -97,7 +98,7 @@ async def parse(ing, fn, *args, what: str):
 _RETRY_AFTER_S = 5
 
 
-async def _read(ing, up, name: str | None) -> dateien.Dokument:
+async def _read(ing: IngressPort, up, name: str | None) -> dateien.Dokument:
     """The file read in a parser process: a file that cannot be read, or not in time, answers 422,
     an oversized text or PDF 413."""
     s = ing.settings

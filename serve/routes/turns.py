@@ -14,6 +14,7 @@ from core.wire import (DraftEvent, ErrorEvent, EventDropped, FinalEvent, PairEve
                        RestartEvent)
 from memory import session
 from pipeline.figur import einsetzen
+from serve.ports import IngressPort
 from serve.routes.common import ACTOR_GONE, TheIngress, error, retract, turn_failed, turn_result
 from serve.schemas import (ID_PATTERN, EditRequest, EventRequest, HistoryResponse, RegenerateRequest, RetractResponse,
                            RewindRequest, SwipesResponse, TurnRequest, TurnResponse)
@@ -76,7 +77,7 @@ def _zeitpunkt(principal: dict, zeitpunkt: datetime | None) -> datetime | None:
     return zeitpunkt.astimezone(timezone.utc)
 
 
-async def _nicht_vor_dem_letzten(ing, user_id: str, character_id: str, zeitpunkt: datetime) -> None:
+async def _nicht_vor_dem_letzten(ing: IngressPort, user_id: str, character_id: str, zeitpunkt: datetime) -> None:
     """A replayed message goes after the pair's last entry: its memories, its sessions and Nova's
     stored state follow the order of the dates."""
     last = await session.load_turns(await ing.redis_client(), user_id, character_id, 1)
@@ -103,7 +104,7 @@ async def get_history(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
     return {"user_id": user_id, "character_id": character_id, "turns": turns}
 
 
-async def _retract(ing, authorization: str | None, user_id: str, character_id: str,
+async def _retract(ing: IngressPort, authorization: str | None, user_id: str, character_id: str,
                    request: PairRetractRequest) -> dict:
     """Take turns back through the pair's actor, in its turn order (actors/ruecknahme.py); a turn
     operation, admitted per user (`max_turn_ops_in_flight_per_user`, `turn_ops_per_minute_per_user`;

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from memory import erasure, erinnerungen, kzg
 from serve import schwere_ops
+from serve.ports import IngressPort
 from serve.routes.common import TheIngress, error
 from serve.schemas import ID_PATTERN
 
@@ -88,7 +89,7 @@ async def forget_all(ing: TheIngress, anfrage: VergessenAnfrage = Body(...),
         return await _alle_vergessen(ing, user_id, character_id, anfrage, items)
 
 
-async def _treffer(ing, user_id: str, character_id: str, q: str) -> list[dict]:
+async def _treffer(ing: IngressPort, user_id: str, character_id: str, q: str) -> list[dict]:
     """The pair's items whose text holds `q` (long-term and short-term), newest first."""
     limit = ing.settings.forget_max_items
     items = await ing.store_ops.erinnerungen.auflisten(user_id, character_id, q, limit)
@@ -97,7 +98,8 @@ async def _treffer(ing, user_id: str, character_id: str, q: str) -> list[dict]:
     return sorted(items, key=lambda i: i["seit"] or "", reverse=True)[:limit]
 
 
-async def _alle_vergessen(ing, user_id: str, character_id: str, anfrage: VergessenAnfrage, items: list[dict]) -> dict:
+async def _alle_vergessen(ing: IngressPort, user_id: str, character_id: str, anfrage: VergessenAnfrage,
+                          items: list[dict]) -> dict:
     treffer = {i["id"]: i for i in items}
     gewollt = list(dict.fromkeys(anfrage.confirm))
     # the short-term entries first: an exchange's entries go with its memories anyway
@@ -117,7 +119,7 @@ async def _alle_vergessen(ing, user_id: str, character_id: str, anfrage: Vergess
             "abgeleitet": abgeleitet}
 
 
-async def _vergessen(ing, user_id: str, character_id: str, memory_id: str,
+async def _vergessen(ing: IngressPort, user_id: str, character_id: str, memory_id: str,
                      inhalt: str | None = None) -> tuple[bool, int, dict | None]:
     """The item forgotten, and the short-term memory's entries of the exchange it came from with it
     (they hold the same words): whether the item was there, how many such entries went, and the
@@ -141,7 +143,8 @@ async def _vergessen(ing, user_id: str, character_id: str, memory_id: str,
     return True, await kzg.entfernen(r, user_id, character_id, gleich), quelle
 
 
-async def _nachvergessen(ing, user_id: str, character_id: str, quellen: list[dict | None]) -> dict[str, int]:
+async def _nachvergessen(ing: IngressPort, user_id: str, character_id: str,
+                         quellen: list[dict | None]) -> dict[str, int]:
     """What was derived from the forgotten items, gone in Postgres and Redis (memory/erinnerungen.py
     `nachvergessen`, `redis_nachvergessen`): what went, by kind."""
     quellen = [q for q in quellen if q]
