@@ -51,6 +51,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
         "character_name": state.pair.character_name, "figur": figur(state.pair), "spanne": h.spanne,
         "haltung": fachliche_groessen(h),
         "gedaechtnis": gedaechtnis or "(nichts)", "nachricht": state.stimulus.text, "termine": _termine(state.route),
-        "aufzeichnungen": "\n".join(f"- {f['titel']}: {f['auszug']}" for f in aufzeichnungen) or "(keine)"})
+        "aufzeichnungen": "\n".join(f"- {f.titel}: {f.auszug}" for f in aufzeichnungen) or "(keine)"})
     deps.trace.decision(NAME, "verfasser.lauf", "notizen" if text else f"leer_{outcome}", {"zeichen": len(text or "")})
     return {"verfasser": VerfasserRecord(inhalt=text or "")}

@@ -138,3 +138,21 @@ def test_testing_an_entry_for_a_key_is_refused_rather_than_always_false():
     r = Resonanz.model_validate(ALT["lzg_resonanz"])
     with pytest.raises(TypeError):
         "kaltstart" in r.rahmen
+
+
+def test_the_verfasser_reads_the_file_hits_the_turn_carries():
+    import asyncio
+
+    from core.state import PairRecord
+    from pipeline.nodes import verfasser
+    from pipeline.runner import run_node
+    from tests.scripted_llm import ScriptedLLM, deps_for
+
+    treffer = {"id": 4, "datei_id": 2, "pfad": "steuer.pdf#3", "titel": "Fristen", "datei": "steuer.pdf",
+               "zusammenfassung": "Steuer", "auszug": "Abgabe bis 31. Juli", "cosinus": 0.5, "kanal": "dicht"}
+    s = Stimulus(user_id="u", character_id="nova", turn_id="t-1", user_prompt="Wann ist die Frist?")
+    state = TurnState(stimulus=s, pair=PairRecord(character_name="Nova"), memory=MemoryRecord(aufzeichnungen=[treffer]))
+    llm = ScriptedLLM({"verfasser": ["Die Frist ist der 31. Juli."]})
+    out = asyncio.run(run_node(verfasser.NODE, state, deps_for(llm)))["verfasser"]
+    assert out.inhalt == "Die Frist ist der 31. Juli."
+    assert "- Fristen: Abgabe bis 31. Juli" in "\n".join(m["content"] for m in llm.calls[0]["messages"])
