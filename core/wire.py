@@ -11,6 +11,7 @@ Like everything in `core/`, it imports nothing of the project.
 from __future__ import annotations
 
 import abc
+import json
 from datetime import datetime
 from typing import Annotated, Any, AsyncIterator, Literal
 
@@ -19,8 +20,8 @@ from pydantic import (BaseModel, ConfigDict, Field, TypeAdapter, computed_field,
 
 from core.errors import ServiceError
 from core.result import TurnCheck, TurnResult, TurnUsage  # noqa: F401  (the ingress ↔ pair actor seam's result)
-from core.state import (DraftRecord, MemoryRecord, NovaPerzeptionRecord, PairRecord, PerzeptionRecord, PruefungRecord,
-                        RetryNutzlast, SessionTurn, Stimulus, UrteilRecord)
+from core.state import (DraftRecord, MemoryRecord, NovaPerzeptionRecord, NovaZustandRecord, PairRecord, PerzeptionRecord,
+                        PruefungRecord, RetryNutzlast, SessionTurn, Stimulus, UrteilRecord)
 
 # ---------------------------------------------------------------------------- ingress ↔ pair actor
 
@@ -479,6 +480,12 @@ def session_entry(entry: SessionTurn) -> dict[str, Any]:
     return out
 
 
+def zustand_json(z: NovaZustandRecord) -> dict[str, Any]:
+    """Nova's state after a turn as Redis (`session.zustand_key`) and the turn's job hold it: its
+    time in ISO form with its offset."""
+    return {**z.model_dump(mode="json"), "stand": z.stand.isoformat()}
+
+
 class _Envelope(BaseModel):
     """An outbox job's envelope: its format's version (a job read without one is version 1,
     `read_job`), keys it does not know ignored (`TurnJob`)."""
@@ -499,9 +506,8 @@ class TurnRecordJob(JobPair):
     user_embedding: list[float] | None = None
     result: TurnResult | KeptTurn = Field(union_mode="left_to_right")
     created_at: str
-    nova_zustand: dict[str, Any] | None = None
-    """Nova's emotion state after the turn (`session.zustand_key`'s JSON: emotion, arousal,
-    vektor, verlauf, stand)."""
+    nova_zustand: NovaZustandRecord | None = None
+    """Nova's emotion state after the turn (Postgres `nova_emotion`, unless a later turn's is there)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -519,6 +525,10 @@ class TurnRecordJob(JobPair):
     @field_serializer("mensch")
     def _eintrag(self, v: SessionTurn) -> dict[str, Any]:
         return session_entry(v)
+
+    @field_serializer("nova_zustand")
+    def _zustand(self, v: NovaZustandRecord | None) -> dict[str, Any] | None:
+        return None if v is None else zustand_json(v)
 
     @field_serializer("result")
     def _ergebnis(self, v: TurnResult | KeptTurn) -> dict[str, Any]:
@@ -617,13 +627,12 @@ OUTBOX_JOB: TypeAdapter[TurnJob | BackgroundJob | SelfTriggerJob] = TypeAdapter(
 def read_job(raw: dict[str, Any] | str | bytes) -> TurnJob | BackgroundJob | SelfTriggerJob:
     """An outbox job as a worker reads it (any version up to `JOB_VERSION`); a newer one raises
     `JobTooNew`, a malformed one pydantic's ValidationError."""
-    import json
-
     data = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
     if isinstance(data, dict):
         data = {"v": 1, **data}  # written before `v` existed
         if isinstance(data["v"], int) and data["v"] > JOB_VERSION:
-            raise JobTooNew(f"a {data.get('kind')} job of version {data['v']}; this release reads up to {JOB_VERSION}")
+            raise JobTooNew(f"a {data.get('kind')} job of version {data['v']}; this release reads up to "
+                            f"{JOB_VERSION}")
     return OUTBOX_JOB.validate_python(data)
 
 
@@ -637,8 +646,8 @@ class TurnCommit(BaseModel):
     (what a repeated turn_id returns), both session entries (`mensch` None: the turn has no new
     message of the human, a Thinker retry), the message pushed to the events route (one nobody
     asked for), Nova's state after the turn and the outbox jobs. `keep_turns`, `ttl_s` and
-    `push_keep` bound what stays; `zaun`: commit only while the committing process still serves
-    the pair ((registry hash, pair field, entry); else PairSuperseded)."""
+    `push_keep` bound what stays; `zaun` (the registry's hash, the pair's field, the committing
+    process's entry): commit only while that process still serves the pair, else PairSuperseded."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -650,7 +659,7 @@ class TurnCommit(BaseModel):
     ttl_s: int
     push: dict[str, Any] | None = None
     push_keep: int = 1000
-    zustand: dict[str, Any] | None = None
+    zustand: NovaZustandRecord | None = None
     zaun: tuple[str, str, str] | None = None
 
     @property

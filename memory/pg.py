@@ -16,6 +16,7 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from core.state import NovaZustandRecord
 from core.wire import TurnJob
 from memory import erasure, vorher
 from memory.seams import store_calls
@@ -178,7 +179,7 @@ async def write_turn_job(pool: AsyncConnectionPool, job: TurnJob) -> None:
                 await _save_zustand(conn, t.user_id, t.character_id, t.nova_zustand)
 
 
-async def _save_zustand(conn, user_id: str, character_id: str, z: dict[str, Any]) -> None:
+async def _save_zustand(conn, user_id: str, character_id: str, z: NovaZustandRecord) -> None:
     """Nova's emotion state after a turn, unless a later turn's is stored already: jobs may be
     applied twice or out of order (a re-claimed job), the later turn's state holds."""
     await conn.execute(
@@ -186,8 +187,7 @@ async def _save_zustand(conn, user_id: str, character_id: str, z: dict[str, Any]
         " VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (user_id, character_id) DO UPDATE SET emotion=EXCLUDED.emotion,"
         " arousal=EXCLUDED.arousal, vektor=EXCLUDED.vektor, verlauf=EXCLUDED.verlauf, updated_at=EXCLUDED.updated_at"
         " WHERE nova_emotion.updated_at <= EXCLUDED.updated_at",
-        (user_id, character_id, z["emotion"], z["arousal"], z.get("vektor"), Jsonb(z.get("verlauf") or []),
-         datetime.fromisoformat(z["stand"])))
+        (user_id, character_id, z.emotion, z.arousal, z.vektor, Jsonb(z.verlauf), z.stand))
 
 
 async def _insert_log_rows(conn, user_id: str, character_id: str, turn_id: str, rows: list[dict]) -> None:

@@ -9,7 +9,7 @@ import logging
 import time
 from datetime import datetime, timezone
 
-from core.state import DispatchRecord, SessionTurn, Stimulus, TurnState, current_reply
+from core.state import DispatchRecord, NovaZustandRecord, SessionTurn, Stimulus, TurnState, current_reply
 from core.wire import (BackgroundJob, BackgroundState, HumanCommit, KeptTurn, SelfTriggerJob, TurnCommit, TurnJob,
                        TurnRecordJob, TurnResult)
 from memory import session
@@ -116,7 +116,7 @@ def human_entry(state: TurnState) -> SessionTurn | None:
 
 
 def turn_job(state: TurnState, reply: str, result: TurnResult | KeptTurn, rows: list[dict], *,
-             zustand: dict | None = None) -> TurnJob:
+             zustand: NovaZustandRecord | None = None) -> TurnJob:
     """The job that writes the turn's record and its pipeline_log rows to Postgres."""
     s = state.stimulus
     return TurnJob(turn=TurnRecordJob(
@@ -185,9 +185,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     result = turn_result(state, deps)
     deps.trace.node_row(NAME, (time.perf_counter() - t0) * 1000, start_ms=(t0 - deps.trace.started) * 1000)
     # Nova's state after the turn: in the commit for the next turn's db_zugriff, in the job for Postgres
-    z = state.nova_zustand
-    zustand = ({"emotion": z.emotion, "arousal": z.arousal, "vektor": z.vektor, "verlauf": z.verlauf,
-                "stand": z.stand.isoformat()} if z else None)
+    zustand = state.nova_zustand
     jobs = [turn_job(state, result.reply, result, deps.trace.rows, zustand=zustand), background_job(state),
             *_anstoss_job(state)]
     committed = await session.commit_turn(deps.redis, TurnCommit(

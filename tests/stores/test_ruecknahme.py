@@ -35,7 +35,8 @@ def _turn_job(user: str, ch: str, t: str, text: str, emotion: str) -> TurnJob:
 async def _commit(r, user: str, ch: str, t: str, text: str, emotion: str) -> None:
     job = _turn_job(user, ch, t, text, emotion)
     await session.commit_turn(r, commit(user, ch, t, reply=f"Antwort auf {text}", text=text, jobs=[job],
-                                        keep_turns=500, ttl_s=3600, zustand={"emotion": emotion, "turn_id": t}))
+                                        keep_turns=500, ttl_s=3600,
+                                        zustand=job.turn.nova_zustand))
 
 
 async def _erster(pool, r, user: str, ch: str, t: str) -> dict[str, int]:

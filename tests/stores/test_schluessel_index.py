@@ -7,6 +7,7 @@ import asyncio
 import json
 import time
 import uuid
+from datetime import datetime, timezone
 
 from actors.background import delegieren, erledigt_key
 from memory import erasure, kzg, outbox, redis_vorher, ruecknahme, schluessel_index, session
@@ -45,7 +46,8 @@ async def _andere(r) -> None:
 async def _commit(r, user: str, ch: str, t: str, push: dict | None = None) -> None:
     job = turn_job(user, ch, t, "Hallo", "Hallo du")
     await session.commit_turn(r, commit(user, ch, t, reply="Hallo du", text="Hallo", jobs=[job], keep_turns=500,
-                                        ttl_s=3600, push=push, zustand={"emotion": "freude", "turn_id": t}))
+                                        ttl_s=3600, push=push,
+                                        zustand={"emotion": "freude", "stand": datetime.now(timezone.utc)}))
 
 
 async def _paar(r, user: str, ch: str) -> None:
