@@ -641,6 +641,22 @@ def job_json(job: TurnJob | BackgroundJob | SelfTriggerJob) -> str:
     return job.model_dump_json()
 
 
+class PushedMessage(BaseModel):
+    """A message nobody asked for (the Thinker's retry, a planned impulse, a `continue`) as the
+    pair's push stream holds it for the events route (`session.push_key`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn_id: str
+    herkunft: str
+    character_id: str
+    character_name: str
+    reply: str
+    eigener_gedanke: str | None = None
+    ursprung_turn_id: str | None = None
+    created_at: str
+
+
 class TurnCommit(BaseModel):
     """What a turn commits to Redis at once (memory/session.py `commit_turn`): the stored result
     (what a repeated turn_id returns), both session entries (`mensch` None: the turn has no new
@@ -657,7 +673,7 @@ class TurnCommit(BaseModel):
     jobs: list[TurnJob | BackgroundJob | SelfTriggerJob] = Field(default_factory=list)
     keep_turns: int
     ttl_s: int
-    push: dict[str, Any] | None = None
+    push: PushedMessage | None = None
     push_keep: int = 1000
     zustand: NovaZustandRecord | None = None
     zaun: tuple[str, str, str] | None = None

@@ -427,7 +427,7 @@ async def commit_turn(r: Redis, commit: TurnCommit) -> bool:
         redis_vorher.vorher_key(user_id, character_id, turn_id), fence_key,
         schluessel_index.paare_key(user_id), schluessel_index.turns_key(user_id, character_id),
         json.dumps(c.result.body()), c.ttl_s, json.dumps(session_entry(c.mensch)) if c.mensch is not None else "",
-        json.dumps(session_entry(c.nova)), c.keep_turns, json.dumps(c.push) if c.push is not None else "", c.push_keep,
+        json.dumps(session_entry(c.nova)), c.keep_turns, c.push.model_dump_json() if c.push is not None else "", c.push_keep,
         json.dumps(zustand_json(c.zustand)) if c.zustand is not None else "", fence_field, fence_value, character_id,
         schluessel_index.horizont(c.ttl_s), turn_id, *[job_json(j) for j in c.jobs],
     )

@@ -10,8 +10,8 @@ import time
 from datetime import datetime, timezone
 
 from core.state import DispatchRecord, NovaZustandRecord, SessionTurn, Stimulus, TurnState, current_reply
-from core.wire import (BackgroundJob, BackgroundState, HumanCommit, KeptTurn, SelfTriggerJob, TurnCommit, TurnJob,
-                       TurnRecordJob, TurnResult)
+from core.wire import (BackgroundJob, BackgroundState, HumanCommit, KeptTurn, PushedMessage, SelfTriggerJob,
+                       TurnCommit, TurnJob, TurnRecordJob, TurnResult)
 from memory import session
 from pipeline.node import Node
 from pipeline.services import Deps
@@ -76,13 +76,12 @@ def turn_result(state: TurnState, deps: Deps) -> TurnResult:
     })
 
 
-def pushed_message(result: TurnResult) -> dict | None:
+def pushed_message(result: TurnResult) -> PushedMessage | None:
     """A message nobody asked for — the Thinker's retry (seed 000 §3.5), a planned impulse, a
     `continue` — goes to the pair's push stream with the commit; a reply to the human does not."""
     if result.herkunft == "user":
         return None
-    return result.model_dump(mode="json", include={"turn_id", "herkunft", "character_id", "character_name", "reply",
-                                                   "eigener_gedanke", "ursprung_turn_id", "created_at"})
+    return PushedMessage(**result.model_dump(include=set(PushedMessage.model_fields)))
 
 
 def stimulus_entry(state: TurnState) -> SessionTurn:

@@ -13,7 +13,7 @@ from actors.background import delegieren, erledigt_key
 from memory import erasure, kzg, outbox, redis_vorher, ruecknahme, schluessel_index, session
 from pipeline.nodes.gv_node import gv_key
 from tests.conftest import unit
-from core.wire import HumanCommit
+from core.wire import HumanCommit, PushedMessage
 from tests.commit_jobs import commit, entry, turn_job
 
 ANDERE = 1000
@@ -43,7 +43,12 @@ async def _andere(r) -> None:
         await p.execute()
 
 
-async def _commit(r, user: str, ch: str, t: str, push: dict | None = None) -> None:
+def _push(ch: str, t: str) -> PushedMessage:
+    return PushedMessage(turn_id=t, herkunft="self_trigger", character_id=ch, character_name="Nova", reply="Hallo du",
+                         created_at="2026-12-06T06:00:00+00:00")
+
+
+async def _commit(r, user: str, ch: str, t: str, push: PushedMessage | None = None) -> None:
     job = turn_job(user, ch, t, "Hallo", "Hallo du")
     await session.commit_turn(r, commit(user, ch, t, reply="Hallo du", text="Hallo", jobs=[job], keep_turns=500,
                                         ttl_s=3600, push=push,
@@ -54,7 +59,7 @@ async def _paar(r, user: str, ch: str) -> None:
     """A pair's keys, written by the system's writers: commits (a whole turn, a human's turn on its
     own), before-images, a delegation, the short-term memory, the markers of the background."""
     t1, t2, t3 = (uuid.uuid4().hex for _ in range(3))
-    await _commit(r, user, ch, t1, push={"turn_id": t1, "reply": "Hallo du"})
+    await _commit(r, user, ch, t1, push=_push(ch, t1))
     await session.commit_human(r, HumanCommit(user_id=user, character_id=ch, turn_id=t2, mensch=entry("Noch da?", t2),
                                               keep_turns=500, ttl_s=3600))
     await redis_vorher.festhalten(r, user, ch, t3, gv_key(user, ch))
@@ -135,7 +140,7 @@ async def _rewind_scenario(stores):
         t = uuid.uuid4().hex
         await schluessel_index.merken(r, user, ch, t)  # the turn's first write (a before-image, a node error)
         await r.zadd("errors:nodes", {f"{time.time():.6f}:responder:{user}:{ch}:{t}": time.time()})
-        await _commit(r, user, ch, t, push={"turn_id": t, "reply": "Hallo du"})
+        await _commit(r, user, ch, t, push=_push(ch, t))
         await delegieren(r, user, ch, t, "Segeln nachlesen")
         assert await r.xlen(outbox.OUTBOX_STREAM) == 5001
 

@@ -2,6 +2,7 @@
 import asyncio
 import uuid
 
+from core.wire import PushedMessage
 from memory import session
 from memory.outbox import OUTBOX_STREAM
 from tests.commit_jobs import commit, entry, turn_job
@@ -47,6 +48,11 @@ def test_commit_once(stores):
     asyncio.run(_scenario(stores.redis_url))
 
 
+def _push(turn_id: str) -> PushedMessage:
+    return PushedMessage(turn_id=turn_id, herkunft="eigener_impuls", character_id="nova", character_name="Nova",
+                         reply="Ich dachte an dich.", eigener_gedanke="an ihn denken", created_at="2026-12-06T06:00:00+00:00")
+
+
 async def _push_scenario(url):
     from redis.asyncio import Redis
 
@@ -62,12 +68,12 @@ async def _push_scenario(url):
         assert await session.read_pushed(r, user, "nova", "0") == []
         waiting = asyncio.create_task(session.read_pushed(r, user, "nova", "0", block_ms=5000))
         await asyncio.sleep(0.2)
-        assert await session.commit_turn(r, c("i1", push={"turn_id": "i1"})) is True
+        assert await session.commit_turn(r, c("i1", push=_push("i1"))) is True
         (first, msg), = await asyncio.wait_for(waiting, 6)
-        assert msg == {"turn_id": "i1"}
+        assert msg == _push("i1").model_dump()
         # a repeated commit of the same turn pushes nothing again
-        assert await session.commit_turn(r, c("i1", push={"turn_id": "i1"})) is False
-        assert await session.commit_turn(r, c("i2", push={"turn_id": "i2"})) is True
+        assert await session.commit_turn(r, c("i1", push=_push("i1"))) is False
+        assert await session.commit_turn(r, c("i2", push=_push("i2"))) is True
         assert [m["turn_id"] for _, m in await session.read_pushed(r, user, "nova", "0")] == ["i1", "i2"]
         assert [m["turn_id"] for _, m in await session.read_pushed(r, user, "nova", first)] == ["i2"]
         assert await session.push_cursor_now(r, user, "nova") != first
