@@ -142,7 +142,7 @@ async def keep_human(state: TurnState, deps: Deps, failed_node: str) -> bool:
     record = KeptTurn(turn_id=s.turn_id, user_id=s.user_id, character_id=s.character_id, reply=None,
                       herkunft=s.herkunft, fehler_knoten=failed_node, **nachricht_felder(s), created_at=now)
     rows = [dict(r, seq=r["seq"] + MENSCH_LOG_SEQ_OFFSET) for r in deps.trace.rows]
-    status = await session.commit_human(deps.redis, HumanCommit(
+    status = await deps.session.commit_human(HumanCommit(
         user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id, mensch=stimulus_entry(state),
         jobs=[turn_job(state, "", record, rows), background_job(state, "mensch")],
         keep_turns=deps.settings.session_keep_turns, ttl_s=deps.settings.turn_result_ttl_s, zaun=deps.services.zaun))
@@ -187,7 +187,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
     zustand = state.nova_zustand
     jobs = [turn_job(state, result.reply, result, deps.trace.rows, zustand=zustand), background_job(state),
             *_anstoss_job(state)]
-    committed = await session.commit_turn(deps.redis, TurnCommit(
+    committed = await deps.session.commit_turn(TurnCommit(
         result=result, mensch=human_entry(state), nova=nova_entry(state, result), jobs=jobs,
         keep_turns=deps.settings.session_keep_turns, ttl_s=deps.settings.turn_result_ttl_s,
         push=pushed_message(result), push_keep=deps.settings.push_keep_messages, zustand=zustand,
@@ -195,5 +195,5 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if not committed:
         log.warning("dispatcher: turn %s of %s:%s was committed already; nothing written twice",
                     s.turn_id, s.user_id, s.character_id)
-        result = await session.stored_result(deps.redis, s.user_id, s.character_id, s.turn_id) or result
+        result = await deps.session.stored_result(s.user_id, s.character_id, s.turn_id) or result
     return {"dispatch": DispatchRecord(committed=committed, result=result)}
