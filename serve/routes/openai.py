@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from core.wire import ErrorEvent, FinalEvent, PairRetractRequest, TokenEvent, TurnResult
 from memory import session
 from serve import reconcile
+from serve.ports import IngressPort
 from serve.routes.common import TheIngress, error, header_value, retract, turn_failed, turn_result
 from serve.schemas import TURN_ID_PATTERN, ChatCompletionRequest, ChatMessage, ClientUser, person_name, turn_id_frei
 
@@ -34,7 +35,7 @@ def _text(m: ChatMessage) -> str:
     return m.content if isinstance(m.content, str) else "".join(p.text for p in (m.content or []))
 
 
-def _begrenzt(ing, messages: list[ChatMessage]) -> None:
+def _begrenzt(ing: IngressPort, messages: list[ChatMessage]) -> None:
     """413 for a conversation beyond the door's bounds (`openai_max_messages`, `openai_max_chars`),
     before any of it is reconciled or read: the work one request asks of the ingress is bounded."""
     s = ing.settings
@@ -48,7 +49,8 @@ def _begrenzt(ing, messages: list[ChatMessage]) -> None:
                                       "history lives server-side: send the latest part of the conversation)")
 
 
-async def _abgleich(ing, user_id: str, character_id: str, messages: list[ChatMessage]) -> reconcile.Abgleich:
+async def _abgleich(ing: IngressPort, user_id: str, character_id: str,
+                    messages: list[ChatMessage]) -> reconcile.Abgleich:
     """How the client's conversation up to its last user message meets the pair's stored one.
     Admitted first: a user or pair at its bound is refused (429) before the stored history is read,
     and the reconciliation counts against those bounds while it runs."""
@@ -69,7 +71,7 @@ async def _abgleich(ing, user_id: str, character_id: str, messages: list[ChatMes
         return reconcile.abgleichen(client, reconcile.gespeichert(stored))
 
 
-async def _aufgabe(ing, body: ChatCompletionRequest, character_id: str, key: str, turn_id: str):
+async def _aufgabe(ing: IngressPort, body: ChatCompletionRequest, character_id: str, key: str, turn_id: str):
     """A client's housekeeping request answered without a turn: the JSON its template asks for,
     empty but for a title (the character's name). Nova's memory never holds it."""
     log.info("ingress: request %s over the OpenAI door is a client's task asking for %r: answered without a turn "
@@ -93,14 +95,14 @@ async def _aufgabe(ing, body: ChatCompletionRequest, character_id: str, key: str
     return StreamingResponse(chunks(), media_type="text/event-stream", headers=headers)
 
 
-async def _gespeichert(ing, user_id: str, character_id: str, turn_id: str) -> TurnResult | None:
+async def _gespeichert(ing: IngressPort, user_id: str, character_id: str, turn_id: str) -> TurnResult | None:
     """The stored result of a turn id the client sent before: its request again is a retry, answered
     with that result whatever its messages now reconcile to (never a regenerate)."""
     stored = await session.stored_result(await ing.redis_client(), user_id, character_id, turn_id)
     return None if stored is None else TurnResult.model_validate({**stored.body(), "replayed": True})
 
 
-async def _noch_einmal(ing, user_id: str, character_id: str, art: str, text: str, turn_id: str,
+async def _noch_einmal(ing: IngressPort, user_id: str, character_id: str, art: str, text: str, turn_id: str,
                        name: str | None) -> TurnResult:
     """A regenerate or an edit the client's messages asked for, once per turn id."""
     out = await retract(ing, user_id, character_id, PairRetractRequest(
@@ -132,7 +134,7 @@ def _kontoname(body: ChatCompletionRequest, turn_id: str) -> str | None:
         return None
 
 
-def _user_id(ing, body: ChatCompletionRequest, principal) -> str:
+def _user_id(ing: IngressPort, body: ChatCompletionRequest, principal) -> str:
     """The user the request speaks for, owned by its key: a user key is its user (Open WebUI's
     account object, with its own ids, names nobody else then); an operator key names the user."""
     konto = isinstance(body.user, ClientUser) and principal["user_id"] is not None
@@ -143,7 +145,7 @@ def _user_id(ing, body: ChatCompletionRequest, principal) -> str:
     return user_id
 
 
-def _nachricht(ing, body: ChatCompletionRequest, x_turn_id: str | None) -> tuple[str, str, str | None]:
+def _nachricht(ing: IngressPort, body: ChatCompletionRequest, x_turn_id: str | None) -> tuple[str, str, str | None]:
     """The human's message (the conversation's last user message): its text, its turn id (the
     client's X-Turn-Id, else a new one) and the name it is given."""
     last = next((m for m in reversed(body.messages) if m.role == "user"), None)
