@@ -335,10 +335,6 @@ class Deps:
         return self.services.store
 
     @property
-    def redis(self):
-        return self.services.redis
-
-    @property
     def session(self) -> SessionStore | None:
         """The pair's conversation in Redis (None: these services have no Redis)."""
         return self._redis_client(SessionStore)

@@ -74,6 +74,6 @@ def test_the_router_counts_each_utterance_once_for_the_agents_quota():
         deps.trace.put(enricher.SESSION, session)
         await run_node(router.NODE, _state(_stimulus()), deps)
         await run_node(router.NODE, _state(_stimulus()), deps)  # the same turn run again: counted once
-        return deps.redis.counted
+        return deps.services.redis.counted
 
     assert asyncio.run(go()) == [(agent_quoten.ROUTED, "character", 1)]
