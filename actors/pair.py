@@ -26,8 +26,8 @@ from actors.arrival import ArrivalOrder
 from core.names import APP_NAME, NODES_DEPLOYMENT
 from core.settings import Settings
 from actors import ruecknahme as vorgaenge
-from core.wire import (DraftEvent, ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairRetractRequest,
-                       PairTurnRequest, RetractResult, TokenEvent, TurnFailure, TurnResult, TurnStreamEvent)
+from core.wire import (DraftEvent, ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairRuecknahmeRequest,
+                       PairTurnRequest, RuecknahmeResult, TokenEvent, TurnFailure, TurnResult, TurnStreamEvent)
 from memory import ausstehender_auftrag, outbox, redis_vorher, ruecknahme, schluessel_index, session
 from pipeline import metrics
 from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN, vorab_starten
@@ -331,12 +331,12 @@ class PairActor:
         await self._prime(services)
         await self._order.acquire(seq)
         try:
-            stored, retracted = await self._begin(services, turn_id, seq,
+            stored, genommen = await self._begin(services, turn_id, seq,
                                                   (stimulus.ursprung_turn_id or aus_turn) if stimulus else None)
             if not self._history_checked:
                 await self._check_history(services)
-            if retracted:
-                return self._retracted(turn_id, retracted, stimulus)
+            if genommen:
+                return self._zurueckgenommen(turn_id, genommen, stimulus)
             if stored is not None:
                 log.info("pair %s:%s: turn %s answered from its stored result", self.user_id,
                          self.character_id, turn_id)
@@ -346,7 +346,7 @@ class PairActor:
             self._order.release()
 
     async def _begin(self, services: Services, turn_id: str, seq: int | None,
-                     ursprung: str | None = None) -> tuple[dict | None, str | None]:
+                     ursprung: str | None = None) -> tuple[TurnResult | None, str | None]:
         """A turn's start: the fence (this process still serves the pair), then in one round trip the
         arrival number it starts under (a new actor of the pair continues after it), the stored result of a turn_id that ran before, and which of the
         turn and the turn it continues (`ursprung`) was taken back, if one was."""
@@ -360,14 +360,15 @@ class PairActor:
             raw, hits = (await p.execute())[-2:]
         return session.result_from(raw), next((t for t, hit in zip(ids, hits) if hit), None)
 
-    def _retracted(self, turn_id: str, retracted: str, stimulus: Stimulus | None) -> TurnFailure | EventDropped:
+    def _zurueckgenommen(self, turn_id: str, genommen: str, stimulus: Stimulus | None) -> TurnFailure | EventDropped:
         """A turn_id that was taken back runs no more: an event that continues such a turn is
         dropped, a message under such an id is refused (it asks for a new one)."""
         log.warning("pair %s:%s: turn %s not run: turn %s was taken back (fallback zurueckgenommen)", self.user_id,
-                    self.character_id, turn_id, retracted)
+                    self.character_id, turn_id, genommen)
         if stimulus is not None:
             return EventDropped(reason="zurueckgenommen")
-        return TurnFailure(turn_id=turn_id, retracted=True, message=f"turn {turn_id} was taken back; send the message "
+        return TurnFailure(turn_id=turn_id, zurueckgenommen=True,
+                           message=f"turn {turn_id} was taken back; send the message "
                            "again under a new turn_id")
 
     async def _check_history(self, services: Services) -> None:
@@ -538,7 +539,7 @@ class PairActor:
         return await session.stored_result(services.redis, self.user_id, self.character_id, turn_id) is not None
 
     # ------------------------------------------------------------------ taking turns back
-    async def zuruecknehmen(self, request: PairRetractRequest) -> RetractResult:
+    async def zuruecknehmen(self, request: PairRuecknahmeRequest) -> RuecknahmeResult:
         """Take turns back in the pair's turn order (actors/ruecknahme.py): `rewind` the last
         messages and all after them, `regenerate` the last reply, `edit` the last message — for
         the latter two the new turn is answered under the same hold, before any later message."""
@@ -557,7 +558,7 @@ class PairActor:
         finally:
             self._leave()
 
-    async def _vorgang(self, services: Services, request: PairRetractRequest) -> RetractResult:
+    async def _vorgang(self, services: Services, request: PairRuecknahmeRequest) -> RuecknahmeResult:
         v = await vorgaenge.laden(services, self.user_id, self.character_id, request.op_id)
         if v is not None and v.stand == "fertig" and v.ergebnis is not None:
             return v.ergebnis.model_copy(update={"by_store": {}})
@@ -568,7 +569,7 @@ class PairActor:
                                                  self.settings.session_keep_turns + session.FENSTER_BLOCK)
             v = vorgaenge.planen(eintraege, request, request.turn_id or uuid.uuid4().hex)
             if v is None:
-                return RetractResult(op_id=request.op_id, art=request.art, zurueckgenommen=[], nichts=True)
+                return RuecknahmeResult(op_id=request.op_id, art=request.art, zurueckgenommen=[], nichts=True)
             if v.turn_id in v.zurueckgenommen:  # the new turn would run under an id it takes back
                 v.turn_id = uuid.uuid4().hex
                 log.warning("pair %s:%s: %s %s names turn %s, which it takes back; the new turn runs as %s "
@@ -577,7 +578,7 @@ class PairActor:
             await vorgaenge.speichern(services, self.user_id, self.character_id, v)
         return await self._weiter(services, v)
 
-    async def _schon_beantwortet(self, services: Services, request: PairRetractRequest) -> RetractResult | None:
+    async def _schon_beantwortet(self, services: Services, request: PairRuecknahmeRequest) -> RuecknahmeResult | None:
         """A regenerate or edit whose new turn id has answered already is a retry: the stored
         result again, nothing taken back (a retry never becomes another regenerate)."""
         stored = await session.stored_result(services.redis, self.user_id, self.character_id, request.turn_id)
@@ -585,17 +586,17 @@ class PairActor:
             return None
         log.info("pair %s:%s: %s %s names turn %s, which has answered: its stored result again (a retry)",
                  self.user_id, self.character_id, request.art, request.op_id, request.turn_id)
-        return RetractResult(op_id=request.op_id, art=request.art, zurueckgenommen=[],
+        return RuecknahmeResult(op_id=request.op_id, art=request.art, zurueckgenommen=[],
                              turn=TurnResult.model_validate({**stored.body(), "replayed": True}))
 
-    async def _weiter(self, services: Services, v: vorgaenge.Vorgang) -> RetractResult:
+    async def _weiter(self, services: Services, v: vorgaenge.Vorgang) -> RuecknahmeResult:
         """An operation from where it stands to its end."""
         by_store: dict[str, int] = {}
         if v.stand == "begonnen":
             by_store = await vorgaenge.ausfuehren(services, self.user_id, self.character_id, v)
             v.stand = "zurueckgenommen"
             await vorgaenge.speichern(services, self.user_id, self.character_id, v)
-        out = RetractResult(op_id=v.op_id, art=v.art, zurueckgenommen=v.zurueckgenommen, by_store=by_store)
+        out = RuecknahmeResult(op_id=v.op_id, art=v.art, zurueckgenommen=v.zurueckgenommen, by_store=by_store)
         if v.turn_id:
             stored, _ = await self._begin(services, v.turn_id, None)
             if stored is not None:

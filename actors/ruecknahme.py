@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
-from core.wire import PairRetractRequest, RetractResult
+from core.wire import PairRuecknahmeRequest, RuecknahmeResult
 from memory import ruecknahme
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class Vorgang(BaseModel):
     """The new turn's id (regenerate, edit)."""
     verworfen: dict[str, str] = {}
     """The replies taken back (turn_id → reply): a regenerate keeps them as swipes of the new turn."""
-    ergebnis: RetractResult | None = None
+    ergebnis: RuecknahmeResult | None = None
     seit: float | None = None
     """When it was first recorded (Unix time): the oldest finished ones go first."""
 
@@ -59,7 +59,7 @@ def _menschlich(e: dict) -> bool:
     return e.get("rolle") == "user" and e.get("herkunft", "user") == "user"
 
 
-def planen(eintraege: list[dict], request: PairRetractRequest, neue_turn_id: str) -> Vorgang | None:
+def planen(eintraege: list[dict], request: PairRuecknahmeRequest, neue_turn_id: str) -> Vorgang | None:
     """The operation on the pair's session (`eintraege`, oldest first): the last `n` messages of the
     human and every entry after the first of them. None: the session holds no message of the human."""
     n = 1 if request.art != "rewind" else request.n

@@ -87,7 +87,7 @@ class TurnFailure(BaseModel):
     message_kept: bool = False
     refused: bool = False
     """The pair's actor held as many turns as it may: nothing of this one ran (429)."""
-    retracted: bool = False
+    zurueckgenommen: bool = False
     """The turn_id belongs to a turn that was taken back: it is not run again (409)."""
     ausfall: bool = False
     """The node failed because a store or a service was away (an outage, not the turn's own fault):
@@ -334,7 +334,7 @@ class LLMEngine(abc.ABC):
         """The engine's own figures for the deployment's load (`queued`, `busy_s`, …)."""
 
 
-class PairRetractRequest(BaseModel):
+class PairRuecknahmeRequest(BaseModel):
     """Take turns back (`PairActor.zuruecknehmen`): `rewind` the last `n` messages of the human and
     everything after them; `regenerate` the last reply (the same message, a new reply; the old one
     stays as a swipe); `edit` the last message (`text`) and answer it anew. `op_id` makes the
@@ -352,7 +352,7 @@ class PairRetractRequest(BaseModel):
     """edit: the name the changed message comes with (None: the old message's)."""
 
 
-class RetractResult(BaseModel):
+class RuecknahmeResult(BaseModel):
     """What a retraction took back (`zurueckgenommen`: the turn ids, oldest first; `by_store`: what
     went or came back, per table and key family) and, for regenerate and edit, the new turn."""
 

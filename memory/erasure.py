@@ -47,7 +47,7 @@ log = logging.getLogger("novaberg.erasure")
 
 MARKE = "geloescht"
 """`geloescht:{user}`: the user's erasure began; no write for them is taken while it lives."""
-WIDERRUF = "keys:widerruf"
+REVOCATION_KEY = "keys:widerruf"
 """The revocation counter: raised by every key revocation and user erasure; an ingress replica
 that finds it changed forgets the keys it cached (`serve.ingress.Ingress.principal`)."""
 

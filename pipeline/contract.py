@@ -31,10 +31,12 @@ CONSUMERS: dict[str, tuple[str, ...]] = {
     "hintergrund": ("actors.background",),
     "urteil": ("pipeline.chains",),
     "plan": ("pipeline.chains",),
+    "nova_zustand": ("memory.pg",),
 }
 """Records read outside the chains: the pair actor takes the committed result and the
 self-trigger; the background worker routes the pending writes; the loops' conditions
-(`pipeline/chains.py`) read the verdict and the planned agent."""
+(`pipeline/chains.py`) read the verdict and the planned agent; Nova's state after the turn is
+committed whole and written to Postgres field by field (`memory/pg.py`)."""
 
 LOG_ONLY: dict[str, str] = {
     "PerzeptionRecord.fallback": "named fallback of the turn, for the pipeline log",

@@ -180,8 +180,8 @@ class Ingress:
         self._refused: OrderedDict[str, tuple[float, dict | None]] = OrderedDict()
         """Refused key strings, cached apart: random keys cannot evict the valid ones."""
         self._characters: dict[str, float] = {}
-        self._widerruf: tuple[float, Any] = (float("-inf"), None)
-        """When this replica last read the revocation counter (`erasure.WIDERRUF`), and what it read."""
+        self._revocation: tuple[float, Any] = (float("-inf"), None)
+        """When this replica last read the revocation counter (`erasure.REVOCATION_KEY`), and what it read."""
         self.streams: dict[str, int] = {}
         """Open event streams per user on this replica."""
         # through the module itself: Serve carries this class to the replica by value, and a name
@@ -212,7 +212,7 @@ class Ingress:
         now = time.monotonic()
         cache = self._keys if key in self._keys else self._refused
         hit = cache.get(key)
-        if hit is not None and cache is self._keys and await self._widerrufen_seither(now):
+        if hit is not None and cache is self._keys and await self._revoked_since(now):
             hit = None  # a key was revoked somewhere since: every cached valid key is looked up again
         if hit is None or now - hit[0] > _KEY_CACHE_S:
             cache.pop(key, None)
@@ -227,34 +227,34 @@ class Ingress:
             raise error(401, "unauthorized", "unknown or revoked API key")
         return hit[1]
 
-    async def _widerrufen_seither(self, now: float) -> bool:
+    async def _revoked_since(self, now: float) -> bool:
         """Whether a key was revoked (or a user erased) on any replica since this one last looked:
         the revocation counter, read at most every `key_revocation_check_ms`. Changed: the cached
         valid keys are forgotten. Unreadable (Redis away): the cache answers as it is, by the name
         `widerruf_ungelesen`, and the counter is read again at the next request."""
-        gelesen, stand = self._widerruf
+        gelesen, stand = self._revocation
         if (now - gelesen) * 1000 < self.settings.key_revocation_check_ms:
             return False
         try:
-            neu = await (await self.redis_client()).get(erasure.WIDERRUF)
+            neu = await (await self.redis_client()).get(erasure.REVOCATION_KEY)
         except Exception as e:
             log.warning("ingress: fallback widerruf_ungelesen: the revocation counter cannot be read (%s); the key "
                         "cache answers as it is", type(e).__name__)
             return False
-        self._widerruf = (now, neu)
+        self._revocation = (now, neu)
         if neu == stand:
             return False
         self._keys.clear()
         return True
 
-    async def widerrufen(self, api_key: str | None = None, user_id: str | None = None, alle: bool = False) -> None:
+    async def revoke(self, api_key: str | None = None, user_id: str | None = None, alle: bool = False) -> None:
         """Revoked (one key, a user's keys, or `alle`: a key by its id): this replica forgets them
         now, and every other replica at its next request (the revocation counter moves)."""
         if alle:
             self.forget_all_keys()
         else:
             self.forget_keys(api_key=api_key, user_id=user_id)
-        await (await self.redis_client()).incr(erasure.WIDERRUF)
+        await (await self.redis_client()).incr(erasure.REVOCATION_KEY)
 
     def key_known(self, key: str) -> bool | None:
         """What the key cache holds of a key within its time: True valid, False refused, None nothing."""
@@ -496,7 +496,7 @@ class Ingress:
         await erasure.markieren_redis(r, user_id, frist_s)
         await self.store_ops.erasure.markieren(user_id, frist_s)
         await self.store_ops.pg.revoke_api_keys(None, user_id, None)
-        await self.widerrufen(user_id=user_id)
+        await self.revoke(user_id=user_id)
 
     async def _paare_sperren(self, r, user_id: str | None, bekannt: dict[str, list[str]] | None,
                              auch: list[str] = ()) -> list[str]:

@@ -226,16 +226,16 @@ async def _plugins(deps: Deps, s, such_vektor, turns: list, *, suchschluessel: b
     the stimulus and the session's turns (a lorebook scans the newest messages)."""
     partial = TurnState.model_construct(stimulus=s, memory=MemoryRecord.model_construct(session_turns=turns))
 
-    async def one(plugin) -> list[dict]:
+    async def one(plugin: plugins.Plugin) -> list[dict]:
         try:
             return await plugin.enrich(partial, deps, such_vektor)
         except Exception as e:
-            log.warning("enricher: plugin %s failed (%s: %s); its context is empty this turn", plugin.NAME,
+            log.warning("enricher: plugin %s failed (%s: %s); its context is empty this turn", plugin.name,
                         type(e).__name__, e)
             return []
 
-    found = [p for p in plugins.discover() if plugins.braucht_suchschluessel(p) == suchschluessel]
-    return dict(zip((p.NAME for p in found), await asyncio.gather(*(one(p) for p in found))))
+    found = [p for p in plugins.PLUGINS if p.suchschluessel == suchschluessel]
+    return dict(zip((p.name for p in found), await asyncio.gather(*(one(p) for p in found))))
 
 
 VORPRUEFUNG: Slot[tuple] = Slot("enricher.vorpruefung")

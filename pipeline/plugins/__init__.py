@@ -12,16 +12,8 @@ from pipeline.plugins.notizen import PLUGIN as _NOTIZEN
 from pipeline.plugins.plugin import Plugin, verzeichnis
 from pipeline.plugins.timeline import PLUGIN as _TIMELINE
 
-__all__ = ["PLUGINS", "Plugin", "braucht_suchschluessel", "discover"]
+__all__ = ["PLUGINS", "Plugin"]
 
 PLUGINS: tuple[Plugin, ...] = verzeichnis((_BIBLIOTHEK, _NOTIZEN, _TIMELINE))
 """Every plugin, in the order the enricher starts them."""
 
-
-def discover() -> tuple[Plugin, ...]:
-    """The declared plugins (`PLUGINS`)."""
-    return PLUGINS
-
-
-def braucht_suchschluessel(plugin: Plugin) -> bool:
-    return plugin.suchschluessel

@@ -38,10 +38,6 @@ class Plugin:
         if not isinstance(self.suchschluessel, bool):
             raise ConfigError(f"plugin {self.name!r}: suchschluessel must be True or False")
 
-    @property
-    def NAME(self) -> str:  # noqa: N802 - the name under which the enricher reads it
-        return self.name
-
     def __repr__(self) -> str:
         return f"Plugin({self.name!r})"
 

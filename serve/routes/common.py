@@ -13,7 +13,7 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as FormError
 
 from core import logsafe
-from core.wire import PairRetractRequest, PairSuperseded, RetractResult, TurnFailure, TurnResult
+from core.wire import PairRuecknahmeRequest, PairSuperseded, RuecknahmeResult, TurnFailure, TurnResult
 from serve import schwere_ops
 from serve.ports import IngressPort
 
@@ -66,7 +66,7 @@ def unknown_character(character_id: str) -> HTTPException:
 def turn_failed(failure: TurnFailure) -> dict:
     """The error body of a turn whose chain failed: which node, and whether the human's message
     is kept (then the same turn_id asks for the reply again, and his message is not stored twice)."""
-    if failure.retracted:
+    if failure.zurueckgenommen:
         return {"type": "turn_retracted", "message": failure.message, "turn_id": failure.turn_id,
                 "message_kept": False, "node": None}
     if failure.refused:
@@ -80,14 +80,14 @@ def turn_failed(failure: TurnFailure) -> dict:
             "message_kept": failure.message_kept, "node": failure.node}
 
 
-async def retract(ing: IngressPort, user_id: str, character_id: str, request: PairRetractRequest) -> RetractResult:
+async def retract(ing: IngressPort, user_id: str, character_id: str, request: PairRuecknahmeRequest) -> RuecknahmeResult:
     """Take turns back through the pair's actor, under admission and in its turn order
     (actors/ruecknahme.py) — a turn operation of the user, at either door (`max_turn_ops_in_flight_per_user`,
     `turn_ops_per_minute_per_user`; beyond: 429 with Retry-After): 409 `nothing_to_retract` when the
     pair holds no message of the human; 502 with `turn_failed`'s body when the new turn of a
     regenerate or edit failed."""
     async with schwere_ops.zugelassen(ing, user_id, "turn"), ing.admitted(user_id, character_id):
-        out: RetractResult = await ing.call(user_id, character_id, lambda h: h.zuruecknehmen.remote(request))
+        out: RuecknahmeResult = await ing.call(user_id, character_id, lambda h: h.zuruecknehmen.remote(request))
     if out.nichts:
         raise error(409, "nothing_to_retract", "the conversation holds no message of yours to take back")
     if out.failure is not None:  # taken back; the new turn failed (its message kept when message_kept)
@@ -98,7 +98,7 @@ async def retract(ing: IngressPort, user_id: str, character_id: str, request: Pa
 
 def turn_result(result: TurnResult | TurnFailure) -> TurnResult:
     """The turn's result; a failed turn answers 502 with `turn_failed`'s body, a refused one 429."""
-    if isinstance(result, TurnFailure) and result.retracted:
+    if isinstance(result, TurnFailure) and result.zurueckgenommen:
         raise HTTPException(status_code=409, detail=turn_failed(result))
     if isinstance(result, TurnFailure) and result.refused:
         raise HTTPException(status_code=429, headers={"Retry-After": "2"},

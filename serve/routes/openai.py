@@ -12,7 +12,7 @@ import uuid
 from fastapi import APIRouter, Header, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from core.wire import ErrorEvent, FinalEvent, PairRetractRequest, TokenEvent, TurnResult
+from core.wire import ErrorEvent, FinalEvent, PairRuecknahmeRequest, TokenEvent, TurnResult
 from memory import session
 from serve import reconcile
 from serve.ports import IngressPort
@@ -105,7 +105,7 @@ async def _gespeichert(ing: IngressPort, user_id: str, character_id: str, turn_i
 async def _noch_einmal(ing: IngressPort, user_id: str, character_id: str, art: str, text: str, turn_id: str,
                        name: str | None) -> TurnResult:
     """A regenerate or an edit the client's messages asked for, once per turn id."""
-    out = await retract(ing, user_id, character_id, PairRetractRequest(
+    out = await retract(ing, user_id, character_id, PairRuecknahmeRequest(
         art=art, op_id=f"oa-{turn_id}", turn_id=turn_id, text=text if art == "edit" else None,
         name=name if art == "edit" else None))
     return out.turn

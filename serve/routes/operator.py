@@ -49,7 +49,7 @@ async def revoke_keys(body: KeyRevokeRequest, ing: TheIngress, authorization: st
     if not n:
         raise error(404, "not_found", "no such active key")
     # the replica knows keys by their text, not by id: one revoked by its id empties the cache
-    await ing.widerrufen(api_key=body.api_key, user_id=body.user_id, alle=body.key_id is not None)
+    await ing.revoke(api_key=body.api_key, user_id=body.user_id, alle=body.key_id is not None)
     log.info("ingress: %d API key(s) revoked (%s)", n, "one key" if body.api_key or body.key_id else
              f"user {body.user_id}")
     return {"revoked": n}

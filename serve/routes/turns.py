@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
 from sse_starlette.sse import EventSourceResponse
 
-from core.wire import (DraftEvent, ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairRetractRequest,
+from core.wire import (DraftEvent, ErrorEvent, EventDropped, FinalEvent, PairEventRequest, PairRuecknahmeRequest,
                        RestartEvent)
 from memory import session
 from pipeline.figur import einsetzen
@@ -105,7 +105,7 @@ async def get_history(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
 
 
 async def _retract(ing: IngressPort, authorization: str | None, user_id: str, character_id: str,
-                   request: PairRetractRequest) -> dict:
+                   request: PairRuecknahmeRequest) -> dict:
     """Take turns back through the pair's actor, in its turn order (actors/ruecknahme.py); a turn
     operation, admitted per user (`max_turn_ops_in_flight_per_user`, `turn_ops_per_minute_per_user`;
     beyond: 429 with Retry-After)."""
@@ -122,7 +122,7 @@ async def rewind(body: RewindRequest, ing: TheIngress, user_id: str = Path(patte
                  character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
     """Delete the human's last `n` messages, everything after them, and everything they wrote in
     every store; what they changed comes back as it was."""
-    request = PairRetractRequest(art="rewind", n=body.n, op_id=body.op_id or uuid.uuid4().hex)
+    request = PairRuecknahmeRequest(art="rewind", n=body.n, op_id=body.op_id or uuid.uuid4().hex)
     return await _retract(ing, authorization, user_id, character_id, request)
 
 
@@ -132,7 +132,7 @@ async def regenerate(ing: TheIngress, body: RegenerateRequest | None = None, use
     """A new reply to the human's last message: the last turn is taken back (its reply kept as a
     swipe of the new turn) and answered again."""
     body = body or RegenerateRequest()
-    request = PairRetractRequest(art="regenerate", op_id=body.op_id or uuid.uuid4().hex, turn_id=body.turn_id)
+    request = PairRuecknahmeRequest(art="regenerate", op_id=body.op_id or uuid.uuid4().hex, turn_id=body.turn_id)
     return await _retract(ing, authorization, user_id, character_id, request)
 
 
@@ -141,7 +141,7 @@ async def edit(body: EditRequest, ing: TheIngress, user_id: str = Path(pattern=I
                character_id: str = Path(pattern=ID_PATTERN), authorization: str | None = Header(None)):
     """Change the human's last message: its turn is taken back and the new text answered."""
     text = ing.validate_text(body.text)
-    request = PairRetractRequest(art="edit", text=text, op_id=body.op_id or uuid.uuid4().hex, turn_id=body.turn_id,
+    request = PairRuecknahmeRequest(art="edit", text=text, op_id=body.op_id or uuid.uuid4().hex, turn_id=body.turn_id,
                                  name=body.name)
     return await _retract(ing, authorization, user_id, character_id, request)
 

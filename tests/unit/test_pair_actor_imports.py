@@ -11,7 +11,7 @@ def test_chain_modules_import_nothing_heavy():
         "from pipeline.chains import CHARACTER_CHAIN, HUMAN_CHAIN\n"
         "ChainRunner(CHARACTER_CHAIN); ChainRunner(HUMAN_CHAIN)\n"
         "import pipeline.agents, pipeline.plugins\n"
-        "pipeline.agents.registry(); pipeline.plugins.discover()\n"
+        "pipeline.agents.registry(); pipeline.plugins.PLUGINS\n"
         "print(','.join(m for m in actors.pair.HEAVY_MODULES if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from actors.ruecknahme import planen
-from core.wire import PairEventRequest, PairRetractRequest
+from core.wire import PairEventRequest, PairRuecknahmeRequest
 from pipeline.nodes.praegung import _sprecher
 from pipeline.reiz import retry_nutzlast, stimulus_from_event
 from core.state import Stimulus
@@ -71,17 +71,17 @@ def _entries(**user) -> list[dict]:
 
 
 def test_a_regenerate_or_edit_keeps_the_name_and_an_operators_date():
-    regen = PairRetractRequest(art="regenerate", op_id="o1")
+    regen = PairRuecknahmeRequest(art="regenerate", op_id="o1")
     v = planen(_entries(name="Caroline", datiert=True), regen, "t2")
     assert (v.name, v.received_at, v.text) == ("Caroline", DATUM, "Ich male gern.")
     # an arrival time is no date of the message's own: the new turn is dated when it runs
     v = planen(_entries(name="Caroline"), regen, "t2")
     assert (v.name, v.received_at) == ("Caroline", None)
-    edit = PairRetractRequest(art="edit", op_id="o2", text="Ich male gern Berge.")
+    edit = PairRuecknahmeRequest(art="edit", op_id="o2", text="Ich male gern Berge.")
     assert planen(_entries(name="Caroline"), edit, "t3").name == "Caroline"
     assert planen(_entries(name="Caroline"), edit.model_copy(update={"name": "Caro"}), "t3").name == "Caro"
     assert planen(_entries(), regen, "t2").name is None
-    rewind = planen(_entries(name="Caroline", datiert=True), PairRetractRequest(art="rewind", op_id="o3"), "x")
+    rewind = planen(_entries(name="Caroline", datiert=True), PairRuecknahmeRequest(art="rewind", op_id="o3"), "x")
     assert (rewind.name, rewind.received_at) == (None, None)
 
 
