@@ -9,6 +9,7 @@ from typing import Any, AsyncIterator
 
 from ray import serve
 
+from core.errors import ConfigError
 from core.names import LLM_DEPLOYMENT
 from core.settings import LLMSettings
 from core.wire import ChatChunk, ChatRequest, ChatResponse, ChatUsage, LLMEngine
@@ -112,7 +113,7 @@ def _make_backend(settings: LLMSettings, vllm_server) -> LLMEngine:
     if settings.llm_backend == "openai":
         return b.OpenAICompatBackend(settings)
     if vllm_server is None:
-        raise ValueError("llm_backend=vllm needs the Ray Serve LLM server deployment")
+        raise ConfigError("llm_backend=vllm needs the Ray Serve LLM server deployment")
     return b.VLLMBackend(settings, vllm_server)
 
 
@@ -127,7 +128,7 @@ def _serve_llm():
     try:
         import ray.serve.llm as serve_llm
     except ImportError as e:  # pragma: no cover - depends on the optional extra
-        raise RuntimeError("llm_backend=vllm needs the optional extra: pip install 'novaberg[vllm]'") from e
+        raise ConfigError("llm_backend=vllm needs the optional extra: pip install 'novaberg[vllm]'") from e
     return serve_llm
 
 

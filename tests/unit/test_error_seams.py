@@ -230,6 +230,10 @@ def test_startup_checks_raise_config_error(tmp_path):
     attached = Settings(home=tmp_path, ray_address="ray://head.example:10001", database_url=None, redis_url=None)
     with pytest.raises(ConfigError, match="needs external stores"):
         runtime.start(attached)
+    from serve.llm import _make_backend
+
+    with pytest.raises(ConfigError, match="Ray Serve LLM server deployment"):
+        _make_backend(Settings(home=tmp_path, llm_backend="vllm").llm, None)
 
 
 def test_the_web_client_maps_the_web_deployments_page_error_once():
