@@ -3,16 +3,18 @@ instructions (at most three active), both sides' profiles and Nova's emotion sta
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from core.beziehung import (Anweisung, AnweisungsAenderung, AnweisungsLage, AnweisungsSchritt, Beziehungsprofil,
+                            Direktive, NovaEmotion, ProfilGewachsen)
 from core.errors import RefusedError
 from memory import erasure, vorher
 
-PROFILE_FIELDS = ("nova_kern", "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung",
-                  "mensch_kern", "mensch_beziehung", "mensch_themen")
+PROFILE_FIELDS: tuple[str, ...] = tuple(Beziehungsprofil.model_fields)
+"""The profile's fields, in their columns' order (`core.beziehung.Beziehungsprofil`)."""
 
 
 class TooManyInstructions(RefusedError, ValueError):
@@ -44,11 +46,11 @@ async def set_directive_active(pool: AsyncConnectionPool, user_id: str, characte
             return cur.rowcount == 1
 
 
-async def directives(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[dict[str, Any]]:
+async def directives(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[Direktive]:
     async with pool.connection() as conn:
         cur = await conn.execute("SELECT id, text FROM direktiven WHERE user_id=%s AND character_id=%s AND aktiv"
                                  " ORDER BY id", (user_id, character_id))
-        return [{"id": r[0], "text": r[1]} for r in await cur.fetchall()]
+        return [Direktive(id=r[0], text=r[1]) for r in await cur.fetchall()]
 
 
 async def add_instruction(pool: AsyncConnectionPool, user_id: str, character_id: str, text: str,
@@ -82,11 +84,9 @@ async def deactivate_instruction(pool: AsyncConnectionPool, user_id: str, charac
         return cur.rowcount == 1
 
 
-async def instructions(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[dict[str, Any]]:
+async def instructions(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[Anweisung]:
     async with pool.connection() as conn:
-        cur = await conn.execute("SELECT id, text FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s"
-                                 " AND aktiv ORDER BY id", (user_id, character_id))
-        return [{"id": r[0], "text": r[1]} for r in await cur.fetchall()]
+        return await _aktive(conn, user_id, character_id)
 
 
 def _anweisung_text(text: str) -> str:
@@ -98,14 +98,14 @@ async def _anweisungen_sperren(conn, user_id: str, character_id: str) -> None:
     await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"anweisung:{user_id}:{character_id}",))
 
 
-async def _aktive(conn, user_id: str, character_id: str) -> list[dict[str, Any]]:
+async def _aktive(conn, user_id: str, character_id: str) -> list[Anweisung]:
     cur = await conn.execute("SELECT id, text FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s"
                              " AND aktiv ORDER BY id", (user_id, character_id))
-    return [{"id": r[0], "text": r[1]} for r in await cur.fetchall()]
+    return [Anweisung(id=r[0], text=r[1]) for r in await cur.fetchall()]
 
 
 async def _schritt_stand(conn, user_id: str, character_id: str, turn_id: str | None,
-                         schritt: str | None) -> dict[str, Any] | None:
+                         schritt: str | None) -> AnweisungsSchritt | None:
     """What a step (`turn_id`, `schritt`) changed already, as `anweisungen_aendern` answered it
     then: `erledigt` with the instructions it added and lifted, or `voll` with the one it kept
     aside; None when the step wrote nothing (or carries no key)."""
@@ -118,18 +118,18 @@ async def _schritt_stand(conn, user_id: str, character_id: str, turn_id: str | N
     cur = await conn.execute(
         "SELECT id, text FROM charakter_anweisungen WHERE user_id=%s AND character_id=%s"
         " AND aufgehoben_turn_id=%s AND aufgehoben_schritt=%s ORDER BY id", (user_id, character_id, turn_id, schritt))
-    aufgehoben = [{"id": r[0], "text": r[1]} for r in await cur.fetchall()]
-    neu = [{"id": r[0], "text": r[1]} for r in geschrieben if not r[2]]
-    vorgemerkt = next(({"id": r[0], "text": r[1]} for r in geschrieben if r[2]), None)
+    aufgehoben = [Anweisung(id=r[0], text=r[1]) for r in await cur.fetchall()]
+    neu = [Anweisung(id=r[0], text=r[1]) for r in geschrieben if not r[2]]
+    vorgemerkt = next((Anweisung(id=r[0], text=r[1]) for r in geschrieben if r[2]), None)
     if neu or aufgehoben:
-        return {"status": "erledigt", "neu": neu, "aufgehoben": aufgehoben, "vorgemerkt": None}
+        return AnweisungsSchritt(status="erledigt", neu=neu, aufgehoben=aufgehoben)
     if vorgemerkt:
-        return {"status": "voll", "neu": [], "aufgehoben": [], "vorgemerkt": vorgemerkt}
+        return AnweisungsSchritt(status="voll", vorgemerkt=vorgemerkt)
     return None
 
 
 async def anweisungen_lage(pool: AsyncConnectionPool, user_id: str, character_id: str, vormerk_frist_s: int = 3600,
-                           *, turn_id: str | None = None, schritt: str | None = None) -> dict[str, Any]:
+                           *, turn_id: str | None = None, schritt: str | None = None) -> AnweisungsLage:
     """What the character agent decides on: the pair's active instructions (`aktiv`, oldest
     first), the instruction kept aside at the limit that still waits for the human's answer
     (`vorgemerkt`: kept within the last `vormerk_frist_s` seconds, else None), and what the step
@@ -142,7 +142,7 @@ async def anweisungen_lage(pool: AsyncConnectionPool, user_id: str, character_id
             (user_id, character_id, max(0, int(vormerk_frist_s))))
         r = await cur.fetchone()
         stand = await _schritt_stand(conn, user_id, character_id, turn_id, schritt)
-    return {"aktiv": aktiv, "vorgemerkt": {"id": r[0], "text": r[1]} if r else None, "schritt": stand}
+    return AnweisungsLage(aktiv=aktiv, vorgemerkt=Anweisung(id=r[0], text=r[1]) if r else None, schritt=stand)
 
 
 async def _vormerkung_zu(conn, user_id: str, character_id: str, turn_id: str | None) -> None:
@@ -154,17 +154,17 @@ async def _vormerkung_zu(conn, user_id: str, character_id: str, turn_id: str | N
                        " AND character_id=%s AND vorgemerkt_offen", (user_id, character_id))
 
 
-def _neue_texte(neu: Sequence[str], bleiben: list[dict[str, Any]]) -> list[str]:
+def _neue_texte(neu: Sequence[str], bleiben: list[Anweisung]) -> list[str]:
     """The texts of `neu` to add: each once, none that is active already (`_gleich`)."""
     texte: list[str] = []
     for t in map(_anweisung_text, neu):
-        if t and not any(_gleich(t, x["text"]) for x in bleiben) and not any(_gleich(t, x) for x in texte):
+        if t and not any(_gleich(t, x.text) for x in bleiben) and not any(_gleich(t, x) for x in texte):
             texte.append(t)
     return texte
 
 
 async def _vormerken(conn, user_id: str, character_id: str, text: str, key: tuple[str | None, str | None]
-                     ) -> dict[str, Any]:
+                     ) -> Anweisung:
     """The instruction kept aside, inactive, as the pair's one waiting for the consolidation
     answer (an older one stops waiting)."""
     await _vormerkung_zu(conn, user_id, character_id, key[0])
@@ -172,7 +172,7 @@ async def _vormerken(conn, user_id: str, character_id: str, text: str, key: tupl
         "INSERT INTO charakter_anweisungen (user_id, character_id, text, aktiv, vorgemerkt,"
         " vorgemerkt_offen, turn_id, schritt) VALUES (%s,%s,%s,false,true,true,%s,%s) RETURNING id",
         (user_id, character_id, text, *key))
-    return {"id": (await cur.fetchone())[0], "text": text}
+    return Anweisung(id=(await cur.fetchone())[0], text=text)
 
 
 async def _aufheben(conn, user_id: str, character_id: str, ids: set[int],
@@ -185,7 +185,7 @@ async def _aufheben(conn, user_id: str, character_id: str, ids: set[int],
 
 
 async def _hinzufuegen(conn, user_id: str, character_id: str, texte: list[str],
-                       key: tuple[str | None, str | None]) -> list[dict[str, Any]]:
+                       key: tuple[str | None, str | None]) -> list[Anweisung]:
     """The texts as active instructions; the step's second and later ones as `schritt#2`, …"""
     dazu = []
     for i, t in enumerate(texte):
@@ -193,22 +193,21 @@ async def _hinzufuegen(conn, user_id: str, character_id: str, texte: list[str],
         cur = await conn.execute("INSERT INTO charakter_anweisungen (user_id, character_id, text, turn_id,"
                                  " schritt) VALUES (%s,%s,%s,%s,%s) RETURNING id",
                                  (user_id, character_id, t, key[0], schritt_i))
-        dazu.append({"id": (await cur.fetchone())[0], "text": t})
+        dazu.append(Anweisung(id=(await cur.fetchone())[0], text=t))
     return dazu
 
 
 async def anweisungen_aendern(pool: AsyncConnectionPool, user_id: str, character_id: str, *,
                               neu: Sequence[str] = (), aufheben: Sequence[int] = (), max_active: int = 3,
                               vormerken: bool = False, vormerkung_schliessen: bool = False,
-                              turn_id: str | None = None, schritt: str | None = None) -> dict[str, Any]:
+                              turn_id: str | None = None, schritt: str | None = None) -> AnweisungsAenderung:
     """One change of the pair's instructions, in one transaction under the pair's lock: lift the
     active instructions `aufheben`, then add the texts `neu` — add, lift, replace (one lifted,
     one added) and merge (several lifted, one added) are the same operation. A new text that is
     active already (the same sentence, `_gleich`) is not added twice.
 
-    Returns {"status", "aktiv", "neu", "aufgehoben", "vorgemerkt", "wiederholt"}; `aktiv` is the
-    pair's active instructions afterwards, `neu` and `aufgehoben` the instructions added and lifted
-    ({"id", "text"}). The status:
+    Returns an `AnweisungsAenderung`: `aktiv` is the pair's active instructions afterwards, `neu`
+    and `aufgehoben` the instructions added and lifted. The status:
     - `erledigt`: lifted and added;
     - `voll`: the change would leave more than `max_active` active — nothing changed; with
       `vormerken`, a single new text (nothing lifted) is kept aside, inactive, as the pair's one
@@ -225,29 +224,29 @@ async def anweisungen_aendern(pool: AsyncConnectionPool, user_id: str, character
             await _anweisungen_sperren(conn, user_id, character_id)
             stand = await _schritt_stand(conn, user_id, character_id, turn_id, schritt)
             if stand is not None:
-                return {**stand, "aktiv": await _aktive(conn, user_id, character_id), "wiederholt": True}
+                return AnweisungsAenderung(**dict(stand), aktiv=await _aktive(conn, user_id, character_id),
+                                           wiederholt=True)
             aktiv = await _aktive(conn, user_id, character_id)
             weg_ids = set(int(i) for i in aufheben)
-            weg = [a for a in aktiv if a["id"] in weg_ids]
-            out = {"aktiv": aktiv, "neu": [], "aufgehoben": [], "vorgemerkt": None, "wiederholt": False}
+            weg = [a for a in aktiv if a.id in weg_ids]
             if len(weg) != len(weg_ids):
-                return {**out, "status": "nicht_aktiv"}
-            bleiben = [a for a in aktiv if a["id"] not in weg_ids]
+                return AnweisungsAenderung(status="nicht_aktiv", aktiv=aktiv)
+            bleiben = [a for a in aktiv if a.id not in weg_ids]
             texte = _neue_texte(neu, bleiben)
             if not texte and not weg:
-                return {**out, "status": "vorhanden"}
+                return AnweisungsAenderung(status="vorhanden", aktiv=aktiv)
             key = (turn_id, schritt if turn_id else None)
             if len(bleiben) + len(texte) > max_active:
-                if vormerken and len(texte) == 1 and not weg:
-                    out["vorgemerkt"] = await _vormerken(conn, user_id, character_id, texte[0], key)
-                return {**out, "status": "voll"}
+                vorgemerkt = await _vormerken(conn, user_id, character_id, texte[0], key) \
+                    if vormerken and len(texte) == 1 and not weg else None
+                return AnweisungsAenderung(status="voll", aktiv=aktiv, vorgemerkt=vorgemerkt)
             if weg:
                 await _aufheben(conn, user_id, character_id, weg_ids, key)
             dazu = await _hinzufuegen(conn, user_id, character_id, texte, key)
             if vormerkung_schliessen:
                 await _vormerkung_zu(conn, user_id, character_id, turn_id)
-            return {**out, "status": "erledigt", "aktiv": await _aktive(conn, user_id, character_id), "neu": dazu,
-                    "aufgehoben": weg}
+            return AnweisungsAenderung(status="erledigt", aktiv=await _aktive(conn, user_id, character_id), neu=dazu,
+                                       aufgehoben=weg)
 
 
 async def set_profile(pool: AsyncConnectionPool, user_id: str, character_id: str, **fields: str) -> None:
@@ -339,14 +338,14 @@ async def _profil_vorher(conn, user_id: str, character_id: str, schritt: str, ne
 
 async def profil_wachsen(pool: AsyncConnectionPool, user_id: str, character_id: str, schritt: str,
                          saetze: dict[str, str], grenzen: dict[str, int], *,
-                         beobachtet: dict[str, Beobachtung] | None = None) -> dict[str, Any]:
+                         beobachtet: dict[str, Beobachtung] | None = None) -> ProfilGewachsen:
     """Slow growth, once per step: each field's new sentence joins its last ones, the oldest
     dropped beyond the field's limit (`grenzen`, sentences); a sentence the field holds already is
     not added again. `beobachtet` counts a value per field (`profil_zaehlung`); a value that recurs
     in its window grows the field by its sentence. The step (`{node}:{turn_id}`) is recorded with
     the profile and the tally in the same transaction, under the row's lock: a second delivery of
-    the step changes nothing. Returns {"neu": False, ...} for a step done already, else
-    {"neu": True, "gewachsen": [fields], "wiederkehr": {field: how often its value stands in the tally}}."""
+    the step changes nothing. Returns `neu` False for a step done already, else `neu` True, the
+    fields grown (`gewachsen`) and how often each observed value stands in its tally (`wie_oft`)."""
     beobachtet = beobachtet or {}
     bad = (set(saetze) | set(beobachtet)) - set(PROFILE_FIELDS) or (set(saetze) | set(beobachtet)) - set(grenzen) \
         or set(saetze) & set(beobachtet)
@@ -364,7 +363,7 @@ async def profil_wachsen(pool: AsyncConnectionPool, user_id: str, character_id: 
                                      (user_id, character_id))
             row = await cur.fetchone()
             if schritt in row[0]:
-                return {"neu": False, "gewachsen": [], "wiederkehr": {}}
+                return ProfilGewachsen(neu=False)
             await _profil_vorher(conn, user_id, character_id, schritt, neu_angelegt)
             zaehlung, wiederkehrend, wie_oft = _zaehlen(row[1] or {}, beobachtet)
             neu = _angefuegt(felder, row[2:], {**saetze, **wiederkehrend}, grenzen)
@@ -373,15 +372,16 @@ async def profil_wachsen(pool: AsyncConnectionPool, user_id: str, character_id: 
                                " updated_at=now() WHERE user_id=%s AND character_id=%s",
                                (*neu.values(), Jsonb(zaehlung), (list(row[0]) + [schritt])[-PROFIL_SCHRITTE_MAX:],
                                 user_id, character_id))
-    return {"neu": True, "gewachsen": list(neu), "wiederkehr": wie_oft}
+    return ProfilGewachsen(neu=True, gewachsen=list(neu), wie_oft=wie_oft)
 
 
-async def profile(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, str]:
+async def profile(pool: AsyncConnectionPool, user_id: str, character_id: str) -> Beziehungsprofil:
+    """Both sides' profiles of the pair; every field "" for a pair without one."""
     async with pool.connection() as conn:
         cur = await conn.execute(f"SELECT {', '.join(PROFILE_FIELDS)} FROM pair_profiles"
                                  " WHERE user_id=%s AND character_id=%s", (user_id, character_id))
         r = await cur.fetchone()
-    return {k: (r[i] if r else "") for i, k in enumerate(PROFILE_FIELDS)}
+    return Beziehungsprofil(**{k: (r[i] or "") for i, k in enumerate(PROFILE_FIELDS)} if r else {})
 
 
 async def save_emotion(pool: AsyncConnectionPool, user_id: str, character_id: str, emotion: str, arousal: float,
@@ -394,12 +394,12 @@ async def save_emotion(pool: AsyncConnectionPool, user_id: str, character_id: st
             (user_id, character_id, emotion, arousal, vektor, Jsonb(verlauf or [])))
 
 
-async def load_emotion(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, Any] | None:
+async def load_emotion(pool: AsyncConnectionPool, user_id: str, character_id: str) -> NovaEmotion | None:
     async with pool.connection() as conn:
         cur = await conn.execute("SELECT emotion, arousal, vektor, verlauf FROM nova_emotion"
                                  " WHERE user_id=%s AND character_id=%s", (user_id, character_id))
         r = await cur.fetchone()
-    return None if r is None else {"emotion": r[0], "arousal": r[1], "vektor": r[2], "verlauf": r[3]}
+    return None if r is None else NovaEmotion(emotion=r[0], arousal=r[1], vektor=r[2], verlauf=r[3] or [])
 
 
 def _ohne_saetze(text: str | None, weg) -> str:

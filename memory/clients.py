@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Iterable, 
 if TYPE_CHECKING:
     from datetime import date, datetime
 
+    from core.beziehung import (Anweisung, AnweisungsAenderung, AnweisungsLage, Beziehungsprofil, Direktive, Notiz,
+                                NotizUebersicht, NovaEmotion, ProfilGewachsen, ZielEreignis, Zielbildung)
     from core.state import BibliothekTreffer, Dateisuche, Resonanz
     from core.wire import Episode
     from memory.beziehung import Beobachtung
@@ -148,14 +150,13 @@ class Ziele(StoreModule):
         motivation: float,
         embedding,
         quelle_turn: str | None = None,
-    ) -> dict[str, Any]:
-        """A new goal; {"id", "neu"}. With `quelle_turn` at most one goal per turn and pair: a
-        second call for the same turn (a redelivered job) returns the first goal with neu=False."""
+    ) -> Zielbildung:
+        """A new goal (`neu` True). With `quelle_turn` at most one goal per turn and pair: a
+        second call for the same turn (a redelivered job) returns the first goal with `neu` False."""
 
     @op
-    async def turn_ereignis(self, character_id: str, user_id: str, turn_id: str) -> dict[str, Any] | None:
-        """What this turn did to the pair's goals already: {"id", "art": gebildet | verstaerkt}, or
-        None."""
+    async def turn_ereignis(self, character_id: str, user_id: str, turn_id: str) -> ZielEreignis | None:
+        """What this turn did to the pair's goals already (formed or reinforced one), or None."""
 
     @op
     async def wiederholung_verstaerken(self, ziel_id: int, turn_id: str, motivation: float) -> bool:
@@ -358,14 +359,14 @@ class Notizen(StoreModule):
     async def delete(self, user_id: str, note_id: int, *, turn: tuple[str, str] | None = None) -> bool: ...
 
     @op
-    async def find_by_keyword(self, user_id: str, keyword: str, limit: int = 10) -> list[dict[str, Any]]:
+    async def find_by_keyword(self, user_id: str, keyword: str, limit: int = 10) -> list[Notiz]:
         """Name or topics contain the keyword (case-insensitive)."""
 
     @op
-    async def find_fulltext(self, user_id: str, text: str, limit: int = 10) -> list[dict[str, Any]]: ...
+    async def find_fulltext(self, user_id: str, text: str, limit: int = 10) -> list[Notiz]: ...
 
     @op
-    async def proactive_listing(self, user_id: str) -> list[dict[str, Any]]:
+    async def proactive_listing(self, user_id: str) -> list[NotizUebersicht]:
         """Name, summary and topics of the user's active notes, newest first."""
 
 
@@ -381,7 +382,7 @@ class Beziehung(StoreModule):
         """A directive; with `turn_id` and `schritt` at most once per step of a turn."""
 
     @op
-    async def directives(self, user_id: str, character_id: str) -> list[dict[str, Any]]: ...
+    async def directives(self, user_id: str, character_id: str) -> list[Direktive]: ...
 
     @op
     async def set_directive_active(self, user_id: str, character_id: str, directive_id: int, aktiv: bool, *,
@@ -405,7 +406,7 @@ class Beziehung(StoreModule):
         returns the first one's id, and is not counted against the limit)."""
 
     @op
-    async def instructions(self, user_id: str, character_id: str) -> list[dict[str, Any]]: ...
+    async def instructions(self, user_id: str, character_id: str) -> list[Anweisung]: ...
 
     @op
     async def anweisungen_lage(
@@ -416,7 +417,7 @@ class Beziehung(StoreModule):
         *,
         turn_id: str | None = None,
         schritt: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> AnweisungsLage:
         """What the character agent decides on: the pair's active instructions (`aktiv`, oldest
         first), the instruction kept aside at the limit that still waits for the human's answer
         (`vorgemerkt`: kept within the last `vormerk_frist_s` seconds, else None), and what the step
@@ -435,7 +436,7 @@ class Beziehung(StoreModule):
         vormerkung_schliessen: bool = False,
         turn_id: str | None = None,
         schritt: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> AnweisungsAenderung:
         """One change of the pair's instructions, in one transaction under the pair's lock: lift the
         active instructions `aufheben`, then add the texts `neu` — add, lift, replace (one lifted,
         one added) and merge (several lifted, one added) are the same operation. A new text that is
@@ -445,7 +446,8 @@ class Beziehung(StoreModule):
     async def set_profile(self, user_id: str, character_id: str, **fields: str) -> None: ...
 
     @op
-    async def profile(self, user_id: str, character_id: str) -> dict[str, str]: ...
+    async def profile(self, user_id: str, character_id: str) -> Beziehungsprofil:
+        """Both sides' profiles of the pair; every field "" for a pair without one."""
 
     @op
     async def profil_wachsen(
@@ -457,15 +459,15 @@ class Beziehung(StoreModule):
         grenzen: dict[str, int],
         *,
         beobachtet: dict[str, Beobachtung] | None = None,
-    ) -> dict[str, Any]:
+    ) -> ProfilGewachsen:
         """Slow growth, once per step: each field's new sentence joins its last ones, the oldest
         dropped beyond the field's limit (`grenzen`, sentences); a sentence the field holds already
         is not added again. `beobachtet` counts a value per field (`profil_zaehlung`); a value that
         recurs in its window grows the field by its sentence. The step (`{node}:{turn_id}`) is
         recorded with the profile and the tally in the same transaction, under the row's lock: a
-        second delivery of the step changes nothing. Returns {"neu": False, ...} for a step done
-        already, else {"neu": True, "gewachsen": [fields], "wiederkehr": {field: how often its value
-        stands in the tally}}."""
+        second delivery of the step changes nothing. Returns `neu` False for a step done already,
+        else `neu` True, the fields grown (`gewachsen`) and how often each observed value stands in
+        its tally (`wie_oft`)."""
 
     @op
     async def profil_schritt_erledigt(self, user_id: str, character_id: str, schritt: str) -> bool:
@@ -483,7 +485,7 @@ class Beziehung(StoreModule):
     ) -> None: ...
 
     @op
-    async def load_emotion(self, user_id: str, character_id: str) -> dict[str, Any] | None: ...
+    async def load_emotion(self, user_id: str, character_id: str) -> NovaEmotion | None: ...
 
 
 class Charaktere(StoreModule):

@@ -5,14 +5,15 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
+from core.beziehung import Notiz, NotizUebersicht
 from memory import vorher
 
 _COLS = "id, name, inhalt, zusammenfassung, themen, aktiv, updated_at"
 
 
-def _row(r) -> dict[str, Any]:
-    return {"id": r[0], "name": r[1], "inhalt": r[2], "zusammenfassung": r[3], "themen": list(r[4]),
-            "aktiv": r[5], "updated_at": r[6].isoformat()}
+def _row(r) -> Notiz:
+    return Notiz(id=r[0], name=r[1], inhalt=r[2], zusammenfassung=r[3], themen=list(r[4]), aktiv=r[5],
+                 updated_at=r[6].isoformat())
 
 
 async def create(pool: AsyncConnectionPool, user_id: str, name: str, inhalt: str = "", zusammenfassung: str = "",
@@ -65,7 +66,7 @@ async def delete(pool: AsyncConnectionPool, user_id: str, note_id: int, *, turn:
             return cur.rowcount == 1
 
 
-async def find_by_keyword(pool: AsyncConnectionPool, user_id: str, keyword: str, limit: int = 10) -> list[dict[str, Any]]:
+async def find_by_keyword(pool: AsyncConnectionPool, user_id: str, keyword: str, limit: int = 10) -> list[Notiz]:
     """Name or topics contain the keyword (case-insensitive)."""
     p = f"%{keyword.strip()}%"
     async with pool.connection() as conn:
@@ -76,7 +77,7 @@ async def find_by_keyword(pool: AsyncConnectionPool, user_id: str, keyword: str,
         return [_row(r) for r in await cur.fetchall()]
 
 
-async def find_fulltext(pool: AsyncConnectionPool, user_id: str, text: str, limit: int = 10) -> list[dict[str, Any]]:
+async def find_fulltext(pool: AsyncConnectionPool, user_id: str, text: str, limit: int = 10) -> list[Notiz]:
     async with pool.connection() as conn:
         cur = await conn.execute(
             f"SELECT {_COLS} FROM notizen WHERE user_id=%s AND aktiv AND"
@@ -86,10 +87,10 @@ async def find_fulltext(pool: AsyncConnectionPool, user_id: str, text: str, limi
         return [_row(r) for r in await cur.fetchall()]
 
 
-async def proactive_listing(pool: AsyncConnectionPool, user_id: str) -> list[dict[str, Any]]:
+async def proactive_listing(pool: AsyncConnectionPool, user_id: str) -> list[NotizUebersicht]:
     """Name, summary and topics of the user's active notes, newest first."""
     async with pool.connection() as conn:
         cur = await conn.execute(
             "SELECT name, zusammenfassung, themen FROM notizen WHERE user_id=%s AND aktiv ORDER BY updated_at DESC, id",
             (user_id,))
-        return [{"name": r[0], "zusammenfassung": r[1], "themen": list(r[2])} for r in await cur.fetchall()]
+        return [NotizUebersicht(name=r[0], zusammenfassung=r[1], themen=list(r[2])) for r in await cur.fetchall()]

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from typing import TYPE_CHECKING
 
+from core.beziehung import ZielEreignis, Zielbildung
 from memory import vorher
 from memory.config import MemoryConfig
 from memory.vectors import cosine, normalise, to_list
@@ -55,13 +56,13 @@ def ziel_paar_bestimmen(turn_pair: tuple[str, str], graph: Graph) -> tuple[str, 
 
 async def add_goal(pool: AsyncConnectionPool, character_id: str, user_id: str, inhalt: str, horizont: str,
                    motivation: float, embedding) -> int:
-    return (await bilden(pool, character_id, user_id, inhalt, horizont, motivation, embedding))["id"]
+    return (await bilden(pool, character_id, user_id, inhalt, horizont, motivation, embedding)).id
 
 
 async def bilden(pool: AsyncConnectionPool, character_id: str, user_id: str, inhalt: str, horizont: str,
-                 motivation: float, embedding, quelle_turn: str | None = None) -> dict[str, Any]:
-    """A new goal; {"id", "neu"}. With `quelle_turn` at most one goal per turn and pair: a second
-    call for the same turn (a redelivered job) returns the first goal with neu=False."""
+                 motivation: float, embedding, quelle_turn: str | None = None) -> Zielbildung:
+    """A new goal (`neu` True). With `quelle_turn` at most one goal per turn and pair: a second
+    call for the same turn (a redelivered job) returns the first goal with `neu` False."""
     from memory import erasure
 
     vec = normalise(embedding) if embedding is not None else None
@@ -74,22 +75,22 @@ async def bilden(pool: AsyncConnectionPool, character_id: str, user_id: str, inh
             (character_id, user_id, inhalt, horizont, motivation, vec, quelle_turn))
         row = await cur.fetchone()
         if row is not None:
-            return {"id": row[0], "neu": True}
+            return Zielbildung(id=row[0], neu=True)
         cur = await conn.execute("SELECT id FROM ziele WHERE character_id=%s AND user_id=%s AND quelle_turn=%s",
                                  (character_id, user_id, quelle_turn))
-        return {"id": (await cur.fetchone())[0], "neu": False}
+        return Zielbildung(id=(await cur.fetchone())[0], neu=False)
 
 
 async def turn_ereignis(pool: AsyncConnectionPool, character_id: str, user_id: str,
-                        turn_id: str) -> dict[str, Any] | None:
-    """What this turn did to the pair's goals already: {"id", "art": gebildet | verstaerkt}, or None."""
+                        turn_id: str) -> ZielEreignis | None:
+    """What this turn did to the pair's goals already (formed or reinforced one), or None."""
     async with pool.connection() as conn:
         cur = await conn.execute(
             "SELECT id, quelle_turn IS NOT DISTINCT FROM %s FROM ziele WHERE character_id=%s AND user_id=%s"
             " AND (quelle_turn = %s OR %s = ANY(wiederholt_in)) ORDER BY id LIMIT 1",
             (turn_id, character_id, user_id, turn_id, turn_id))
         row = await cur.fetchone()
-    return None if row is None else {"id": row[0], "art": "gebildet" if row[1] else "verstaerkt"}
+    return None if row is None else ZielEreignis(id=row[0], art="gebildet" if row[1] else "verstaerkt")
 
 
 async def wiederholung_verstaerken(pool: AsyncConnectionPool, ziel_id: int, turn_id: str, motivation: float) -> bool:

@@ -38,6 +38,7 @@ from pipeline.figur import einsetzen
 from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
+from core.beziehung import ProfilGewachsen
 from core.state import TurnState, current_reply
 
 if TYPE_CHECKING:  # the pair actor checks the chains and loads this module: no database driver here
@@ -183,16 +184,17 @@ def _beobachtet(state: TurnState) -> tuple[dict[str, Beobachtung], dict]:
                         "stil": np_.stil if np_.wahrgenommen else None}
 
 
-def _grundton_entscheidung(deps: Deps, out: dict, beobachtet: dict[str, Beobachtung], inputs: dict) -> None:
+def _grundton_entscheidung(deps: Deps, out: ProfilGewachsen, beobachtet: dict[str, Beobachtung],
+                           inputs: dict) -> None:
     """One decision entry for her base mood and way of speaking: grown, counted, or why not."""
-    gewachsen = [f for f in out["gewachsen"] if f in beobachtet]
-    if not out["neu"]:
+    gewachsen = [f for f in out.gewachsen if f in beobachtet]
+    if not out.neu:
         outcome = "schon_erledigt"
     elif not beobachtet:
         outcome = "ohne_wahrnehmung"
     else:
         outcome = "gewachsen" if gewachsen else "gezaehlt"
-    deps.trace.decision(NAME, GRUNDTON, outcome, {**inputs, "wiederkehr": out.get("wiederkehr", {}),
+    deps.trace.decision(NAME, GRUNDTON, outcome, {**inputs, "wiederkehr": out.wie_oft,
                                                   "fenster": FENSTER, "gewachsen": gewachsen}, threshold=MINDESTENS)
 
 
@@ -210,13 +212,13 @@ async def run(state: TurnState, deps: Deps) -> dict:
     # the step is recorded also when nothing grows, so a second delivery does not ask or count again
     out = await deps.store.beziehung.profil_wachsen(s.user_id, s.character_id, schritt, saetze,
                                 {k: GRENZEN[k] for k in (*saetze, *beobachtet)}, beobachtet=beobachtet)
-    gewachsen = [f for f in out["gewachsen"] if f in saetze]
-    if not out["neu"]:  # a second delivery raced past the check: the step's record decided
+    gewachsen = [f for f in out.gewachsen if f in saetze]
+    if not out.neu:  # a second delivery raced past the check: the step's record decided
         outcome = "schon_erledigt"
     elif outcome == "gewachsen" and not gewachsen:  # every sentence was there already
         outcome = "nichts_neu"
     deps.trace.decision(NAME, ENTSCHEIDUNG, outcome, {**inputs, "saetze": saetze, "gewachsen": gewachsen})
     _grundton_entscheidung(deps, out, beobachtet, grundton)
     log.info("selbstbild: %s for %s:%s (turn %s): %s", outcome, s.user_id, s.character_id, s.turn_id,
-             out["gewachsen"])
+             out.gewachsen)
     return {}

@@ -99,7 +99,7 @@ async def _festhalten(deps: Deps, pair: tuple[str, str], turn_id: str, ziel: Zie
         return ("verstaerkt" if neu else "schon_erledigt"), {**inputs, "id": gleich["id"]}
     out = await deps.store.ziele.bilden(*pair, ziel.inhalt, ziel.horizont, ziel.motivation, vec,
                                 quelle_turn=turn_id)
-    return ("gebildet" if out["neu"] else "schon_erledigt"), {**inputs, "id": out["id"]}
+    return ("gebildet" if out.neu else "schon_erledigt"), {**inputs, "id": out.id}
 
 
 @NODE.runs
@@ -112,8 +112,8 @@ async def run(state: TurnState, deps: Deps) -> dict:
     frueher = await deps.store.ziele.turn_ereignis(*pair, s.turn_id)
     if frueher is not None:
         log.info("zielbildung: turn %s %s goal %d already (a redelivered job): nothing written", s.turn_id,
-                 frueher["art"], frueher["id"])
-        deps.trace.decision(NAME, ENTSCHEIDUNG, "schon_erledigt", {"id": frueher["id"], "war": frueher["art"]})
+                 frueher.art, frueher.id)
+        deps.trace.decision(NAME, ENTSCHEIDUNG, "schon_erledigt", {"id": frueher.id, "war": frueher.art})
         return {}
     answer, outcome = await ask_json(deps, NAME, _Antwort, {"character_name": state.pair.character_name,
                                                            "mensch": s.text})

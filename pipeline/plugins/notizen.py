@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from core.beziehung import Notiz
 from pipeline import regeln
 from pipeline.plugins.plugin import Plugin
 
@@ -21,9 +22,9 @@ INHALT_ZEICHEN = 300
 log = logging.getLogger("novaberg.plugin.notizen")
 
 
-def _treffer(n: dict) -> dict:
-    return {"id": n["id"], "name": n["name"], "zusammenfassung": n["zusammenfassung"], "themen": n["themen"],
-            "inhalt": n["inhalt"][:INHALT_ZEICHEN]}
+def _treffer(n: Notiz) -> dict:
+    return {"id": n.id, "name": n.name, "zusammenfassung": n.zusammenfassung, "themen": n.themen,
+            "inhalt": n.inhalt[:INHALT_ZEICHEN]}
 
 
 async def gezielt(deps, user_id: str, ziel: str) -> tuple[list[dict], str]:
@@ -45,7 +46,7 @@ async def enrich(state, deps, such) -> list[dict]:
         if zweig == "gezielt_ohne_treffer":
             log.info("notizen: fallback gezielt_ohne_treffer: no note matches %s; listing all notes",
                      deps.settings.said(ziel))
-        hits = await deps.store.notizen.proactive_listing(s.user_id)
+        hits = [n.model_dump() for n in await deps.store.notizen.proactive_listing(s.user_id)]
     deps.trace.decision("enricher", "enricher.notizen", zweig,
                         {"ziel": ziel, "treffer": len(hits), "kappung": GEZIELT_KAPPUNG if ziel else None})
     return hits

@@ -124,7 +124,7 @@ def test_a_forgotten_fact_reaches_no_prompt_again(client, settings, character):
     assert redis_call(settings.redis_url, lambda rd: session.get_summary(rd, user, ch)) == \
         "Es ging viel um das Wetter."
     assert [e["titel"] for e in pg_call(settings.database_url, bibliothek.eintraege, user, ch)] == []
-    assert not any(w in json.dumps(pg_call(settings.database_url, beziehung.profile, user, ch)).casefold()
+    assert not any(w in json.dumps(pg_call(settings.database_url, beziehung.profile, user, ch).model_dump()).casefold()
                    for w in WOERTER)
 
     llm.record.remote(True).result()

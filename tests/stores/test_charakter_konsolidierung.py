@@ -6,6 +6,7 @@ import asyncio
 import json
 
 from memory import beziehung
+from core.beziehung import Anweisung
 from pipeline.agents.charakter.dispatch import CharakterAuftrag, finden
 from pipeline.chains import PLANNER_LOOP
 from pipeline.runner import ChainRunner
@@ -55,7 +56,7 @@ async def _drei(p, r, user):
 
 
 async def _aktiv(p, user):
-    return [a["text"] for a in await beziehung.instructions(p, user, "nova")]
+    return [a.text for a in await beziehung.instructions(p, user, "nova")]
 
 
 def test_a_fourth_instruction_asks_to_consolidate_and_adds_nothing(stores, pool):
@@ -255,13 +256,13 @@ def test_the_order_is_read_leniently():
 
 
 def test_a_reference_is_matched_by_id_place_or_words():
-    aktiv = [{"id": 14, "text": FRECH}, {"id": 15, "text": BOTANIK}, {"id": 17, "text": DIALEKT}]
-    assert finden("15", aktiv, nur_id=True).anweisung["id"] == 15
+    aktiv = [Anweisung(id=14, text=FRECH), Anweisung(id=15, text=BOTANIK), Anweisung(id=17, text=DIALEKT)]
+    assert finden("15", aktiv, nur_id=True).anweisung.id == 15
     assert finden("16", aktiv, nur_id=True).wie == "unbekannt"
     platz = ("2", "die zweite", "Nr. 3", "die letzte", "17")  # "17": no place among three, the stored id
-    assert [finden(v, aktiv).anweisung["id"] for v in platz] == [15, 15, 17, 17, 17]
+    assert [finden(v, aktiv).anweisung.id for v in platz] == [15, 15, 17, 17, 17]
     t = finden("das botanische Zeug", aktiv)
-    assert (t.wie, t.anweisung["id"]) == ("woerter", 15)
-    assert finden("frecher sein", aktiv).anweisung["id"] == 14
+    assert (t.wie, t.anweisung.id) == ("woerter", 15)
+    assert finden("frecher sein", aktiv).anweisung.id == 14
     assert finden("Astronomie", aktiv).wie == "unbekannt" and finden("9", aktiv).wie == "unbekannt"
     assert finden("Du", aktiv).wie == "mehrdeutig"  # only function words: all three share it

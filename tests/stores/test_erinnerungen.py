@@ -61,7 +61,7 @@ async def _scenario(stores):
         await ruecknahme.zuruecknehmen(pool, user, ch, [t2])
         left = {i["inhalt"] for i in await erinnerungen.auflisten(pool, user, ch)}
         assert left == {"Ida segelt auf dem Wannsee"}
-        assert (await beziehung.profile(pool, user, ch))["mensch_kern"] == ""
+        assert (await beziehung.profile(pool, user, ch)).mensch_kern == ""
         node = [i for i in await erinnerungen.auflisten(pool, user, ch)][0]
         assert await erinnerungen.vergessen(pool, user, ch, node["id"])
         assert await lzg.count_by_quelle(pool, user, ch) == {} and await erinnerungen.auflisten(pool, user, ch) == []

@@ -112,7 +112,7 @@ def test_a_redelivered_background_job_imprints_its_memories_once(pool):
             cur = await conn.execute("SELECT count(*) FROM lzg_synapsen s JOIN lzg_knoten k ON k.id = s.von_id"
                                      " WHERE k.user_id=%s", (user,))
             synapsen = (await cur.fetchone())[0]
-        return knoten, vom_turn, synapsen, (await beziehung.profile(p, user, "nova"))["mensch_kern"]
+        return knoten, vom_turn, synapsen, (await beziehung.profile(p, user, "nova")).mensch_kern
 
     async def go(p):
         user = new_pair("praeg-once")[0]
@@ -192,7 +192,7 @@ def test_a_background_job_cut_off_after_any_write_leaves_after_its_redelivery_wh
             cur = await conn.execute("SELECT bool_and(zuletzt > now() - interval '1 hour') FROM lzg_knoten WHERE id = ANY(%s)",
                                      (resonanz,))
             beruehrt = (await cur.fetchone())[0]
-        return knoten, synapsen, beruehrt, (await beziehung.profile(p, user, "nova"))["mensch_kern"]
+        return knoten, synapsen, beruehrt, (await beziehung.profile(p, user, "nova")).mensch_kern
 
     async def pair(p, name):
         user = new_pair(name)[0]

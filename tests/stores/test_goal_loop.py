@@ -142,7 +142,7 @@ def test_a_redelivered_job_forms_and_reinforces_nothing_twice(stores, pool, mini
     stable = ("id", "inhalt", "motivation_basis", "anker", "verstaerkt_am")
     assert len(after_rep) == 1  # the second delivery touched nothing
     assert [{k: g[k] for k in stable} for g in after_again] == [{k: g[k] for k in stable} for g in after_rep]
-    assert race[0]["neu"] and not race[1]["neu"] and race[0]["id"] == race[1]["id"]
+    assert race[0].neu and not race[1].neu and race[0].id == race[1].id
 
 
 def test_a_repeated_goal_is_reinforced_and_another_goal_formed_beside_it(stores, pool, minilm):

@@ -15,19 +15,19 @@ def test_notes(pool):
         user, _ = new_pair("notes")
         a = await notizen.create(p, user, "Einkaufsliste", "Milch, Brot, Kaese", "Wocheneinkauf", ["haushalt"])
         b = await notizen.create(p, user, "Reiseplanung", "Zug nach Wien buchen", "Urlaub im Mai", ["reise"])
-        assert [n["id"] for n in await notizen.find_by_keyword(p, user, "einkauf")] == [a]
-        assert [n["id"] for n in await notizen.find_by_keyword(p, user, "REISE")] == [b]
-        assert [n["id"] for n in await notizen.find_fulltext(p, user, "Wien")] == [b]
+        assert [n.id for n in await notizen.find_by_keyword(p, user, "einkauf")] == [a]
+        assert [n.id for n in await notizen.find_by_keyword(p, user, "REISE")] == [b]
+        assert [n.id for n in await notizen.find_fulltext(p, user, "Wien")] == [b]
         assert await notizen.update(p, user, a, inhalt="Milch, Eier", themen=["haushalt", "essen"])
-        assert [n["id"] for n in await notizen.find_by_keyword(p, user, "essen")] == [a]
+        assert [n.id for n in await notizen.find_by_keyword(p, user, "essen")] == [a]
         with pytest.raises(ValueError):
             await notizen.update(p, user, a, owner="x")
         listing = await notizen.proactive_listing(p, user)
-        assert listing[0] == {"name": "Einkaufsliste", "zusammenfassung": "Wocheneinkauf",
-                              "themen": ["haushalt", "essen"]}
+        assert listing[0].model_dump() == {"name": "Einkaufsliste", "zusammenfassung": "Wocheneinkauf",
+                                           "themen": ["haushalt", "essen"]}
         assert not await notizen.delete(p, "someone-else", b)
         assert await notizen.delete(p, user, b)
-        assert [n["name"] for n in await notizen.proactive_listing(p, user)] == ["Einkaufsliste"]
+        assert [n.name for n in await notizen.proactive_listing(p, user)] == ["Einkaufsliste"]
 
     asyncio.run(with_pool(pool, go))
 
@@ -40,20 +40,20 @@ def test_instructions_directives_profiles_emotion(pool):
             await beziehung.add_instruction(p, user, ch, "vierte")
         assert await beziehung.deactivate_instruction(p, user, ch, ids[0])
         await beziehung.add_instruction(p, user, ch, "vierte")
-        assert [i["text"] for i in await beziehung.instructions(p, user, ch)] == ["Anweisung 1", "Anweisung 2", "vierte"]
+        assert [i.text for i in await beziehung.instructions(p, user, ch)] == ["Anweisung 1", "Anweisung 2", "vierte"]
         d = await beziehung.add_directive(p, user, ch, "Sprich mich mit Du an.")
-        assert await beziehung.directives(p, user, ch) == [{"id": d, "text": "Sprich mich mit Du an."}]
+        assert [x.model_dump() for x in await beziehung.directives(p, user, ch)] == [{"id": d, "text": "Sprich mich mit Du an."}]
         await beziehung.set_directive_active(p, user, ch, d, False)
         assert await beziehung.directives(p, user, ch) == []
         await beziehung.set_profile(p, user, ch, nova_kern="neugierig", mensch_kern="Gaertnerin")
         await beziehung.set_profile(p, user, ch, nova_beziehung="vertraut")
         prof = await beziehung.profile(p, user, ch)
-        assert prof["nova_kern"] == "neugierig" and prof["mensch_kern"] == "Gaertnerin"
-        assert prof["nova_beziehung"] == "vertraut"
+        assert prof.nova_kern == "neugierig" and prof.mensch_kern == "Gaertnerin"
+        assert prof.nova_beziehung == "vertraut"
         assert (await pg.load_pair(p, user, ch))["nova_kern"] == "neugierig"
         assert await beziehung.load_emotion(p, user, ch) is None
         await beziehung.save_emotion(p, user, ch, "freude", 0.7, "erholung", [{"emotion": "freude"}])
-        assert (await beziehung.load_emotion(p, user, ch))["vektor"] == "erholung"
+        assert (await beziehung.load_emotion(p, user, ch)).vektor == "erholung"
 
     asyncio.run(with_pool(pool, go))
 

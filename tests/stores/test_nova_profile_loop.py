@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from core.beziehung import ProfilGewachsen
 from core.settings import Settings
 from memory import beziehung, pg
 from pipeline import vocab
@@ -148,9 +149,9 @@ def test_after_some_turns_nova_and_the_relationship_have_grown_and_the_next_prom
     assert "Gewachsene Persoenlichkeit" not in _block(before, "[PERSON A — WER SIE IST]")
     assert [_outcomes(deps) for deps, _ in runs] == [["gewachsen"]] * 3
     # slow growth: a sentence a turn per profile, the newest last
-    assert prof["nova_beziehung"] == "Nova sieht in Person B einen geduldigen Imker.\nNova mag seinen trockenen Humor."
-    assert prof["mensch_beziehung"] == "Person B erzaehlt Nova offen von sich.\nPerson B vertraut Nova und dankt ihr."
-    assert prof["nova_adaptiv"] == "Nova denkt an Bienen.\nNova denkt an den Stich."
+    assert prof.nova_beziehung == "Nova sieht in Person B einen geduldigen Imker.\nNova mag seinen trockenen Humor."
+    assert prof.mensch_beziehung == "Person B erzaehlt Nova offen von sich.\nPerson B vertraut Nova und dankt ihr."
+    assert prof.nova_adaptiv == "Nova denkt an Bienen.\nNova denkt an den Stich."
     # the second turn's model saw what the first had grown, so it adds only what is new
     task = runs[1][1].calls[0]["messages"][1]["content"]
     bild = _block(task, "[BISHERIGES BILD]")
@@ -177,10 +178,10 @@ def test_growth_is_bounded_repeats_are_not_added_and_an_own_thought_leaves_his_s
         return same, own, await beziehung.profile(p, user, C)
 
     same, own, prof = _on_pool(pool, go)
-    assert prof["nova_adaptiv"].splitlines() == [f"Nova denkt an Thema {i}." for i in (3, 4, 5)]  # oldest dropped
+    assert prof.nova_adaptiv.splitlines() == [f"Nova denkt an Thema {i}." for i in (3, 4, 5)]  # oldest dropped
     assert _outcomes(same) == ["nichts_neu"]
     assert _outcomes(own) == ["gewachsen"]
-    assert prof["nova_beziehung"] == "Nova denkt oft an ihn." and prof["mensch_beziehung"] == ""
+    assert prof.nova_beziehung == "Nova denkt oft an ihn." and prof.mensch_beziehung == ""
 
 
 def test_a_redelivered_job_writes_nothing_twice(pool):
@@ -202,13 +203,13 @@ def test_a_redelivered_job_writes_nothing_twice(pool):
 
     after_first, again, llm, race, prof = _on_pool(pool, go)
     assert _outcomes(again) == ["schon_erledigt"] and llm.calls == []
-    assert {k: prof[k] for k in ("nova_beziehung", "mensch_beziehung")} == \
-        {k: after_first[k] for k in ("nova_beziehung", "mensch_beziehung")}
-    assert prof["nova_beziehung"] == "Nova sieht in Person B einen Freund."
-    assert race == [{"neu": True, "gewachsen": ["nova_kern"], "wiederkehr": {}},
-                    {"neu": False, "gewachsen": [], "wiederkehr": {}}]
-    assert prof["nova_kern"] == "Nova wird mutiger.\nNova lacht viel."
-    assert prof["mensch_kern"] == "Person B haelt Bienen."
+    assert {k: getattr(prof, k) for k in ("nova_beziehung", "mensch_beziehung")} == \
+        {k: getattr(after_first, k) for k in ("nova_beziehung", "mensch_beziehung")}
+    assert prof.nova_beziehung == "Nova sieht in Person B einen Freund."
+    assert race == [ProfilGewachsen(neu=True, gewachsen=["nova_kern"], wie_oft={}),
+                    ProfilGewachsen(neu=False, gewachsen=[], wie_oft={})]
+    assert prof.nova_kern == "Nova wird mutiger.\nNova lacht viel."
+    assert prof.mensch_kern == "Person B haelt Bienen."
 
 
 def test_an_unusable_answer_takes_the_named_fallback(pool, caplog):
@@ -225,8 +226,8 @@ def test_an_unusable_answer_takes_the_named_fallback(pool, caplog):
     assert _outcomes(dyn) == ["dynamik_kein_json"]
     assert "fallback dynamik" in caplog.text
     # Person B's side grew from the perceived dynamic; Nova's side stays as it was
-    assert after_dyn["mensch_beziehung"] == "Person B begegnet {{char}} mit Vertrauen."
-    assert after_dyn["nova_beziehung"] == after_dyn["nova_kern"] == after_dyn["nova_adaptiv"] == ""
+    assert after_dyn.mensch_beziehung == "Person B begegnet {{char}} mit Vertrauen."
+    assert after_dyn.nova_beziehung == after_dyn.nova_kern == after_dyn.nova_adaptiv == ""
     assert _outcomes(none) == ["unveraendert_kein_json"] and "fallback unveraendert" in caplog.text
     assert prof == after_dyn
     assert _block(prompt, "[ZWISCHEN BEIDEN]") == "Wie Person B Nova begegnet: Person B begegnet Nova mit Vertrauen."
@@ -274,8 +275,8 @@ def test_her_base_mood_and_way_of_speaking_grow_from_how_her_replies_were_percei
     assert grundton[5]["threshold"] == selbstbild.MINDESTENS == 4
     # the model's question is the same as before: the growth cost no token
     assert [_outcomes(deps) for deps in runs] == [["nichts_neu"]] * 7
-    assert prof["nova_emotions"] == "{{char}} ist meist froehlich gestimmt."
-    assert prof["nova_intentionen"] == "{{char}} spricht meist locker und ungezwungen."
+    assert prof.nova_emotions == "{{char}} ist meist froehlich gestimmt."
+    assert prof.nova_intentionen == "{{char}} spricht meist locker und ungezwungen."
     assert tally == {"nova_emotions": [e for e, _ in gesehen], "nova_intentionen": [s for _, s in gesehen]}
     assert _grundton(fallback)["outcome"] == "gezaehlt" and "fallback stil_ungezaehlt" in caplog.text
     assert _grundton(ohne)["outcome"] == "ohne_wahrnehmung" and "fallback ohne_wahrnehmung" in caplog.text
@@ -312,14 +313,14 @@ def test_the_base_mood_follows_what_recurs_now_bounded_and_once_per_turn(pool):
 
     prof, tally, again, llm, race, prof_end, tally_end = _on_pool(pool, go)
     # three sentences at most, the oldest mood dropped for the one that recurs now
-    assert prof["nova_emotions"].splitlines() == ["{{char}} ist oft nachdenklich und traurig.",
+    assert prof.nova_emotions.splitlines() == ["{{char}} ist oft nachdenklich und traurig.",
                                                   "{{char}} ist oft besorgt.", "{{char}} ist oft veraergert."]
-    assert prof["nova_intentionen"] == "{{char}} drueckt sich meist foermlich aus."  # not added again
+    assert prof.nova_intentionen == "{{char}} drueckt sich meist foermlich aus."  # not added again
     assert tally["nova_emotions"] == ["angst"] * 4 + ["aerger"] * 4  # the window: her last eight turns
     assert _outcomes(again) == ["schon_erledigt"] and _grundton(again)["outcome"] == "schon_erledigt"
     assert llm.calls == []
-    assert race[0]["neu"] and race[0]["wiederkehr"] == {"nova_emotions": 5}
-    assert race[1] == {"neu": False, "gewachsen": [], "wiederkehr": {}}
+    assert race[0].neu and race[0].wie_oft == {"nova_emotions": 5}
+    assert race[1] == ProfilGewachsen(neu=False, gewachsen=[], wie_oft={})
     assert prof_end == prof
     assert tally_end["nova_emotions"] == ["angst"] * 3 + ["aerger"] * 5  # the racing step counted once
 
@@ -340,7 +341,7 @@ def test_what_occupies_him_grows_from_praegung_and_reaches_the_next_prompt(pool)
 
     before, prof, after = _on_pool(pool, go)
     assert "beschaeftigt" not in _block(before, "[PERSON B — WER ER IST]")
-    assert prof["mensch_themen"].splitlines() == [f"Person B sorgt sich um Volk {i}." for i in (1, 2, 3)]
+    assert prof.mensch_themen.splitlines() == [f"Person B sorgt sich um Volk {i}." for i in (1, 2, 3)]
     wer = _block(after, "[PERSON B — WER ER IST]").splitlines()
     assert wer == ["Sein Kern: Person B ist Imker.",
                    "Was ihn gerade beschaeftigt: Person B sorgt sich um Volk 1. Person B sorgt sich um Volk 2. "

@@ -49,7 +49,7 @@ async def _erster(pool, r, user: str, ch: str, t: str) -> dict[str, int]:
     note = await notizen.create(pool, user, "Einkauf", "Milch", turn_id=t, schritt="n:0")
     await notizen.create(pool, user, "Segeln", "Boot putzen", turn_id=t, schritt="n:1")
     entry = await timeline.add(pool, user, ch, "Zahnarzt", datetime(2026, 12, 7, 14), BERLIN, turn_id=t, schritt="t:0")
-    goal = (await ziele.bilden(pool, ch, user, "Segeln lernen", "mittel", 0.5, unit(1), quelle_turn=t))["id"]
+    goal = (await ziele.bilden(pool, ch, user, "Segeln lernen", "mittel", 0.5, unit(1), quelle_turn=t)).id
     nodes = (await lzg.episode_schreiben(pool, user, ch, Episode(quelle=t, zeitpunkt=datetime.now(timezone.utc), verdichtungen=[
         Verdichtung(inhalt="Tom segelt", embedding=unit(2).tolist())])))["ids"]
     await beziehung.anweisungen_aendern(pool, user, ch, neu=["Antworte kurz."], turn_id=t, schritt="c:0")
@@ -67,7 +67,7 @@ async def _zweiter(pool, r, user: str, ch: str, t: str, ids: dict[str, int]) -> 
     await beziehung.set_directive_active(pool, user, ch, ids["directive"], False, turn_id=t)
     await notizen.update(pool, user, ids["note"], turn=(ch, t), inhalt="Milch und Brot")
     found = await notizen.find_by_keyword(pool, user, "Segeln")
-    await notizen.delete(pool, user, found[0]["id"], turn=(ch, t))
+    await notizen.delete(pool, user, found[0].id, turn=(ch, t))
     await notizen.create(pool, user, "Hunde", "meiden", turn_id=t, schritt="n:0")
     await timeline.move(pool, user, ch, ids["entry"], datetime(2026, 12, 8, 9), BERLIN, turn_id=t)
     await timeline.add(pool, user, ch, "Tierarzt", datetime(2026, 12, 9, 9), BERLIN, turn_id=t, schritt="t:0")
@@ -79,7 +79,7 @@ async def _zweiter(pool, r, user: str, ch: str, t: str, ids: dict[str, int]) -> 
     await lzg.add_synapses(pool, [(new[0], ids["node"], 0.5)], "praegung")
     await lzg.touch(pool, [ids["node"]], turn=(user, ch, t))
     aktiv = await beziehung.instructions(pool, user, ch)
-    await beziehung.anweisungen_aendern(pool, user, ch, neu=["Antworte ausfuehrlich."], aufheben=[aktiv[0]["id"]],
+    await beziehung.anweisungen_aendern(pool, user, ch, neu=["Antworte ausfuehrlich."], aufheben=[aktiv[0].id],
                                         turn_id=t, schritt="c:0")
     await redis_vorher.festhalten(r, user, ch, t, gv_key(user, ch))
     await r.hset(gv_key(user, ch), mapping={"cluster": "angst", "gv_detail": "Hunde"})

@@ -90,7 +90,7 @@ async def _turns(p, r, schedule: str):
     async with p.connection() as conn:
         cur = await conn.execute("SELECT typ, titel, turn_id FROM timeline WHERE user_id=%s ORDER BY id", (user,))
         termine = [list(row) for row in await cur.fetchall()]
-    stored = (_normal(await notizen.find_by_keyword(p, user, "Einkauf"), user), termine)
+    stored = (_normal([n.model_dump() for n in await notizen.find_by_keyword(p, user, "Einkauf")], user), termine)
     return states, logs, stored, spans, llm
 
 

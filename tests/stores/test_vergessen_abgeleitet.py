@@ -69,7 +69,7 @@ async def _scenario(stores):
         assert redis_out == {"zusammenfassung_saetze": 1, "verlauf_saetze": 0, "recherchen": 1, "impulse": 1}
 
         profil = await beziehung.profile(pool, user, ch)
-        assert profil["mensch_kern"] == "Ida segelt gern." and profil["nova_beziehung"] == "Nova mag Idas Humor."
+        assert profil.mensch_kern == "Ida segelt gern." and profil.nova_beziehung == "Nova mag Idas Humor."
         assert [e["titel"] for e in await bibliothek.eintraege(pool, user, ch)] == ["Segeln"]
         assert await session.get_summary(r, user, ch) == "Sie segelt gern. Tee."
         assert [json.loads(x)["turn_id"] for x in await r.lrange(f"delegationen:{user}:{ch}", 0, -1)] == [t2]
@@ -78,7 +78,7 @@ async def _scenario(stores):
         # taking the later turns back brings none of it back: their before-images were cleaned too
         await ruecknahme.zuruecknehmen(pool, user, ch, [t3, t2])
         await redis_vorher.zuruecksetzen(r, user, ch, [t3])
-        assert "Quastenflosser" not in json.dumps(await beziehung.profile(pool, user, ch))
+        assert "Quastenflosser" not in json.dumps((await beziehung.profile(pool, user, ch)).model_dump())
         assert await session.get_summary(r, user, ch) == "Sie segelt gern."
         # a summary every sentence of which repeats the item is left empty
         await session.set_summary(r, user, ch, "Quastenflosser spricht Sprachen.")

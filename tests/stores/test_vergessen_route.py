@@ -77,7 +77,7 @@ async def _scenario(stores, settings):
                                          "recherchen": 1, "impulse": 0, "turn_saetze": 0, "verlauf_saetze": 0}
             assert (await c.post(url, json={"q": "quastenflosser"})).json()["vorschau"] == []
         assert await session.get_summary(r, user, ch) == "Sie segelt gern."
-        assert "Quastenflosser" not in json.dumps(await beziehung.profile(pool, user, ch))
+        assert "Quastenflosser" not in json.dumps((await beziehung.profile(pool, user, ch)).model_dump())
         assert await bibliothek.eintraege(pool, user, ch) == [] and await r.llen(f"delegationen:{user}:{ch}") == 0
     finally:
         await r.aclose()

@@ -56,3 +56,43 @@ def test_the_transport_gets_the_operations_name_and_a_wrong_call_fails_in_the_ca
     with pytest.raises(TypeError):
         asyncio.run(ops.timeline.find_by_keyword("u", "nova", "Zahnarzt", "Europe/Berlin", grenze=3))
     assert len(sent) == 2
+
+
+TYPED_RELATIONSHIP_READS = {
+    "beziehung.directives": "list[Direktive]", "beziehung.instructions": "list[Anweisung]",
+    "beziehung.anweisungen_lage": "AnweisungsLage", "beziehung.anweisungen_aendern": "AnweisungsAenderung",
+    "beziehung.profile": "Beziehungsprofil", "beziehung.profil_wachsen": "ProfilGewachsen",
+    "beziehung.load_emotion": "NovaEmotion | None", "ziele.bilden": "Zielbildung",
+    "ziele.turn_ereignis": "ZielEreignis | None", "notizen.find_by_keyword": "list[Notiz]",
+    "notizen.find_fulltext": "list[Notiz]", "notizen.proactive_listing": "list[NotizUebersicht]",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TYPED_RELATIONSHIP_READS))
+def test_the_relationship_goal_and_note_ops_are_declared_to_return_core_models(name):
+    """What crosses the store's seam of a pair's relationship, goals and notes is a model of
+    core/beziehung.py, read by attribute; the names resolve there."""
+    from core import beziehung
+
+    declared = inspect.signature(_declared()[name]).return_annotation
+    assert declared == TYPED_RELATIONSHIP_READS[name]
+    model = declared.removeprefix("list[").removesuffix("]").removesuffix(" | None")
+    assert issubclass(getattr(beziehung, model), beziehung.BaseModel)
+
+
+def test_a_relationship_model_is_read_by_attribute_not_by_key():
+    from core.beziehung import AnweisungsAenderung, Beziehungsprofil, Notiz
+
+    out = AnweisungsAenderung.model_validate({"status": "voll", "aktiv": [{"id": 1, "text": "Kurz."}],
+                                              "vorgemerkt": {"id": 4, "text": "Lang."}, "neu_im_naechsten": 1})
+    assert (out.aktiv[0].text, out.vorgemerkt.id, out.wiederholt, out.neu) == ("Kurz.", 4, False, [])
+    with pytest.raises(TypeError):
+        out["status"]
+    with pytest.raises(TypeError):
+        "status" in out
+    assert Beziehungsprofil().model_dump() == dict.fromkeys(Beziehungsprofil.model_fields, "")
+    from memory.beziehung import PROFILE_FIELDS
+    assert PROFILE_FIELDS == ("nova_kern", "nova_adaptiv", "nova_emotions", "nova_intentionen", "nova_beziehung",
+                              "mensch_kern", "mensch_beziehung", "mensch_themen")
+    note = Notiz(id=3, name="Einkauf", updated_at="2026-01-01T10:00:00+00:00")
+    assert list(note.model_dump()) == ["id", "name", "inhalt", "zusammenfassung", "themen", "aktiv", "updated_at"]

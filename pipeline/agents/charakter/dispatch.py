@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.agents.agent import Agent, schreibschluessel
+from core.beziehung import Anweisung, AnweisungsAenderung
 from core.state import AgentResult, Auftrag
 
 NAME = "charakter"
@@ -59,8 +60,8 @@ def _kurz(text: str, n: int = KURZ) -> str:
     return text if len(text) <= n else text[:n].rsplit(" ", 1)[0].rstrip(",;:.") + " ..."
 
 
-def _liste(anweisungen: list[dict]) -> str:
-    teile = [f"'{_kurz(a['text'])}'" for a in anweisungen]
+def _liste(anweisungen: list[Anweisung]) -> str:
+    teile = [f"'{_kurz(a.text)}'" for a in anweisungen]
     return teile[0] if len(teile) == 1 else ", ".join(teile[:-1]) + " und " + teile[-1]
 
 
@@ -102,8 +103,8 @@ class Treffer:
     """How a reference was matched: `wie` is `id`, `platz`, `woerter`, `unbekannt` or `mehrdeutig`."""
 
     wie: str
-    anweisung: dict | None = None
-    kandidaten: list[dict] = field(default_factory=list)
+    anweisung: Anweisung | None = None
+    kandidaten: list[Anweisung] = field(default_factory=list)
     """No match: every active instruction; a tie: the tied ones."""
     punkte: dict[int, int] = field(default_factory=dict)
 
@@ -136,12 +137,12 @@ def _gleiche_woerter(a: str, b: str) -> bool:
     return gemeinsam >= 5
 
 
-def finden(verweis: str, aktiv: list[dict], *, nur_id: bool = False) -> Treffer:
+def finden(verweis: str, aktiv: list[Anweisung], *, nur_id: bool = False) -> Treffer:
     """The active instruction a reference means: its stored id, else its place among the active
     ones (oldest first, as the consolidation question lists them), else the one sharing the most
     words with the reference (stems count; function words do not). A reference that matches
     nothing, or two instructions equally well, finds none."""
-    ids = {a["id"]: a for a in aktiv}
+    ids = {a.id: a for a in aktiv}
     ziffern = verweis.strip().lstrip("#")
     if ziffern.isdigit() and nur_id:
         a = ids.get(int(ziffern))
@@ -155,38 +156,38 @@ def finden(verweis: str, aktiv: list[dict], *, nur_id: bool = False) -> Treffer:
             return Treffer("id", ids[platz])
         return Treffer("unbekannt", kandidaten=list(aktiv))
     gesucht = [w for w in dict.fromkeys(woerter) if w not in _STOPP] or list(dict.fromkeys(woerter))
-    punkte = {a["id"]: sum(any(_gleiche_woerter(w, x) for x in _woerter(a["text"])) for w in gesucht) for a in aktiv}
+    punkte = {a.id: sum(any(_gleiche_woerter(w, x) for x in _woerter(a.text)) for w in gesucht) for a in aktiv}
     best = max(punkte.values(), default=0)
     if best == 0:
         return Treffer("unbekannt", kandidaten=list(aktiv), punkte=punkte)
-    beste = [a for a in aktiv if punkte[a["id"]] == best]
+    beste = [a for a in aktiv if punkte[a.id] == best]
     if len(beste) > 1:  # a tie: the one that holds the reference as a phrase, if only one does
         phrase = " ".join(gesucht)
-        ganz = [a for a in beste if phrase in " ".join(_woerter(a["text"]))]
+        ganz = [a for a in beste if phrase in " ".join(_woerter(a.text))]
         if len(ganz) != 1:
             return Treffer("mehrdeutig", kandidaten=beste, punkte=punkte)
         beste = ganz
     return Treffer("woerter", beste[0], punkte=punkte)
 
 
-def _ergebnis(aktion: str, out: dict) -> tuple[AgentResult, str]:
+def _ergebnis(aktion: str, out: AnweisungsAenderung) -> tuple[AgentResult, str]:
     """The agent's result for the store's answer to a change, and the branch's name."""
-    neu, weg, aktiv = out.get("neu") or [], out.get("aufgehoben") or [], out.get("aktiv") or []
-    status = out["status"]
+    neu, weg, aktiv, status = out.neu, out.aufgehoben, out.aktiv, out.status
     if aktion != "deaktivieren" and len(weg) > 1:
         aktion = "zusammenfassen"
     elif aktion == "anweisung" and weg:
         aktion = "ersetzen"
     if status == "voll":
-        vorgemerkt = out.get("vorgemerkt")
+        vorgemerkt = out.vorgemerkt
         angabe = "welche Anweisung fuer die neue weichen soll, oder welche zwei zusammengefasst werden"
         frage = (f"Es gelten schon {len(aktiv)} Anweisungen, mehr gehen nicht: {_liste(aktiv)}. "
-                 + (f"Welche davon soll fuer die neue ('{_kurz(vorgemerkt['text'])}') weichen"
+                 + (f"Welche davon soll fuer die neue ('{_kurz(vorgemerkt.text)}') weichen"
                     if vorgemerkt else "Welche davon soll weichen")
                  + ", oder sollen zwei davon zu einer zusammengefasst werden?")
         return AgentResult(agent_name=NAME, status="rueckfrage", ergebnis={
-            "aktion": "konsolidieren", "frage": frage, "fehlt": "alt", "angabe": angabe, "aktiv": aktiv,
-            "vorgemerkt": vorgemerkt["id"] if vorgemerkt else None}), "konsolidieren"
+            "aktion": "konsolidieren", "frage": frage, "fehlt": "alt", "angabe": angabe,
+            "aktiv": [a.model_dump() for a in aktiv], "vorgemerkt": vorgemerkt.id if vorgemerkt else None}), \
+            "konsolidieren"
     if status == "vorhanden":
         return AgentResult(agent_name=NAME, status="verworfen", ergebnis={
             "aktion": aktion, "grund": "genau diese Anweisung schon gilt"}), "schon_vorhanden"
@@ -195,9 +196,9 @@ def _ergebnis(aktion: str, out: dict) -> tuple[AgentResult, str]:
             "aktion": aktion, "grund": "die gemeinte Anweisung inzwischen nicht mehr gilt"}), "nicht_mehr_aktiv"
     if weg and neu and len(neu) == 1:
         if len(weg) == 1:
-            text, zweig = f"Anweisung '{_kurz(weg[0]['text'])}' durch '{_kurz(neu[0]['text'])}' ersetzt", "ersetzt"
+            text, zweig = f"Anweisung '{_kurz(weg[0].text)}' durch '{_kurz(neu[0].text)}' ersetzt", "ersetzt"
         else:
-            text, zweig = f"Anweisungen {_liste(weg)} zu '{_kurz(neu[0]['text'])}' zusammengefasst", "zusammengefasst"
+            text, zweig = f"Anweisungen {_liste(weg)} zu '{_kurz(neu[0].text)}' zusammengefasst", "zusammengefasst"
     elif weg and neu:
         text, zweig = f"Anweisung(en) {_liste(weg)} aufgehoben und {_liste(neu)} aufgenommen", "zusammengefasst"
     elif weg:
@@ -205,8 +206,8 @@ def _ergebnis(aktion: str, out: dict) -> tuple[AgentResult, str]:
     else:
         text, zweig = f"Anweisung aufgenommen: {_liste(neu)}", "aufgenommen"
     return AgentResult(agent_name=NAME, status="abgeschlossen", ergebnis={
-        "aktion": aktion, "id": (neu or weg)[0]["id"], "neu": [a["id"] for a in neu],
-        "aufgehoben": [a["id"] for a in weg], "beschreibung": text}), zweig
+        "aktion": aktion, "id": (neu or weg)[0].id, "neu": [a.id for a in neu],
+        "aufgehoben": [a.id for a in weg], "beschreibung": text}), zweig
 
 
 def _fertig(deps, zweig: str, result: AgentResult, **inputs) -> AgentResult:
@@ -272,8 +273,8 @@ async def _aufnehmen(lauf: _Lauf) -> AgentResult:
                                 max_active=cfg.max_active_instructions,
                                 vormerken=cfg.instruction_pending_s > 0, **lauf.key)
     result, zweig = _ergebnis(lauf.aktion, out)
-    return _fertig(lauf.deps, "schon_erledigt" if out.get("wiederholt") else zweig, result, aktion=lauf.aktion,
-                   aktiv=len(out["aktiv"]), grenze=cfg.max_active_instructions)
+    return _fertig(lauf.deps, "schon_erledigt" if out.wiederholt else zweig, result, aktion=lauf.aktion,
+                   aktiv=len(out.aktiv), grenze=cfg.max_active_instructions)
 
 
 async def _aendern(lauf: _Lauf) -> AgentResult:
@@ -282,10 +283,10 @@ async def _aendern(lauf: _Lauf) -> AgentResult:
     deps, s, cfg, aktion = lauf.deps, lauf.s, lauf.cfg, lauf.aktion
     lage = await deps.store.beziehung.anweisungen_lage(s.user_id, s.character_id,
                                  cfg.instruction_pending_s, **lauf.key)
-    if lage["schritt"] is not None:  # this step ran before (the turn runs again): its first result
-        result, _ = _ergebnis(aktion, {**lage["schritt"], "aktiv": lage["aktiv"]})
+    if lage.schritt is not None:  # this step ran before (the turn runs again): its first result
+        result, _ = _ergebnis(aktion, AnweisungsAenderung(**dict(lage.schritt), aktiv=lage.aktiv, wiederholt=True))
         return _fertig(deps, "schon_erledigt", result, aktion=aktion)
-    aktiv, vorgemerkt = lage["aktiv"], lage["vorgemerkt"]
+    aktiv, vorgemerkt = lage.aktiv, lage.vorgemerkt
     if not aktiv:
         return _fertig(deps, "keine_anweisung", AgentResult(agent_name=NAME, status="verworfen", ergebnis={
             "aktion": aktion, "grund": "gerade keine Anweisung gilt"}), aktion=aktion)
@@ -295,20 +296,20 @@ async def _aendern(lauf: _Lauf) -> AgentResult:
     gemeint = _gemeint(lauf, verweise, aktiv)
     if isinstance(gemeint, AgentResult):
         return gemeint
-    ids = [g["id"] for g in gemeint]
+    ids = [g.id for g in gemeint]
     neu = _neue_texte(lauf, gemeint, ids, aktiv, vorgemerkt)
     if isinstance(neu, AgentResult):
         return neu
-    if vorgemerkt and vorgemerkt["text"] in neu:
-        log.info("charakter: the instruction kept aside (%s) comes in", vorgemerkt["id"])
+    if vorgemerkt and vorgemerkt.text in neu:
+        log.info("charakter: the instruction kept aside (%s) comes in", vorgemerkt.id)
     out = await deps.store.beziehung.anweisungen_aendern(s.user_id, s.character_id, neu=neu, aufheben=ids,
                                 max_active=cfg.max_active_instructions, vormerkung_schliessen=True, **lauf.key)
     result, zweig = _ergebnis(aktion, out)
-    return _fertig(deps, "schon_erledigt" if out.get("wiederholt") else zweig, result, aktion=aktion, ids=ids,
-                   vorgemerkt=vorgemerkt["id"] if vorgemerkt and vorgemerkt["text"] in neu else None)
+    return _fertig(deps, "schon_erledigt" if out.wiederholt else zweig, result, aktion=aktion, ids=ids,
+                   vorgemerkt=vorgemerkt.id if vorgemerkt and vorgemerkt.text in neu else None)
 
 
-def _verweise(lauf: _Lauf, aktiv: list[dict]) -> list[str] | AgentResult:
+def _verweise(lauf: _Lauf, aktiv: list[Anweisung]) -> list[str] | AgentResult:
     """The references of the order (a lift may name its instruction in `text`), or the question
     back when it names none."""
     a, aktion = lauf.a, lauf.aktion
@@ -325,39 +326,39 @@ def _verweise(lauf: _Lauf, aktiv: list[dict]) -> list[str] | AgentResult:
     return verweise
 
 
-def _gemeint(lauf: _Lauf, verweise: list[str], aktiv: list[dict]) -> list[dict] | AgentResult:
+def _gemeint(lauf: _Lauf, verweise: list[str], aktiv: list[Anweisung]) -> list[Anweisung] | AgentResult:
     """The active instructions the references mean (each once), or the question back for the
     first reference that matches none or several."""
     deps, gemeint = lauf.deps, []
     for v in verweise:
         t = finden(v, aktiv, nur_id=v in lauf.a.verweis_ids)
         deps.trace.decision(NAME, f"{NAME}.verweis", t.wie, {"verweis": v, "punkte": t.punkte,
-                                                              "id": t.anweisung["id"] if t.anweisung else None})
+                                                              "id": t.anweisung.id if t.anweisung else None})
         if t.anweisung is None:
             log.info("charakter: reference %r: %s among %d active instructions", v, t.wie, len(aktiv))
             frage = (f"Zu '{_kurz(v)}' passt keine Anweisung. Es gelten: {_liste(aktiv)}. Welche ist gemeint?"
                      if t.wie == "unbekannt" else
                      f"Zu '{_kurz(v)}' passen mehrere Anweisungen: {_liste(t.kandidaten)}. Welche ist gemeint?")
             return _fertig(deps, f"verweis_{t.wie}", _rueckfrage(frage), aktion=lauf.aktion, verweis=v,
-                           kandidaten=[k["id"] for k in t.kandidaten])
+                           kandidaten=[k.id for k in t.kandidaten])
         if t.anweisung not in gemeint:
             gemeint.append(t.anweisung)
     return gemeint
 
 
-def _neue_texte(lauf: _Lauf, gemeint: list[dict], ids: list, aktiv: list[dict],
-                vorgemerkt: dict | None) -> list[str] | AgentResult:
+def _neue_texte(lauf: _Lauf, gemeint: list[Anweisung], ids: list, aktiv: list[Anweisung],
+                vorgemerkt: Anweisung | None) -> list[str] | AgentResult:
     """The instructions the change brings in, or the question back for a replace without a text."""
     a, aktion = lauf.a, lauf.aktion
     verbunden = None
     if len(gemeint) > 1 and aktion != "deaktivieren" and (aktion == "anweisung" or not a.text):
-        verbunden = "; ".join(" ".join(g["text"].split()).rstrip(".;") for g in gemeint)
+        verbunden = "; ".join(" ".join(g.text.split()).rstrip(".;") for g in gemeint)
         log.warning("charakter: fallback zusammenfassung_verbunden: no merged text given; the %d texts are "
                     "joined", len(gemeint))
         lauf.deps.trace.decision(NAME, f"{NAME}.zusammenfassung", "zusammenfassung_verbunden", {"ids": ids})
     if aktion == "deaktivieren":
         # the answer to the consolidation question: the instruction kept aside comes in where one goes
-        return [vorgemerkt["text"]] if vorgemerkt else []
+        return [vorgemerkt.text] if vorgemerkt else []
     if aktion == "anweisung":
         # a new instruction with the one(s) it takes the place of (the consolidation question's
         # answer, completed by the planner): it replaces one, or comes in beside the merged two
@@ -365,15 +366,15 @@ def _neue_texte(lauf: _Lauf, gemeint: list[dict], ids: list, aktiv: list[dict],
         return [verbunden, a.text] if verbunden else [a.text]
     text = a.text or verbunden
     if not text and vorgemerkt:
-        text = vorgemerkt["text"]
+        text = vorgemerkt.text
     if not text:
         return _fertig(lauf.deps, "ohne_text", _rueckfrage(
             f"Wie soll die neue Anweisung lauten, die {_liste(gemeint)} ersetzt?", "text",
             "wie die neue Anweisung lauten soll"), aktion=aktion, ids=ids)
     neu = [text]
     frei = lauf.cfg.max_active_instructions - (len(aktiv) - len(gemeint)) - 1
-    if vorgemerkt and frei > 0 and vorgemerkt["text"] != text:
-        neu.append(vorgemerkt["text"])  # a merge left room: the instruction kept aside comes in too
+    if vorgemerkt and frei > 0 and vorgemerkt.text != text:
+        neu.append(vorgemerkt.text)  # a merge left room: the instruction kept aside comes in too
     return neu
 
 AGENT = Agent(name=NAME, dispatch=dispatch_charakter, bedarf=("plan",))

@@ -17,13 +17,13 @@ async def dispatch_direktiven(state, deps) -> AgentResult:
                            ergebnis={"aktion": "anlegen", "id": did, "beschreibung": f"Vorgabe gemerkt: {text}"})
     if aktion == "aufheben" and text:
         current = await deps.store.beziehung.directives(s.user_id, s.character_id)
-        match = [d for d in current if text.lower() in d["text"].lower()]
+        match = [d for d in current if text.lower() in d.text.lower()]
         if not match:
             return AgentResult(agent_name="direktiven", status="verworfen", ergebnis={"grund": "keine passende Vorgabe"})
-        await deps.store.beziehung.set_directive_active(s.user_id, s.character_id, match[0]["id"], False,
+        await deps.store.beziehung.set_directive_active(s.user_id, s.character_id, match[0].id, False,
                                                         turn_id=s.turn_id)
         return AgentResult(agent_name="direktiven", status="abgeschlossen",
-                           ergebnis={"aktion": "aufheben", "id": match[0]["id"], "beschreibung": f"Vorgabe aufgehoben: {match[0]['text']}"})
+                           ergebnis={"aktion": "aufheben", "id": match[0].id, "beschreibung": f"Vorgabe aufgehoben: {match[0].text}"})
     fehlt, angabe = ("text", "der Wortlaut der Vorgabe") if not text else ("aktion", "ob sie gemerkt oder aufgehoben wird")
     return AgentResult(agent_name="direktiven", status="rueckfrage", ergebnis={
         "frage": "Welche Vorgabe genau soll ich mir merken oder aufheben?", "fehlt": fehlt, "angabe": angabe})

@@ -34,20 +34,20 @@ async def dispatch_notizen(state, deps) -> AgentResult:
     found = await deps.store.notizen.find_by_keyword(user, name)
     if aktion == "finden":
         return AgentResult(agent_name="notizen", status="abgeschlossen",
-                           ergebnis={"aktion": "finden", "notizen": found,
+                           ergebnis={"aktion": "finden", "notizen": [n.model_dump() for n in found],
                                      "beschreibung": f"{len(found)} Notiz(en) zu '{name}' gefunden"})
     if not found:
         return AgentResult(agent_name="notizen", status="verworfen",
                            ergebnis={"grund": f"keine Notiz mit dem Namen '{name}'"})
     target = found[0]
     if aktion == "aendern":
-        await deps.store.notizen.update(user, target["id"], turn=_turn(state),
-                                        inhalt=str(p.get("inhalt") or target["inhalt"]))
+        await deps.store.notizen.update(user, target.id, turn=_turn(state),
+                                        inhalt=str(p.get("inhalt") or target.inhalt))
         return AgentResult(agent_name="notizen", status="abgeschlossen",
-                           ergebnis={"aktion": "aendern", "id": target["id"], "beschreibung": f"Notiz '{target['name']}' geaendert"})
-    await deps.store.notizen.delete(user, target["id"], turn=_turn(state))
+                           ergebnis={"aktion": "aendern", "id": target.id, "beschreibung": f"Notiz '{target.name}' geaendert"})
+    await deps.store.notizen.delete(user, target.id, turn=_turn(state))
     return AgentResult(agent_name="notizen", status="abgeschlossen",
-                       ergebnis={"aktion": "loeschen", "id": target["id"], "beschreibung": f"Notiz '{target['name']}' geloescht"})
+                       ergebnis={"aktion": "loeschen", "id": target.id, "beschreibung": f"Notiz '{target.name}' geloescht"})
 
 
 AGENT = Agent(name="notizen", dispatch=dispatch_notizen, bedarf=("plan",))
