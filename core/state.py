@@ -163,6 +163,9 @@ class SessionTurn(_Record):
     """The name his client sent with the message (`TurnRequest.name`); the label stays `sprecher`."""
     datiert: bool | None = None
     """True: `time` is the message's own date, given by an operator (`Stimulus.datiert`)."""
+    vergessen: bool | None = None
+    """True: the entry was edited by a forget (memory/session.verlauf_vergessen): sentences that
+    repeated a forgotten item were dropped, an entry left empty holds the placeholder."""
 
 
 class PerzeptionRecord(_Record):

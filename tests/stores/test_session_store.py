@@ -56,6 +56,22 @@ def test_the_session_comes_back_as_session_turns(stores):
     asyncio.run(_with_redis(stores.redis_url, go))
 
 
+def test_a_session_the_person_forgot_a_sentence_of_still_reads_typed(stores):
+    async def go(r):
+        user, ch = new_pair("sstv")
+        eintraege = [_entry(i) for i in range(4)]
+        eintraege[0]["inhalt"] = "Mein Hund heisst Bello. Er ist drei."
+        eintraege[2]["inhalt"] = "Bello war krank."
+        await r.rpush(session.session_key(user, ch), *[json.dumps(e) for e in eintraege])
+        assert await session.verlauf_vergessen(r, user, ch, lambda satz: "Bello" in satz) == 2
+        window = await SessionStore(r).load_window(user, ch, 10)
+        assert [(t.inhalt, t.vergessen) for t in window] == [
+            ("Er ist drei.", True), ("Beitrag 1", None), (session.VERGESSEN_PLATZHALTER, True), ("Beitrag 3", None)]
+        assert [t.turn_id for t in await SessionStore(r).load_turns(user, ch, 2)] == ["t1", "t1"]
+
+    asyncio.run(_with_redis(stores.redis_url, go))
+
+
 def test_the_summary_and_the_entries_it_waits_for_are_typed(stores):
     async def go(r):
         user, ch = new_pair("sss")
