@@ -203,13 +203,13 @@ async def _arbeiten(services, trace, user_id: str, character_id: str, name: str,
 
     vec = await services.embedder.embed(trace, task.aufgabe)
     memories = (await services.store.lesepfad.erinnern(user_id, character_id, task.aufgabe, vec,
-                                          services.memory_cfg, k=PIXIE_ERINNERUNGEN))["erinnerungen"]
+                                          services.memory_cfg, k=PIXIE_ERINNERUNGEN)).erinnerungen
     recherche = await recherchieren(services.web, task.aufgabe)
     trace.decision(NAME, "pixie.recherche", recherche.status,
                    {"treffer": len(recherche.treffer), "seite": recherche.seite is not None})
     answer, outcome = await ask_json(Deps(services, trace), NAME, _Antwort, {
         "character_name": name, "aufgabe": task.aufgabe, "recherche": recherche.fuer_prompt(),
-        "erinnerungen": "\n".join(f"- {m['inhalt']}" for m in memories) or "(nichts)"})
+        "erinnerungen": "\n".join(f"- {m.inhalt}" for m in memories) or "(nichts)"})
     if answer is None or not answer.wissen.strip() or not answer.titel.strip():
         if task.versuche + 1 < MAX_VERSUCHE:
             log.warning("pixie: fallback aufgabe_zurueck: no usable answer (%s) for %s; attempt %d of %d, "

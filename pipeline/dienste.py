@@ -17,10 +17,8 @@ under the calling node.
 from __future__ import annotations
 
 import logging
-from typing import Any
-
 from pipeline.services import Deps
-from core.state import Stimulus
+from core.state import BibliothekTreffer, DateiTreffer, Stimulus
 
 log = logging.getLogger("novaberg.dienste")
 
@@ -32,37 +30,37 @@ KEIN_BODEN = -1.0
 """The lowest cosine there is: the dense channel's floor switched off."""
 
 
-def _kosinus(hits: list[dict], feld: str) -> float | None:
-    values = [h[feld] for h in hits if h.get(feld) is not None]
+def _schwaechster(werte: list[float | None]) -> float | None:
+    values = [w for w in werte if w is not None]
     return min(values) if values else None
 
 
-async def wissen(deps: Deps, stimulus: Stimulus, such_vektor, node: str) -> list[dict[str, Any]]:
+async def wissen(deps: Deps, stimulus: Stimulus, such_vektor, node: str) -> list[BibliothekTreffer]:
     """The pair's library near the key: at most `WISSEN_KAPPUNG` `wissen` entries at or above the
     library's threshold, nearest first (`id`, `titel`, `inhalt`, `similarity`, `gewicht` 0–1)."""
     cfg = deps.services.memory_cfg
     hits = await deps.store.bibliothek.suchen(stimulus.user_id, stimulus.character_id, such_vektor, cfg,
                                               top_k=WISSEN_KAPPUNG)
-    schwaechster = _kosinus(hits, "similarity")
+    schwaechster = _schwaechster([h.similarity for h in hits])
     log.info("dienst wissen: %d Treffer (Schwelle %.2f, Kappung %d), schwaechster Kosinus %s", len(hits),
              cfg.library_threshold, WISSEN_KAPPUNG, "-" if schwaechster is None else f"{schwaechster:.4f}")
     deps.trace.decision(node, f"{node}.dienst_wissen", "treffer" if hits else "keine", {
-        "treffer": [h["id"] for h in hits], "schwaechster_kosinus": schwaechster, "kappung": WISSEN_KAPPUNG},
+        "treffer": [h.id for h in hits], "schwaechster_kosinus": schwaechster, "kappung": WISSEN_KAPPUNG},
         threshold=cfg.library_threshold)
     return hits
 
 
-async def dateien(deps: Deps, stimulus: Stimulus, such_vektor, node: str) -> list[dict[str, Any]]:
+async def dateien(deps: Deps, stimulus: Stimulus, such_vektor, node: str) -> list[DateiTreffer]:
     """The pair's files near the key: the `DATEIEN_KAPPUNG` nearest, one chunk per file, without a
     floor (`datei`, `titel`, `zusammenfassung`, `auszug`, `cosinus`, …, as the file index returns them)."""
     cfg = deps.services.memory_cfg.model_copy(update={"files_dense_floor": KEIN_BODEN, "files_cap": DATEIEN_KAPPUNG})
     # no words: the keyword channel stays out, the service reads the key alone
     found = await deps.store.aufzeichnungen.suchen(stimulus.user_id, stimulus.character_id, "", such_vektor, cfg)
-    hits = found["treffer"]
+    hits = found.treffer
     log.info("dienst dateien: %d Treffer, Bestand %d (ohne Schwelle, Kappung %d), schwaechster Kosinus %s",
-             len(hits), found["bestand"], DATEIEN_KAPPUNG,
-             "-" if found["schwaechster_kosinus"] is None else f"{found['schwaechster_kosinus']:.4f}")
+             len(hits), found.bestand, DATEIEN_KAPPUNG,
+             "-" if found.schwaechster_kosinus is None else f"{found.schwaechster_kosinus:.4f}")
     deps.trace.decision(node, f"{node}.dienst_dateien", "treffer" if hits else "keine", {
-        "treffer": [h["id"] for h in hits], "bestand": found["bestand"],
-        "schwaechster_kosinus": found["schwaechster_kosinus"], "kappung": DATEIEN_KAPPUNG})
+        "treffer": [h.id for h in hits], "bestand": found.bestand,
+        "schwaechster_kosinus": found.schwaechster_kosinus, "kappung": DATEIEN_KAPPUNG})
     return hits

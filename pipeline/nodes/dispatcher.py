@@ -58,7 +58,7 @@ def turn_result(state: TurnState, deps: Deps) -> TurnResult:
         # the fields of the seeds' chat endpoint
         "emotion": p.emotion if p else None, "arousal": p.arousal if p else None,
         "emotions_vektor": e.emotions_vektor if e else None,
-        "emotions_verlauf": [h["emotion"] for h in e.emotions_verlauf] if e else None,
+        "emotions_verlauf": [h.emotion for h in e.emotions_verlauf] if e else None,
         "sprach_stil": e.sprach_stil if e else None, "beziehungs_dynamik": p.beziehungs_dynamik if p else None,
         "intent": r.intent if r else (p.intent if p else None), "tone": p.tone if p else None,
         "gespraechs_modus": p.gespraechs_modus if p else None,

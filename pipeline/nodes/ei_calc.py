@@ -22,7 +22,7 @@ import re
 from pipeline import vocab
 from pipeline.node import Node
 from pipeline.services import Deps
-from core.state import EmotionRecord, PerzeptionRecord, TurnState
+from core.state import EmotionRecord, EmotionsEintrag, PerzeptionRecord, TurnState
 
 NAME = "ei_calc"
 NODE = Node(
@@ -78,19 +78,19 @@ def _bester(scores: dict) -> str | None:
     return None if best == 0 else next(s for s in vocab.SPRACHSTILE if scores[s] == best)
 
 
-def verlauf(perzeption: PerzeptionRecord, turns) -> list[dict]:
+def verlauf(perzeption: PerzeptionRecord, turns) -> list[EmotionsEintrag]:
     """Newest first: turn 0 is the current perception, then the human's stored turns."""
-    out = [{"emotion": perzeption.emotion, "arousal": perzeption.arousal, "gewicht": 1.0}]
+    out = [EmotionsEintrag(emotion=perzeption.emotion, arousal=perzeption.arousal, gewicht=1.0)]
     older = [t for t in reversed(turns) if t.rolle == "user" and t.emotion]
     for age, t in enumerate(older[: VERLAUF_MAX - 1], start=1):
-        out.append({"emotion": t.emotion, "arousal": t.arousal if t.arousal is not None else 0.3,
-                    "gewicht": round(DECAY ** age, 6)})
+        out.append(EmotionsEintrag(emotion=t.emotion, arousal=t.arousal if t.arousal is not None else 0.3,
+                                   gewicht=round(DECAY ** age, 6)))
     return out
 
 
-def vektor(history: list[dict]) -> str:
-    """Direction of the human's emotional course (EMOTIONS_VEKTOREN)."""
-    vals = [vocab.VALENZ.get(h["emotion"], 0.0) for h in history]  # newest first
+def vektor(history: list[EmotionsEintrag]) -> str:
+    """Direction of an emotional course (EMOTIONS_VEKTOREN)."""
+    vals = [vocab.VALENZ.get(h.emotion, 0.0) for h in history]  # newest first
     if len(vals) < 2:
         return "plateau"
     now, older = vals[0], vals[1:]
@@ -115,8 +115,8 @@ def menschenseite(state: TurnState) -> EmotionRecord:
     p = state.perzeption or PerzeptionRecord(fallback="ohne_perzeption")
     turns = state.memory.session_turns if state.memory else []
     history = verlauf(p, turns)
-    total = sum(h["gewicht"] for h in history)
-    arousal = sum(h["arousal"] * h["gewicht"] for h in history) / total
+    total = sum(h.gewicht for h in history)
+    arousal = sum(h.arousal * h.gewicht for h in history) / total
     return EmotionRecord(
         emotions_verlauf=history, emotions_vektor=vektor(history), ei_arousal=round(arousal, 4),
         sprach_stil=sprach_stil(state.stimulus.text, [t.inhalt for t in reversed(turns) if t.rolle == "user"]),

@@ -23,7 +23,7 @@ from pipeline import vocab
 from pipeline.node import Node
 from pipeline.nodes.ei_calc_persist import ZUG_RICHTUNG, gezogen
 from pipeline.services import Deps
-from core.state import GravitationRecord, TurnState
+from core.state import GravitationRecord, GravitationsPunkt, TurnState
 
 NAME = "emotionale_gravitation"
 NODE = Node(
@@ -33,13 +33,13 @@ NODE = Node(
 )
 
 
-def compute(punkte: list[dict]) -> GravitationRecord:
+def compute(punkte: list[GravitationsPunkt]) -> GravitationRecord:
     if not punkte:
         return GravitationRecord()
     pull: dict[str, float] = {}
     for p in punkte:
-        w = (p.get("arousal") if p.get("arousal") is not None else 0.5) * abs(vocab.VALENZ.get(p["emotion"], 0.0))
-        pull[p["emotion"]] = pull.get(p["emotion"], 0.0) + w
+        w = (p.arousal if p.arousal is not None else 0.5) * abs(vocab.VALENZ.get(p.emotion, 0.0))
+        pull[p.emotion] = pull.get(p.emotion, 0.0) + w
     total = sum(pull.values())
     richtung = max(sorted(pull), key=lambda e: pull[e]) if total > 0 else "neutral"
     return GravitationRecord(term=round(total / (1.0 + total), 6), richtung=richtung, punkte=len(punkte))

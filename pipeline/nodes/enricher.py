@@ -34,7 +34,8 @@ from pipeline import plugins
 from pipeline.llm_json import ask
 from pipeline.node import Node
 from pipeline.services import Deps
-from core.state import MemoryRecord, SessionTurn, Stimulus, TurnState
+from core.state import (DateiTreffer, GravitationsPunkt, KzgTreffer, MemoryRecord, Resonanz, SessionTurn, Stimulus,
+                        TurnState)
 from pipeline.trace import Slot
 
 NAME = "enricher"
@@ -189,7 +190,7 @@ async def _cluster(deps: Deps, user_id: str, character_id: str) -> str:
     return "paradox" if cluster is None else cluster
 
 
-async def _aufzeichnungen(deps: Deps, state: TurnState, suchtext: str, such_vektor) -> list[dict]:
+async def _aufzeichnungen(deps: Deps, state: TurnState, suchtext: str, such_vektor) -> list[DateiTreffer]:
     """The file index (seed 001 §3.1a), its own channel beside the plugins. The keyword channel
     reads the words of the utterance and of the search text (the rewrite names what the utterance
     points back to), the dense channel the search key."""
@@ -201,14 +202,14 @@ async def _aufzeichnungen(deps: Deps, state: TurnState, suchtext: str, such_vekt
     except Exception as e:  # a failing source leaves its channel empty, loudly
         log.warning("enricher: file index failed (%s: %s); no records this turn", type(e).__name__, e)
         return []
-    deps.trace.decision(NAME, "enricher.aufzeichnungen", "treffer" if files["treffer"] else "keine", {
-        "bestand": files["bestand"], "kanaele": [h["kanal"] for h in files["treffer"]],
-        "schwaechster_kosinus": files["schwaechster_kosinus"]})
-    return files["treffer"]
+    deps.trace.decision(NAME, "enricher.aufzeichnungen", "treffer" if files.treffer else "keine", {
+        "bestand": files.bestand, "kanaele": [h.kanal for h in files.treffer],
+        "schwaechster_kosinus": files.schwaechster_kosinus})
+    return files.treffer
 
 
 async def lzg_lesen(store, user_id: str, character_id: str, suchtext: str, such_vektor, cfg: MemoryConfig, *,
-                    cluster: str | None = None, nova_sektor: str | None = None) -> dict:
+                    cluster: str | None = None, nova_sektor: str | None = None) -> Resonanz:
     """The enricher's long-term memory read: the memory read path (`lesepfad.erinnern`) with the
     search text and the shifted search vector, bounded by `cfg.lesepfad_k`. `bench.locomo_recall`
     measures this very function."""
@@ -344,13 +345,13 @@ async def _suchschluessel(deps: Deps, s: Stimulus, turns: list[SessionTurn], raw
     return suchtext, herkunft, such_basis
 
 
-def _gravitationspunkte(kzg_hits: list[dict], resonanz: dict | None) -> list[dict]:
+def _gravitationspunkte(kzg_hits: list[KzgTreffer], resonanz: Resonanz | None) -> list[GravitationsPunkt]:
     """The emotional memories read (not neutral), KZG's and LZG's, for the search shift's next turn."""
-    punkte = [{"quelle": "kzg", "inhalt": h["inhalt"], "emotion": h["emotion"], "arousal": h.get("arousal")}
-              for h in kzg_hits if h.get("emotion") and h["emotion"] != "neutral"]
-    if resonanz:
-        punkte += [{"quelle": "lzg", "inhalt": e["inhalt"], "emotion": e["emotion"], "arousal": e.get("arousal")}
-                   for e in resonanz["erinnerungen"] if e.get("emotion") and e["emotion"] != "neutral"]
+    punkte = [GravitationsPunkt(quelle="kzg", inhalt=h.inhalt, emotion=h.emotion, arousal=h.arousal)
+              for h in kzg_hits if h.emotion and h.emotion != "neutral"]
+    if resonanz is not None:
+        punkte += [GravitationsPunkt(quelle="lzg", inhalt=e.inhalt, emotion=e.emotion, arousal=e.arousal)
+                   for e in resonanz.erinnerungen if e.emotion and e.emotion != "neutral"]
     return punkte
 
 
@@ -403,16 +404,16 @@ async def run(state: TurnState, deps: Deps) -> dict:
         aufzeichnungen=aufzeichnungen, emotionale_gravitationspunkte=_gravitationspunkte(kzg_hits, resonanz))}
 
 
-def _resonanz_melden(deps: Deps, resonanz: dict | None) -> list:
+def _resonanz_melden(deps: Deps, resonanz: Resonanz | None) -> list[int]:
     """Seed 001 §4: every long-term read names how many memories it read and which
     (`lzg_resonanz_count`, `lzg_resonanz_ids`), a read that found nothing, or did not run, too —
     in the log line and as the turn's `enricher.lzg_resonanz` entry (the pipeline log, where the
     threshold is calibrated from real turns). A read the floor emptied is `cold_start`, with the best
     anchor's cosine against the floor."""
-    ids = list(resonanz["ids"]) if resonanz else []
-    rahmen = (resonanz or {}).get("rahmen", {})
-    outcome = "nicht_gelesen" if resonanz is None else "cold_start" if rahmen.get("kaltstart") else "gelesen"
-    extra = {"bester_kosinus": rahmen["bester_kosinus"]} if rahmen.get("kaltstart") else {}
+    ids = list(resonanz.ids) if resonanz is not None else []
+    kaltstart = resonanz is not None and resonanz.rahmen.kaltstart
+    outcome = "nicht_gelesen" if resonanz is None else "cold_start" if kaltstart else "gelesen"
+    extra = {"bester_kosinus": resonanz.rahmen.bester_kosinus} if kaltstart else {}
     deps.trace.decision(NAME, "enricher.lzg_resonanz", outcome, {"lzg_resonanz_count": len(ids),
                                                                 "lzg_resonanz_ids": ids, **extra},
                         threshold=deps.services.memory_cfg.lesepfad_boden)

@@ -191,7 +191,7 @@ def link_regel(state: TurnState) -> LinkRegel:
     person = [state.stimulus.user_prompt or ""]
     person += [t.inhalt for t in (state.memory.session_turns if state.memory else []) if t.rolle == "user"]
     quellen = [h.get("url", "") for o in (state.sachlage.objekte if state.sachlage else [])
-               for h in o.get("recherche") or [] if isinstance(h, dict)]
+               for h in o.recherche or [] if isinstance(h, dict)]
     k, p = state.kontext, state.pair
     erinnerungen = [k.gedaechtnis_verfasser, k.gedaechtnis_thinker, k.gedaechtnis_tribunal] if k else []
     erinnerungen += [p.mensch_kern, p.mensch_beziehung, p.mensch_themen, p.nova_beziehung] if p else []

@@ -26,7 +26,7 @@ from pipeline.node import Node
 from pipeline.nodes.ei_calc import DECAY, VERLAUF_MAX, stil_des_turns, vektor
 from pipeline.nodes import reducer
 from pipeline.services import Deps
-from core.state import DraftRecord, HaltungRecord, SessionTurn, TurnState
+from core.state import DraftRecord, EmotionsEintrag, HaltungRecord, SessionTurn, TurnState
 from pipeline.timefmt import local_now, wochentag
 
 NAME = "responder"
@@ -211,16 +211,16 @@ def ihr_zustand(state: TurnState) -> tuple[str, float]:
     return e.nova_emotion, e.nova_arousal
 
 
-def nova_verlauf(state: TurnState) -> list[dict]:
+def nova_verlauf(state: TurnState) -> list[EmotionsEintrag]:
     """Her own emotion history, newest first: this turn's state, then her stored replies."""
     name = state.pair.character_name
     emotion, arousal = ihr_zustand(state)
-    out = [{"emotion": emotion, "arousal": arousal, "gewicht": 1.0}]
+    out = [EmotionsEintrag(emotion=emotion, arousal=arousal, gewicht=1.0)]
     older = [t for t in reversed(state.memory.session_turns)
              if t.rolle == "assistant" and t.sprecher == name and t.emotion]
     for age, t in enumerate(older[: VERLAUF_MAX - 1], start=1):
-        out.append({"emotion": t.emotion, "arousal": t.arousal if t.arousal is not None else 0.3,
-                    "gewicht": round(DECAY ** age, 6)})
+        out.append(EmotionsEintrag(emotion=t.emotion, arousal=t.arousal if t.arousal is not None else 0.3,
+                                   gewicht=round(DECAY ** age, 6)))
     return out
 
 
@@ -235,7 +235,7 @@ def ihre_emotion(state: TurnState, pr, model: str) -> str:
     emotion, arousal = ihr_zustand(state)
     return pr.render(NAME, "emotion", model, character_name=name, emotion=emotion,
                      arousal=f"{arousal:.1f}", vektor=_vektor_text(vektor(history)),
-                     verlauf=", ".join(f"{h['emotion']} ({h['gewicht']:.0%}, a={h['arousal']:.0%})" for h in history),
+                     verlauf=", ".join(f"{h.emotion} ({h.gewicht:.0%}, a={h.arousal:.0%})" for h in history),
                      konflikt=" " + pr.render(NAME, "konflikt", model, character_name=name) if e.konflikt else "")
 
 
@@ -286,12 +286,12 @@ def lage_blocks(state: TurnState, pr, model: str, now) -> tuple[list[str], list[
     return lage, blocks, status
 
 
-def richtungswechsel(verlauf: list[dict]) -> bool:
+def richtungswechsel(verlauf: list[EmotionsEintrag]) -> bool:
     """His emotional course turned somewhere: at least RUECKBEZUG_MIN entries, and the valence went
     one way and then the other."""
     if len(verlauf) < RUECKBEZUG_MIN:
         return False
-    vals = [vocab.VALENZ.get(h["emotion"], 0.0) for h in verlauf]
+    vals = [vocab.VALENZ.get(h.emotion, 0.0) for h in verlauf]
     deltas = [a - b for a, b in zip(vals, vals[1:]) if a != b]
     return any(x * y < 0 for x, y in zip(deltas, deltas[1:]))
 

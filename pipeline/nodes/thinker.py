@@ -65,8 +65,8 @@ def verarbeitung(state: TurnState) -> str | None:
 def prior_research(state: TurnState) -> tuple[list[dict], str]:
     """The first acute object of the sachlage with research hits (§4.4)."""
     for o in (state.sachlage.objekte if state.sachlage else []):
-        if o.get("recherche"):
-            return list(o["recherche"]), str(o.get("name", ""))
+        if o.recherche:
+            return list(o.recherche), o.name
     return [], ""
 
 

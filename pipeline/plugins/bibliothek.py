@@ -3,6 +3,7 @@ background knowledge (a Character Card's lorebook) — activated by its keys in 
 (memory/wissen_schluessel.py) or near the key."""
 import asyncio
 
+from core.state import BibliothekTreffer
 from pipeline.plugins.plugin import Plugin
 
 
@@ -13,7 +14,7 @@ def nachrichten(state) -> list[str]:
     return [t for t in (s.text, *(v.inhalt for v in reversed(verlauf))) if t]
 
 
-async def enrich(state, deps, such) -> list[dict]:
+async def enrich(state, deps, such) -> list[BibliothekTreffer]:
     if such is None:
         return []
     s = state.stimulus
@@ -21,7 +22,7 @@ async def enrich(state, deps, such) -> list[dict]:
     eigene, charakter = await asyncio.gather(  # independent reads: side by side
         deps.store.bibliothek.suchen(s.user_id, s.character_id, such, cfg),
         deps.store.charaktere.wissen_suchen(s.character_id, such, nachrichten(state), cfg))
-    return sorted(eigene + charakter, key=lambda h: -h["gewicht"])
+    return sorted(eigene + charakter, key=lambda h: -h.gewicht)
 
 
 PLUGIN = Plugin(name="bibliothek", enrich=enrich)

@@ -16,7 +16,7 @@ from urllib.parse import unquote_plus, urlsplit
 
 from pipeline import dienste
 from pipeline.services import Deps
-from core.state import Stimulus
+from core.state import BibliothekTreffer, DateiTreffer, Erinnerung, Stimulus
 from pipeline.thinker.budget import LEITTEXT, SearchBudget
 from pipeline.thinker.cache import HINWEIS_TREFFER, ToolCache
 
@@ -53,26 +53,26 @@ def format_termin(e: dict) -> str:
     return f"[{e['typ']}] {beginn.strftime('%d.%m.%Y %H:%M')}: {e['titel']}{personen}"
 
 
-def format_faktencheck_treffer(rows: list[dict]) -> str:
+def format_faktencheck_treffer(rows: list[Erinnerung]) -> str:
     """The read path's order as retrieved (no reordering by weight), the observer as source, no weight."""
-    return "\n".join(f"[LZG/{r['dimension']}, Quelle: {r['beobachter']}]: {r['inhalt']}" for r in rows)
+    return "\n".join(f"[LZG/{r.dimension}, Quelle: {r.beobachter}]: {r.inhalt}" for r in rows)
 
 
-def format_wissen(hits: list[dict]) -> str:
+def format_wissen(hits: list[BibliothekTreffer]) -> str:
     """The library's entries nearest first, each with its cosine, its text cut at `WISSEN_CHARS`."""
-    return "\n".join(f"[Bibliothek, Kosinus {h['similarity']:.2f}] {h['titel']}: {h['inhalt'][:WISSEN_CHARS]}"
+    return "\n".join(f"[Bibliothek, Kosinus {h.similarity:.2f}] {h.titel}: {h.inhalt[:WISSEN_CHARS]}"
                      for h in hits)
 
 
-def format_dateien(hits: list[dict]) -> str:
+def format_dateien(hits: list[DateiTreffer]) -> str:
     """The files nearest first, labelled as files (seed 001 §3.1a: what a file says is not Nova's
     memory, and the label says so), with topic, summary and excerpt."""
     lines = ["Aus den Dateien, die Person B gegeben hat (nicht Novas Erinnerung):"]
     for h in hits:
-        kosinus = "-" if h.get("cosinus") is None else f"{h['cosinus']:.2f}"
-        zusammenfassung = f" — {h['zusammenfassung']}" if h.get("zusammenfassung") else ""
-        lines.append(f"[Datei {h.get('datei') or h['pfad']}, Kosinus {kosinus}] {h['titel']}{zusammenfassung}\n"
-                     f"   {h['auszug']}")
+        kosinus = "-" if h.cosinus is None else f"{h.cosinus:.2f}"
+        zusammenfassung = f" — {h.zusammenfassung}" if h.zusammenfassung else ""
+        lines.append(f"[Datei {h.datei or h.pfad}, Kosinus {kosinus}] {h.titel}{zusammenfassung}\n"
+                     f"   {h.auszug}")
     return "\n".join(lines)
 
 
@@ -144,7 +144,8 @@ def dienst_werkzeuge(deps: Deps, stimulus: Stimulus, such_vektor: list[float] | 
                      "names no question", tool)
         return such_vektor
 
-    def werkzeug(name: str, suche, leer: str, felder: tuple[str, ...], formatieren) -> Tool:
+    def werkzeug(name: str, suche, leer: str, texte: Callable[[BibliothekTreffer | DateiTreffer], list[str | None]],
+                 formatieren) -> Tool:
         async def rufen(arg: str) -> str:
             vector = await _schluessel(name, arg)
             if vector is None:
@@ -152,15 +153,15 @@ def dienst_werkzeuge(deps: Deps, stimulus: Stimulus, such_vektor: list[float] | 
             hits = await suche(deps, stimulus, vector, "thinker")
             if not hits:
                 return leer
-            regeln.erinnerungen += [h[f] for h in hits for f in felder if h.get(f)]
+            regeln.erinnerungen += [t for h in hits for t in texte(h) if t]
             return formatieren(hits)
 
         return rufen
 
     return {"wissen": werkzeug("wissen", dienste.wissen, "Keine Eintraege in der Bibliothek zu diesem Gegenstand.",
-                               ("titel", "inhalt"), format_wissen),
-            "dateien": werkzeug("dateien", dienste.dateien, "Keine Dateien.", ("titel", "zusammenfassung", "auszug"),
-                                format_dateien)}
+                               lambda h: [h.titel, h.inhalt], format_wissen),
+            "dateien": werkzeug("dateien", dienste.dateien, "Keine Dateien.",
+                                lambda h: [h.titel, h.zusammenfassung, h.auszug], format_dateien)}
 
 
 def timeline_werkzeuge(deps: Deps, stimulus: Stimulus) -> dict[str, Tool]:
@@ -199,11 +200,11 @@ def gedaechtnis_werkzeug(deps: Deps, stimulus: Stimulus, cache: ToolCache, regel
         vector = await deps.embedder.embed(deps.trace, arg)
         cfg = deps.services.memory_cfg  # the memory read path: top thinker_top_k (20), no floor, no spreading (§4.3)
         rows = (await store.lesepfad.erinnern(user_id, character_id, arg, vector, cfg,
-                                              k=cfg.thinker_top_k, ausbreiten=False, boden=False))["erinnerungen"]
+                                              k=cfg.thinker_top_k, ausbreiten=False, boden=False)).erinnerungen
         if not rows:
             return "Keine Eintraege im Langzeitgedaechtnis."
-        regeln.erinnerungen += [r["inhalt"] for r in rows]
-        if cache.seen_result([r["id"] for r in rows]):  # stage 2: other words, the same hits
+        regeln.erinnerungen += [r.inhalt for r in rows]
+        if cache.seen_result([r.id for r in rows]):  # stage 2: other words, the same hits
             log.info("thinker: memory_search %s returned hits seen before (stage 2)", deps.settings.said(arg))
             return HINWEIS_TREFFER
         return format_faktencheck_treffer(rows)

@@ -56,11 +56,11 @@ def _upload(client, user: str, cid: str, key: str, data: bytes, ctype: str | Non
                        headers=headers)
 
 
-def _search(user: str, cid: str, question: str) -> list[dict]:
+def _search(user: str, cid: str, question: str) -> list:
     """The enricher's file search, run against the store with the embedder's vector of the question."""
     vec = serve.get_deployment_handle("Embedder", app_name="novaberg").embed.remote(question).result()
     store = serve.get_deployment_handle("Store", app_name="novaberg")
-    return store.call.remote("aufzeichnungen.suchen", user, cid, question, vec, for_model("all-minilm-l6-v2")).result()["treffer"]
+    return store.call.remote("aufzeichnungen.suchen", user, cid, question, vec, for_model("all-minilm-l6-v2")).result().treffer
 
 
 def test_uploaded_files_are_indexed_once_and_found(client, keys, character):
@@ -87,7 +87,7 @@ def test_uploaded_files_are_indexed_once_and_found(client, keys, character):
     for question, datei in (("How much carprofen does Bello get in the morning?", md),
                             ("When does the chimney sweep come to check the heating?", pd)):
         hits = _search("alice", cid, question)
-        assert [(h["datei_id"], h["kanal"]) for h in hits][:1] == [(datei["id"], "beide")], (question, hits)
+        assert [(h.datei_id, h.kanal) for h in hits][:1] == [(datei["id"], "beide")], (question, hits)
     # a turn carries the file's content into the Verfasser's prompt ([AUFZEICHNUNGEN])
     llm = serve.get_deployment_handle("LLM", app_name="novaberg")
     llm.record.remote(True).result()
@@ -109,7 +109,7 @@ def test_uploaded_files_are_indexed_once_and_found(client, keys, character):
     assert client.delete(f"/v1/pairs/alice/{cid}/files/{md['id']}", headers=auth(alice)).status_code == 204
     gone = client.delete(f"/v1/pairs/alice/{cid}/files/{md['id']}", headers=auth(alice))
     assert gone.status_code == 404 and gone.json()["error"]["type"] == "not_found"
-    assert all(h["datei_id"] != md["id"] for h in _search("alice", cid, "How much carprofen does Bello get?"))
+    assert all(h.datei_id != md["id"] for h in _search("alice", cid, "How much carprofen does Bello get?"))
 
 
 def test_upload_bounds_and_bad_files(client, keys, character, settings):

@@ -56,9 +56,9 @@ def test_wissen_returns_only_entries_at_or_above_the_threshold_at_most_five(pool
         return titles, hits, deps, rand
 
     titles, hits, deps, rand = asyncio.run(with_pool(pool, go))
-    assert [h["titel"] for h in hits] == ["W0", "W1", "W2", "W3", "W4"]  # the five nearest, nearest first
-    assert all(h["similarity"] >= 0.5 for h in hits)
-    assert [h["titel"] for h in rand] == ["Drueber"]
+    assert [h.titel for h in hits] == ["W0", "W1", "W2", "W3", "W4"]  # the five nearest, nearest first
+    assert all(h.similarity >= 0.5 for h in hits)
+    assert [h.titel for h in rand] == ["Drueber"]
     d = [r for r in deps.trace.rows if r.get("entscheidung") == "thinker.dienst_wissen"]
     assert len(d) == 1 and d[0]["outcome"] == "treffer" and len(d[0]["inputs"]["treffer"]) == 5
     assert d[0]["threshold"] == 0.5 and d[0]["inputs"]["kappung"] == 5
@@ -82,10 +82,10 @@ def test_dateien_has_no_floor_and_caps_at_eight(pool, caplog):
         return drei, enricher, acht, deps
 
     drei, enricher, acht, deps = asyncio.run(with_pool(pool, go))
-    assert [h["titel"] for h in drei] == ["A0", "A1", "A2"]  # 0.2 and 0.05 arrive: no floor
-    assert [h["titel"] for h in enricher["treffer"]] == ["A0"]  # the enricher's channel keeps its floor
-    assert [h["titel"] for h in acht] == ["A0", "B0", "B1", "B2", "B3", "B4", "B5", "B6"]  # the cap is 8
-    assert all(h["kanal"] == "dicht" for h in acht)
+    assert [h.titel for h in drei] == ["A0", "A1", "A2"]  # 0.2 and 0.05 arrive: no floor
+    assert [h.titel for h in enricher.treffer] == ["A0"]  # the enricher's channel keeps its floor
+    assert [h.titel for h in acht] == ["A0", "B0", "B1", "B2", "B3", "B4", "B5", "B6"]  # the cap is 8
+    assert all(h.kanal == "dicht" for h in acht)
     d = [r for r in deps.trace.rows if r.get("entscheidung") == "thinker.dienst_dateien"]
     assert [len(r["inputs"]["treffer"]) for r in d] == [3, 8] and d[1]["inputs"]["bestand"] == 11
     assert "dienst dateien: 8 Treffer, Bestand 11 (ohne Schwelle, Kappung 8)" in caplog.text
@@ -163,7 +163,7 @@ def test_an_agent_that_declares_the_memory_calls_the_services_with_the_turns_key
 
     async def bibliothekar(state, deps):
         hits = await dienste.wissen(deps, state.stimulus, state.memory.such_vektor, "agent_dispatch")
-        gesehen["titel"] = [h["titel"] for h in hits]
+        gesehen["titel"] = [h.titel for h in hits]
         return AgentResult(agent_name="bibliothekar", status="abgeschlossen")
 
     monkeypatch.setitem(agents.registry(), "bibliothekar", bibliothekar)

@@ -155,7 +155,7 @@ def test_what_she_wrote_in_conversation_is_recalled_through_its_surroundings(poo
                               ausbreiten=False)
 
     found = asyncio.run(with_pool(pool, go))
-    assert any("Nur eine Impfung." in m["inhalt"] for m in found["erinnerungen"]), [m["inhalt"] for m in found["erinnerungen"]]
+    assert any("Nur eine Impfung." in m.inhalt for m in found.erinnerungen), [m.inhalt for m in found.erinnerungen]
 
 
 def test_a_forgotten_or_taken_back_utterance_is_not_found_through_its_neighbours(pool):

@@ -117,7 +117,7 @@ def test_the_enricher_reads_through_the_path_with_the_pairs_configuration(stores
     # seed 001 §4: the read names how many memories it read and which
     [entry] = [r for r in trace.rows if r.get("entscheidung") == "enricher.lzg_resonanz"]
     assert entry["outcome"] == "gelesen"
-    assert entry["inputs"] == {"lzg_resonanz_count": len(direct["ids"]), "lzg_resonanz_ids": list(direct["ids"])}
+    assert entry["inputs"] == {"lzg_resonanz_count": len(direct.ids), "lzg_resonanz_ids": list(direct.ids)}
 
 
 def test_a_read_the_floor_empties_is_named_in_the_turns_log(stores, migrated):
@@ -269,8 +269,8 @@ def test_what_comes_back_is_bounded_and_carries_its_paths(pool):
     anker, ids, mit, ohne, mehr = asyncio.run(with_pool(pool, go))
     assert len(mit.ids) == 3 and mit.ids[0] == anker and mit.erinnerungen[0].eingefallen_ueber == "Anker"
     assoziiert = [e for e in mit.erinnerungen if e.tiefe == 1]
-    assert [e["id"] for e in assoziiert] == [ids[7]] and assoziiert[0]["pfad"] == [anker, ids[7]]
-    assert "Leuchtturm" in assoziiert[0]["eingefallen_ueber"]
+    assert [e.id for e in assoziiert] == [ids[7]] and assoziiert[0].pfad == [anker, ids[7]]
+    assert "Leuchtturm" in assoziiert[0].eingefallen_ueber
     assert all(e.tiefe == 0 for e in ohne.erinnerungen) and len(ohne.ids) == 3
     assert len(mehr.ids) == 9 and len(set(mehr.ids)) == 9
 

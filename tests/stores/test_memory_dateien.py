@@ -50,14 +50,14 @@ def test_keyword_channel_matches_any_content_word_ranked(pool):
         # a real sentence: most of its words are in no file's keywords; before, every word had to match
         out = await aufzeichnungen.suchen(p, user, ch, "Wann muss ich eigentlich die Steuererklärung beim Finanzamt "
                                                        "abgeben?", unit(0), cfg)
-        assert [h["id"] for h in out["treffer"]] == [steuer, amt]  # two of its words rank over one
-        assert {h["kanal"] for h in out["treffer"]} == {"stichwort"} and out["treffer"][0]["rang"] > out["treffer"][1]["rang"]
-        assert "Steuererklärung" in out["treffer"][0]["auszug"]
+        assert [h.id for h in out.treffer] == [steuer, amt]  # two of its words rank over one
+        assert {h.kanal for h in out.treffer} == {"stichwort"} and out.treffer[0].rang > out.treffer[1].rang
+        assert "Steuererklärung" in out.treffer[0].auszug
         # inflected forms meet through the German stemmer; stop words alone find nothing and fail nothing
         out = await aufzeichnungen.suchen(p, user, ch, "Hast du die Fristen im Blick?", unit(0), cfg)
-        assert [h["id"] for h in out["treffer"]] == [steuer]
+        assert [h.id for h in out.treffer] == [steuer]
         for text in ("Was ist das denn?", "", "!!! & | :*"):
-            assert (await aufzeichnungen.suchen(p, user, ch, text, unit(0), cfg))["treffer"] == []
+            assert (await aufzeichnungen.suchen(p, user, ch, text, unit(0), cfg)).treffer == []
         assert await aufzeichnungen.bestand(p, user, ch) == 3
 
     asyncio.run(with_pool(pool, go))
@@ -104,20 +104,20 @@ def test_indexing_once_and_both_channels(pool, minilm):
         assert await dateien.umfang(p, user, ch + "-other") == {"dateien_paar": 0, "bytes_user": dok.bytes}
 
         async def ask(q):
-            return (await aufzeichnungen.suchen(p, user, ch, q, encode(minilm, [q])[0], cfg))["treffer"]
+            return (await aufzeichnungen.suchen(p, user, ch, q, encode(minilm, [q])[0], cfg)).treffer
 
         # a natural question that names none of its keywords: the dense channel, over the floor
         hits = await ask("What do we give the dog for his joint pain?")
-        assert [(h["datei_id"], h["kanal"]) for h in hits] == [(d["id"], "dicht")]
-        assert hits[0]["cosinus"] >= cfg.files_dense_floor and hits[0]["datei"] == "bello.md"
+        assert [(h.datei_id, h.kanal) for h in hits] == [(d["id"], "dicht")]
+        assert hits[0].cosinus >= cfg.files_dense_floor and hits[0].datei == "bello.md"
         # a named term in an unrelated sentence: the keyword channel, without a floor
         hits = await ask("Did Krueger send the invoice for the car repair?")
-        assert [(h["datei_id"], h["kanal"]) for h in hits] == [(d["id"], "stichwort")]
-        assert hits[0]["cosinus"] < cfg.files_dense_floor
+        assert [(h.datei_id, h.kanal) for h in hits] == [(d["id"], "stichwort")]
+        assert hits[0].cosinus < cfg.files_dense_floor
         # both, one hit per file, the excerpt around the words asked for
         hits = await ask("How much carprofen does Bello get in the morning?")
-        assert [(h["datei_id"], h["kanal"]) for h in hits] == [(d["id"], "beide")]
-        assert "carprofen" in hits[0]["auszug"] and hits[0]["zusammenfassung"] == MODELL["zusammenfassung"]
+        assert [(h.datei_id, h.kanal) for h in hits] == [(d["id"], "beide")]
+        assert "carprofen" in hits[0].auszug and hits[0].zusammenfassung == MODELL["zusammenfassung"]
         assert await ask("What will the weather be like tomorrow?") == []
         # removing the file removes its chunks
         assert await dateien.loeschen(p, user, ch, d["id"]) and not await dateien.loeschen(p, user, ch, d["id"])
@@ -219,5 +219,5 @@ def test_the_enricher_searches_a_pair_that_holds_only_a_file(stores, pool, minil
     memory, trace = asyncio.run(go())
     # searched, with the raw utterance (a new pair)
     assert [r["outcome"] for r in trace.rows if r.get("entscheidung") == "enricher.rewrite"] == ["verlauf_leer"]
-    assert [(h["datei"], h["kanal"]) for h in memory.aufzeichnungen] == [("bello.md", "beide")]
-    assert "arthritis" in memory.aufzeichnungen[0]["auszug"]
+    assert [(h.datei, h.kanal) for h in memory.aufzeichnungen] == [("bello.md", "beide")]
+    assert "arthritis" in memory.aufzeichnungen[0].auszug

@@ -44,9 +44,9 @@ def test_round_trip(stores, migrated, minilm):
             stats = await import_conversation(p, r, user, ch, turns, "Anna", embed_with(minilm))
             assert stats == {"turns": 5, "lzg_nodes": 5, "synapses": 3, "kzg_entries": 5}
             everything = (await erinnern(p, user, ch, "x", embed_with(minilm)(["x"])[0],
-                                         for_model("all-minilm-l6-v2"), k=50, boden=False))["erinnerungen"]
-            assert sorted(h["quelle"] for h in everything) == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
-            beobachter = {h["quelle"]: h["beobachter"] for h in everything}
+                                         for_model("all-minilm-l6-v2"), k=50, boden=False)).erinnerungen
+            assert sorted(h.quelle for h in everything) == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
+            beobachter = {h.quelle: h.beobachter for h in everything}
             assert beobachter["D1:1"] == "mensch" and beobachter["D1:2"] == "nova"
             sess = await session.load_turns(r, user, ch, 10)
             assert [t["quelle"] for t in sess] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
@@ -54,7 +54,7 @@ def test_round_trip(stores, migrated, minilm):
             assert await kzg.count(r, user, ch) == 5
             q = "What musical instrument is Anna learning?"
             hits = await erinnern(p, user, ch, q, embed_with(minilm)([q])[0], for_model("all-minilm-l6-v2"), k=2)
-            assert hits["erinnerungen"][0]["quelle"] == "D2:1" and len(hits["ids"]) == 2
+            assert hits.erinnerungen[0].quelle == "D2:1" and len(hits.ids) == 2
         finally:
             await r.aclose()
 

@@ -19,16 +19,16 @@ async def _scenario(url):
         await kzg.add_entry(r, other, ch, "anderes Paar", unit(0))
         idx = KZGIndex(user, ch)
         hits = await idx.search(r, unit(0), threshold=0.72, top_k=10)
-        assert [h["id"] for h in hits] == [above]
-        assert hits[0]["emotion"] == "freude" and abs(hits[0]["similarity"] - 0.7201) < 1e-4
+        assert [h.id for h in hits] == [above]
+        assert hits[0].emotion == "freude" and abs(hits[0].similarity - 0.7201) < 1e-4
         # top_k cuts, best first
         for i in range(12):
             await kzg.add_entry(r, user, ch, f"nah {i}", at_cosine(0.9 + i * 0.005, axis=3 + i))
         hits = await idx.search(r, unit(0), threshold=0.72, top_k=10)  # cache refreshed by the version
         assert len(hits) == 10
-        sims = [h["similarity"] for h in hits]
+        sims = [h.similarity for h in hits]
         assert sims == sorted(sims, reverse=True) and sims[0] > 0.95
-        assert all(h["inhalt"] != "anderes Paar" for h in hits)
+        assert all(h.inhalt != "anderes Paar" for h in hits)
         assert await kzg.count(r, user, ch) == 14
     finally:
         await r.aclose()
@@ -59,7 +59,7 @@ def test_kzg_keeps_its_window_and_the_index_reads_only_what_is_new(stores):
             assert await r.hexists(f"kzg:{user}:{ch}:vectors", "e0") == 0  # the oldest went
             hits = await idx.search(r, unit(0), threshold=0.5, top_k=10)
             assert hits == [] and idx.reads == 7  # two new vectors read, not five again
-            assert [h["id"] for h in await idx.search(r, unit(6), threshold=0.5, top_k=10)] == ["e6"]
+            assert [h.id for h in await idx.search(r, unit(6), threshold=0.5, top_k=10)] == ["e6"]
             # the same entry written again (a retried job) stays one entry
             await kzg.add_entry(r, user, ch, "e6", unit(6), entry_id="e6", keep=5)
             assert await kzg.count(r, user, ch) == 5
@@ -95,7 +95,7 @@ def test_the_index_sees_a_write_whose_writer_clock_runs_behind(stores, monkeypat
             await kzg.add_entry(r, user, ch, "vorne", unit(0), entry_id="vorne")
             await idx.refresh(r)
             await kzg.add_entry(r, user, ch, "nachgehend", unit(1), entry_id="nachgehend")
-            assert [h["id"] for h in await idx.search(r, unit(1), threshold=0.5, top_k=5)] == ["nachgehend"]
+            assert [h.id for h in await idx.search(r, unit(1), threshold=0.5, top_k=5)] == ["nachgehend"]
             # an entry taken away other than by the trim: the index notices by the count and reads all again
             async with r.pipeline(transaction=True) as p:
                 p.hdel(f"kzg:{user}:{ch}:entries", "vorne")

@@ -105,7 +105,7 @@ def test_tribunal_loop_corrects_until_it_passes_and_ships_the_last_version():
     deps = deps_for(llm)
     asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP,)).run(state, deps))
     assert state.urteil.reply == "Bello ist ein Beagle." and state.urteil.bestanden and state.urteil.runden == 1
-    assert [u["urteil"] for u in state.urteil.urteile] == ["mangel", "ok"]
+    assert [u.urteil for u in state.urteil.urteile] == ["mangel", "ok"]
     assert ("evaluate.entscheidung", "korrektur") in _decisions(deps)
     assert ("evaluate.entscheidung", "bestanden") in _decisions(deps)
     # a tribunal that never passes stops at the bound; the last version ships

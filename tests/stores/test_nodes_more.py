@@ -26,7 +26,7 @@ def _d(deps):
 def test_sachlage_names_the_missing_web_provider():
     deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": [{"name": "Tritium", "behauptung": "ist radioaktiv"}]}']}))
     out = asyncio.run(run_node(sachlage.NODE, _state("Tritium ist radioaktiv, oder?"), deps))["sachlage"]
-    assert out.objekte[0]["name"] == "Tritium" and ("sachlage.recherche", "keine_suchmaschine") in _d(deps)
+    assert out.objekte[0].name == "Tritium" and ("sachlage.recherche", "keine_suchmaschine") in _d(deps)
     deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": []}']}))
     assert asyncio.run(run_node(sachlage.NODE, _state(), deps))["sachlage"].objekte == []
     assert ("sachlage.recherche", "keine_objekte") in _d(deps)
@@ -40,7 +40,7 @@ def test_sachlage_names_the_missing_web_provider():
 
     deps = deps_for(ScriptedLLM({"sachlage": ['{"objekte": [{"name": "Tritium"}]}']}), web=_Web())
     out = asyncio.run(run_node(sachlage.NODE, _state("Tritium?"), deps))["sachlage"]
-    assert ("sachlage.recherche", "recherchiert") in _d(deps) and out.objekte[0]["recherche"][0]["snippet"] == "H-3"
+    assert ("sachlage.recherche", "recherchiert") in _d(deps) and out.objekte[0].recherche[0]["snippet"] == "H-3"
 
 
 def test_sachlage_searches_with_the_wording_filter(caplog):
@@ -68,14 +68,14 @@ def test_sachlage_searches_with_the_wording_filter(caplog):
 
     caplog.set_level("INFO", logger="novaberg.node.sachlage")
     objekt, entry, queries = lauf("Neutronenstern-Rotation", [mod, pulsar])
-    assert queries == ["Neutronenstern-Rotation"] and [h["url"] for h in objekt["recherche"]] == ["https://p"]
+    assert queries == ["Neutronenstern-Rotation"] and [h["url"] for h in objekt.recherche] == ["https://p"]
     assert entry["outcome"] == "recherchiert"
     assert (entry["inputs"]["treffer"], entry["inputs"]["nennen_die_sache"]) == (2, 1)
     # the log carries the name's length, not the name (logs quote the person only with log_utterances)
     assert "wording filter: 2 hits, 1 name <23 chars>" in caplog.text and "Neutronenstern" not in caplog.text
     # no hit names the thing: the research stays empty, and the Thinker's first search goes to the provider
     objekt, entry, _ = lauf("Kollaps", [mod, pulsar])
-    assert objekt["recherche"] == [] and entry["outcome"] == "recherche_ohne_sache"
+    assert objekt.recherche == [] and entry["outcome"] == "recherche_ohne_sache"
     # an ending is the same wording; a short word must stand whole
     assert sachlage.nennt_die_sache("Tritium", {"titel": "Eigenschaften des Tritiums", "snippet": ""})
     assert not sachlage.nennt_die_sache("ISS", {"titel": "Kiss", "snippet": "Band"})

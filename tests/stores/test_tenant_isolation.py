@@ -41,7 +41,7 @@ def test_one_shared_services_keeps_each_pairs_short_term_memory_apart(stores, po
                 trace = TurnTrace(user, "nova", "t")
                 trace.chain = "character"
                 out = await run_node(enricher.NODE, state, Deps(shared, trace))
-                seen.setdefault(user, []).append([h["inhalt"] for h in out["memory"].kzg])
+                seen.setdefault(user, []).append([h.inhalt for h in out["memory"].kzg])
             return alice, bob, seen, shared
         finally:
             await p.close()

@@ -13,7 +13,7 @@ from memory import lzg, timeline
 from pipeline.node_config import node_config
 from pipeline.nodes import thinker
 from pipeline.reiz import retry_nutzlast, stimulus_from_event
-from core.state import (AgentResult, DraftRecord, MemoryRecord, PairRecord, PlanRecord,
+from core.state import (AgentResult, DraftRecord, Erinnerung, MemoryRecord, PairRecord, PlanRecord, Resonanz,
                             RouteRecord, SachlageRecord, SessionTurn, Stimulus, TurnState, current_reply)
 from pipeline.thinker.budget import LEITTEXT
 from pipeline.thinker.cache import HINWEIS_ARGUMENTE, HINWEIS_TREFFER
@@ -473,8 +473,8 @@ class _Gedaechtnis(StoreOps):
 
     async def _run(self, op, args, kwargs):
         if op == "lesepfad.erinnern":
-            return {"erinnerungen": [{"id": 7, "inhalt": f"Anna verwahrt das {GEHEIM}.", "dimension": "fakt",
-                                      "beobachter": "user"}]}
+            return Resonanz(erinnerungen=[Erinnerung(id=7, inhalt=f"Anna verwahrt das {GEHEIM}.", dimension="fakt",
+                                                     beobachter="user")])
         if op == "timeline.find_by_keyword":
             raise RuntimeError(f"no index for {args[2]!r}")
         raise AssertionError(f"unexpected store call {op}")

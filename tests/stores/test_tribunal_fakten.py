@@ -123,7 +123,7 @@ def test_a_wrong_weekday_is_caught_from_the_facts_and_corrected():
     assert erst.index("[LAGE]") < erst.index("[FAKTEN]") < erst.index("[ANTWORT]")
     assert erst.count("Dein Termin ist am Dienstag") == 1 and "Dienstag" not in erst.split("[ANTWORT]")[0]
     u = state.urteil
-    assert [(x["urteil"], x["gruende"]) for x in u.urteile] == [("mangel", ["Termin ist Montag, nicht Dienstag"]),
+    assert [(x.urteil, x.gruende) for x in u.urteile] == [("mangel", ["Termin ist Montag, nicht Dienstag"]),
                                                                 ("ok", [])]
     # the corrector rewrites with the same facts and the reason
     korr = _prompt(llm, "corrector")
@@ -139,12 +139,12 @@ def test_the_right_weekday_passes_and_without_the_appointment_the_reading_tribun
     llm = LesendesTribunal()
     state = _state("Dein Termin ist am Montag um 14 Uhr.")
     asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP,)).run(state, deps_for(llm)))
-    assert state.urteil.urteile[-1]["urteil"] == "ok"
+    assert state.urteil.urteile[-1].urteil == "ok"
     llm = LesendesTribunal()
     state = _state("Dein Termin ist am Dienstag um 14 Uhr.", route=RouteRecord())
     asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP,)).run(state, deps_for(llm)))
     assert "Termine, nach denen dieser Turn fragt:\n- (keine gefragt)" in _prompt(llm, "tribunal")
-    assert state.urteil.urteile[-1]["urteil"] == "ok"  # the prompt is what the judge can know
+    assert state.urteil.urteile[-1].urteil == "ok"  # the prompt is what the judge can know
 
 
 def test_an_unclear_verdict_keeps_the_reply_by_name(caplog):

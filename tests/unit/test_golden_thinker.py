@@ -21,7 +21,7 @@ from memory.clients import StoreOps
 from pipeline.nodes import reducer, thinker
 from pipeline.runner import run_node
 from core.state import (AgentResult, Anker, AnkerRecord, DraftRecord, MemoryRecord, PairRecord, PlanRecord,
-                            RouteRecord, SachlageRecord, Stimulus, TurnState)
+                            Resonanz, RouteRecord, SachlageRecord, Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.unit.test_golden_responder import _phrase, table
 
@@ -73,7 +73,7 @@ class Store(StoreOps):
 
     async def _run(self, op, args, kwargs):
         return {"timeline.find_by_date_range": [TERMIN], "timeline.find_by_keyword": [TERMIN],
-                "lesepfad.erinnern": {"erinnerungen": LZG}}[op]
+                "lesepfad.erinnern": Resonanz.model_validate({"erinnerungen": LZG})}[op]
 
 
 class Embedder:

@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 from pipeline import vocab
 from pipeline.nodes import ei_calc, emotionale_gravitation, haltungsraum, perzeption
-from core.state import (EmotionsEintrag, HaltungRecord, MemoryRecord, PairRecord, PerzeptionRecord, RouteRecord, SessionTurn,
+from core.state import (EmotionsEintrag, GravitationsPunkt, HaltungRecord, MemoryRecord, PairRecord, PerzeptionRecord, RouteRecord, SessionTurn,
                             Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
 from pipeline.runner import run_node
@@ -81,7 +81,7 @@ def test_the_character_path_reads_the_human_chains_ei_calc():
                    memory=MemoryRecord(session_turns=[_turn("freude"), _turn("freude")]))
     deps = deps_for(ScriptedLLM())
     mensch = asyncio.run(run_node(ei_calc.NODE, state, deps))["emotion"]  # human chain: no pair yet
-    assert mensch.emotions_vektor == "absturz" and [h["emotion"] for h in mensch.emotions_verlauf] == [
+    assert mensch.emotions_vektor == "absturz" and [h.emotion for h in mensch.emotions_verlauf] == [
         "aerger", "freude", "freude"]
     assert (mensch.nova_emotion, mensch.konflikt) == ("neutral", False)  # her prior state is not loaded yet
     assert _rolle(deps) == [("user", "berechnet")]
@@ -178,6 +178,7 @@ def test_the_responder_direction_carries_the_turns_span():
 def test_emotional_gravity_is_normalised():
     empty = emotionale_gravitation.compute([])
     assert empty.term == 0.0 and empty.punkte == 0
-    rec = emotionale_gravitation.compute([{"emotion": "traurigkeit", "arousal": 0.9}, {"emotion": "freude", "arousal": 0.2},
-                                          {"emotion": "traurigkeit", "arousal": 0.8}])
+    rec = emotionale_gravitation.compute([GravitationsPunkt(quelle="lzg", inhalt=f"e{i}", emotion=e, arousal=a)
+                                          for i, (e, a) in enumerate([("traurigkeit", 0.9), ("freude", 0.2),
+                                                                      ("traurigkeit", 0.8)])])
     assert 0 < rec.term < 1 and rec.richtung == "traurigkeit" and rec.punkte == 3

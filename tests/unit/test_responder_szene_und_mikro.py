@@ -7,7 +7,7 @@ import pytest
 from pipeline import vocab
 from pipeline.figur import du_fassung
 from pipeline.nodes import responder
-from core.state import LandschaftRecord
+from core.state import EmotionsEintrag, LandschaftRecord
 from tests.unit.test_golden_responder import golden_state
 
 
@@ -51,15 +51,15 @@ def test_the_ei_micro_direction_holds_only_what_the_situation_calls_for():
 
 
 def test_a_change_of_direction_needs_three_entries():
-    v = [{"emotion": e} for e in ("aerger", "freude", "traurigkeit")]
+    v = [EmotionsEintrag(emotion=e) for e in ("aerger", "freude", "traurigkeit")]
     assert responder.richtungswechsel(v) and not responder.richtungswechsel(v[:2])
-    assert not responder.richtungswechsel([{"emotion": e} for e in ("aerger", "frustration", "freude")])
+    assert not responder.richtungswechsel([EmotionsEintrag(emotion=e) for e in ("aerger", "frustration", "freude")])
 
 
 def test_her_own_emotion_history_is_this_turn_then_her_replies():
     history = responder.nova_verlauf(golden_state())
-    assert [h["emotion"] for h in history] == ["zufriedenheit", "neutral", "freude"]
-    assert [h["gewicht"] for h in history] == [1.0, 0.7, 0.49]
+    assert [h.emotion for h in history] == ["zufriedenheit", "neutral", "freude"]
+    assert [h.gewicht for h in history] == [1.0, 0.7, 0.49]
 
 
 def test_every_vector_and_cluster_has_its_text():

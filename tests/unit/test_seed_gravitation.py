@@ -5,11 +5,11 @@ import asyncio
 from pipeline.nodes import emotionale_gravitation, responder
 from pipeline.nodes.ei_calc_persist import ZUG_RICHTUNG
 from pipeline.runner import run_node
-from core.state import EmotionRecord, MemoryRecord
+from core.state import EmotionRecord, EmotionsEintrag, GravitationsPunkt, MemoryRecord
 from tests.scripted_llm import ScriptedLLM, deps_for
 from tests.unit.test_golden_responder import golden_state
 
-TRAUER = [{"quelle": "lzg", "inhalt": "Der Abschied", "emotion": "traurigkeit", "arousal": 0.9}] * 4
+TRAUER = [GravitationsPunkt(quelle="lzg", inhalt="Der Abschied", emotion="traurigkeit", arousal=0.9)] * 4
 
 
 def _run(punkte, emotion="freude", arousal=0.4):
@@ -38,14 +38,14 @@ def test_a_strong_pull_turns_this_reply_s_emotion():
     assert f"fuehlt gerade traurigkeit (Erregung {g.arousal:.1f})" in zeile
     assert "fuehlt gerade freude" not in zeile
     # her course starts with this turn's state after the pull
-    assert responder.nova_verlauf(state)[0] == {"emotion": "traurigkeit", "arousal": g.arousal, "gewicht": 1.0}
+    assert responder.nova_verlauf(state)[0] == EmotionsEintrag(emotion="traurigkeit", arousal=g.arousal, gewicht=1.0)
     # and [SZENE] places her in the sector of that emotion, not of the one before the pull
     (_, user), _ = responder.build_messages(state, deps_for(ScriptedLLM()), "m")
     assert "Sektor von Nova: traurigkeit." in user["content"].split("[SZENE]")[1]
 
 
 def test_a_weak_pull_raises_only_the_arousal_and_no_pull_leaves_her_as_ei_calc_computed():
-    weak, d = _run([{"quelle": "kzg", "inhalt": "x", "emotion": "traurigkeit", "arousal": 0.3}])
+    weak, d = _run([GravitationsPunkt(quelle="kzg", inhalt="x", emotion="traurigkeit", arousal=0.3)])
     g = weak.gravitation
     assert 0 < g.term < ZUG_RICHTUNG and d["outcome"] == "erregung"
     assert g.emotion == "freude" and g.arousal > 0.4
