@@ -23,22 +23,14 @@ class _Record(BaseModel):
 
 class _Eintrag(BaseModel):
     """A stored entry as a read returns it and the turn carries it. Unknown keys are ignored (an
-    entry a newer store wrote still reads). Read by attribute; by key too (`e["inhalt"]`,
-    `e.get("arousal")`), as the dict the entry was before it was typed, so such a reader keeps working."""
+    entry a newer store wrote still reads). Read by attribute only: `e["inhalt"]` is a TypeError
+    and `e.get(...)` an AttributeError, so no reader agrees on the entry's shape by string keys."""
 
     model_config = ConfigDict(extra="ignore")
 
-    def __getitem__(self, key: str) -> Any:
-        if key not in type(self).model_fields:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key) if key in type(self).model_fields else default
-
     def __contains__(self, key: object) -> bool:
-        """Refused: an optional field is always there (None when the dict lacked it), so `"k" in e`
-        would not say what it said of the dict; read the field."""
+        """Refused: an optional field is always there (None when the store lacked it), and a model
+        iterates its fields as pairs, so `"k" in e` would be False without saying why; read the field."""
         raise TypeError(f"{type(self).__name__}: read the field {key!r} instead of testing for it")
 
 

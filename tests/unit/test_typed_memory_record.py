@@ -69,13 +69,21 @@ def test_an_old_turn_state_json_reads_and_writes_the_same_shape():
         ALT["lzg_resonanz"]["erinnerungen"]
 
 
-def test_an_entry_reads_by_key_as_the_dict_it_was():
+def test_an_entry_is_read_by_attribute_and_refuses_a_read_by_key():
     r = Resonanz.model_validate(ALT["lzg_resonanz"])
-    assert r["ids"] == [7, 9] and r["erinnerungen"][0]["inhalt"] == "Bello war beim Tierarzt"
-    assert r.get("rahmen").get("kaltstart") is False and r.get("fehlt", "x") == "x"
-    with pytest.raises(KeyError):
-        r["fehlt"]
-    assert KzgTreffer.model_validate(ALT["kzg"][0]).get("arousal") == 0.6
+    assert r.ids == [7, 9] and r.erinnerungen[0].inhalt == "Bello war beim Tierarzt"
+    assert r.rahmen.kaltstart is False and KzgTreffer.model_validate(ALT["kzg"][0]).arousal == 0.6
+    from core import state
+    eintraege = [c for c in vars(state).values()
+                 if isinstance(c, type) and issubclass(c, state._Eintrag) and c is not state._Eintrag]
+    assert len(eintraege) >= 11
+    for art in (state._Eintrag, *eintraege):
+        assert "__getitem__" not in vars(art) and "get" not in vars(art), art
+    for e in (r, r.rahmen, r.erinnerungen[0], KzgTreffer.model_validate(ALT["kzg"][0])):
+        with pytest.raises(TypeError):
+            e["inhalt"]
+        with pytest.raises(AttributeError):
+            e.get("inhalt")
 
 
 def test_a_newer_stores_unknown_key_is_ignored():
