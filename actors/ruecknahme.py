@@ -123,7 +123,7 @@ async def ausfuehren(services: Services, user_id: str, character_id: str, v: Vor
     pg = await services.store.ruecknahme.zuruecknehmen(
         user_id, character_id, ids, varianten_an=v.turn_id, verworfen=v.verworfen,
         varianten_max=(services.settings.swipes_per_turn, services.settings.swipes_per_pair))
-    by_store.update({f"pg:{k}": n for k, n in pg.items()})
+    by_store.update({f"pg:{k}": n for k, n in pg.tabellen.items()})
     rd = await ruecknahme.zuruecknehmen_redis(services.redis, user_id, character_id, ids)
     by_store.update({f"redis:{k}": n for k, n in rd.items()})
     log.info("pair %s:%s: %s %s took back turns %s (%s)", user_id, character_id, v.art, v.op_id, ids,

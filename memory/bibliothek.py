@@ -10,6 +10,7 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
+from core.bestand import BibliothekEintrag
 from core.state import BibliothekTreffer
 from memory import erasure
 from memory.config import MemoryConfig
@@ -51,15 +52,15 @@ async def vorhanden(pool: AsyncConnectionPool, user_id: str, character_id: str, 
         return (await cur.fetchone())[0]
 
 
-async def eintraege(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[dict[str, Any]]:
+async def eintraege(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[BibliothekEintrag]:
     """Every entry of the pair, both types, oldest first (inspection, dashboard, tests)."""
     async with pool.connection() as conn:
         cur = await conn.execute(
             "SELECT id, typ, titel, inhalt, gewicht, aktiv, schluessel FROM autonomous_wissen"
             " WHERE user_id=%s AND character_id=%s ORDER BY id", (user_id, character_id))
         rows = await cur.fetchall()
-    return [{"id": r[0], "typ": r[1], "titel": r[2], "inhalt": r[3], "gewicht": r[4], "aktiv": r[5],
-             "schluessel": r[6]} for r in rows]
+    return [BibliothekEintrag(id=r[0], typ=r[1], titel=r[2], inhalt=r[3], gewicht=r[4], aktiv=r[5], schluessel=r[6])
+            for r in rows]
 
 
 async def bestand(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, int]:

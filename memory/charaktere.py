@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from core.errors import InputError
+from core.bestand import Charakter, CharakterWissen, CharakterZeile
 from core.state import BibliothekTreffer
 from memory import wissen_schluessel
 from memory.config import MemoryConfig
@@ -68,7 +69,7 @@ def _row(r) -> dict[str, Any]:
 
 
 async def create(pool: AsyncConnectionPool, character_id: str, fields: dict[str, Any],
-                 wissen: list[dict[str, Any]] | None = None, *, replace: bool = False) -> dict[str, Any]:
+                 wissen: list[dict[str, Any]] | None = None, *, replace: bool = False) -> Charakter:
     """Insert a character (and its knowledge entries, each with its `embedding`) in one transaction.
     `replace`: an existing character with that id is overwritten, its knowledge replaced."""
     unknown = set(fields) - set(FIELDS)
@@ -101,7 +102,7 @@ async def create(pool: AsyncConnectionPool, character_id: str, fields: dict[str,
                      list(w.get("sekundaer") or []), bool(w.get("selektiv")), w.get("logik") or "and_any",
                      bool(w.get("ganze_woerter")), int(w.get("reihenfolge", 100)), w.get("scan_tiefe"),
                      normalise(w["embedding"])))
-    return _row(row)
+    return Charakter.model_validate(_row(row))
 
 
 async def get(pool: AsyncConnectionPool, character_id: str) -> dict[str, Any] | None:
@@ -117,30 +118,31 @@ async def exists(pool: AsyncConnectionPool, character_id: str) -> bool:
         return await cur.fetchone() is not None
 
 
-async def list_all(pool: AsyncConnectionPool, limit: int = 500) -> list[dict[str, Any]]:
+async def list_all(pool: AsyncConnectionPool, limit: int = 500) -> list[CharakterZeile]:
     async with pool.connection() as conn:
         cur = await conn.execute("SELECT character_id, name, left(identitaet, 200), begruessung <> '',"
                                  " extract(epoch FROM created_at)::bigint FROM characters"
                                  " ORDER BY character_id LIMIT %s", (limit,))
         rows = await cur.fetchall()
-    return [{"character_id": r[0], "name": r[1], "identitaet": r[2], "hat_begruessung": r[3], "created": r[4]}
+    return [CharakterZeile(character_id=r[0], name=r[1], identitaet=r[2], hat_begruessung=r[3], created=r[4])
             for r in rows]
 
 
-async def update(pool: AsyncConnectionPool, character_id: str, fields: dict[str, Any]) -> dict[str, Any] | None:
+async def update(pool: AsyncConnectionPool, character_id: str, fields: dict[str, Any]) -> Charakter | None:
     """Set the given fields; None when there is no such character."""
     unknown = set(fields) - set(FIELDS)
     if unknown:
         raise ValueError(f"unknown character fields {sorted(unknown)}")
     if not fields:
-        return await get(pool, character_id)
+        stored = await get(pool, character_id)
+        return None if stored is None else Charakter.model_validate(stored)
     sets = ", ".join(f"{k}=%s" for k in fields)
     vals = [Jsonb(v) if k == "karte_rest" else v for k, v in fields.items()]
     async with pool.connection() as conn:
         cur = await conn.execute(f"UPDATE characters SET {sets}, updated_at=now() WHERE character_id=%s"
                                  f" RETURNING {_COLUMNS}", (*vals, character_id))
         r = await cur.fetchone()
-    return None if r is None else _row(r)
+    return None if r is None else Charakter.model_validate(_row(r))
 
 
 async def delete(pool: AsyncConnectionPool, character_id: str) -> bool:
@@ -160,13 +162,13 @@ def _wissen_row(r) -> dict[str, Any]:
     return out
 
 
-async def wissen(pool: AsyncConnectionPool, character_id: str) -> list[dict[str, Any]]:
+async def wissen(pool: AsyncConnectionPool, character_id: str) -> list[CharakterWissen]:
     """The character's knowledge entries, in the order they were added (for export and review)."""
     async with pool.connection() as conn:
         cur = await conn.execute(f"SELECT {', '.join(_WISSEN_COLUMNS)} FROM charakter_wissen"
                                  " WHERE character_id=%s ORDER BY id", (character_id,))
         rows = await cur.fetchall()
-    return [_wissen_row(r) for r in rows]
+    return [CharakterWissen.model_validate(_wissen_row(r)) for r in rows]
 
 
 async def wissen_bestand(pool: AsyncConnectionPool, character_id: str) -> int:

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
     from core.beziehung import (Anweisung, AnweisungsAenderung, AnweisungsLage, Beziehungsprofil, Direktive, Notiz,
                                 NotizUebersicht, NovaEmotion, ProfilGewachsen, ZielEreignis, Zielbildung)
+    from core.bestand import (ApiKeyInfo, BibliothekEintrag, Charakter, CharakterWissen, CharakterZeile, Datei,
+                              DateienUmfang, DecisionRate, EpisodeReceipt, ErinnerungQuelle, ErinnerungsEintrag,
+                              Nachvergessen, NodeStats, PairTurn, RecentPair, Swipe, TurnStats,
+                              ZurueckgenommeneZeilen)
     from core.state import BibliothekTreffer, Dateisuche, Resonanz
     from core.wire import Episode
     from memory.beziehung import Beobachtung
@@ -67,7 +71,7 @@ class Lzg(StoreModule):
     MODULE = "lzg"
 
     @op
-    async def episode_schreiben(self, user_id: str, character_id: str, ep: Episode) -> dict[str, Any]:
+    async def episode_schreiben(self, user_id: str, character_id: str, ep: Episode) -> EpisodeReceipt:
         """The one write of long-term memory nodes (live turns and imports): the exchange's
         utterances verbatim and dated, linked `nachbar` in order and to the same session's previous
         utterance, the distilled memories linked `herkunft` to them and `praegung` to the older
@@ -208,7 +212,7 @@ class Bibliothek(StoreModule):
         """Whether an entry with this idempotency key exists (active or not)."""
 
     @op
-    async def eintraege(self, user_id: str, character_id: str) -> list[dict[str, Any]]:
+    async def eintraege(self, user_id: str, character_id: str) -> list[BibliothekEintrag]:
         """Every entry of the pair, both types, oldest first (inspection, dashboard, tests)."""
 
 
@@ -239,24 +243,24 @@ class Dateien(StoreModule):
     MODULE = "dateien"
 
     @op
-    async def finden(self, user_id: str, character_id: str, inhalt_hash: str) -> dict | None:
+    async def finden(self, user_id: str, character_id: str, inhalt_hash: str) -> Datei | None:
         """The pair's file with this content, or None."""
 
     @op
     async def speichern(
         self, user_id: str, character_id: str, datei: dict[str, Any], abschnitte: list[dict[str, Any]]
-    ) -> tuple[dict[str, Any], bool]:
+    ) -> tuple[Datei, bool]:
         """The file and its chunks (`inhalt`, `embedding` each) in one transaction: (the file,
         True). A file with the same content arrived first (another upload at the same time): (that
         file, False), and nothing is written."""
 
     @op
-    async def umfang(self, user_id: str, character_id: str) -> dict[str, int]:
+    async def umfang(self, user_id: str, character_id: str) -> DateienUmfang:
         """What a pair and its user hold already: the pair's files (`dateien_paar`), the user's
         bytes over all pairs (`bytes_user`)."""
 
     @op
-    async def liste(self, user_id: str, character_id: str) -> list[dict[str, Any]]:
+    async def liste(self, user_id: str, character_id: str) -> list[Datei]:
         """The pair's files, newest first."""
 
     @op
@@ -501,7 +505,7 @@ class Charaktere(StoreModule):
         wissen: list[dict[str, Any]] | None = None,
         *,
         replace: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Charakter:
         """Insert a character (and its knowledge entries, each with its `embedding`) in one
         transaction. `replace`: an existing character with that id is overwritten, its knowledge
         replaced."""
@@ -513,10 +517,10 @@ class Charaktere(StoreModule):
     async def exists(self, character_id: str) -> bool: ...
 
     @op
-    async def list_all(self, limit: int = 500) -> list[dict[str, Any]]: ...
+    async def list_all(self, limit: int = 500) -> list[CharakterZeile]: ...
 
     @op
-    async def update(self, character_id: str, fields: dict[str, Any]) -> dict[str, Any] | None:
+    async def update(self, character_id: str, fields: dict[str, Any]) -> Charakter | None:
         """Set the given fields; None when there is no such character."""
 
     @op
@@ -525,7 +529,7 @@ class Charaktere(StoreModule):
         users')."""
 
     @op
-    async def wissen(self, character_id: str) -> list[dict[str, Any]]:
+    async def wissen(self, character_id: str) -> list[CharakterWissen]:
         """The character's knowledge entries, in the order they were added (for export and review)."""
 
     @op
@@ -545,7 +549,7 @@ class Pg(StoreModule):
     MODULE = "pg"
 
     @op
-    async def decision_rates(self, since: datetime | None = None) -> list[dict]:
+    async def decision_rates(self, since: datetime | None = None) -> list[DecisionRate]:
         """How often each branching node took each outcome (art = switch), since a point in time."""
 
     @op
@@ -555,7 +559,7 @@ class Pg(StoreModule):
         user; how many were revoked."""
 
     @op
-    async def list_api_keys(self) -> list[dict[str, Any]]:
+    async def list_api_keys(self) -> list[ApiKeyInfo]:
         """Every key without its secret, newest first, with its expiry and whether it works now."""
 
     @op
@@ -570,18 +574,18 @@ class Dashboard(StoreModule):
     MODULE = "dashboard"
 
     @op
-    async def turn_stats(self, since: datetime) -> dict[str, Any]:
+    async def turn_stats(self, since: datetime) -> TurnStats:
         """Finished turns since `since`: count and latency percentiles (the turn's own total)."""
 
     @op
-    async def node_stats(self, since: datetime) -> list[dict[str, Any]]:
+    async def node_stats(self, since: datetime) -> list[NodeStats]:
         """Per node: runs and duration percentiles since `since` (reply chains and background)."""
 
     @op
-    async def recent_pairs(self, since: datetime, limit: int = 50) -> list[dict[str, Any]]: ...
+    async def recent_pairs(self, since: datetime, limit: int = 50) -> list[RecentPair]: ...
 
     @op
-    async def pair_turns(self, user_id: str, character_id: str, limit: int = 10) -> list[dict[str, Any]]:
+    async def pair_turns(self, user_id: str, character_id: str, limit: int = 10) -> list[PairTurn]:
         """The pair's last turns, newest first, each with its node durations and decisions."""
 
 
@@ -619,13 +623,13 @@ class Ruecknahme(StoreModule):
     @op
     async def zuruecknehmen(self, user_id: str, character_id: str, turn_ids: list[str], *,
                             varianten_an: str | None = None, verworfen: dict[str, str] | None = None,
-                            varianten_max: tuple[int, int] | None = None) -> dict[str, int]:
+                            varianten_max: tuple[int, int] | None = None) -> ZurueckgenommeneZeilen:
         """Take the turns back in Postgres in one transaction (before-images put back, their rows
         deleted, recorded as retracted, swipes moved to `varianten_an`, the newest `varianten_max`
         (per turn, per pair) kept); rows changed per table."""
 
     @op
-    async def varianten(self, user_id: str, character_id: str, turn_id: str) -> list[dict[str, Any]]:
+    async def varianten(self, user_id: str, character_id: str, turn_id: str) -> list[Swipe]:
         """The replies a turn replaced (its swipes), oldest first."""
 
 
@@ -636,7 +640,7 @@ class Erinnerungen(StoreModule):
 
     @op
     async def auflisten(self, user_id: str, character_id: str, q: str | None = None,
-                        limit: int = 200) -> list[dict[str, Any]]:
+                        limit: int = 200) -> list[ErinnerungsEintrag]:
         """What Nova remembers about the person, newest first, each with its turn and message."""
 
     @op
@@ -644,12 +648,12 @@ class Erinnerungen(StoreModule):
         """Forget one item and drop it from the before-images; False: no such item of the pair."""
 
     @op
-    async def beschreiben(self, user_id: str, character_id: str, item_id: str) -> dict[str, Any] | None:
+    async def beschreiben(self, user_id: str, character_id: str, item_id: str) -> ErinnerungQuelle | None:
         """An item's text and turn ({inhalt, turn_id}), read before it is forgotten; None: no such item."""
 
     @op
     async def nachvergessen(self, user_id: str, character_id: str, texte: list[str], turn_ids: list[str],
-                            mindestens: int = 2) -> dict[str, int]:
+                            mindestens: int = 2) -> Nachvergessen:
         """The profile's sentences that repeat a forgotten item and the library's entries of its
         turn, gone (before-images too); what went, by kind."""
 

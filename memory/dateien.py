@@ -10,6 +10,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from core.bestand import Datei, DateienUmfang
 from memory.vectors import normalise
 
 _COLUMNS = ("id", "name", "art", "inhalt_hash", "bytes", "zeichen", "thema", "zusammenfassung", "stichworte",
@@ -17,10 +18,10 @@ _COLUMNS = ("id", "name", "art", "inhalt_hash", "bytes", "zeichen", "thema", "zu
 _SELECT = ", ".join(f"d.{c}" for c in _COLUMNS) + ", (SELECT count(*) FROM aufzeichnungen a WHERE a.datei_id = d.id)"
 
 
-def _row(r) -> dict[str, Any]:
+def _row(r) -> Datei:
     out = dict(zip(_COLUMNS + ("abschnitte",), r))
     out["created_at"] = out["created_at"].isoformat()
-    return out
+    return Datei.model_validate(out)
 
 
 def pfad(datei_id: int, abschnitt: int) -> str:
@@ -28,7 +29,7 @@ def pfad(datei_id: int, abschnitt: int) -> str:
     return f"datei/{datei_id}/{abschnitt}"
 
 
-async def finden(pool: AsyncConnectionPool, user_id: str, character_id: str, inhalt_hash: str) -> dict | None:
+async def finden(pool: AsyncConnectionPool, user_id: str, character_id: str, inhalt_hash: str) -> Datei | None:
     """The pair's file with this content, or None."""
     async with pool.connection() as conn:
         cur = await conn.execute(f"SELECT {_SELECT} FROM dateien d WHERE d.user_id=%s AND d.character_id=%s"
@@ -38,7 +39,7 @@ async def finden(pool: AsyncConnectionPool, user_id: str, character_id: str, inh
 
 
 async def speichern(pool: AsyncConnectionPool, user_id: str, character_id: str, datei: dict[str, Any],
-                    abschnitte: list[dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+                    abschnitte: list[dict[str, Any]]) -> tuple[Datei, bool]:
     """The file and its chunks (`inhalt`, `embedding` each) in one transaction: (the file, True).
     A file with the same content arrived first (another upload at the same time): (that file,
     False), and nothing is written."""
@@ -67,16 +68,16 @@ async def speichern(pool: AsyncConnectionPool, user_id: str, character_id: str, 
     return found, row is not None
 
 
-async def umfang(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, int]:
+async def umfang(pool: AsyncConnectionPool, user_id: str, character_id: str) -> DateienUmfang:
     """What a pair and its user hold already: the pair's files, the user's bytes over all pairs."""
     async with pool.connection() as conn:
         cur = await conn.execute("SELECT count(*) FILTER (WHERE character_id = %s), coalesce(sum(bytes), 0)"
                                  " FROM dateien WHERE user_id = %s", (character_id, user_id))
         n, b = await cur.fetchone()
-    return {"dateien_paar": int(n), "bytes_user": int(b)}
+    return DateienUmfang(dateien_paar=int(n), bytes_user=int(b))
 
 
-async def liste(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[dict[str, Any]]:
+async def liste(pool: AsyncConnectionPool, user_id: str, character_id: str) -> list[Datei]:
     """The pair's files, newest first."""
     async with pool.connection() as conn:
         cur = await conn.execute(f"SELECT {_SELECT} FROM dateien d WHERE d.user_id=%s AND d.character_id=%s"

@@ -20,6 +20,8 @@ import re
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from core.bestand import ErinnerungsEintrag, ErinnerungQuelle, Nachvergessen
+
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
     from redis.asyncio import Redis
@@ -119,7 +121,7 @@ async def _profil(conn, user_id: str, character_id: str) -> list[dict[str, Any]]
 
 
 async def auflisten(pool: AsyncConnectionPool, user_id: str, character_id: str, q: str | None = None,
-                    limit: int = 200) -> list[dict[str, Any]]:
+                    limit: int = 200) -> list[ErinnerungsEintrag]:
     """What Nova remembers about the person with the character, newest first, each with its turn
     and that turn's message (`aus`: None when the turn record is gone or the item came from no
     turn); `q` keeps the items whose text holds it (case-insensitive)."""
@@ -142,7 +144,7 @@ async def auflisten(pool: AsyncConnectionPool, user_id: str, character_id: str, 
     for i in items:
         i["aus"] = turns.get(i["turn_id"]) if i["turn_id"] else None
         i["seit"] = i["seit"].isoformat() if i["seit"] is not None else None
-    return items
+    return [ErinnerungsEintrag.model_validate(i) for i in items]
 
 
 _VERGESSEN = {
@@ -163,7 +165,7 @@ _HERKUNFT = {
 }
 
 
-def kurzzeit(eintraege: list[dict[str, Any]], q: str | None = None) -> list[dict[str, Any]]:
+def kurzzeit(eintraege: list[dict[str, Any]], q: str | None = None) -> list[ErinnerungsEintrag]:
     """The short-term memory's entries (memory/kzg.py, newest first) as items of the memory view:
     `kzg-{entry id}`, with the turn they came from."""
     out = []
@@ -171,8 +173,8 @@ def kurzzeit(eintraege: list[dict[str, Any]], q: str | None = None) -> list[dict
         if q and q.casefold() not in (e.get("inhalt") or "").casefold():
             continue
         seit = datetime.fromtimestamp(e["time"], timezone.utc).isoformat() if e.get("time") else None
-        out.append({"id": f"kzg-{e['id']}", "art": "kurzzeit", "inhalt": e.get("inhalt") or "",
-                    "turn_id": e.get("quelle"), "seit": seit, "aus": None})
+        out.append(ErinnerungsEintrag(id=f"kzg-{e['id']}", art="kurzzeit", inhalt=e.get("inhalt") or "",
+                              turn_id=e.get("quelle"), seit=seit, aus=None))
     return out
 
 
@@ -221,7 +223,7 @@ async def _satz_vergessen(conn, user_id: str, character_id: str, feld: str, hash
 
 
 async def beschreiben(pool: AsyncConnectionPool, user_id: str, character_id: str,
-                      item_id: str) -> dict[str, Any] | None:
+                      item_id: str) -> ErinnerungQuelle | None:
     """An item's text and the turn it came from ({inhalt, turn_id}), read before it is forgotten
     (what was derived from it is found by its words and its turn); None: no such item."""
     m = ID.match(item_id)
@@ -229,18 +231,19 @@ async def beschreiben(pool: AsyncConnectionPool, user_id: str, character_id: str
         raise ValueError(f"not a memory id: {item_id!r}")
     async with pool.connection() as conn:
         if not m.group(1):
-            return next(({"inhalt": i["inhalt"], "turn_id": None} for i in await _profil(conn, user_id, character_id)
+            return next((ErinnerungQuelle(inhalt=i["inhalt"], turn_id=None)
+                         for i in await _profil(conn, user_id, character_id)
                          if i["id"] == item_id), None)
         args = {"id": int(m.group(2)), "u": user_id, "c": character_id}
         row = await (await conn.execute(_INHALT[m.group(1)], args)).fetchone()
         if row is None:
             return None
         quelle = await (await conn.execute(_HERKUNFT[m.group(1)], args)).fetchone()
-    return {"inhalt": row[0] or "", "turn_id": quelle[0] if quelle and quelle[0] else None}
+    return ErinnerungQuelle(inhalt=row[0] or "", turn_id=quelle[0] if quelle and quelle[0] else None)
 
 
 async def nachvergessen(pool: AsyncConnectionPool, user_id: str, character_id: str, texte: list[str],
-                        turn_ids: list[str], mindestens: int = 2) -> dict[str, int]:
+                        turn_ids: list[str], mindestens: int = 2) -> Nachvergessen:
     """What Postgres derived from forgotten items, in one transaction: the profile's sentences that
     repeat one of `texte` (`verraet`), in the profile and its before-images, and the library's
     entries the pixie wrote from one of `turn_ids`. Returns what went, by kind."""
@@ -259,7 +262,7 @@ async def nachvergessen(pool: AsyncConnectionPool, user_id: str, character_id: s
     if wissen:
         log.info("vergessen.bibliothek: %d library entries of %s:%s came from a forgotten turn",
                  wissen, user_id, character_id)
-    return {"profil_saetze": profil, "bibliothek": wissen, "turn_saetze": verlauf}
+    return Nachvergessen(profil_saetze=profil, bibliothek=wissen, turn_saetze=verlauf)
 
 
 async def _turns_vergessen(conn, user_id: str, character_id: str, woerter: list[frozenset[str]], weg) -> int:

@@ -101,8 +101,8 @@ async def import_conversation(pool, r, user_id: str, character_id: str, turns: l
     ids, edges = [], 0
     for ep in episoden(turns, user_speaker, vectors):  # the one write of long-term memory (memory/lzg.py)
         out = await lzg.episode_schreiben(pool, user_id, character_id, ep)
-        ids += out["episode"]
-        edges += max(0, len(out["episode"]) - 1)
+        ids += out.episode
+        edges += max(0, len(out.episode) - 1)
     if not ids:  # imported before: its long-term memory stands, and so do its session and KZG
         return {"turns": len(turns), "lzg_nodes": 0, "synapses": 0, "kzg_entries": 0}
     for t, text, v in list(zip(turns, texts, vectors))[-KZG_RECENT_TURNS:]:

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 from psycopg_pool import AsyncConnectionPool
 
+from core.bestand import EpisodeReceipt
 from core.state import Erinnerung, ErinnerungsRahmen, Resonanz
 from core.wire import Episode, knoten_text
 from memory import erasure, vorher
@@ -137,7 +138,7 @@ async def _vorgaenger(conn, user_id: str, character_id: str, ep: Episode) -> int
     return row[0] if row else None
 
 
-async def episode_schreiben(pool: AsyncConnectionPool, user_id: str, character_id: str, ep: Episode) -> dict[str, Any]:
+async def episode_schreiben(pool: AsyncConnectionPool, user_id: str, character_id: str, ep: Episode) -> EpisodeReceipt:
     """The one write of long-term memory nodes, for live turns and imports alike (memory/LESEPFAD.md,
     "One write path"): the exchange's utterances verbatim and dated (dimension `gespraech`,
     observer by speaker), consecutive ones linked `nachbar`, the first to the pair's newest
@@ -145,8 +146,7 @@ async def episode_schreiben(pool: AsyncConnectionPool, user_id: str, character_i
     (`herkunft`). Once per source: under a lock on the pair and `ep.quelle`, an episode whose
     source (or one of its utterances' sources) has nodes already gets those back and nothing is
     written, so two deliveries racing past a check still write once.
-    Returns {"neu", "ids" (all, in order), "episode" (utterances), "verdichtungen", "anschluss",
-    "resonanz" (the older nodes linked)}."""
+    Returns what it did (`EpisodeReceipt`)."""
     quellen = sorted({ep.quelle, *(a.quelle for a in ep.aeusserungen if a.quelle)})
     async with pool.connection() as conn, conn.transaction():
         await erasure.pruefen(conn, user_id, f"the episode of {ep.quelle}")
@@ -155,7 +155,7 @@ async def episode_schreiben(pool: AsyncConnectionPool, user_id: str, character_i
                                  " ORDER BY id", (user_id, character_id, quellen))
         found = [r[0] for r in await cur.fetchall()]
         if found:
-            return {"neu": False, "ids": found, "episode": [], "verdichtungen": [], "anschluss": None, "resonanz": []}
+            return EpisodeReceipt(neu=False, ids=found, episode=[], verdichtungen=[], anschluss=None, resonanz=[])
         vorher = await _vorgaenger(conn, user_id, character_id, ep)
         verbunden = vorher is not None or len(ep.aeusserungen) > 1  # the nachbar links compute their surroundings
         gesagt = await _insert_nodes(conn, user_id, character_id, [
@@ -173,8 +173,8 @@ async def episode_schreiben(pool: AsyncConnectionPool, user_id: str, character_i
         if resonanz:  # in the same transaction: a delivery cut off here leaves nothing to skip past
             await _synapsen(conn, [(v, r, ep.resonanz_gewicht) for v in verdichtet for r in resonanz], "praegung")
             await _touch(conn, resonanz, (user_id, character_id, ep.quelle))
-    return {"neu": True, "ids": gesagt + verdichtet, "episode": gesagt, "verdichtungen": verdichtet,
-            "anschluss": vorher, "resonanz": resonanz}
+    return EpisodeReceipt(neu=True, ids=gesagt + verdichtet, episode=gesagt, verdichtungen=verdichtet,
+                          anschluss=vorher, resonanz=resonanz)
 
 
 _NACHBARN_2 = """

@@ -22,6 +22,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
+from core.bestand import Swipe, ZurueckgenommeneZeilen
 from memory import kzg, outbox, redis_vorher, schluessel_index, session
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def _args(name: str, user_id: str, character_id: str, ids: list[str]) -> tuple:
 
 async def zuruecknehmen(pool: AsyncConnectionPool, user_id: str, character_id: str, turn_ids: list[str], *,
                         varianten_an: str | None = None, verworfen: dict[str, str] | None = None,
-                        varianten_max: tuple[int, int] | None = None) -> dict[str, int]:
+                        varianten_max: tuple[int, int] | None = None) -> ZurueckgenommeneZeilen:
     """Take the turns back in Postgres, in one transaction: what they changed is put back (newest
     first), what they wrote with their id deleted, and they are recorded as retracted (a turn job
     still on its way writes nothing for them). `varianten_an`: the turn that replaces them (a
@@ -95,7 +96,7 @@ async def zuruecknehmen(pool: AsyncConnectionPool, user_id: str, character_id: s
         if varianten_an is not None and varianten_max is not None:
             out["antwort_varianten:gekuerzt"] = await _varianten_kuerzen(conn, user_id, character_id, varianten_an,
                                                                          *varianten_max)
-    return out
+    return ZurueckgenommeneZeilen(tabellen=out)
 
 
 async def _varianten_kuerzen(conn, user_id: str, character_id: str, turn_id: str, je_turn: int, je_paar: int) -> int:
@@ -130,12 +131,12 @@ async def _varianten(conn, user_id: str, character_id: str, ids: list[str], an: 
     return n
 
 
-async def varianten(pool: AsyncConnectionPool, user_id: str, character_id: str, turn_id: str) -> list[dict[str, Any]]:
+async def varianten(pool: AsyncConnectionPool, user_id: str, character_id: str, turn_id: str) -> list[Swipe]:
     """The replies a turn replaced (its swipes), oldest first: {turn_id, reply, created_at}."""
     async with pool.connection() as conn:
         cur = await conn.execute("SELECT verworfen_turn_id, reply, created_at FROM antwort_varianten WHERE user_id=%s"
                                  " AND character_id=%s AND turn_id=%s ORDER BY nr", (user_id, character_id, turn_id))
-        return [{"turn_id": r[0], "reply": r[1], "created_at": r[2].isoformat()} for r in await cur.fetchall()]
+        return [Swipe(turn_id=r[0], reply=r[1], created_at=r[2].isoformat()) for r in await cur.fetchall()]
 
 
 # ---------------------------------------------------------------------------------------- Redis

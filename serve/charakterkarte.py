@@ -17,11 +17,13 @@ import io
 import json
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from core.bestand import CharakterWissen
 from core.errors import InputError
 from core.settings import ApiBoundsSettings
 from serve.schemas import CHARACTER_LIMITS, ID_PATTERN
@@ -385,7 +387,7 @@ def _als_objekt(v: Any) -> dict[str, Any]:
     return {"novaberg_unlesbar": v} if _belegt(v) else {}
 
 
-def exportieren(character: dict[str, Any], wissen: list[dict[str, Any]]) -> dict[str, Any]:
+def exportieren(character: dict[str, Any], wissen: Sequence[CharakterWissen]) -> dict[str, Any]:
     """A V2 JSON card of the character; what the import kept in `karte_rest` comes back."""
     rest = dict(character.get("karte_rest") or {})
     buch_rest = dict(rest.pop("character_book", {}) or {})
@@ -409,24 +411,24 @@ def exportieren(character: dict[str, Any], wissen: list[dict[str, Any]]) -> dict
         entries = []
         for i, w in enumerate(wissen):
             extra = eintrag_rest[i] if i < len(eintrag_rest) else {}
-            entries.append({"keys": w["schluessel"], "content": w["inhalt"], "extensions": _extensions(w, extra),
-                            "enabled": w["aktiv"], "insertion_order": w["reihenfolge"],
-                            "case_sensitive": w["gross_klein"], "constant": w["immer"], "name": w["titel"],
-                            "secondary_keys": w["sekundaer"], "selective": w["selektiv"],
+            entries.append({"keys": w.schluessel, "content": w.inhalt, "extensions": _extensions(w, extra),
+                            "enabled": w.aktiv, "insertion_order": w.reihenfolge,
+                            "case_sensitive": w.gross_klein, "constant": w.immer, "name": w.titel,
+                            "secondary_keys": w.sekundaer, "selective": w.selektiv,
                             **{k: v for k, v in extra.items() if k != "extensions"}})
         entries += ohne_inhalt
         data["character_book"] = {**buch_rest, "extensions": buch_rest.get("extensions", {}), "entries": entries}
     return {"spec": "chara_card_v2", "spec_version": "2.0", "data": data}
 
 
-def _extensions(w: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def _extensions(w: CharakterWissen, extra: dict[str, Any]) -> dict[str, Any]:
     """An exported entry's extensions: what the card brought, with SillyTavern's activation keys
     as the entry holds them now."""
     ext = _als_objekt(extra.get("extensions"))
-    if w["logik"] != "and_any" or "selectiveLogic" in ext:
-        ext["selectiveLogic"] = ("and_any", "not_all", "not_any", "and_all").index(w["logik"])
-    if w["ganze_woerter"] or "match_whole_words" in ext:
-        ext["match_whole_words"] = w["ganze_woerter"]
-    if w["scan_tiefe"] is not None or "scan_depth" in ext:
-        ext["scan_depth"] = w["scan_tiefe"]
+    if w.logik != "and_any" or "selectiveLogic" in ext:
+        ext["selectiveLogic"] = ("and_any", "not_all", "not_any", "and_all").index(w.logik)
+    if w.ganze_woerter or "match_whole_words" in ext:
+        ext["match_whole_words"] = w.ganze_woerter
+    if w.scan_tiefe is not None or "scan_depth" in ext:
+        ext["scan_depth"] = w.scan_tiefe
     return ext

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.pair import EVICTED_PAIRS, LIVE_PAIRS, NODE_ERRORS
+from core.bestand import DecisionRate
 from memory.clients import StoreOps
 
 log = logging.getLogger("novaberg.dashboard")
@@ -82,14 +83,14 @@ async def node_errors(redis, since: float) -> dict[str, int]:
     return out
 
 
-def decision_table(rates: list[dict]) -> list[dict]:
+def decision_table(rates: list[DecisionRate]) -> list[dict]:
     """Rates grouped per decision (one branching point), outcomes by count."""
     groups: dict[str, dict] = {}
     for r in rates:
-        g = groups.setdefault(r["entscheidung"], {"entscheidung": r["entscheidung"], "node": r["entscheidung"].split(".")[0],
-                                                  "total": 0, "outcomes": []})
-        g["total"] += r["count"]
-        g["outcomes"].append({"outcome": r["outcome"], "count": r["count"], "rate": r["rate"]})
+        g = groups.setdefault(r.entscheidung, {"entscheidung": r.entscheidung, "node": r.entscheidung.split(".")[0],
+                                               "total": 0, "outcomes": []})
+        g["total"] += r.count
+        g["outcomes"].append({"outcome": r.outcome, "count": r.count, "rate": r.rate})
     for g in groups.values():
         g["outcomes"].sort(key=lambda o: (-o["count"], o["outcome"]))
     return sorted(groups.values(), key=lambda g: g["entscheidung"])
@@ -105,10 +106,11 @@ async def snapshot(store: StoreOps, redis, sampler: LoadSampler, window_s: float
         store.pg.decision_rates(since), store.dashboard.recent_pairs(since, 20),
         pairs_figures(redis), outbox.backlog(redis), node_errors(redis, since.timestamp()), agent_quoten.lesen(redis))
     llm, emb = sampler.rates(window_s)
-    turns["per_minute"] = round(turns["count"] / (window_s / 60), 3)
+    turn_figures = {**turns.model_dump(mode="json"), "per_minute": round(turns.count / (window_s / 60), 3)}
     return {"generated_at": now.isoformat(), "since": since.isoformat(), "window_s": window_s, "pairs": pairs,
-            "turns": turns, "nodes": nodes, "errors_by_node": errors, "llm": llm, "embedder": emb, "outbox": backlog,
-            "decisions": decision_table(rates), "recent_pairs": recent,
+            "turns": turn_figures, "nodes": [n.model_dump(mode="json") for n in nodes], "errors_by_node": errors,
+            "llm": llm, "embedder": emb, "outbox": backlog, "decisions": decision_table(rates),
+            "recent_pairs": [p.model_dump(mode="json") for p in recent],
             "agents": [q.model_dump() for q in quoten]}
 
 

@@ -238,7 +238,7 @@ async def indizieren(w: Werkzeuge, dok: Dokument, user_id: str, character_id: st
     alt = await w.store.dateien.finden(user_id, character_id, dok.inhalt_hash)
     if alt is not None:
         log.info("erschliessung: %s for %s:%s has the content of file %d (%s): not indexed again", dok.name,
-                 user_id, character_id, alt["id"], alt["name"])
+                 user_id, character_id, alt.id, alt.name)
         return {"datei": alt, "neu": False}
     e = await erschliessen(w, dok, f"{user_id}:{character_id}")
     teile = abschnitte(dok.text)

@@ -13,6 +13,7 @@ from typing import Any
 
 from ray import serve
 
+from core.bestand import Charakter
 from core.names import STORE_DEPLOYMENT
 from core.settings import Settings
 from memory import pg
@@ -72,7 +73,7 @@ class StoreDeployment:
         return await pg.create_api_key(self.pool, user_id, operator=operator, label=label, expires_days=expires_days)
 
     async def create_character(self, character_id: str, fields: dict[str, Any], wissen: list[dict[str, Any]],
-                               replace: bool = False) -> dict[str, Any] | None:
+                               replace: bool = False) -> Charakter | None:
         """A new character with its background knowledge, each entry embedded by its topic
         (title and content). None: the id is taken (and `replace` is off)."""
         from memory import charaktere

@@ -157,10 +157,10 @@ async def run(state: TurnState, deps: Deps) -> dict:
     resonanz = gelesen.ids[:3] if gelesen else []
     # the nodes, their links and the resonating nodes' curves in one transaction
     out = await deps.store.lzg.episode_schreiben(s.user_id, s.character_id, await _episode(state, deps, neu, resonanz))
-    if not out["neu"]:  # a second delivery raced past the check: the source's lock decided
-        return _schon_erledigt(deps, s, out["ids"], "beim_schreiben")
-    ids = out["verdichtungen"]
-    edges = len(ids) * len(out["resonanz"])
-    deps.trace.decision(NAME, ENTSCHEIDUNG, quelle, {"knoten": ids, "episode": out["episode"],
-                                                     "anschluss": out["anschluss"], "kanten": edges})
+    if not out.neu:  # a second delivery raced past the check: the source's lock decided
+        return _schon_erledigt(deps, s, out.ids, "beim_schreiben")
+    ids = out.verdichtungen
+    edges = len(ids) * len(out.resonanz)
+    deps.trace.decision(NAME, ENTSCHEIDUNG, quelle, {"knoten": ids, "episode": out.episode,
+                                                     "anschluss": out.anschluss, "kanten": edges})
     return {}

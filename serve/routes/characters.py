@@ -19,7 +19,7 @@ router = APIRouter()
 async def list_characters(ing: TheIngress, authorization: str | None = Header(None)):
     """Every character (any key may list them)."""
     await ing.principal(authorization)
-    return {"characters": await ing.store_ops.charaktere.list_all()}
+    return {"characters": [c.model_dump(mode="json") for c in await ing.store_ops.charaktere.list_all()]}
 
 
 @router.post("/v1/characters", status_code=201, response_model=Character)
@@ -32,7 +32,7 @@ async def create_character(body: CharacterCreate, ing: TheIngress, authorization
                                      f"PATCH /v1/characters/{body.character_id} changes it")
     ing.remember_character(body.character_id)
     log.info("ingress: character %s (%s) created", body.character_id, body.name)
-    return ch
+    return ch.model_dump(mode="json")
 
 
 @router.post("/v1/characters/import", status_code=201, response_model=CharacterImportResponse)
@@ -60,7 +60,8 @@ async def import_character(request: Request, ing: TheIngress,
     ing.remember_character(cid)
     log.info("ingress: character %s imported from a %s card (%s): %d knowledge entries; kept without a place: %s",
              cid, card.quelle, card.format, len(card.wissen), card.nicht_uebernommen or "nothing")
-    return {"character": ch, "format": card.format, "quelle": card.quelle, "abbildung": card.abbildung,
+    return {"character": ch.model_dump(mode="json"), "format": card.format, "quelle": card.quelle,
+            "abbildung": card.abbildung,
             "nicht_uebernommen": card.nicht_uebernommen, "wissen_eintraege": len(card.wissen)}
 
 
@@ -81,7 +82,7 @@ async def patch_character(body: CharacterPatch, ing: TheIngress, character_id: s
     ch = await ing.store_ops.charaktere.update(character_id, fields)
     if ch is None:
         raise unknown_character(character_id)
-    return ch
+    return ch.model_dump(mode="json")
 
 
 @router.delete("/v1/characters/{character_id}", status_code=204)

@@ -47,7 +47,7 @@ async def upload_file(request: Request, response: Response, ing: TheIngress, use
         out = await erschliessung.indizieren(_werkzeuge(ing), dok, user_id, character_id)
     if not out["neu"]:
         response.status_code = 200
-    return out
+    return {"datei": out["datei"].model_dump(mode="json"), "neu": out["neu"]}
 
 
 async def _within_quota(ing: IngressPort, user_id: str, character_id: str, request: Request) -> int:
@@ -58,16 +58,16 @@ async def _within_quota(ing: IngressPort, user_id: str, character_id: str, reque
     s, held = ing.settings, await ing.store_ops.dateien.umfang(user_id, character_id)
     declared = request.headers.get("content-length", "")
     coming = int(declared) if declared.isdigit() else 0
-    if held["dateien_paar"] >= s.files_per_pair:
-        raise error(413, "quota", f"{user_id}/{character_id} holds {held['dateien_paar']} files, as many as a pair "
+    if held.dateien_paar >= s.files_per_pair:
+        raise error(413, "quota", f"{user_id}/{character_id} holds {held.dateien_paar} files, as many as a pair "
                                   f"may ({s.files_per_pair}); remove one first")
-    if held["bytes_user"] + coming > s.file_bytes_per_user:
-        raise error(413, "quota", f"{user_id}'s files hold {held['bytes_user']} bytes; with this one's {coming} more "
+    if held.bytes_user + coming > s.file_bytes_per_user:
+        raise error(413, "quota", f"{user_id}'s files hold {held.bytes_user} bytes; with this one's {coming} more "
                                   f"than a user may ({s.file_bytes_per_user}); remove files first")
-    left = s.file_bytes_per_user - held["bytes_user"]
+    left = s.file_bytes_per_user - held.bytes_user
     g = body_limit.grenze(request.scope)
     if g is not None:
-        g.enger(left, "quota", f"{user_id}'s files hold {held['bytes_user']} bytes; this one passed the "
+        g.enger(left, "quota", f"{user_id}'s files hold {held.bytes_user} bytes; this one passed the "
                                f"{left} bytes left of what a user may hold ({s.file_bytes_per_user}); "
                                "remove files first")
     return left
@@ -119,7 +119,7 @@ async def list_files(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
     ing.owner(principal, user_id)
     await ing.known_character(character_id)
     return {"user_id": user_id, "character_id": character_id,
-            "dateien": await ing.store_ops.dateien.liste(user_id, character_id)}
+            "dateien": [d.model_dump(mode="json") for d in await ing.store_ops.dateien.liste(user_id, character_id)]}
 
 
 @router.delete("/v1/pairs/{user_id}/{character_id}/files/{datei_id}", status_code=204)

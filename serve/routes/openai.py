@@ -116,7 +116,7 @@ async def list_models(ing: TheIngress, authorization: str | None = Header(None))
     """The characters, as an OpenAI client lists models: the id is what `model` names."""
     await ing.principal(authorization)
     return {"object": "list", "data": [
-        {"id": c["character_id"], "object": "model", "created": c["created"], "owned_by": "novaberg", "name": c["name"]}
+        {"id": c.character_id, "object": "model", "created": c.created, "owned_by": "novaberg", "name": c.name}
         for c in await ing.store_ops.charaktere.list_all()]}
 
 

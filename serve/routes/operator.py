@@ -35,7 +35,7 @@ async def create_key(body: KeyCreateRequest, ing: TheIngress, authorization: str
 async def list_keys(ing: TheIngress, authorization: str | None = Header(None)):
     """Every key without its secret: id, user, operator or not, label, created, expires, revoked."""
     await ing.operator(authorization)
-    return {"keys": await ing.store_ops.pg.list_api_keys()}
+    return {"keys": [k.model_dump(mode="json") for k in await ing.store_ops.pg.list_api_keys()]}
 
 
 @router.post("/v1/operator/keys/revoke")
@@ -102,7 +102,7 @@ async def dashboard_pair(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN
     """One pair's last turns with each node's duration and decisions."""
     await ing.operator(authorization)
     turns = await ing.store_ops.dashboard.pair_turns(user_id, character_id, limit)
-    return {"user_id": user_id, "character_id": character_id, "turns": turns}
+    return {"user_id": user_id, "character_id": character_id, "turns": [t.model_dump(mode="json") for t in turns]}
 
 
 @router.get("/v1/operator/status")

@@ -153,7 +153,8 @@ async def swipes(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN), chara
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     await ing.known_character(character_id)
-    return {"turn_id": turn_id, "swipes": await ing.store_ops.ruecknahme.varianten(user_id, character_id, turn_id)}
+    swipes = await ing.store_ops.ruecknahme.varianten(user_id, character_id, turn_id)
+    return {"turn_id": turn_id, "swipes": [s.model_dump(mode="json") for s in swipes]}
 
 
 class _Slot:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Body, Header, Path, Query
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
+from core.bestand import ErinnerungsEintrag, ErinnerungQuelle
 from memory import erasure, erinnerungen, kzg
 from serve import schwere_ops
 from serve.ports import IngressPort
@@ -35,8 +36,8 @@ async def memories(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN), cha
     items = await ing.store_ops.erinnerungen.auflisten(user_id, character_id, q, limit)
     r = await ing.redis_client()
     items += erinnerungen.kurzzeit(await kzg.eintraege(r, user_id, character_id), q)
-    items = sorted(items, key=lambda i: i["seit"] or "", reverse=True)[:limit]
-    return {"user_id": user_id, "character_id": character_id, "memories": items}
+    items = sorted(items, key=lambda i: i.seit or "", reverse=True)[:limit]
+    return {"user_id": user_id, "character_id": character_id, "memories": [i.model_dump(mode="json") for i in items]}
 
 
 @router.delete("/v1/pairs/{user_id}/{character_id}/memories/{memory_id}")
@@ -79,8 +80,8 @@ async def forget_all(ing: TheIngress, anfrage: VergessenAnfrage = Body(...),
     await ing.known_character(character_id)
     items = await _treffer(ing, user_id, character_id, anfrage.q)
     if anfrage.confirm is None:
-        return {"user_id": user_id, "character_id": character_id, "q": anfrage.q, "vorschau": items,
-                "confirm": [i["id"] for i in items]}
+        return {"user_id": user_id, "character_id": character_id, "q": anfrage.q,
+                "vorschau": [i.model_dump(mode="json") for i in items], "confirm": [i.id for i in items]}
     bad = sorted({i for i in anfrage.confirm if not re.match(MEMORY_ID, i)})
     if bad or len(anfrage.confirm) > ing.settings.forget_max_items:
         raise error(422, "invalid_request", f"confirm holds at most {ing.settings.forget_max_items} memory ids"
@@ -89,38 +90,38 @@ async def forget_all(ing: TheIngress, anfrage: VergessenAnfrage = Body(...),
         return await _alle_vergessen(ing, user_id, character_id, anfrage, items)
 
 
-async def _treffer(ing: IngressPort, user_id: str, character_id: str, q: str) -> list[dict]:
+async def _treffer(ing: IngressPort, user_id: str, character_id: str, q: str) -> list[ErinnerungsEintrag]:
     """The pair's items whose text holds `q` (long-term and short-term), newest first."""
     limit = ing.settings.forget_max_items
     items = await ing.store_ops.erinnerungen.auflisten(user_id, character_id, q, limit)
     r = await ing.redis_client()
     items += erinnerungen.kurzzeit(await kzg.eintraege(r, user_id, character_id), q)
-    return sorted(items, key=lambda i: i["seit"] or "", reverse=True)[:limit]
+    return sorted(items, key=lambda i: i.seit or "", reverse=True)[:limit]
 
 
 async def _alle_vergessen(ing: IngressPort, user_id: str, character_id: str, anfrage: VergessenAnfrage,
-                          items: list[dict]) -> dict:
-    treffer = {i["id"]: i for i in items}
+                          items: list[ErinnerungsEintrag]) -> dict:
+    treffer = {i.id: i for i in items}
     gewollt = list(dict.fromkeys(anfrage.confirm))
     # the short-term entries first: an exchange's entries go with its memories anyway
     reihe = sorted((i for i in gewollt if i in treffer), key=lambda i: not i.startswith("kzg-"))
     vergessen, kurzzeit, quellen = [], 0, []
     for memory_id in reihe:
-        done, n, quelle = await _vergessen(ing, user_id, character_id, memory_id, treffer[memory_id]["inhalt"])
+        done, n, quelle = await _vergessen(ing, user_id, character_id, memory_id, treffer[memory_id].inhalt)
         kurzzeit += n
         if done:
             vergessen.append(memory_id)
             quellen.append(quelle)
     # what is derived about X goes with everything about X: a sentence that holds X's own words too
     abgeleitet = await _nachvergessen(ing, user_id, character_id,
-                                      quellen + [{"inhalt": anfrage.q, "turn_id": None}] if vergessen else [])
+                                      quellen + [ErinnerungQuelle(inhalt=anfrage.q, turn_id=None)] if vergessen else [])
     return {"user_id": user_id, "character_id": character_id, "q": anfrage.q, "vergessen": vergessen,
             "nicht_vergessen": [i for i in gewollt if i not in vergessen], "kurzzeit": kurzzeit,
             "abgeleitet": abgeleitet}
 
 
 async def _vergessen(ing: IngressPort, user_id: str, character_id: str, memory_id: str,
-                     inhalt: str | None = None) -> tuple[bool, int, dict | None]:
+                     inhalt: str | None = None) -> tuple[bool, int, ErinnerungQuelle | None]:
     """The item forgotten, and the short-term memory's entries of the exchange it came from with it
     (they hold the same words): whether the item was there, how many such entries went, and the
     item's text and turn ({inhalt, turn_id}: what was derived from it is found by them)."""
@@ -129,33 +130,35 @@ async def _vergessen(ing: IngressPort, user_id: str, character_id: str, memory_i
         kzg_id = memory_id[len("kzg-"):]
         eintrag = next((e for e in await kzg.eintraege(r, user_id, character_id) if e.get("id") == kzg_id), None)
         n = await kzg.entfernen(r, user_id, character_id, [kzg_id])
-        quelle = {"inhalt": eintrag.get("inhalt") or "", "turn_id": eintrag.get("quelle")} if eintrag else None
+        quelle = (ErinnerungQuelle(inhalt=eintrag.get("inhalt") or "", turn_id=eintrag.get("quelle"))
+                  if eintrag else None)
         return n > 0, n, quelle
     quelle = await ing.store_ops.erinnerungen.beschreiben(user_id, character_id, memory_id)
     if not await ing.store_ops.erinnerungen.vergessen(user_id, character_id, memory_id):
         return False, 0, None
     if quelle is None:
-        quelle = {"inhalt": inhalt or "", "turn_id": None}
-    if not quelle["turn_id"]:
+        quelle = ErinnerungQuelle(inhalt=inhalt or "", turn_id=None)
+    if not quelle.turn_id:
         return True, 0, quelle
     gleich = [e["id"] for e in await kzg.eintraege(r, user_id, character_id)
-              if e.get("quelle") == quelle["turn_id"] or e.get("id") == f"turn-{quelle['turn_id']}"]
+              if e.get("quelle") == quelle.turn_id or e.get("id") == f"turn-{quelle.turn_id}"]
     return True, await kzg.entfernen(r, user_id, character_id, gleich), quelle
 
 
 async def _nachvergessen(ing: IngressPort, user_id: str, character_id: str,
-                         quellen: list[dict | None]) -> dict[str, int]:
+                         quellen: list[ErinnerungQuelle | None]) -> dict[str, int]:
     """What was derived from the forgotten items, gone in Postgres and Redis (memory/erinnerungen.py
     `nachvergessen`, `redis_nachvergessen`): what went, by kind."""
     quellen = [q for q in quellen if q]
     if not quellen:
         return {}
-    texte = [q["inhalt"] for q in quellen if q["inhalt"]]
-    turn_ids = sorted({q["turn_id"] for q in quellen if q["turn_id"]})
+    texte = [q.inhalt for q in quellen if q.inhalt]
+    turn_ids = sorted({q.turn_id for q in quellen if q.turn_id})
     mindestens = ing.settings.forget_shared_words
     out = await ing.store_ops.erinnerungen.nachvergessen(user_id, character_id, texte, turn_ids, mindestens)
     r = await ing.redis_client()
-    return {**out, **await erinnerungen.redis_nachvergessen(r, user_id, character_id, texte, turn_ids, mindestens)}
+    redis_out = await erinnerungen.redis_nachvergessen(r, user_id, character_id, texte, turn_ids, mindestens)
+    return {**out.model_dump(), **redis_out}
 
 
 @router.get("/v1/users/{user_id}/export")

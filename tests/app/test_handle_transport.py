@@ -32,7 +32,7 @@ class Caller:
         # two in the same moment travel as one `batch` request
         missing, alle = await asyncio.gather(svc.store.charaktere.get("gibt-es-nicht"),
                                              svc.store.charaktere.list_all())
-        out["missing"], out["batch"] = missing, sorted(c["character_id"] for c in alle)[:1]
+        out["missing"], out["batch"] = missing, sorted(c.character_id for c in alle)[:1]
         try:
             await svc.store.handle.call.remote("keine.operation")  # only the declared ones are asked for
             out["error"] = None

@@ -123,7 +123,7 @@ def test_a_forgotten_fact_reaches_no_prompt_again(client, settings, character):
     assert r.json()["abgeleitet"]["zusammenfassung_saetze"] == 1
     assert redis_call(settings.redis_url, lambda rd: session.get_summary(rd, user, ch)) == \
         "Es ging viel um das Wetter."
-    assert [e["titel"] for e in pg_call(settings.database_url, bibliothek.eintraege, user, ch)] == []
+    assert [e.titel for e in pg_call(settings.database_url, bibliothek.eintraege, user, ch)] == []
     assert not any(w in json.dumps(pg_call(settings.database_url, beziehung.profile, user, ch).model_dump()).casefold()
                    for w in WOERTER)
 

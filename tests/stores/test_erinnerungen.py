@@ -41,29 +41,29 @@ async def _scenario(stores):
         await ziele.bilden(pool, ch, user, "Hunde meiden", "kurz", 0.4, unit(2), quelle_turn=t2)
         await notizen.update(pool, user, note, turn=(ch, t2), inhalt="Boot putzen und Segel flicken")
 
-        items = {i["inhalt"]: i for i in await erinnerungen.auflisten(pool, user, ch)}
-        assert {i["art"] for i in items.values()} == {"profil.mensch_kern", "erinnerung", "notiz", "termin", "ziel"}
-        assert items["Ida segelt gern."]["turn_id"] == t1 and items["Ida segelt gern."]["aus"]["text"] == "Ich segle gern."
-        assert items["Ida hat Angst vor Hunden."]["aus"]["text"] == "Ich habe Angst vor Hunden."
-        assert items["Ida segelt auf dem Wannsee"]["aus"]["text"] == "Ich segle gern."
-        assert items["Hunde meiden"]["turn_id"] == t2
-        assert sorted(i["inhalt"] for i in await erinnerungen.auflisten(pool, user, ch, q="HUND")) == \
+        items = {i.inhalt: i for i in await erinnerungen.auflisten(pool, user, ch)}
+        assert {i.art for i in items.values()} == {"profil.mensch_kern", "erinnerung", "notiz", "termin", "ziel"}
+        assert items["Ida segelt gern."].turn_id == t1 and items["Ida segelt gern."].aus.text == "Ich segle gern."
+        assert items["Ida hat Angst vor Hunden."].aus.text == "Ich habe Angst vor Hunden."
+        assert items["Ida segelt auf dem Wannsee"].aus.text == "Ich segle gern."
+        assert items["Hunde meiden"].turn_id == t2
+        assert sorted(i.inhalt for i in await erinnerungen.auflisten(pool, user, ch, q="HUND")) == \
             ["Hunde meiden", "Ida hat Angst vor Hunden."]
         assert await erinnerungen.auflisten(pool, f"x{user}", ch) == []
 
         # forgetting a sentence and a note: gone, and a rewind of the turn that changed them brings neither back
-        assert await erinnerungen.vergessen(pool, user, ch, items["Ida segelt gern."]["id"])
+        assert await erinnerungen.vergessen(pool, user, ch, items["Ida segelt gern."].id)
         assert await erinnerungen.vergessen(pool, user, ch, f"notiz-{note}")
         assert not await erinnerungen.vergessen(pool, user, ch, f"notiz-{note}")
-        assert not await erinnerungen.vergessen(pool, f"x{user}", ch, items["Hunde meiden"]["id"])
+        assert not await erinnerungen.vergessen(pool, f"x{user}", ch, items["Hunde meiden"].id)
         with pytest.raises(ValueError):
             await erinnerungen.vergessen(pool, user, ch, "lzg_knoten-1; DROP TABLE turns")
         await ruecknahme.zuruecknehmen(pool, user, ch, [t2])
-        left = {i["inhalt"] for i in await erinnerungen.auflisten(pool, user, ch)}
+        left = {i.inhalt for i in await erinnerungen.auflisten(pool, user, ch)}
         assert left == {"Ida segelt auf dem Wannsee"}
         assert (await beziehung.profile(pool, user, ch)).mensch_kern == ""
         node = [i for i in await erinnerungen.auflisten(pool, user, ch)][0]
-        assert await erinnerungen.vergessen(pool, user, ch, node["id"])
+        assert await erinnerungen.vergessen(pool, user, ch, node.id)
         assert await lzg.count_by_quelle(pool, user, ch) == {} and await erinnerungen.auflisten(pool, user, ch) == []
     finally:
         await pool.close()

@@ -67,10 +67,10 @@ def test_decision_rates_match_sql(pool):
         await pg.write_turn_job(p, turn_job(user, ch, "t1", "a", "b", created_at="2026-11-30T10:00:00+00:00", log=rows))
         return await pg.decision_rates(p)
 
-    rates = {(r["entscheidung"], r["outcome"]): r for r in asyncio.run(with_pool(pool, go))}
+    rates = {(r.entscheidung, r.outcome): r for r in asyncio.run(with_pool(pool, go))}
     with psycopg.connect(pool) as conn:
         total, reasoning = conn.execute(
             "SELECT count(*), count(*) FILTER (WHERE outcome = 'reasoning') FROM pipeline_log"
             " WHERE art = 'switch' AND entscheidung = 'thinker.schnellcheck'").fetchone()
     r = rates[("thinker.schnellcheck", "reasoning")]
-    assert r["count"] == reasoning and abs(r["rate"] - reasoning / total) < 1e-6
+    assert r.count == reasoning and abs(r.rate - reasoning / total) < 1e-6

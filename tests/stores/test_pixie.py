@@ -114,15 +114,15 @@ def test_delegation_becomes_bericht_and_wissen_under_the_real_name(stores, migra
         assert web_servers.calls["serper"] == 1 and web_servers.calls["pages"] == 1
 
         entries = await bibliothek.eintraege(p, user, ch)
-        assert sorted(e["typ"] for e in entries) == ["bericht", "wissen"]
-        bericht = next(e for e in entries if e["typ"] == "bericht")
-        assert "Aufgabe: Was sind Magnetare?" in bericht["inhalt"]
-        assert f"{web_servers.url}/artikel" in bericht["inhalt"]
-        assert "Recherche: recherchiert ueber serper" in bericht["inhalt"]
-        assert "Wissen »Magnetare« geschrieben" in bericht["inhalt"]
+        assert sorted(e.typ for e in entries) == ["bericht", "wissen"]
+        bericht = next(e for e in entries if e.typ == "bericht")
+        assert "Aufgabe: Was sind Magnetare?" in bericht.inhalt
+        assert f"{web_servers.url}/artikel" in bericht.inhalt
+        assert "Recherche: recherchiert ueber serper" in bericht.inhalt
+        assert "Wissen »Magnetare« geschrieben" in bericht.inhalt
         # the reading path finds the wissen, never the bericht
         got = await bibliothek.suchen(p, user, ch, unit(len("Magnetare") % 300), MemoryConfig(library_threshold=0.9))
-        assert [h.titel for h in got] == ["Magnetare"]
+        assert [h["titel"] for h in got] == ["Magnetare"]
         assert await bibliothek.eintraege(p, user, "nova") == []  # the pair's library, no other's
 
     try:
@@ -151,7 +151,7 @@ def test_a_crash_after_the_take_leaves_the_task_and_a_redo_writes_nothing_twice(
         services.store.crash_after = "wissen"
         with pytest.raises(RuntimeError, match="after writing wissen"):
             await pixie.pixie_round(services)
-        assert [e["typ"] for e in await bibliothek.eintraege(p, user, ch)] == ["wissen"]
+        assert [e.typ for e in await bibliothek.eintraege(p, user, ch)] == ["wissen"]
         queue, work = await _lists(r, user, ch)
         assert queue == [] and [t["versuche"] for t in work] == [1]
 
@@ -159,9 +159,9 @@ def test_a_crash_after_the_take_leaves_the_task_and_a_redo_writes_nothing_twice(
         out = await pixie.pixie_round(services)
         assert out["wiederaufgenommen"] == 1 and out["ausgaenge"] == ["geschrieben"]
         entries = await bibliothek.eintraege(p, user, ch)
-        assert sorted(e["typ"] for e in entries) == ["bericht", "wissen"]
-        assert next(e for e in entries if e["typ"] == "wissen")["titel"] == "Magnetare"
-        bericht = next(e for e in entries if e["typ"] == "bericht")["inhalt"]
+        assert sorted(e.typ for e in entries) == ["bericht", "wissen"]
+        assert next(e for e in entries if e.typ == "wissen").titel == "Magnetare"
+        bericht = next(e for e in entries if e.typ == "bericht").inhalt
         assert "Recherche: keine_suchmaschine" in bericht and "Versuch 3" in bericht
         assert await _lists(r, user, ch) == ([], [])
 
@@ -193,8 +193,8 @@ def test_unusable_answers_return_the_task_then_give_it_up(stores, migrated):
         out = await pixie.pixie_round(services)
         assert out["ausgaenge"] == ["aufgegeben"] and out["geschrieben"] == 0
         entries = await bibliothek.eintraege(p, user, ch)
-        assert [e["typ"] for e in entries] == ["bericht"]
-        assert "aufgegeben: keine verwertbare Antwort des Modells (kein_json)" in entries[0]["inhalt"]
+        assert [e.typ for e in entries] == ["bericht"]
+        assert "aufgegeben: keine verwertbare Antwort des Modells (kein_json)" in entries[0].inhalt
         assert await _lists(r, user, ch) == ([], [])
 
     _run(stores, migrated, go)
@@ -259,7 +259,7 @@ def test_the_round_decays_the_librarys_weights(stores, migrated):
                        " WHERE id = %s", (tage, ids[name]))
 
         async def gewichte():
-            return {n: next(e["gewicht"] for e in await bibliothek.eintraege(p, user, ch) if e["id"] == i)
+            return {n: next(e.gewicht for e in await bibliothek.eintraege(p, user, ch) if e.id == i)
                     for n, i in ids.items()}
 
         for name in ("wissen", "bericht", "inaktiv"):
@@ -276,7 +276,7 @@ def test_the_round_decays_the_librarys_weights(stores, migrated):
         assert w["inaktiv"] == 5.0 and w["frisch"] == 5.0  # not active; decayed less than a day ago
         # the reader: the library plugin's search gets the decayed weight divided by the cap
         hit = (await bibliothek.suchen(p, user, ch, unit(3), cfg))[0]
-        assert hit.titel == "wissen-3" and hit.gewicht == pytest.approx(5.0 * rest ** 30 / 10.0, rel=1e-4)
+        assert hit["titel"] == "wissen-3" and hit["gewicht"] == pytest.approx(5.0 * rest ** 30 / 10.0, rel=1e-4)
 
         # a round right after decays nothing twice; thirty days more continue the same curve
         await pixie.pixie_round(services)
@@ -339,7 +339,7 @@ def test_a_task_of_a_turn_taken_back_writes_nothing(stores, migrated):
         await r.rpush(queue, json.dumps({"aufgabe": "Was sind Magnetare?", "turn_id": "t-bleibt"}))
         assert (await pixie.pixie_round(_services(p, r, ScriptedLLM({"pixie": [ANTWORT]}))))["ausgaenge"] == [
             "geschrieben"]
-        assert sorted(e["typ"] for e in await bibliothek.eintraege(p, user, ch)) == ["bericht", "wissen"]
+        assert sorted(e.typ for e in await bibliothek.eintraege(p, user, ch)) == ["bericht", "wissen"]
 
     _run(stores, migrated, go)
 

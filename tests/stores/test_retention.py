@@ -102,7 +102,7 @@ async def _swipes(pool, user: str, n: int, *, je_turn: int, je_paar: int) -> lis
         await ruecknahme.zuruecknehmen(pool, user, "nova", [turn], varianten_an=f"r{i}",
                                        verworfen={turn: f"Antwort {i - 1}"}, varianten_max=(je_turn, je_paar))
         turn = f"r{i}"
-    return [s["reply"] for s in await ruecknahme.varianten(pool, user, "nova", turn)]
+    return [s.reply for s in await ruecknahme.varianten(pool, user, "nova", turn)]
 
 
 def test_a_turns_and_a_pairs_swipes_are_kept_to_their_newest(migrated):
@@ -118,9 +118,9 @@ def test_a_turns_and_a_pairs_swipes_are_kept_to_their_newest(migrated):
         for i in range(1, 4):
             await ruecknahme.zuruecknehmen(pool, other, "nova", [f"s{i - 1}"], varianten_an=f"s{i}",
                                            verworfen={f"s{i - 1}": f"Zweite {i - 1}"}, varianten_max=(100, 5))
-        assert [s["reply"] for s in await ruecknahme.varianten(pool, other, "nova", "s3")] == [
+        assert [s.reply for s in await ruecknahme.varianten(pool, other, "nova", "s3")] == [
             "Zweite 0", "Zweite 1", "Zweite 2"]
-        assert [s["reply"] for s in await ruecknahme.varianten(pool, other, "nova", "r4")] == ["Antwort 2", "Antwort 3"]
+        assert [s.reply for s in await ruecknahme.varianten(pool, other, "nova", "r4")] == ["Antwort 2", "Antwort 3"]
         # the store's own users: every other pair keeps what it had
         assert len(await ruecknahme.varianten(pool, user, "nova", "r8")) == 3
 

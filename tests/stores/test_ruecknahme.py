@@ -51,7 +51,7 @@ async def _erster(pool, r, user: str, ch: str, t: str) -> dict[str, int]:
     entry = await timeline.add(pool, user, ch, "Zahnarzt", datetime(2026, 12, 7, 14), BERLIN, turn_id=t, schritt="t:0")
     goal = (await ziele.bilden(pool, ch, user, "Segeln lernen", "mittel", 0.5, unit(1), quelle_turn=t)).id
     nodes = (await lzg.episode_schreiben(pool, user, ch, Episode(quelle=t, zeitpunkt=datetime.now(timezone.utc), verdichtungen=[
-        Verdichtung(inhalt="Tom segelt", embedding=unit(2).tolist())])))["ids"]
+        Verdichtung(inhalt="Tom segelt", embedding=unit(2).tolist())]))).ids
     await beziehung.anweisungen_aendern(pool, user, ch, neu=["Antworte kurz."], turn_id=t, schritt="c:0")
     await r.hset(gv_key(user, ch), mapping={"cluster": "paradox", "gv_detail": "Segeln"})
     await kzg.add_entry(r, user, ch, "Tom segelt", unit(3), quelle=t, entry_id=f"turn-{t}")
@@ -75,7 +75,7 @@ async def _zweiter(pool, r, user: str, ch: str, t: str, ids: dict[str, int]) -> 
     await ziele.wiederholung_verstaerken(pool, ids["goal"], t, 0.9)
     await ziele.bilden(pool, ch, user, "Hunde meiden", "kurz", 0.4, unit(4), quelle_turn=t)
     new = (await lzg.episode_schreiben(pool, user, ch, Episode(quelle=t, zeitpunkt=datetime.now(timezone.utc), verdichtungen=[
-        Verdichtung(inhalt="Angst vor Hunden", embedding=unit(5).tolist())])))["ids"]
+        Verdichtung(inhalt="Angst vor Hunden", embedding=unit(5).tolist())]))).ids
     await lzg.add_synapses(pool, [(new[0], ids["node"], 0.5)], "praegung")
     await lzg.touch(pool, [ids["node"]], turn=(user, ch, t))
     aktiv = await beziehung.instructions(pool, user, ch)

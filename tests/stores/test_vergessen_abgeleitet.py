@@ -8,6 +8,7 @@ import json
 import uuid
 from datetime import datetime, timezone
 
+from core.bestand import ErinnerungQuelle, Nachvergessen
 from core.wire import Episode, Verdichtung
 from memory import beziehung, bibliothek, erinnerungen, lzg, pg, redis_vorher, ruecknahme, session
 from tests.conftest import unit
@@ -59,18 +60,18 @@ async def _scenario(stores):
         await r.zadd("impulse:faellig", {json.dumps({"id": "i1", "user_id": user, "character_id": ch,
                                                      "gedanke": "Quastenflosser fragen", "aus_turn": t1}): 1.0})
 
-        knoten = next(i for i in await erinnerungen.auflisten(pool, user, ch) if i["art"] == "erinnerung")
-        quelle = await erinnerungen.beschreiben(pool, user, ch, knoten["id"])
-        assert quelle == {"inhalt": f"Person B: {FAKT}", "turn_id": t1}
-        assert await erinnerungen.vergessen(pool, user, ch, knoten["id"])
-        pg_out = await erinnerungen.nachvergessen(pool, user, ch, [quelle["inhalt"]], [t1], 2)
-        redis_out = await erinnerungen.redis_nachvergessen(r, user, ch, [quelle["inhalt"]], [t1], 2)
-        assert pg_out == {"profil_saetze": 2, "bibliothek": 1, "turn_saetze": 0}
+        knoten = next(i for i in await erinnerungen.auflisten(pool, user, ch) if i.art == "erinnerung")
+        quelle = await erinnerungen.beschreiben(pool, user, ch, knoten.id)
+        assert quelle == ErinnerungQuelle(inhalt=f"Person B: {FAKT}", turn_id=t1)
+        assert await erinnerungen.vergessen(pool, user, ch, knoten.id)
+        pg_out = await erinnerungen.nachvergessen(pool, user, ch, [quelle.inhalt], [t1], 2)
+        redis_out = await erinnerungen.redis_nachvergessen(r, user, ch, [quelle.inhalt], [t1], 2)
+        assert pg_out == Nachvergessen(profil_saetze=2, bibliothek=1, turn_saetze=0)
         assert redis_out == {"zusammenfassung_saetze": 1, "verlauf_saetze": 0, "recherchen": 1, "impulse": 1}
 
         profil = await beziehung.profile(pool, user, ch)
         assert profil.mensch_kern == "Ida segelt gern." and profil.nova_beziehung == "Nova mag Idas Humor."
-        assert [e["titel"] for e in await bibliothek.eintraege(pool, user, ch)] == ["Segeln"]
+        assert [e.titel for e in await bibliothek.eintraege(pool, user, ch)] == ["Segeln"]
         assert await session.get_summary(r, user, ch) == "Sie segelt gern. Tee."
         assert [json.loads(x)["turn_id"] for x in await r.lrange(f"delegationen:{user}:{ch}", 0, -1)] == [t2]
         due = [json.loads(m) for m in await r.zrange("impulse:faellig", 0, -1)]  # shared by every pair

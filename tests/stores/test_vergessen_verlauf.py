@@ -42,7 +42,7 @@ async def _scenario(stores):
 
         pg_out = await erinnerungen.nachvergessen(pool, user, ch, [FAKT], [t1], 2)
         redis_out = await erinnerungen.redis_nachvergessen(r, user, ch, [FAKT], [t1], 2)
-        assert pg_out["turn_saetze"] == 3 and redis_out["verlauf_saetze"] == 3
+        assert pg_out.turn_saetze == 3 and redis_out["verlauf_saetze"] == 3
 
         turns = await session.load_turns(r, user, ch, 10)
         assert [t["inhalt"] for t in turns] == ["Ich segle gern.", "Toll!", "Wie war dein Tag?", "Ruhig, danke."]

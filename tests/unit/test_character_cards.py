@@ -8,6 +8,7 @@ import re
 import pytest
 from PIL import Image, PngImagePlugin
 
+from core.bestand import CharakterWissen
 from serve import charakterkarte as karte
 
 
@@ -102,7 +103,7 @@ def test_sillytavern_entry_extensions_set_the_activation():
     assert "data.character_book.entries[].extensions.position" in imp.nicht_uebernommen
     assert "data.character_book.entries[].extensions.scan_depth" not in imp.nicht_uebernommen
     out = karte.exportieren({"character_id": "mira", "sprechweise": "", "karte_rest": imp.karte_rest,
-                             **imp.felder}, [w.model_dump() for w in imp.wissen])
+                             **imp.felder}, [CharakterWissen(**w.model_dump(), id=i) for i, w in enumerate(imp.wissen)])
     back = karte.lesen(json.dumps(out).encode())
     assert [w.model_dump() for w in back.wissen] == [w.model_dump() for w in imp.wissen]
     assert out["data"]["character_book"]["entries"][0]["extensions"]["position"] == 1
@@ -188,7 +189,7 @@ def test_character_id_from_name():
 def test_export_gives_back_what_the_import_kept():
     imp = karte.lesen(json.dumps(v2_card()).encode())
     ch = {"character_id": "mira", **imp.felder, "sprechweise": "knapp, norddeutsch", "karte_rest": imp.karte_rest}
-    wissen = [{**w.model_dump(), "id": i} for i, w in enumerate(imp.wissen)]
+    wissen = [CharakterWissen(**w.model_dump(), id=i) for i, w in enumerate(imp.wissen)]
     card = karte.exportieren(ch, wissen)
     assert card["spec"] == "chara_card_v2"
     d = card["data"]
@@ -239,7 +240,7 @@ def test_entry_comments_original_macros_and_v3_fields_survive_the_round_trip():
     assert imp.felder["charakter_anweisung"] == "Bleib in der Rolle.\n\nKurz bleiben."
     assert "data.character_book.entries[].comment" in imp.nicht_uebernommen
     ch = {"character_id": "mira", **imp.felder, "karte_rest": imp.karte_rest}
-    card = karte.exportieren(ch, [{**w.model_dump(), "id": i} for i, w in enumerate(imp.wissen)])
+    card = karte.exportieren(ch, [CharakterWissen(**w.model_dump(), id=i) for i, w in enumerate(imp.wissen)])
     assert "nickname" not in card["data"]  # a V2 card has no place for it ...
     assert card["data"]["extensions"]["novaberg"]["karte_rest"]["nickname"] == "Miri"  # ... so it is parked
     assert card["data"]["character_book"]["entries"][0]["comment"] == "die Schwester"
