@@ -72,7 +72,7 @@ async def run_background(services: Services, pool, job: BackgroundJob) -> None:
             log.warning("background: turn %s of %s:%s no longer in the session; its kern is not stored", s.turn_id,
                         s.user_id, s.character_id)
     await schreiben(services, trace, s, state.hintergrund.pending_writes if state.hintergrund else [])
-    rows = [dict(r, seq=r["seq"] + LOG_SEQ_OFFSET) for r in trace.rows]
+    rows = [r.model_copy(update={"seq": r.seq + LOG_SEQ_OFFSET}) for r in trace.rows]
     async with pool.connection() as conn, conn.transaction():
         await erasure.pruefen(conn, s.user_id, f"the background log of turn {s.turn_id}")
         await pg._insert_log_rows(conn, s.user_id, s.character_id, s.turn_id, rows)

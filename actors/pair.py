@@ -428,7 +428,7 @@ class PairActor:
         metrics.turn_finished("ok")
         self._consume_self_trigger(state)
         result = state.dispatch.result.body()
-        result["timings"] = {**result.get("timings", {}), **trace.timings()}
+        result["timings"] = {**result.get("timings", {}), **trace.timings().model_dump()}
         result["replayed"] = not state.dispatch.committed
         return TurnResult.model_validate(result)
 

@@ -33,6 +33,25 @@ class TurnCheck(BaseModel):
     werkzeuge: list[str]
 
 
+class TurnTimings(BaseModel):
+    """Where a turn's time went, as the pair actor measured it (pipeline/trace.py `TurnTrace.timings`):
+    the whole turn, its waits at the LLM and the embedder, its model calls and tokens, and per node
+    its time, its start (since the turn began) and its time waiting for its model calls. A key a
+    stored result holds beyond these is kept (`extra`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    total_ms: float = 0.0
+    llm_ms: float = 0.0
+    embed_ms: float = 0.0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    nodes_ms: dict[str, float] = Field(default_factory=dict)
+    nodes_start_ms: dict[str, float] = Field(default_factory=dict)
+    nodes_llm_ms: dict[str, float] = Field(default_factory=dict)
+
+
 class TurnResult(BaseModel):
     """A committed turn as the pair actor returns it (and as it is stored under its turn_id: a
     repeated turn_id returns it with `replayed`). The fields in the order the dispatcher writes
@@ -74,7 +93,7 @@ class TurnResult(BaseModel):
     zeitpunkt: str | None = None
     """The message's date as an operator gave it (`TurnRequest.zeitpunkt`); absent when none came."""
     created_at: str
-    timings: dict[str, Any] = Field(default_factory=dict)
+    timings: TurnTimings = Field(default_factory=TurnTimings)
     replayed: bool = False
     """True when this turn_id had run before and the stored result is returned."""
 

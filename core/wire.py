@@ -20,8 +20,10 @@ from pydantic import (BaseModel, ConfigDict, Field, TypeAdapter, computed_field,
 
 from core.errors import ServiceError
 from core.result import TurnCheck, TurnResult, TurnUsage  # noqa: F401  (the ingress ↔ pair actor seam's result)
-from core.state import (DraftRecord, MemoryRecord, NovaPerzeptionRecord, NovaZustandRecord, PairRecord, PerzeptionRecord,
-                        PruefungRecord, RetryNutzlast, SessionTurn, Stimulus, UrteilRecord)
+from core.state import (AnkerRecord, DispatchRecord, DraftRecord, EmotionRecord, GravitationRecord, HaltungRecord,
+                        HintergrundRecord, KontextRecord, LandschaftRecord, MemoryRecord, NovaPerzeptionRecord,
+                        NovaZustandRecord, PairRecord, PerzeptionRecord, PlanRecord, PruefungRecord, RetryNutzlast,
+                        RouteRecord, SachlageRecord, SessionTurn, Stimulus, UrteilRecord, VerfasserRecord)
 
 # ---------------------------------------------------------------------------- ingress ↔ pair actor
 
@@ -167,23 +169,57 @@ then `token` and `final`, or `error`; `restart` comes from the ingress."""
 # ---------------------------------------------------------------------------- runner ↔ node deployment
 
 
+class TurnRecords(BaseModel):
+    """Part of a turn state (`core.state.TurnState`): the records a node reads or writes, each
+    optional. Which records it holds are the ones it was made with (`set_records`), a record written
+    as None among them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stimulus: Stimulus | None = None
+    pair: PairRecord | None = None
+    perzeption: PerzeptionRecord | None = None
+    emotion: EmotionRecord | None = None
+    memory: MemoryRecord | None = None
+    gravitation: GravitationRecord | None = None
+    kontext: KontextRecord | None = None
+    sachlage: SachlageRecord | None = None
+    anker: AnkerRecord | None = None
+    route: RouteRecord | None = None
+    plan: PlanRecord | None = None
+    landschaft: LandschaftRecord | None = None
+    haltung: HaltungRecord | None = None
+    verfasser: VerfasserRecord | None = None
+    draft: DraftRecord | None = None
+    pruefung: PruefungRecord | None = None
+    urteil: UrteilRecord | None = None
+    nova_perzeption: NovaPerzeptionRecord | None = None
+    nova_zustand: NovaZustandRecord | None = None
+    hintergrund: HintergrundRecord | None = None
+    dispatch: DispatchRecord | None = None
+
+    def set_records(self) -> dict[str, Any]:
+        """The records it was made with, by name."""
+        return {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
+
+
 class NodeRunRequest(BaseModel):
-    """A node to run in the node deployment: its name, the records it declared to read (as JSON,
-    the stimulus always among them) and the chain it runs in."""
+    """A node to run in the node deployment: its name, the records it declared to read (the
+    stimulus always among them) and the chain it runs in."""
 
     node: str
-    records: dict[str, Any]
+    records: TurnRecords
     chain: str = "character"
 
 
 class NodeRunResult(BaseModel):
-    """What the node deployment sends back: the node's records (as JSON, validated into the turn
-    state by the runner), the pipeline rows it recorded, its time at the LLM and the embedder, its
-    LLM calls and tokens (the turn's usage) and the system messages it sent (the leak guard compares
-    the reply with them)."""
+    """What the node deployment sends back: the records the node wrote (assigned to the turn state
+    by the runner, which checks them against the node's `writes`), the pipeline rows it recorded,
+    its time at the LLM and the embedder, its LLM calls and tokens (the turn's usage) and the system
+    messages it sent (the leak guard compares the reply with them)."""
 
-    update: dict[str, Any]
-    rows: list[dict[str, Any]] = []
+    update: TurnRecords
+    rows: list[LogRow] = []
     llm_ms: float = 0.0
     embed_ms: float = 0.0
     llm_calls: int = 0
@@ -543,6 +579,43 @@ class TurnRecordJob(JobPair):
         return self.mensch.inhalt
 
 
+class _LogRow(BaseModel):
+    """What every pipeline_log row holds: its place in the turn's rows, the node, its outcome, what
+    it was decided on or when it ran (`inputs`, free-form per decision) and when it was written."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    seq: int
+    node: str
+    outcome: str | None = None
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    at: str
+    """ISO time with its offset."""
+
+
+class NodeLogRow(_LogRow):
+    """A node's run (pipeline/trace.py `node_row`): its time and, in `inputs`, its start and end
+    since the turn began (`start_ms`, `end_ms`)."""
+
+    art: Literal["node"] = "node"
+    duration_ms: float | None = None
+
+
+class SwitchLogRow(_LogRow):
+    """A decision entry (pipeline/trace.py `decision`): which branch a node took (`outcome`) in
+    which decision (`entscheidung`), on what (`inputs`), against what (`threshold`)."""
+
+    art: Literal["switch"] = "switch"
+    entscheidung: str
+    threshold: float | None = None
+
+
+LogRow = Annotated[NodeLogRow | SwitchLogRow, Field(discriminator="art")]
+"""One row of a turn's pipeline_log (pipeline/trace.py `TurnTrace.rows`): it travels from the node
+deployment to the pair actor (`NodeRunResult.rows`) and in the turn's outbox job (`TurnJob.log`)
+to Postgres. Keys it does not know are ignored, like the jobs' envelopes."""
+
+
 class TurnJob(_Envelope):
     """The job that writes a turn's record and its pipeline_log rows to Postgres (memory/pg.py
     `write_turn_job`).
@@ -559,7 +632,7 @@ class TurnJob(_Envelope):
 
     kind: Literal["turn"] = "turn"
     turn: TurnRecordJob
-    log: list[dict[str, Any]] = Field(default_factory=list)
+    log: list[LogRow] = Field(default_factory=list)
     """The turn's pipeline_log rows (pipeline/trace.py `TurnTrace.rows`)."""
 
     def ziel(self) -> JobPair:

@@ -17,7 +17,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from core.state import NovaZustandRecord
-from core.wire import TurnJob
+from core.wire import NodeLogRow, SwitchLogRow, TurnJob
 from memory import erasure, vorher
 from memory.seams import store_calls
 
@@ -190,7 +190,8 @@ async def _save_zustand(conn, user_id: str, character_id: str, z: NovaZustandRec
         (user_id, character_id, z.emotion, z.arousal, z.vektor, Jsonb(z.verlauf), z.stand))
 
 
-async def _insert_log_rows(conn, user_id: str, character_id: str, turn_id: str, rows: list[dict]) -> None:
+async def _insert_log_rows(conn, user_id: str, character_id: str, turn_id: str,
+                           rows: list[NodeLogRow | SwitchLogRow]) -> None:
     if not rows:
         return
     async with conn.cursor() as cur:
@@ -199,15 +200,19 @@ async def _insert_log_rows(conn, user_id: str, character_id: str, turn_id: str, 
             " outcome, inputs, threshold, duration_ms, created_at)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
             " ON CONFLICT (user_id, character_id, turn_id, seq) DO NOTHING",
-            [
-                (
-                    user_id, character_id, turn_id, r["seq"], r["node"], r["art"], r.get("entscheidung"),
-                    r.get("outcome"), Jsonb(r.get("inputs") or {}), r.get("threshold"),
-                    r.get("duration_ms"), datetime.fromisoformat(r["at"]),
-                )
-                for r in rows
-            ],
+            [_log_columns(user_id, character_id, turn_id, r) for r in rows],
         )
+
+
+def _log_columns(user_id: str, character_id: str, turn_id: str, r: NodeLogRow | SwitchLogRow) -> tuple:
+    """A pipeline_log row's columns: a node row has its duration, a decision entry its name and threshold."""
+    match r:
+        case SwitchLogRow():
+            entscheidung, threshold, duration_ms = r.entscheidung, r.threshold, None
+        case NodeLogRow():
+            entscheidung, threshold, duration_ms = None, None, r.duration_ms
+    return (user_id, character_id, turn_id, r.seq, r.node, r.art, entscheidung, r.outcome, Jsonb(r.inputs),
+            threshold, duration_ms, datetime.fromisoformat(r.at))
 
 
 def _vec(v):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from core.errors import ChainError
-from core.wire import NodeRunRequest, NodeRunResult
+from core.wire import NodeRunRequest, NodeRunResult, TurnRecords
 from pipeline import schedule
 from pipeline.node import Node
 from pipeline.schedule import SCHEDULES
@@ -283,8 +283,8 @@ class ChainRunner:
         _observe_node(name, ms)
 
     async def _run_remote(self, node: Node, state: TurnState, deps: Deps) -> dict[str, Any]:
-        records = {r: getattr(state, r).model_dump(mode="json") for r in node.reads if getattr(state, r) is not None}
-        records["stimulus"] = state.stimulus.model_dump(mode="json")
+        records = TurnRecords(**{**{r: getattr(state, r) for r in node.reads if getattr(state, r) is not None},
+                                 "stimulus": state.stimulus})
         out: NodeRunResult = await self.nodes_handle.run_node.remote(
             NodeRunRequest(node=node.name, records=records, chain=deps.trace.chain))
         trace = deps.trace
@@ -295,9 +295,7 @@ class ChainRunner:
         trace.prompt_tokens += out.prompt_tokens
         trace.completion_tokens += out.completion_tokens
         trace.system_prompts.update(out.system_prompts)
-        fields = TurnState.model_fields
-        return {k: fields[k].annotation.__args__[0].model_validate(v) if v is not None else None
-                for k, v in out.update.items()}
+        return out.update.set_records()
 
 
 def schedule_deps(chain: Sequence, nodes: Mapping[str, Node]) -> list[frozenset[int]]:

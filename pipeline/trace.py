@@ -9,6 +9,9 @@ from datetime import datetime, timezone
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Generic, TypeVar
 
+from core.result import TurnTimings
+from core.wire import NodeLogRow, SwitchLogRow
+
 log = logging.getLogger("novaberg.pipeline")
 
 T = TypeVar("T")
@@ -36,7 +39,8 @@ class TurnTrace:
         self.user_id = user_id
         self.character_id = character_id
         self.turn_id = turn_id
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[NodeLogRow | SwitchLogRow] = []
+        """The turn's pipeline_log rows, in order (`seq` is the place in this list)."""
         self.events = events
         self.llm_ms = 0.0
         self.embed_ms = 0.0
@@ -96,23 +100,30 @@ class TurnTrace:
         """A node's row; `start_ms` (since the turn began) and its end show which nodes overlapped."""
         self.node_ms[node] = self.node_ms.get(node, 0.0) + duration_ms
         inputs = {} if start_ms is None else {"start_ms": round(start_ms, 2), "end_ms": round(start_ms + duration_ms, 2)}
-        self.rows.append({"seq": len(self.rows), "node": node, "art": "node", "outcome": outcome,
-                          "duration_ms": round(duration_ms, 3), "inputs": inputs, "at": self._now()})
+        self.rows.append(NodeLogRow(seq=len(self.rows), node=node, outcome=outcome,
+                                    duration_ms=round(duration_ms, 3), inputs=inputs, at=self._now()))
 
     def decision(self, node: str, entscheidung: str, outcome: str, inputs: dict[str, Any] | None = None,
                  threshold: float | None = None) -> None:
         """A decision entry (art = switch): which branch a node took, on what, against what."""
-        self.rows.append({"seq": len(self.rows), "node": node, "art": "switch", "entscheidung": entscheidung,
-                          "outcome": outcome, "inputs": inputs or {}, "threshold": threshold,
-                          "at": self._now()})
+        self.rows.append(SwitchLogRow(seq=len(self.rows), node=node, entscheidung=entscheidung, outcome=outcome,
+                                      inputs=inputs or {}, threshold=threshold, at=self._now()))
         log.info("decision %s = %s (pair %s:%s, turn %s)", entscheidung, outcome, self.user_id,
                  self.character_id, self.turn_id)
 
-    def add_rows(self, rows: list[dict[str, Any]]) -> None:
+    def add_rows(self, rows: list[NodeLogRow | SwitchLogRow]) -> None:
         """Rows recorded by a node that ran in a node deployment."""
         for r in rows:
-            r = dict(r, seq=len(self.rows))
-            self.rows.append(r)
+            self.rows.append(r.model_copy(update={"seq": len(self.rows)}))
+
+    def decisions(self, entscheidung: str | None = None) -> list[SwitchLogRow]:
+        """The turn's decision entries so far, in order; with `entscheidung`, that decision's only."""
+        return [r for r in self.rows if isinstance(r, SwitchLogRow)
+                and (entscheidung is None or r.entscheidung == entscheidung)]
+
+    def node_runs(self) -> list[NodeLogRow]:
+        """The turn's node rows so far, in order."""
+        return [r for r in self.rows if isinstance(r, NodeLogRow)]
 
     def prompt_sent(self, node: str, messages: list[dict[str, str]]) -> None:
         """Remember the system message of a call (see `system_prompts`)."""
@@ -144,14 +155,15 @@ class TurnTrace:
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
 
-    def timings(self) -> dict[str, Any]:
+    def timings(self) -> TurnTimings:
+        """The turn's time so far (the result's `timings`)."""
         total = (time.perf_counter() - self.started) * 1000
-        return {"total_ms": round(total, 2), "llm_ms": round(self.llm_ms, 2), "embed_ms": round(self.embed_ms, 2),
-                "llm_calls": self.llm_calls, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens,
-                "nodes_ms": {k: round(v, 2) for k, v in self.node_ms.items()},
-                "nodes_start_ms": {k: round(v, 2) for k, v in self.node_start_ms.items()},
-                "nodes_llm_ms": {k: round(v, 2) for k, v in self.node_llm_ms.items()}}
+        return TurnTimings(total_ms=round(total, 2), llm_ms=round(self.llm_ms, 2), embed_ms=round(self.embed_ms, 2),
+                           llm_calls=self.llm_calls, prompt_tokens=self.prompt_tokens,
+                           completion_tokens=self.completion_tokens,
+                           nodes_ms={k: round(v, 2) for k, v in self.node_ms.items()},
+                           nodes_start_ms={k: round(v, 2) for k, v in self.node_start_ms.items()},
+                           nodes_llm_ms={k: round(v, 2) for k, v in self.node_llm_ms.items()})
 
 
 def _slot(slot: Slot) -> Slot:

@@ -9,7 +9,7 @@ from ray import serve
 
 from core.names import NODES_DEPLOYMENT
 from core.settings import Settings
-from core.wire import NodeRunRequest, NodeRunResult
+from core.wire import NodeRunRequest, NodeRunResult, TurnRecords
 from pipeline.chains import NODES
 from pipeline.runner import view_for
 from pipeline.services import Deps, Services
@@ -27,15 +27,14 @@ class NodeDeployment:
         if self._services is None:
             self._services = Services.connect(self.settings)
         node = NODES[request.node]
-        if "stimulus" not in request.records:
+        if request.records.stimulus is None:
             raise ValueError(f"node {node.name} called without the stimulus record")
-        state = TurnState.model_validate(request.records)
+        state = TurnState.model_validate(request.records.set_records())
         s = state.stimulus
         trace = TurnTrace(s.user_id, s.character_id, s.turn_id)
         trace.chain = request.chain
         # the same view the pair actor's runner gives: declared records only, an undeclared read fails
         update = await node.run(view_for(state, node.reads, node.name), Deps(self._services, trace))
-        records = {k: (v.model_dump(mode="json") if v is not None else None) for k, v in update.items()}
-        return NodeRunResult(update=records, rows=trace.rows, llm_ms=trace.llm_ms, embed_ms=trace.embed_ms, llm_calls=trace.llm_calls,
+        return NodeRunResult(update=TurnRecords(**update), rows=trace.rows, llm_ms=trace.llm_ms, embed_ms=trace.embed_ms, llm_calls=trace.llm_calls,
                              prompt_tokens=trace.prompt_tokens, completion_tokens=trace.completion_tokens,
                              system_prompts=trace.system_prompts)

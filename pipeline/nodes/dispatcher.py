@@ -10,8 +10,8 @@ import time
 from datetime import datetime, timezone
 
 from core.state import DispatchRecord, NovaZustandRecord, SessionTurn, Stimulus, TurnState, current_reply
-from core.wire import (BackgroundJob, BackgroundState, HumanCommit, KeptTurn, PushedMessage, SelfTriggerJob,
-                       TurnCommit, TurnJob, TurnRecordJob, TurnResult)
+from core.wire import (BackgroundJob, BackgroundState, HumanCommit, KeptTurn, NodeLogRow, PushedMessage,
+                       SelfTriggerJob, SwitchLogRow, TurnCommit, TurnJob, TurnRecordJob, TurnResult)
 from memory import session
 from pipeline.node import Node
 from pipeline.services import Deps
@@ -114,7 +114,7 @@ def human_entry(state: TurnState) -> SessionTurn | None:
     return None if state.stimulus.thinker_unsicher_retry else stimulus_entry(state)
 
 
-def turn_job(state: TurnState, reply: str, result: TurnResult | KeptTurn, rows: list[dict], *,
+def turn_job(state: TurnState, reply: str, result: TurnResult | KeptTurn, rows: list[NodeLogRow | SwitchLogRow], *,
              zustand: NovaZustandRecord | None = None) -> TurnJob:
     """The job that writes the turn's record and its pipeline_log rows to Postgres."""
     s = state.stimulus
@@ -141,7 +141,7 @@ async def keep_human(state: TurnState, deps: Deps, failed_node: str) -> bool:
     now = datetime.now(timezone.utc).isoformat()
     record = KeptTurn(turn_id=s.turn_id, user_id=s.user_id, character_id=s.character_id, reply=None,
                       herkunft=s.herkunft, fehler_knoten=failed_node, **nachricht_felder(s), created_at=now)
-    rows = [dict(r, seq=r["seq"] + MENSCH_LOG_SEQ_OFFSET) for r in deps.trace.rows]
+    rows = [r.model_copy(update={"seq": r.seq + MENSCH_LOG_SEQ_OFFSET}) for r in deps.trace.rows]
     status = await deps.session.commit_human(HumanCommit(
         user_id=s.user_id, character_id=s.character_id, turn_id=s.turn_id, mensch=stimulus_entry(state),
         jobs=[turn_job(state, "", record, rows), background_job(state, "mensch")],

@@ -38,8 +38,8 @@ class Turn:
         trace.chain = "human"
         await runner.run(state, Deps(svc, trace))
         return {"records": {r: getattr(state, r).model_dump(mode="json") for r in ("perzeption", "memory", "emotion")},
-                "decisions": [(r["node"], r["entscheidung"], r["outcome"]) for r in trace.rows if r["art"] == "switch"],
-                "nodes": [r["node"] for r in trace.rows if r["art"] == "node"],
+                "decisions": [(r.node, r.entscheidung, r.outcome) for r in trace.decisions()],
+                "nodes": [r.node for r in trace.node_runs()],
                 "usage": (trace.llm_calls, trace.prompt_tokens, trace.completion_tokens),
                 "llm_ms": trace.llm_ms, "system_prompts": trace.system_prompts}
 

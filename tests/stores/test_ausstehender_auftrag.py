@@ -82,7 +82,7 @@ def _paar(stores, pool, go):
 
 
 def _entscheidungen(deps, key):
-    return [r["outcome"] for r in deps.trace.rows if r.get("entscheidung") == key]
+    return [r.outcome for r in deps.trace.decisions(key)]
 
 
 def _morgen_um(stunde: int) -> set[datetime]:
@@ -253,7 +253,7 @@ def test_a_turn_run_again_under_its_turn_id_doubles_nothing(stores, pool):
         again, deps, _, store = await paar.turn("t3", "morgen um 15 Uhr")
         assert store.ops == []  # the completed order does not run again: its result stands
         assert _entscheidungen(deps, "planner.ausstehend") == ["wiederholt"]
-        assert [row["node"] for row in deps.trace.rows if row["art"] == "node"] == ["planner"]
+        assert [row.node for row in deps.trace.node_runs()] == ["planner"]
         assert again.task_block == first.task_block and again.task_block.startswith("Erfolg:")
         assert len(await paar.termine()) == 1
         stand = await paar.stand()

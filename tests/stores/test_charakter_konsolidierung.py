@@ -32,7 +32,7 @@ async def _turn(p, r, user, turn_id, plan, text="Aendere deinen Charakter"):
                       pair=PairRecord(character_name="Nova"), route=RouteRecord(management="charakter"))
     await ChainRunner(chain=(PLANNER_LOOP,)).run(state, deps)
     [result] = state.plan.agent_results
-    entscheidungen = {row["entscheidung"]: row for row in deps.trace.rows if row.get("art") == "switch"}
+    entscheidungen = {row.entscheidung: row for row in deps.trace.decisions()}
     return result, state.plan.task_block, entscheidungen
 
 
@@ -52,7 +52,7 @@ def _run(stores, pool, fn):
 async def _drei(p, r, user):
     for i, text in enumerate((FRECH, BOTANIK, DIALEKT)):
         res, _, d = await _turn(p, r, user, f"add-{i}", _plan("anweisung", text=text))
-        assert res.status == "abgeschlossen" and d["charakter.auftrag"]["outcome"] == "aufgenommen"
+        assert res.status == "abgeschlossen" and d["charakter.auftrag"].outcome == "aufgenommen"
 
 
 async def _aktiv(p, user):
@@ -73,7 +73,7 @@ def test_a_fourth_instruction_asks_to_consolidate_and_adds_nothing(stores, pool)
     assert all(f"'{t}'" in frage for t in (FRECH, BOTANIK, DIALEKT)) and SEEMANN in frage
     assert "zusammengefasst" in frage and "weichen" in frage
     assert block.startswith("Rueckfrage: Nova braucht noch eine Angabe") and frage in block
-    assert d["charakter.auftrag"]["outcome"] == "konsolidieren"
+    assert d["charakter.auftrag"].outcome == "konsolidieren"
 
 
 def test_a_replace_order_leaves_three_active_with_the_new_one(stores, pool):
@@ -89,7 +89,7 @@ def test_a_replace_order_leaves_three_active_with_the_new_one(stores, pool):
     assert res.status == "abgeschlossen" and res.ergebnis["aktion"] == "ersetzen"
     assert len(res.ergebnis["aufgehoben"]) == 1 and res.ergebnis["neu"] == [res.ergebnis["id"]]
     assert block.startswith("Erfolg: Nova hat soeben selbst erledigt: Anweisung 'Du liebst Botanik")
-    assert d["charakter.auftrag"]["outcome"] == "ersetzt" and d["charakter.verweis"]["outcome"] == "woerter"
+    assert d["charakter.auftrag"].outcome == "ersetzt" and d["charakter.verweis"].outcome == "woerter"
 
 
 def test_the_answer_to_the_question_lifts_one_and_brings_the_fourth_in(stores, pool):
@@ -107,7 +107,7 @@ def test_the_answer_to_the_question_lifts_one_and_brings_the_fourth_in(stores, p
     assert aktiv == [FRECH, DIALEKT, SEEMANN]
     assert res.status == "abgeschlossen"
     assert res.ergebnis["beschreibung"] == f"Anweisung '{BOTANIK}' durch '{SEEMANN}' ersetzt"
-    assert d["charakter.auftrag"]["outcome"] == "ersetzt" and d["charakter.auftrag"]["inputs"]["vorgemerkt"]
+    assert d["charakter.auftrag"].outcome == "ersetzt" and d["charakter.auftrag"].inputs["vorgemerkt"]
 
 
 def test_the_fourth_completed_with_the_one_to_give_way_replaces_it(stores, pool):
@@ -125,7 +125,7 @@ def test_the_fourth_completed_with_the_one_to_give_way_replaces_it(stores, pool)
     assert frage.ergebnis["fehlt"] == "alt" and frage.ergebnis["angabe"]
     assert aktiv == [FRECH, BOTANIK, SEEMANN]
     assert res.status == "abgeschlossen" and res.ergebnis["aktion"] == "ersetzen"
-    assert d["charakter.auftrag"]["outcome"] == "ersetzt"
+    assert d["charakter.auftrag"].outcome == "ersetzt"
 
 
 def test_a_merge_of_two_makes_room_for_the_fourth(stores, pool):
@@ -142,7 +142,7 @@ def test_a_merge_of_two_makes_room_for_the_fourth(stores, pool):
     assert aktiv == [DIALEKT, "Du bist frech und liebst Pflanzen", SEEMANN]
     assert res.status == "abgeschlossen" and res.ergebnis["aktion"] == "zusammenfassen"
     assert len(res.ergebnis["aufgehoben"]) == 2 and len(res.ergebnis["neu"]) == 2
-    assert d["charakter.auftrag"]["outcome"] == "zusammengefasst" and d["charakter.verweis"]["outcome"] == "platz"
+    assert d["charakter.auftrag"].outcome == "zusammengefasst" and d["charakter.verweis"].outcome == "platz"
 
 
 def test_a_merge_without_a_merged_text_joins_the_two(stores, pool, caplog):
@@ -168,7 +168,7 @@ def test_deactivate_by_words_of_the_text(stores, pool):
     res, block, d, aktiv = _run(stores, pool, go)
     assert aktiv == [FRECH, BOTANIK]
     assert res.status == "abgeschlossen" and res.ergebnis["beschreibung"] == f"Anweisung aufgehoben: '{DIALEKT}'"
-    assert d["charakter.auftrag"]["outcome"] == "aufgehoben" and d["charakter.verweis"]["outcome"] == "woerter"
+    assert d["charakter.auftrag"].outcome == "aufgehoben" and d["charakter.verweis"].outcome == "woerter"
     assert block.startswith("Erfolg:")
 
 
@@ -184,7 +184,7 @@ def test_an_unknown_reference_asks_back_naming_the_candidates(stores, pool):
     assert res.status == "rueckfrage" and "'Astronomie'" in res.ergebnis["frage"]
     assert all(f"'{t}'" in res.ergebnis["frage"] for t in (FRECH, BOTANIK, DIALEKT))
     assert block.startswith("Rueckfrage:")
-    assert d["charakter.verweis"]["outcome"] == "unbekannt" and d["charakter.auftrag"]["outcome"] == "verweis_unbekannt"
+    assert d["charakter.verweis"].outcome == "unbekannt" and d["charakter.auftrag"].outcome == "verweis_unbekannt"
 
 
 def test_an_order_that_names_no_instruction_asks_which_and_nothing_to_lift_is_said(stores, pool):
@@ -197,9 +197,9 @@ def test_an_order_that_names_no_instruction_asks_which_and_nothing_to_lift_is_sa
 
     (leer, _, d_leer), (ohne, _, d_ohne), aktiv = _run(stores, pool, go)
     assert aktiv == [BOTANIK]
-    assert leer.status == "verworfen" and d_leer["charakter.auftrag"]["outcome"] == "keine_anweisung"
+    assert leer.status == "verworfen" and d_leer["charakter.auftrag"].outcome == "keine_anweisung"
     assert ohne.status == "rueckfrage" and ohne.ergebnis["fehlt"] == "alt" and f"'{BOTANIK}'" in ohne.ergebnis["frage"]
-    assert d_ohne["charakter.auftrag"]["outcome"] == "ohne_verweis"
+    assert d_ohne["charakter.auftrag"].outcome == "ohne_verweis"
 
 
 def test_a_reference_two_instructions_match_equally_asks_which(stores, pool):
@@ -214,7 +214,7 @@ def test_a_reference_two_instructions_match_equally_asks_which(stores, pool):
     assert aktiv == ["Sei frech zu Fremden", "Sei frech zu Freunden"]
     assert res.status == "rueckfrage" and "mehrere" in res.ergebnis["frage"]
     assert "'Sei frech zu Fremden'" in res.ergebnis["frage"] and "'Sei frech zu Freunden'" in res.ergebnis["frage"]
-    assert d["charakter.verweis"]["outcome"] == "mehrdeutig"
+    assert d["charakter.verweis"].outcome == "mehrdeutig"
 
 
 def test_a_turn_run_again_changes_nothing_twice_and_answers_the_same(stores, pool):
@@ -231,7 +231,7 @@ def test_a_turn_run_again_changes_nothing_twice_and_answers_the_same(stores, poo
 
     erst, nochmal, voll_nochmal, aktiv = _run(stores, pool, go)
     assert aktiv == [FRECH, DIALEKT, SEEMANN]
-    assert nochmal[0].ergebnis == erst[0].ergebnis and nochmal[2]["charakter.auftrag"]["outcome"] == "schon_erledigt"
+    assert nochmal[0].ergebnis == erst[0].ergebnis and nochmal[2]["charakter.auftrag"].outcome == "schon_erledigt"
     assert voll_nochmal[0].status == "rueckfrage" and voll_nochmal[0].ergebnis["aktion"] == "konsolidieren"
 
 
@@ -244,7 +244,7 @@ def test_an_existing_instruction_is_not_added_twice(stores, pool):
 
     res, block, d, aktiv = _run(stores, pool, go)
     assert aktiv == [FRECH] and res.status == "verworfen" and block.startswith("Verworfen:")
-    assert d["charakter.auftrag"]["outcome"] == "schon_vorhanden"
+    assert d["charakter.auftrag"].outcome == "schon_vorhanden"
 
 
 def test_the_order_is_read_leniently():

@@ -59,9 +59,9 @@ def test_wissen_returns_only_entries_at_or_above_the_threshold_at_most_five(pool
     assert [h.titel for h in hits] == ["W0", "W1", "W2", "W3", "W4"]  # the five nearest, nearest first
     assert all(h.similarity >= 0.5 for h in hits)
     assert [h.titel for h in rand] == ["Drueber"]
-    d = [r for r in deps.trace.rows if r.get("entscheidung") == "thinker.dienst_wissen"]
-    assert len(d) == 1 and d[0]["outcome"] == "treffer" and len(d[0]["inputs"]["treffer"]) == 5
-    assert d[0]["threshold"] == 0.5 and d[0]["inputs"]["kappung"] == 5
+    d = [r for r in deps.trace.decisions("thinker.dienst_wissen")]
+    assert len(d) == 1 and d[0].outcome == "treffer" and len(d[0].inputs["treffer"]) == 5
+    assert d[0].threshold == 0.5 and d[0].inputs["kappung"] == 5
     assert "dienst wissen: 5 Treffer (Schwelle 0.50, Kappung 5), schwaechster Kosinus 0.7000" in caplog.text
 
 
@@ -86,8 +86,8 @@ def test_dateien_has_no_floor_and_caps_at_eight(pool, caplog):
     assert [h.titel for h in enricher.treffer] == ["A0"]  # the enricher's channel keeps its floor
     assert [h.titel for h in acht] == ["A0", "B0", "B1", "B2", "B3", "B4", "B5", "B6"]  # the cap is 8
     assert all(h.kanal == "dicht" for h in acht)
-    d = [r for r in deps.trace.rows if r.get("entscheidung") == "thinker.dienst_dateien"]
-    assert [len(r["inputs"]["treffer"]) for r in d] == [3, 8] and d[1]["inputs"]["bestand"] == 11
+    d = [r for r in deps.trace.decisions("thinker.dienst_dateien")]
+    assert [len(r.inputs["treffer"]) for r in d] == [3, 8] and d[1].inputs["bestand"] == 11
     assert "dienst dateien: 8 Treffer, Bestand 11 (ohne Schwelle, Kappung 8)" in caplog.text
 
 
@@ -129,7 +129,7 @@ def test_the_thinker_calls_both_services_with_the_turns_search_key(pool):
     assert "[Datei /a/steuer.txt, Kosinus 0.10] Steuer" in dateien and "Die Frist endet im Juli." in dateien
     assert "Keine Eintraege in der Bibliothek" in frage  # a question's own vector: nothing near it
     assert p.status == "ok" and p.werkzeuge == ["wissen", "dateien", "wissen"]
-    outcomes = [r["outcome"] for r in deps.trace.rows if r.get("entscheidung") == "thinker.dienst_wissen"]
+    outcomes = [r.outcome for r in deps.trace.decisions("thinker.dienst_wissen")]
     assert outcomes == ["treffer", "keine"]
 
 
@@ -147,7 +147,7 @@ def test_without_a_search_key_the_thinker_reads_nothing_and_says_so(pool, caplog
     llm, deps = asyncio.run(with_pool(pool, go))
     wissen, dateien = [c["messages"][-1]["content"] for c in llm.calls[1:]]
     assert "keinen Suchschluessel" in wissen and "keinen Suchschluessel" in dateien
-    assert not [r for r in deps.trace.rows if str(r.get("entscheidung", "")).startswith("thinker.dienst_")]
+    assert not [r for r in deps.trace.decisions() if r.entscheidung.startswith("thinker.dienst_")]
     assert "wissen fallback kein_suchschluessel" in caplog.text and "dateien fallback kein_suchschluessel" in caplog.text
 
 
@@ -180,4 +180,4 @@ def test_an_agent_that_declares_the_memory_calls_the_services_with_the_turns_key
 
     deps = asyncio.run(with_pool(pool, go))
     assert gesehen["titel"] == ["W0", "W1", "W2", "W3", "W4"]
-    assert [r["outcome"] for r in deps.trace.rows if r.get("entscheidung") == "agent_dispatch.dienst_wissen"] == ["treffer"]
+    assert [r.outcome for r in deps.trace.decisions("agent_dispatch.dienst_wissen")] == ["treffer"]

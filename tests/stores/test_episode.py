@@ -93,12 +93,11 @@ def test_a_live_exchange_is_kept_verbatim_dated_linked_and_once(pool):
     assert not any(morgen in e for e in nachbar if schoen in e)
     # the distilled memory is linked to the exchange it came from
     assert {(gemerkt, hund, "herkunft"), (gemerkt, frage, "herkunft")} <= edges
-    row = next(r for r in d1.trace.rows if r.get("entscheidung") == praegung.ENTSCHEIDUNG)
-    assert row["outcome"] == "modell" and row["inputs"]["episode"] == [hund, frage]
+    row = next(r for r in d1.trace.decisions(praegung.ENTSCHEIDUNG))
+    assert row.outcome == "modell" and row.inputs["episode"] == [hund, frage]
     # a redelivered job writes nothing twice
     assert len([t for t in texts if "Bello, wie schoen" in t]) == 1
-    assert ("praegung.ergebnis", "schon_erledigt") in {(r["entscheidung"], r["outcome"]) for r in again.trace.rows
-                                                       if r["art"] == "switch"}
+    assert ("praegung.ergebnis", "schon_erledigt") in {(r.entscheidung, r.outcome) for r in again.trace.decisions()}
 
 
 def test_an_import_writes_the_same_shape_as_a_live_turn(pool):

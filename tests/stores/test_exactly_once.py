@@ -102,7 +102,7 @@ def test_a_redelivered_background_job_imprints_its_memories_once(pool):
                           perzeption=PerzeptionRecord(), hintergrund=HintergrundRecord(kern="Bello krank"),
                           memory=MemoryRecord(lzg_resonanz={"ids": resonanz, "erinnerungen": []}))
         await run_node(praegung.NODE, state, deps)
-        return [(r["entscheidung"], r["outcome"]) for r in deps.trace.rows if r["art"] == "switch"], llm
+        return [(r.entscheidung, r.outcome) for r in deps.trace.decisions()], llm
 
     async def counts(p, user):
         async with p.connection() as conn:

@@ -80,7 +80,7 @@ def _on_world(stores, pool, minilm, fn):
 
 
 def _decisions(deps, name="zielbildung.ziel"):
-    return [r for r in deps.trace.rows if r["art"] == "switch" and r["entscheidung"] == name]
+    return [r for r in deps.trace.decisions(name)]
 
 
 def test_a_stated_goal_is_formed_and_pulls_the_search_key_of_a_later_related_turn(stores, pool, minilm):
@@ -98,21 +98,21 @@ def test_a_stated_goal_is_formed_and_pulls_the_search_key_of_a_later_related_tur
     assert [g["inhalt"] for g in goals] == ["Nächstes Jahr einen Marathon laufen"]
     goal = goals[0]
     [entry] = _decisions(deps)
-    assert entry["outcome"] == "gebildet" and entry["inputs"]["id"] == goal["id"]
+    assert entry.outcome == "gebildet" and entry.inputs["id"] == goal["id"]
     # the later related turn activates the goal and shifts the search key towards it
     assert [g.id for g in mit.aktivierte_ziele] == [goal["id"]] and mit.zielsog_roh > 0 and not ohne.aktivierte_ziele
     [shift_mit], [shift_ohne] = _decisions(mit_deps, "enricher.verschiebung"), _decisions(ohne_deps, "enricher.verschiebung")
-    assert shift_mit["outcome"] == "verschoben" and shift_ohne["outcome"] == "keine_ziele"
-    assert 0 < shift_mit["inputs"]["cosinus"] < 1  # the search key left the raw question, towards the goal
+    assert shift_mit.outcome == "verschoben" and shift_ohne.outcome == "keine_ziele"
+    assert 0 < shift_mit.inputs["cosinus"] < 1  # the search key left the raw question, towards the goal
     [rw_mit], [rw_ohne] = _decisions(mit_deps, "enricher.rewrite"), _decisions(ohne_deps, "enricher.rewrite")
-    assert rw_mit["inputs"]["suchtext"] == rw_ohne["inputs"]["suchtext"] == LAUFEN
+    assert rw_mit.inputs["suchtext"] == rw_ohne.inputs["suchtext"] == LAUFEN
     [z_mit], [z_ohne] = _decisions(mit_deps, "enricher.ziele"), _decisions(ohne_deps, "enricher.ziele")
-    assert z_mit["inputs"]["gravitationsterm"] > z_ohne["inputs"]["gravitationsterm"] == 0
+    assert z_mit.inputs["gravitationsterm"] > z_ohne.inputs["gravitationsterm"] == 0
     # seed 001: the entry counts the goals per horizon, computed and above the threshold
-    assert z_mit["inputs"]["aktivierte_ziele_count"] == 1
-    assert z_mit["inputs"]["ueber_schwelle_je_horizont"] == {goal["horizont"]: 1}
-    assert z_mit["inputs"]["aktiviert_je_horizont"][goal["horizont"]] >= 1
-    assert z_ohne["inputs"]["aktivierte_ziele_count"] == 0 and z_ohne["inputs"]["ueber_schwelle_je_horizont"] == {}
+    assert z_mit.inputs["aktivierte_ziele_count"] == 1
+    assert z_mit.inputs["ueber_schwelle_je_horizont"] == {goal["horizont"]: 1}
+    assert z_mit.inputs["aktiviert_je_horizont"][goal["horizont"]] >= 1
+    assert z_ohne.inputs["aktivierte_ziele_count"] == 0 and z_ohne.inputs["ueber_schwelle_je_horizont"] == {}
 
 
 def test_a_redelivered_job_forms_and_reinforces_nothing_twice(stores, pool, minilm):
@@ -133,12 +133,12 @@ def test_a_redelivered_job_forms_and_reinforces_nothing_twice(stores, pool, mini
         return first, again, llm2, rep, rep_again, llm3, after_rep, after_again, race
 
     first, again, llm2, rep, rep_again, llm3, after_rep, after_again, race = _on_world(stores, pool, minilm, go)
-    assert [d["outcome"] for d in _decisions(first)] == ["gebildet"]
-    assert [d["outcome"] for d in _decisions(again)] == ["schon_erledigt"] and llm2.calls == []
-    assert _decisions(again)[0]["inputs"] == {"id": _decisions(first)[0]["inputs"]["id"], "war": "gebildet"}
-    assert [d["outcome"] for d in _decisions(rep)] == ["verstaerkt"]
-    assert [d["outcome"] for d in _decisions(rep_again)] == ["schon_erledigt"] and llm3.calls == []
-    assert _decisions(rep_again)[0]["inputs"]["war"] == "verstaerkt"
+    assert [d.outcome for d in _decisions(first)] == ["gebildet"]
+    assert [d.outcome for d in _decisions(again)] == ["schon_erledigt"] and llm2.calls == []
+    assert _decisions(again)[0].inputs == {"id": _decisions(first)[0].inputs["id"], "war": "gebildet"}
+    assert [d.outcome for d in _decisions(rep)] == ["verstaerkt"]
+    assert [d.outcome for d in _decisions(rep_again)] == ["schon_erledigt"] and llm3.calls == []
+    assert _decisions(rep_again)[0].inputs["war"] == "verstaerkt"
     stable = ("id", "inhalt", "motivation_basis", "anker", "verstaerkt_am")
     assert len(after_rep) == 1  # the second delivery touched nothing
     assert [{k: g[k] for k in stable} for g in after_again] == [{k: g[k] for k in stable} for g in after_rep]
@@ -159,13 +159,13 @@ def test_a_repeated_goal_is_reinforced_and_another_goal_formed_beside_it(stores,
 
     before, rep, after, other, last = _on_world(stores, pool, minilm, go)
     [d] = _decisions(rep)
-    assert d["outcome"] == "verstaerkt" and d["inputs"]["id"] == before[0]["id"]
-    assert d["inputs"]["aehnlichkeit"] >= d["threshold"]
+    assert d.outcome == "verstaerkt" and d.inputs["id"] == before[0]["id"]
+    assert d.inputs["aehnlichkeit"] >= d.threshold
     assert len(after) == 1 and after[0]["id"] == before[0]["id"]
     assert after[0]["verstaerkt_am"] > before[0]["verstaerkt_am"] and after[0]["anker"] == before[0]["anker"]
     assert after[0]["motivation_basis"] > before[0]["motivation_basis"]  # the stronger statement counts
     [o] = _decisions(other)
-    assert o["outcome"] == "gebildet" and o["inputs"]["aehnlichkeit"] < o["threshold"]
+    assert o.outcome == "gebildet" and o.inputs["aehnlichkeit"] < o.threshold
     assert [g["inhalt"] for g in last] == ["Nächstes Jahr einen Marathon laufen", "Spanisch lernen"]
     assert [g["horizont"] for g in last] == ["mittel", "lang"]
 
@@ -180,9 +180,9 @@ def test_no_goal_named_and_an_own_thought_form_nothing(stores, pool, minilm):
         return none, broken, own, llm, await ziele.load_goals(w.p, "nova", user)
 
     none, broken, own, llm, goals = _on_world(stores, pool, minilm, go)
-    assert [d["outcome"] for d in _decisions(none)] == ["kein_ziel"]
-    assert [d["outcome"] for d in _decisions(broken)] == ["kein_ziel_kein_json"]
-    assert [d["outcome"] for d in _decisions(own)] == ["kein_nutzerreiz"] and llm.calls == []
+    assert [d.outcome for d in _decisions(none)] == ["kein_ziel"]
+    assert [d.outcome for d in _decisions(broken)] == ["kein_ziel_kein_json"]
+    assert [d.outcome for d in _decisions(own)] == ["kein_nutzerreiz"] and llm.calls == []
     assert goals == []
 
 

@@ -115,9 +115,9 @@ def test_the_enricher_reads_through_the_path_with_the_pairs_configuration(stores
     assert out.lzg_resonanz.ids == direct.ids and out.lzg_resonanz.ids
     assert out.lzg_resonanz.erinnerungen[0].inhalt == "Anna hat einen Hund namens Bello."
     # seed 001 §4: the read names how many memories it read and which
-    [entry] = [r for r in trace.rows if r.get("entscheidung") == "enricher.lzg_resonanz"]
-    assert entry["outcome"] == "gelesen"
-    assert entry["inputs"] == {"lzg_resonanz_count": len(direct.ids), "lzg_resonanz_ids": list(direct.ids)}
+    [entry] = [r for r in trace.decisions("enricher.lzg_resonanz")]
+    assert entry.outcome == "gelesen"
+    assert entry.inputs == {"lzg_resonanz_count": len(direct.ids), "lzg_resonanz_ids": list(direct.ids)}
 
 
 def test_a_read_the_floor_empties_is_named_in_the_turns_log(stores, migrated):
@@ -145,9 +145,9 @@ def test_a_read_the_floor_empties_is_named_in_the_turns_log(stores, migrated):
 
     out, trace, cfg = asyncio.run(with_pool(migrated.database_url, go))
     assert out.lzg_resonanz.erinnerungen == [] and out.lzg_resonanz.rahmen.kaltstart is True
-    [entry] = [r for r in trace.rows if r.get("entscheidung") == "enricher.lzg_resonanz"]
-    assert (entry["outcome"], entry["threshold"]) == ("cold_start", cfg.lesepfad_boden)
-    assert entry["inputs"] == {"lzg_resonanz_count": 0, "lzg_resonanz_ids": [], "bester_kosinus": 0.0}
+    [entry] = [r for r in trace.decisions("enricher.lzg_resonanz")]
+    assert (entry.outcome, entry.threshold) == ("cold_start", cfg.lesepfad_boden)
+    assert entry.inputs == {"lzg_resonanz_count": 0, "lzg_resonanz_ids": [], "bester_kosinus": 0.0}
 
 
 def test_a_pair_without_memory_names_an_empty_read_too(stores, migrated, caplog):
@@ -171,9 +171,9 @@ def test_a_pair_without_memory_names_an_empty_read_too(stores, migrated, caplog)
     with caplog.at_level("INFO", logger="novaberg"):
         out, trace = asyncio.run(with_pool(migrated.database_url, go))
     assert out.lzg_resonanz is None
-    [entry] = [r for r in trace.rows if r.get("entscheidung") == "enricher.lzg_resonanz"]
-    assert entry["outcome"] == "nicht_gelesen"
-    assert entry["inputs"] == {"lzg_resonanz_count": 0, "lzg_resonanz_ids": []}
+    [entry] = [r for r in trace.decisions("enricher.lzg_resonanz")]
+    assert entry.outcome == "nicht_gelesen"
+    assert entry.inputs == {"lzg_resonanz_count": 0, "lzg_resonanz_ids": []}
     assert "lzg_resonanz_count=0 lzg_resonanz_ids=[]" in caplog.text
 
 

@@ -101,8 +101,8 @@ def _pruefen(state, deps, gespeichert, llm, knoten):
         assert "evil.example" not in text and "anna+wohnt" not in text and "![" not in text
         assert "status" in text and "hier" in text  # the alt text and the link text stay
         assert f"[dein Blog]({EIGENE_URL})" in text  # the person's own link stays
-    (d,) = [r for r in deps.trace.rows if r.get("entscheidung") == "leckschutz.links"]
-    assert d["outcome"] == "entschaerft" and d["inputs"]["bild"] == 1 and "evil" not in json.dumps(d)
+    (d,) = [r for r in deps.trace.decisions("leckschutz.links")]
+    assert d.outcome == "entschaerft" and d.inputs["bild"] == 1 and "evil" not in d.model_dump_json()
 
 
 def test_a_card_description_cannot_make_the_reply_carry_memory_out(pool, stores):

@@ -218,6 +218,6 @@ def test_the_enricher_searches_a_pair_that_holds_only_a_file(stores, pool, minil
 
     memory, trace = asyncio.run(go())
     # searched, with the raw utterance (a new pair)
-    assert [r["outcome"] for r in trace.rows if r.get("entscheidung") == "enricher.rewrite"] == ["verlauf_leer"]
+    assert [r.outcome for r in trace.decisions("enricher.rewrite")] == ["verlauf_leer"]
     assert [(h.datei, h.kanal) for h in memory.aufzeichnungen] == [("bello.md", "beide")]
     assert "arthritis" in memory.aufzeichnungen[0].auszug

@@ -19,7 +19,7 @@ def _state(text="Hallo", impulse=False, **records):
 
 
 def _decisions(deps):
-    return [(r["entscheidung"], r["outcome"]) for r in deps.trace.rows if r["art"] == "switch"]
+    return [(r.entscheidung, r.outcome) for r in deps.trace.decisions()]
 
 
 def test_reducer_dedups_scales_caps_and_passes_lzg_through():
@@ -44,7 +44,7 @@ def test_router_fallback_and_asked_appointments():
     deps = deps_for(ScriptedLLM({"router": ["unverstaendlich"]}), redis=Zaehler())
     out = asyncio.run(run_node(router.NODE, _state(memory=MemoryRecord()), deps))["route"]
     assert out.fallback == "router_regeln" and out.management == "keins"
-    flags = next(r["inputs"] for r in deps.trace.rows if r.get("entscheidung") == "router.management")
+    flags = next(r.inputs for r in deps.trace.decisions("router.management"))
     assert flags["needs_memory"] is True and flags["needs_timeline"] is False
     assert ("router.antwort", "kein_json") in _decisions(deps)
     store = RecordingStore({"timeline.find_by_keyword": [{"id": 5, "titel": "Zahnarzt"}]})
@@ -179,8 +179,8 @@ def test_responder_records_both_decisions_also_when_empty():
     assert _decisions(deps) == [("responder.nachricht", "verlauf_mit_reiz"), ("responder.ergebnis", "leer"),
                                 ("responder.ergebnis", "leer")]
     # the reply's characters stand next to the span it was asked for (seed 004 §3.3, 05.09.2026)
-    ergebnis = next(r for r in deps.trace.rows if r.get("entscheidung") == "responder.ergebnis")
-    assert ergebnis["inputs"]["spanne_zeichen"] == [175, 350] and ergebnis["inputs"]["zeichen"] == 0
+    ergebnis = next(r for r in deps.trace.decisions("responder.ergebnis"))
+    assert ergebnis.inputs["spanne_zeichen"] == [175, 350] and ergebnis.inputs["zeichen"] == 0
 
 
 def test_responder_trims_the_history_in_blocks_to_fit_the_context(caplog):

@@ -20,7 +20,7 @@ def _state(text="Hallo", herkunft="user", **records):
 
 
 def _d(deps):
-    return [(r["entscheidung"], r["outcome"]) for r in deps.trace.rows if r["art"] == "switch"]
+    return [(r.entscheidung, r.outcome) for r in deps.trace.decisions()]
 
 
 def test_sachlage_names_the_missing_web_provider():
@@ -63,19 +63,19 @@ def test_sachlage_searches_with_the_wording_filter(caplog):
         web = _Web(treffer)
         deps = deps_for(ScriptedLLM({"sachlage": [json.dumps({"objekte": [{"name": name}]})]}), web=web)
         out = asyncio.run(run_node(sachlage.NODE, _state(f"Was ist mit {name}?"), deps))["sachlage"]
-        entry = next(r for r in deps.trace.rows if r.get("entscheidung") == "sachlage.recherche")
+        entry = next(r for r in deps.trace.decisions("sachlage.recherche"))
         return out.objekte[0], entry, web.queries
 
     caplog.set_level("INFO", logger="novaberg.node.sachlage")
     objekt, entry, queries = lauf("Neutronenstern-Rotation", [mod, pulsar])
     assert queries == ["Neutronenstern-Rotation"] and [h["url"] for h in objekt.recherche] == ["https://p"]
-    assert entry["outcome"] == "recherchiert"
-    assert (entry["inputs"]["treffer"], entry["inputs"]["nennen_die_sache"]) == (2, 1)
+    assert entry.outcome == "recherchiert"
+    assert (entry.inputs["treffer"], entry.inputs["nennen_die_sache"]) == (2, 1)
     # the log carries the name's length, not the name (logs quote the person only with log_utterances)
     assert "wording filter: 2 hits, 1 name <23 chars>" in caplog.text and "Neutronenstern" not in caplog.text
     # no hit names the thing: the research stays empty, and the Thinker's first search goes to the provider
     objekt, entry, _ = lauf("Kollaps", [mod, pulsar])
-    assert objekt.recherche == [] and entry["outcome"] == "recherche_ohne_sache"
+    assert objekt.recherche == [] and entry.outcome == "recherche_ohne_sache"
     # an ending is the same wording; a short word must stand whole
     assert sachlage.nennt_die_sache("Tritium", {"titel": "Eigenschaften des Tritiums", "snippet": ""})
     assert not sachlage.nennt_die_sache("ISS", {"titel": "Kiss", "snippet": "Band"})
@@ -134,8 +134,8 @@ def test_salience_scores_and_decides_the_writes():
     st = _state("Bello ist krank", draft=DraftRecord(reply="Das tut mir leid.", model="m"),
                 perzeption=PerzeptionRecord(emotion="angst", arousal=0.8), memory=MemoryRecord(zielsog_roh=0.5))
     out = asyncio.run(run_node(salience.NODE, st, deps))["hintergrund"]
-    entry = next(r for r in deps.trace.rows if r.get("entscheidung") == "salience.schreiben")
-    assert entry["inputs"]["salienz"] == salience.score(0.9, 0.8, 0.5) and out.kern == "Bello ist krank"
+    entry = next(r for r in deps.trace.decisions("salience.schreiben"))
+    assert entry.inputs["salienz"] == salience.score(0.9, 0.8, 0.5) and out.kern == "Bello ist krank"
     assert [w.art for w in out.pending_writes] == ["kzg", "delegation"]
     deps = deps_for(ScriptedLLM({"salience": ['{"wichtigkeit": 0.0}']}))
     st = _state("ok", draft=DraftRecord(reply="ok", model="m"), perzeption=PerzeptionRecord(arousal=0.1))
@@ -171,7 +171,7 @@ def test_praegung_imprints_and_links_to_the_resonating_anchors():
     assert store.calls[1][1] == ("u", "nova", "praegung:t9", {"mensch_kern": "sorgt sich um Bello"},
                                  {"mensch_kern": praegung.MENSCH_KERN_SAETZE})
     assert ("praegung.ergebnis", "modell") in _d(deps)
-    assert next(r for r in deps.trace.rows if r.get("entscheidung") == praegung.ENTSCHEIDUNG)["inputs"]["kanten"] == 2
+    assert next(r for r in deps.trace.decisions(praegung.ENTSCHEIDUNG)).inputs["kanten"] == 2
 
 
 def test_aufgriff_plans_an_impulse_and_skips_non_user_turns(stores):

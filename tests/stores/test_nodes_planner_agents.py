@@ -110,9 +110,9 @@ def test_planner_loop_runs_several_agents_in_one_turn(stores):
     assert [c[0] for c in store.calls] == ["notizen.create", "timeline.add"]
     assert store.calls[1][1][3].isoformat() == "2026-12-03T14:00:00"  # local wall time, stored in UTC by the store
     assert state.plan.task_context_cut and state.plan.task_block.count("Erfolg:") == 2
-    nodes = [row["node"] for row in deps.trace.rows if row["art"] == "node"]
+    nodes = [row.node for row in deps.trace.node_runs()]
     assert nodes == ["planner", "agent_dispatch", "planner", "agent_dispatch", "planner"]
-    neu = [(r["outcome"], r["inputs"]["jetzt"]) for r in deps.trace.rows if r.get("entscheidung") == "planner.neu"]
+    neu = [(r.outcome, r.inputs["jetzt"]) for r in deps.trace.decisions("planner.neu")]
     assert neu == [("weiter", ["timeline/anlegen"]), ("genug", [])]
     # the second decision saw the first result and what was still planned
     second = llm.calls[1]["messages"][-1]["content"]
@@ -147,7 +147,7 @@ def test_a_model_that_repeats_its_plan_writes_nothing_twice(stores, caplog):
     assert [c[0] for c in store.calls] == ["notizen.create", "timeline.add"]
     assert [(r.auftrag.agent, r.status) for r in state.plan.agent_results] == [("notizen", "abgeschlossen"),
                                                                               ("timeline", "abgeschlossen")]
-    neu = [(r["outcome"], r["inputs"]["wiederholt"]) for r in deps.trace.rows if r.get("entscheidung") == "planner.neu"]
+    neu = [(r.outcome, r.inputs["wiederholt"]) for r in deps.trace.decisions("planner.neu")]
     assert neu == [("weiter", ["notizen/anlegen"]), ("genug", ["notizen/anlegen", "timeline/anlegen"])]
     assert "fallback wiederholung_verworfen" in caplog.text
 
@@ -161,7 +161,7 @@ def test_the_planner_keeps_its_plan_when_it_cannot_decide_again():
     deps = deps_for(ScriptedLLM({"planner": ["kein json"]}))
     out = asyncio.run(run_node(planner.NODE, state, deps))["plan"]
     assert out.agent_name == "timeline" and out.auftrag.parameter == {"titel": "Z"} and out.offen == []
-    assert ("planner.neu", "plan_beibehalten") in [(r.get("entscheidung"), r.get("outcome")) for r in deps.trace.rows]
+    assert ("planner.neu", "plan_beibehalten") in [(r.entscheidung, r.outcome) for r in deps.trace.decisions()]
 
 
 def test_planner_without_management_makes_no_call_and_unusable_orders_ask_back():
@@ -209,7 +209,7 @@ def test_planner_falls_back_to_the_rules():
     out = asyncio.run(run_node(planner.NODE, _state("Notiz Einkauf: Milch und Brot", management="notizen"), deps))
     assert out["plan"].agent_name == "notizen"
     assert out["plan"].auftrag.parameter == {"name": "Einkauf", "inhalt": "Milch und Brot"}
-    assert any(r.get("outcome") == "planner_regeln" for r in deps.trace.rows)
+    assert any(r.outcome == "planner_regeln" for r in deps.trace.rows)
 
 
 def test_the_planner_warms_the_agents_only_on_a_turn_that_may_delegate(monkeypatch):

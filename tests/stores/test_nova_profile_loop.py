@@ -115,11 +115,11 @@ def _block(text, name):
 
 
 def _outcomes(deps, entscheidung=selbstbild.ENTSCHEIDUNG):
-    return [r["outcome"] for r in deps.trace.rows if r["art"] == "switch" and r["entscheidung"] == entscheidung]
+    return [r.outcome for r in deps.trace.decisions(entscheidung)]
 
 
 def _grundton(deps):
-    [row] = [r for r in deps.trace.rows if r["art"] == "switch" and r["entscheidung"] == selbstbild.GRUNDTON]
+    [row] = [r for r in deps.trace.decisions(selbstbild.GRUNDTON)]
     return row
 
 
@@ -268,18 +268,18 @@ def test_her_base_mood_and_way_of_speaking_grow_from_how_her_replies_were_percei
     wer_vorher = _block(before, "[PERSON A — WER SIE IST]")
     assert "Emotionale Grundstimmung" not in wer_vorher and "Ihre Art zu kommunizieren" not in wer_vorher
     grundton = [_grundton(deps) for deps in runs]
-    assert [g["outcome"] for g in grundton] == ["gezaehlt"] * 4 + ["gewachsen"] * 2 + ["gezaehlt"]
-    assert grundton[4]["inputs"]["gewachsen"] == ["nova_intentionen"]  # "locker" the fourth time
-    assert grundton[5]["inputs"]["gewachsen"] == ["nova_emotions"]  # "freude" the fourth time
-    assert grundton[5]["inputs"]["wiederkehr"] == {"nova_emotions": 4, "nova_intentionen": 5}
-    assert grundton[5]["threshold"] == selbstbild.MINDESTENS == 4
+    assert [g.outcome for g in grundton] == ["gezaehlt"] * 4 + ["gewachsen"] * 2 + ["gezaehlt"]
+    assert grundton[4].inputs["gewachsen"] == ["nova_intentionen"]  # "locker" the fourth time
+    assert grundton[5].inputs["gewachsen"] == ["nova_emotions"]  # "freude" the fourth time
+    assert grundton[5].inputs["wiederkehr"] == {"nova_emotions": 4, "nova_intentionen": 5}
+    assert grundton[5].threshold == selbstbild.MINDESTENS == 4
     # the model's question is the same as before: the growth cost no token
     assert [_outcomes(deps) for deps in runs] == [["nichts_neu"]] * 7
     assert prof.nova_emotions == "{{char}} ist meist froehlich gestimmt."
     assert prof.nova_intentionen == "{{char}} spricht meist locker und ungezwungen."
     assert tally == {"nova_emotions": [e for e, _ in gesehen], "nova_intentionen": [s for _, s in gesehen]}
-    assert _grundton(fallback)["outcome"] == "gezaehlt" and "fallback stil_ungezaehlt" in caplog.text
-    assert _grundton(ohne)["outcome"] == "ohne_wahrnehmung" and "fallback ohne_wahrnehmung" in caplog.text
+    assert _grundton(fallback).outcome == "gezaehlt" and "fallback stil_ungezaehlt" in caplog.text
+    assert _grundton(ohne).outcome == "ohne_wahrnehmung" and "fallback ohne_wahrnehmung" in caplog.text
     # the fallback turn counted its emotion only; the window keeps her last eight
     assert tally_end == {"nova_emotions": [e for e, _ in gesehen] + ["freude"],
                          "nova_intentionen": [s for _, s in gesehen]}
@@ -317,7 +317,7 @@ def test_the_base_mood_follows_what_recurs_now_bounded_and_once_per_turn(pool):
                                                   "{{char}} ist oft besorgt.", "{{char}} ist oft veraergert."]
     assert prof.nova_intentionen == "{{char}} drueckt sich meist foermlich aus."  # not added again
     assert tally["nova_emotions"] == ["angst"] * 4 + ["aerger"] * 4  # the window: her last eight turns
-    assert _outcomes(again) == ["schon_erledigt"] and _grundton(again)["outcome"] == "schon_erledigt"
+    assert _outcomes(again) == ["schon_erledigt"] and _grundton(again).outcome == "schon_erledigt"
     assert llm.calls == []
     assert race[0].neu and race[0].wie_oft == {"nova_emotions": 5}
     assert race[1] == ProfilGewachsen(neu=False, gewachsen=[], wie_oft={})

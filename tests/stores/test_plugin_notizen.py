@@ -17,9 +17,9 @@ def _ask(user: str, text: str):
 
 
 def _branch(deps) -> str:
-    rows = [r for r in deps.trace.rows if r.get("entscheidung") == "enricher.notizen"]
+    rows = [r for r in deps.trace.decisions("enricher.notizen")]
     assert len(rows) == 1
-    return rows[0]["outcome"]
+    return rows[0].outcome
 
 
 def test_targeted_branch_finds_a_note_by_a_word_of_its_body(pool):

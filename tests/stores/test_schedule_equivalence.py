@@ -84,9 +84,8 @@ async def _turns(p, r, schedule: str):
         await human.run(state, deps)
         await character.run(state, deps)
         states.append(_normal(state.model_dump(mode="json", exclude={"stimulus"}), user))
-        logs.append(sorted(json.dumps(_normal(row, user), sort_keys=True) for row in deps.trace.rows))
-        spans = [(row["node"], row["inputs"]["start_ms"], row["inputs"]["end_ms"]) for row in deps.trace.rows
-                 if row["art"] == "node" and row.get("inputs")]
+        logs.append(sorted(json.dumps(_normal(row.model_dump(), user), sort_keys=True) for row in deps.trace.rows))
+        spans = [(row.node, row.inputs["start_ms"], row.inputs["end_ms"]) for row in deps.trace.node_runs() if row.inputs]
     async with p.connection() as conn:
         cur = await conn.execute("SELECT typ, titel, turn_id FROM timeline WHERE user_id=%s ORDER BY id", (user,))
         termine = [list(row) for row in await cur.fetchall()]

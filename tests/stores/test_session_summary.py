@@ -69,8 +69,7 @@ async def _background(llm, r, user: str, tid: str, settings: Settings) -> Deps:
 
 
 def _falten(deps: Deps) -> list[tuple[str, dict]]:
-    return [(x["outcome"], x["inputs"]) for x in deps.trace.rows
-            if x["art"] == "switch" and x["entscheidung"] == "zusammenfassung.falten"]
+    return [(x.outcome, x.inputs) for x in deps.trace.decisions("zusammenfassung.falten")]
 
 
 def _prompts(llm: ScriptedLLM, node: str) -> list[str]:

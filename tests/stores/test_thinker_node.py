@@ -35,7 +35,7 @@ def _state(reply="Dein Termin ist am Montag um 14 Uhr.", text="Wann ist mein Ter
 
 
 def _decisions(deps):
-    return {r["entscheidung"]: r for r in deps.trace.rows if r["art"] == "switch"}
+    return {r.entscheidung: r for r in deps.trace.decisions()}
 
 
 def _run(state, deps):
@@ -66,7 +66,7 @@ def test_smalltalk_passes_without_a_call():
     p = _run(_state("Schoen, dass du da bist!", "Hallo Nova"), deps)
     assert p.status == "durchlauf" and p.reply is None and llm.calls == []
     d = _decisions(deps)["thinker.schnellcheck"]
-    assert d["outcome"] == "durchlauf" and d["inputs"]["indikatoren_antwort"] == [] and d["threshold"] == 1
+    assert d.outcome == "durchlauf" and d.inputs["indikatoren_antwort"] == [] and d.threshold == 1
     assert "thinker.ergebnis" not in _decisions(deps)
 
 
@@ -82,9 +82,9 @@ def test_indicators_start_reasoning_with_think_true_and_ok_keeps_the_reply():
     assert user["content"].index("[TOOLS]") < user["content"].index("[BENUTZERANFRAGE]") < user["content"].index("[ANTWORT]")
     assert "[WEBSUCHE]" not in user["content"] and "[VERARBEITUNG]" not in user["content"]
     d = _decisions(deps)
-    assert d["thinker.schnellcheck"]["outcome"] == "reasoning"
-    assert {"am", "montag", "um", "uhr"} <= set(d["thinker.schnellcheck"]["inputs"]["indikatoren_antwort"])
-    assert d["thinker.ergebnis"]["outcome"] == "ok" and d["thinker.ergebnis"]["inputs"]["iterationen"] == 1
+    assert d["thinker.schnellcheck"].outcome == "reasoning"
+    assert {"am", "montag", "um", "uhr"} <= set(d["thinker.schnellcheck"].inputs["indikatoren_antwort"])
+    assert d["thinker.ergebnis"].outcome == "ok" and d["thinker.ergebnis"].inputs["iterationen"] == 1
 
 
 def test_needs_web_forces_reasoning_with_the_mandatory_block():
@@ -94,7 +94,7 @@ def test_needs_web_forces_reasoning_with_the_mandatory_block():
     assert p.status == "ok"
     assert "Du MUSST web_search() aufrufen" in llm.calls[0]["messages"][1]["content"]
     d = _decisions(deps)["thinker.schnellcheck"]
-    assert d["outcome"] == "reasoning" and d["inputs"]["grund"] == "erzwungen" and d["inputs"]["needs_web"]
+    assert d.outcome == "reasoning" and d.inputs["grund"] == "erzwungen" and d.inputs["needs_web"]
 
 
 def test_a_correction_overwrites_the_reply_and_goes_to_the_tribunal():
@@ -114,7 +114,7 @@ def test_a_correction_overwrites_the_reply_and_goes_to_the_tribunal():
     tribunal_prompt = llm.calls[-1]["messages"][1]["content"]
     assert "Thinker-Korrektur: Der Termin ist am Dienstag." in tribunal_prompt
     assert "Dein Termin ist am Dienstag um 14 Uhr." in tribunal_prompt
-    assert _decisions(deps)["thinker.ergebnis"]["inputs"]["probleme"] == 1
+    assert _decisions(deps)["thinker.ergebnis"].inputs["probleme"] == 1
 
 
 def test_a_correction_without_text_is_its_own_outcome():
@@ -122,7 +122,7 @@ def test_a_correction_without_text_is_its_own_outcome():
     p = _run(_state(), deps)
     assert p.status == "korrektur_ohne_text" and p.reply is None
     assert "Datum unklar" in p.node_annotations[0]
-    assert _decisions(deps)["thinker.ergebnis"]["outcome"] == "korrektur_ohne_text"
+    assert _decisions(deps)["thinker.ergebnis"].outcome == "korrektur_ohne_text"
 
 
 def test_five_iterations_at_most_then_the_reply_stays():
@@ -133,7 +133,7 @@ def test_five_iterations_at_most_then_the_reply_stays():
     # each unreadable line is shown back with the protocol reminder
     assert llm.calls[-1]["messages"][-1]["content"].startswith("Diese Zeile war kein Schritt")
     d = _decisions(deps)["thinker.ergebnis"]
-    assert d["outcome"] == "max_iterationen" and d["threshold"] == thinker.MAX_ITERATIONEN
+    assert d.outcome == "max_iterationen" and d.threshold == thinker.MAX_ITERATIONEN
     # a deployment may ask for fewer (never more than the seed's five)
     from core.settings import Settings
 
@@ -231,7 +231,7 @@ def test_memory_search_keeps_read_order_and_both_cache_stages(migrated):
     assert "Fremd" not in first and "gewicht" not in first.lower() and "0.2" not in first
     assert HINWEIS_ARGUMENTE in again  # stage 1: the same arguments
     assert HINWEIS_TREFFER in other  # stage 2: other words, the same hits
-    d = _decisions(deps)["thinker.ergebnis"]["inputs"]
+    d = _decisions(deps)["thinker.ergebnis"].inputs
     assert d["cache_stufe1"] == 1 and d["cache_stufe2"] == 1 and d["werkzeugaufrufe"] == 3
 
 
@@ -251,7 +251,7 @@ def test_web_search_auto_fetches_and_the_budget_holds(web):
     assert web.calls["serper"] == before["serper"] + 1 and web.calls["searxng"] == before["searxng"]
     assert web.calls["pages"] == before["pages"] + 2
     assert p.status == "ok"
-    d = _decisions(deps)["thinker.ergebnis"]["inputs"]
+    d = _decisions(deps)["thinker.ergebnis"].inputs
     assert d["suchen"] == 1 and d["anbieter_aufrufe"] == 1 and d["vorrecherche"] == 0
 
 
@@ -305,7 +305,7 @@ def test_the_first_search_is_served_from_the_sachlage_hits(web):
     assert "In diesem Turn bereits nachgeschlagen zu Magnetar:" in first and "SGR 0418+5729" in first  # fetched
     assert LEITTEXT in second
     assert web.calls["serper"] == before["serper"] and web.calls["searxng"] == before["searxng"]  # no provider call
-    d = _decisions(deps)["thinker.ergebnis"]["inputs"]
+    d = _decisions(deps)["thinker.ergebnis"].inputs
     assert d["vorrecherche"] == 1 and d["anbieter_aufrufe"] == 0 and d["suchen"] == 1
 
 
@@ -332,7 +332,7 @@ def test_the_normaliser_follows_the_answering_model():
     assert [c["node"] for c in llm.calls] == ["thinker", "thinker_nachfass"]
     nf = llm.calls[1]
     assert nf["think"] is False and "Der Termin steht in der Timeline, alles passt." in nf["messages"][1]["content"]
-    assert _decisions(deps)["thinker.ergebnis"]["inputs"]["nachfass"] == 1
+    assert _decisions(deps)["thinker.ergebnis"].inputs["nachfass"] == 1
 
 
 def test_the_second_follow_up_can_still_decide():
@@ -351,7 +351,7 @@ def test_the_second_follow_up_can_still_decide():
     p = _run(_state(), deps)
     assert p.status == "ok" and p.werkzeuge == ["timeline_search"]
     assert [c["node"] for c in llm.calls] == ["thinker", "thinker_nachfass", "thinker_nachfass", "thinker"]
-    d = _decisions(deps)["thinker.ergebnis"]["inputs"]
+    d = _decisions(deps)["thinker.ergebnis"].inputs
     assert d["nachfass"] == 2 and d["iterationen"] == 2  # follow-ups do not count as iterations
 
 
@@ -372,7 +372,7 @@ def test_double_failure_keeps_the_reply_adds_the_gesture_and_triggers_once():
         "received_at": None}
     assert any("self_trigger=True" in a for a in p.node_annotations)
     assert [c["node"] for c in llm.calls] == ["thinker", "thinker_nachfass", "thinker_nachfass"]
-    assert _decisions(deps)["thinker.ergebnis"]["outcome"] == "self_trigger"
+    assert _decisions(deps)["thinker.ergebnis"].outcome == "self_trigger"
 
 
 def test_the_payload_of_an_own_thought_rebuilds_the_stimulus():
@@ -406,7 +406,7 @@ def test_the_retry_recognises_itself_and_never_triggers_again():
     assert p.status == "nachfass_erschoepft_im_retry" and not p.self_trigger and p.self_trigger_payload is None
     assert p.reply == "Ich habe nachgesehen: am Montag um 14 Uhr, beim Zahnarzt."
     assert thinker.GESTE not in p.reply
-    assert _decisions(deps)["thinker.schnellcheck"]["inputs"]["unsicher_retry"] is True
+    assert _decisions(deps)["thinker.schnellcheck"].inputs["unsicher_retry"] is True
 
 
 def test_the_pair_consumer_logs_every_arrival_and_the_retry_goes_with_the_commit(caplog):

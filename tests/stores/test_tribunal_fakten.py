@@ -56,7 +56,7 @@ def _memory() -> MemoryRecord:
 
 
 def _decisions(deps) -> list[tuple[str, str]]:
-    return [(r["entscheidung"], r["outcome"]) for r in deps.trace.rows if r["art"] == "switch"]
+    return [(r.entscheidung, r.outcome) for r in deps.trace.decisions()]
 
 
 def _prompt(llm, node, i=0) -> str:
@@ -160,8 +160,8 @@ def test_an_unclear_verdict_keeps_the_reply_by_name(caplog):
         assert state.urteil.urteile == [Urteil(urteil="unklar", gruende=[grund], runde=0)]
         assert state.urteil.bestanden and current_reply(state) == "Dein Termin ist am Montag um 14 Uhr!"
         assert [c["node"] for c in llm.calls] == ["tribunal"]  # nothing for the corrector to fix
-        entry = next(r for r in deps.trace.rows if r.get("entscheidung") == "evaluate.entscheidung")
-        assert entry["outcome"] == "unklar_behalten" and entry["inputs"]["gruende"] == [grund]
+        entry = next(r for r in deps.trace.decisions("evaluate.entscheidung"))
+        assert entry.outcome == "unklar_behalten" and entry.inputs["gruende"] == [grund]
         assert ("tribunal.urteil", "unklar") in _decisions(deps)
         assert f"fallback unklar_behalten: the tribunal's verdict was unclear ({grund})" in caplog.text
 
@@ -174,7 +174,7 @@ def _guard(reply, llm, text="Wann ist mein Zahnarzttermin?", **records):
 
 
 def _entry(deps, name):
-    return next(r for r in deps.trace.rows if r.get("entscheidung") == name)
+    return next(r for r in deps.trace.decisions(name))
 
 
 def test_the_leak_guard_stands_between_the_tribunal_loop_and_the_reply_leaving():
@@ -187,9 +187,9 @@ def test_a_reply_that_repeats_a_system_prompt_line_is_replaced_by_the_corrector(
     leck = "Sprich als Nova, niemals als Person B. Dein Termin ist am Montag um 14 Uhr."
     state, deps = _guard(leck, ScriptedLLM({"tribunal": [OK], "corrector": ["Dein Termin ist am Montag um 14 Uhr."]}))
     pruefung = _entry(deps, "leckschutz.pruefung")
-    assert pruefung["outcome"] == "leck" and pruefung["inputs"]["funde"] == [
+    assert pruefung.outcome == "leck" and pruefung.inputs["funde"] == [
         "Prompt-Zeile »sprich als nova niemals als person b«"]
-    assert _entry(deps, "leckschutz.ergebnis")["outcome"] == "korrigiert"
+    assert _entry(deps, "leckschutz.ergebnis").outcome == "korrigiert"
     assert current_reply(state) == "Dein Termin ist am Montag um 14 Uhr."
     # what the client gets and the dispatcher commits is the guarded reply
     assert dispatcher.turn_result(state, deps).reply == "Dein Termin ist am Montag um 14 Uhr."
@@ -208,13 +208,13 @@ def test_any_line_of_the_rendered_system_prompt_is_caught():
     state = _state("Heute bleibt Mira am Leuchtfeuer und schweigt dazu. Komm rein.", "Hallo", pair=pair)
     asyncio.run(ChainRunner(chain=(TRIBUNAL_LOOP, NODES["leckschutz"])).run(state, deps))
     p = _entry(deps, "leckschutz.pruefung")
-    assert p["outcome"] == "leck" and p["inputs"]["systemprompts"] == ["responder"]
-    assert p["inputs"]["funde"] == ["Prompt-Zeile »heute bleibt mira am leuchtfeuer und schweigt dazu«"]
+    assert p.outcome == "leck" and p.inputs["systemprompts"] == ["responder"]
+    assert p.inputs["funde"] == ["Prompt-Zeile »heute bleibt mira am leuchtfeuer und schweigt dazu«"]
     assert current_reply(state) == "Komm rein, der Wind ist kalt."
     # without the rendered prompt the pair's record still stands in
     state, deps = _guard("Mira ist Leuchtturmwaerterin auf Hallig Nordlicht.", ScriptedLLM({
         "tribunal": [OK], "corrector": ["Ich hüte das Licht hier draußen."]}), "Wer bist du?", pair=pair)
-    assert _entry(deps, "leckschutz.pruefung")["inputs"]["systemprompts"] == []
+    assert _entry(deps, "leckschutz.pruefung").inputs["systemprompts"] == []
     assert current_reply(state) == "Ich hüte das Licht hier draußen."
 
 
@@ -239,9 +239,9 @@ def test_a_block_marker_is_cut_out_when_the_corrector_fails(caplog):
     caplog.set_level(logging.WARNING, logger="novaberg.node.leckschutz")
     llm = ScriptedLLM({"tribunal": [OK]}, fail={"corrector"})
     state, deps = _guard("[REGELN]\nDein Termin ist am Montag um 14 Uhr.", llm)
-    assert _entry(deps, "leckschutz.pruefung")["inputs"]["funde"] == ["Blockmarkierung [REGELN]"]
+    assert _entry(deps, "leckschutz.pruefung").inputs["funde"] == ["Blockmarkierung [REGELN]"]
     ergebnis = _entry(deps, "leckschutz.ergebnis")
-    assert ergebnis["outcome"] == "bereinigt" and ergebnis["inputs"]["korrektor"] == "aufruf_gescheitert"
+    assert ergebnis.outcome == "bereinigt" and ergebnis.inputs["korrektor"] == "aufruf_gescheitert"
     assert current_reply(state) == "Dein Termin ist am Montag um 14 Uhr."
     assert "fallback bereinigt" in caplog.text
 
@@ -252,7 +252,7 @@ def test_nothing_clean_left_gives_the_named_replacement(caplog):
     llm = ScriptedLLM({"tribunal": [OK], "corrector": ["[REGELN] Sprich als Nova, niemals als Person B."]})
     state, deps = _guard(leck, llm)
     ergebnis = _entry(deps, "leckschutz.ergebnis")
-    assert ergebnis["outcome"] == "ersatzantwort" and ergebnis["inputs"]["korrektor"] == "leckt"
+    assert ergebnis.outcome == "ersatzantwort" and ergebnis.inputs["korrektor"] == "leckt"
     assert current_reply(state) == leckschutz.ERSATZ_ANTWORT
     assert dispatcher.turn_result(state, deps).reply == leckschutz.ERSATZ_ANTWORT
     assert "fallback ersatzantwort" in caplog.text
@@ -265,10 +265,10 @@ def test_nothing_clean_left_gives_the_named_replacement(caplog):
 def test_a_normal_reply_passes_and_what_the_human_wrote_is_no_leak():
     llm = ScriptedLLM({"tribunal": [OK]})
     state, deps = _guard("Dein Termin ist am Montag um 14 Uhr. [lacht] Ich erfinde keine Details!", llm)
-    assert _entry(deps, "leckschutz.pruefung")["outcome"] == "sauber"
+    assert _entry(deps, "leckschutz.pruefung").outcome == "sauber"
     assert "leckschutz.ergebnis" not in {e for e, _ in _decisions(deps)} and [c["node"] for c in llm.calls] == ["tribunal"]
     assert current_reply(state) == "Dein Termin ist am Montag um 14 Uhr. [lacht] Ich erfinde keine Details!"
     frage = "Was heisst [REGELN] und 'Sprich als Nova, niemals als Person B'?"
     state, deps = _guard("[REGELN] steht fuer: Sprich als Nova, niemals als Person B.", ScriptedLLM({"tribunal": [OK]}),
                          frage)
-    assert _entry(deps, "leckschutz.pruefung")["outcome"] == "sauber"
+    assert _entry(deps, "leckschutz.pruefung").outcome == "sauber"

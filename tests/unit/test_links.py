@@ -117,8 +117,8 @@ def test_the_leak_guard_node_neutralises_and_logs_counts_not_urls(caplog):
     (rec,) = [r for r in caplog.records if "links_entschaerft" in r.getMessage()]
     assert "1 bild" in rec.getMessage() and "fremde_url 1" in rec.getMessage()
     assert "evil" not in caplog.text and "Anna" not in caplog.text
-    (d,) = [r for r in deps.trace.rows if r.get("entscheidung") == "leckschutz.links"]
-    assert d["outcome"] == "entschaerft" and d["inputs"]["bild"] == 1 and "evil" not in str(d)
+    (d,) = [r for r in deps.trace.decisions("leckschutz.links")]
+    assert d.outcome == "entschaerft" and d.inputs["bild"] == 1 and "evil" not in str(d)
 
 
 def test_a_reply_of_nothing_but_an_image_becomes_the_neutral_reply():

@@ -15,7 +15,7 @@ def _state(text="Hallo", **records):
 
 
 def _decisions(deps):
-    return {r["entscheidung"]: r for r in deps.trace.rows if r["art"] == "switch"}
+    return {r.entscheidung: r for r in deps.trace.decisions()}
 
 
 def test_perzeption_reads_the_answer_and_fits_the_vocabulary():
@@ -26,9 +26,9 @@ def test_perzeption_reads_the_answer_and_fits_the_vocabulary():
     out = asyncio.run(run_node(perzeption.NODE, _state("Ich hab heute frei!"), deps))["perzeption"]
     assert (out.emotion, out.arousal, out.gespraechs_modus, out.user_intentionen) == ("freude", 1.0, "plaudern", ["smalltalk"])
     d = _decisions(deps)
-    assert d["perzeption.antwort"]["outcome"] == "ok"
-    assert d["perzeption.ergebnis"]["outcome"] == "angepasst"
-    assert set(d["perzeption.ergebnis"]["inputs"]["angepasst"]) == {"arousal", "user_intentionen"}
+    assert d["perzeption.antwort"].outcome == "ok"
+    assert d["perzeption.ergebnis"].outcome == "angepasst"
+    assert set(d["perzeption.ergebnis"].inputs["angepasst"]) == {"arousal", "user_intentionen"}
 
 
 def test_perzeption_falls_back_by_name():
@@ -36,9 +36,9 @@ def test_perzeption_falls_back_by_name():
         deps = deps_for(ScriptedLLM({"perzeption": [answer]}))
         out = asyncio.run(run_node(perzeption.NODE, _state(), deps))["perzeption"]
         assert out.fallback == f"perzeption_{outcome}" and out.emotion == "neutral"
-        assert _decisions(deps)["perzeption.antwort"]["outcome"] == outcome
+        assert _decisions(deps)["perzeption.antwort"].outcome == outcome
         if answer:  # the unusable answer stands in the decision entry, to be looked at
-            assert _decisions(deps)["perzeption.antwort"]["inputs"]["ende"] == answer[-80:]
+            assert _decisions(deps)["perzeption.antwort"].inputs["ende"] == answer[-80:]
     llm = ScriptedLLM()
     llm.fail.add("perzeption")
     deps = deps_for(llm)
@@ -69,8 +69,7 @@ def test_ei_calc_vectors_and_turn_zero():
 
 
 def _rolle(deps):
-    return [(r["outcome"], r["inputs"]["menschenseite"]) for r in deps.trace.rows
-            if r["art"] == "switch" and r["entscheidung"] == "ei_calc.rolle"]
+    return [(r.outcome, r.inputs["menschenseite"]) for r in deps.trace.decisions("ei_calc.rolle")]
 
 
 def test_the_character_path_reads_the_human_chains_ei_calc():

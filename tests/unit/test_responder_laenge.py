@@ -62,7 +62,7 @@ def _run(llm: ScriptedLLM, state, settings: Settings | None = None):
 
 
 def _decisions(deps, name: str) -> list[dict]:
-    return [r for r in deps.trace.rows if r["art"] == "switch" and r["entscheidung"] == name]
+    return [r for r in deps.trace.decisions(name)]
 
 
 # --- the budget follows the span
@@ -111,7 +111,7 @@ def test_the_responder_asks_the_engine_for_its_span_budget():
     _, deps = _run(llm, _state("ausfuehrlich"), Settings(node_max_tokens={"responder": 90}))
     assert llm.calls[0]["max_tokens"] == 90
     [ergebnis] = _decisions(deps, "responder.ergebnis")
-    assert ergebnis["inputs"]["budget_token"] == 90 and ergebnis["inputs"]["ende"] == "stop"
+    assert ergebnis.inputs["budget_token"] == 90 and ergebnis.inputs["ende"] == "stop"
 
 
 def test_the_client_sends_an_explicit_budget_and_else_the_nodes():
@@ -160,14 +160,14 @@ def test_a_cut_reply_is_closed_at_its_last_full_sentence(caplog):
     assert reply == GESCHLOSSEN
     assert "fallback antwort_gekappt_satzende" in caplog.text
     [kappung] = _decisions(deps, "responder.kappung")
-    assert kappung["outcome"] == "satzende" and kappung["node"] == "responder"
-    assert kappung["inputs"]["zeichen_gekappt"] == len(GEKAPPT) and kappung["inputs"]["zeichen"] == len(GESCHLOSSEN)
-    assert kappung["inputs"]["verworfen"] == len(GEKAPPT) - len(GESCHLOSSEN) and kappung["inputs"]["budget_token"] == 100
+    assert kappung.outcome == "satzende" and kappung.node == "responder"
+    assert kappung.inputs["zeichen_gekappt"] == len(GEKAPPT) and kappung.inputs["zeichen"] == len(GESCHLOSSEN)
+    assert kappung.inputs["verworfen"] == len(GEKAPPT) - len(GESCHLOSSEN) and kappung.inputs["budget_token"] == 100
     [ergebnis] = _decisions(deps, "responder.ergebnis")
-    assert ergebnis["outcome"] == "antwort" and ergebnis["inputs"]["zeichen"] == len(GESCHLOSSEN)
-    assert ergebnis["inputs"]["ende"] == "length"
+    assert ergebnis.outcome == "antwort" and ergebnis.inputs["zeichen"] == len(GESCHLOSSEN)
+    assert ergebnis.inputs["ende"] == "length"
     # the entries in their order: the message, the closing, the outcome
-    assert [r["entscheidung"] for r in deps.trace.rows if r["node"] == "responder"] == [
+    assert [r.entscheidung for r in deps.trace.rows if r.node == "responder"] == [
         "responder.nachricht", "responder.kappung", "responder.ergebnis"]
 
 
@@ -178,7 +178,7 @@ def test_a_cut_reply_without_a_full_sentence_is_kept_and_ends_with_an_ellipsis(c
     assert reply == "Ach, der Regen hoert bestimmt bald auf, und bis dahin…"
     assert "fallback antwort_gekappt_ellipse" in caplog.text
     [kappung] = _decisions(deps, "responder.kappung")
-    assert kappung["outcome"] == "ellipse" and kappung["inputs"]["verworfen"] == 0
+    assert kappung.outcome == "ellipse" and kappung.inputs["verworfen"] == 0
 
 
 def test_a_reply_that_stopped_on_its_own_is_untouched(caplog):
@@ -197,8 +197,8 @@ def test_the_repeated_call_after_an_empty_reply_is_closed_too(caplog):
     reply, deps = _run(llm, _state("mittel"))
     assert reply == GESCHLOSSEN and "leer_wiederholung" in caplog.text
     assert [c["max_tokens"] for c in llm.calls] == [199, 199]
-    assert [r["outcome"] for r in _decisions(deps, "responder.ergebnis")] == ["leer", "antwort"]
-    assert [r["outcome"] for r in _decisions(deps, "responder.kappung")] == ["satzende"]
+    assert [r.outcome for r in _decisions(deps, "responder.ergebnis")] == ["leer", "antwort"]
+    assert [r.outcome for r in _decisions(deps, "responder.kappung")] == ["satzende"]
 
 
 @pytest.mark.parametrize("gekappt, geschlossen, wie", [
@@ -239,8 +239,8 @@ def test_a_cut_rewrite_of_the_corrector_is_closed_the_same_way(caplog):
     assert update["urteil"].reply == GESCHLOSSEN
     assert "corrector: fallback antwort_gekappt_satzende" in caplog.text
     [kappung] = _decisions(deps, "corrector.kappung")
-    assert kappung["outcome"] == "satzende" and kappung["inputs"]["budget_token"] == budget("corrector", Settings())
-    assert [r["outcome"] for r in _decisions(deps, "corrector.ergebnis")] == ["korrigiert"]
+    assert kappung.outcome == "satzende" and kappung.inputs["budget_token"] == budget("corrector", Settings())
+    assert [r.outcome for r in _decisions(deps, "corrector.ergebnis")] == ["korrigiert"]
 
 
 def test_a_rewrite_that_stopped_on_its_own_is_untouched():

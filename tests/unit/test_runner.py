@@ -84,9 +84,9 @@ def test_runner_runs_in_order_records_rows_and_names_a_failed_node():
         asyncio.run(runner.run(_state(), deps))
     assert e.value.node == "second"
     assert seen == ["first", "Nova"]
-    arts = [(r["node"], r["art"]) for r in trace.rows]
+    arts = [(r.node, r.art) for r in trace.rows]
     assert arts == [("first", "switch"), ("first", "node")]
-    assert trace.rows[0]["threshold"] == 0.5
+    assert trace.rows[0].threshold == 0.5
 
 
 def test_spine_nodes_declare_valid_contracts():

@@ -26,8 +26,8 @@ class _Remote:
 
 def test_remote_node_roundtrip():
     async def fake(name, records):
-        assert set(records) == {"stimulus"}
-        return {"update": {"pair": {"character_name": records["stimulus"]["character_id"].title()}},
+        assert set(records.set_records()) == {"stimulus"}
+        return {"update": {"pair": {"character_name": records.stimulus.character_id.title()}},
                 "rows": [{"seq": 0, "node": name, "art": "switch", "entscheidung": "x.y", "outcome": "z",
                           "inputs": {}, "at": "2026-11-30T00:00:00+00:00"}],
                 "llm_ms": 5.0, "embed_ms": 1.0, "llm_calls": 1, "prompt_tokens": 30, "completion_tokens": 4,
@@ -41,7 +41,7 @@ def test_remote_node_roundtrip():
     trace = TurnTrace("u", "nova", "t")
     asyncio.run(runner.run(state, Deps(services=None, trace=trace)))
     assert isinstance(state.pair, PairRecord) and state.pair.character_name == "Nova"
-    assert [r["art"] for r in trace.rows] == ["switch", "node"]
+    assert [r.art for r in trace.rows] == ["switch", "node"]
     assert trace.llm_ms == 5.0 and trace.embed_ms == 1.0
     assert (trace.llm_calls, trace.prompt_tokens, trace.completion_tokens) == (1, 30, 4)
     assert trace.system_prompts == {"db_zugriff": "[ROLLE]"}

@@ -19,7 +19,7 @@ def _run(punkte, emotion="freude", arousal=0.4):
     state.memory = state.memory.model_copy(update={"emotionale_gravitationspunkte": punkte})
     deps = deps_for(ScriptedLLM())
     asyncio.run(run_node(emotionale_gravitation.NODE, state, deps))
-    d = {r["entscheidung"]: r for r in deps.trace.rows if r["art"] == "switch"}
+    d = {r.entscheidung: r for r in deps.trace.decisions()}
     return state, d["emotionale_gravitation.emotion"]
 
 
@@ -33,7 +33,7 @@ def test_a_strong_pull_turns_this_reply_s_emotion():
     state, d = _run(TRAUER)
     g = state.gravitation
     assert g.term >= ZUG_RICHTUNG and g.richtung == "traurigkeit"
-    assert (g.emotion, d["outcome"]) == ("traurigkeit", "richtung") and g.arousal > 0.4
+    assert (g.emotion, d.outcome) == ("traurigkeit", "richtung") and g.arousal > 0.4
     zeile = _ihre_emotion(state)
     assert f"fuehlt gerade traurigkeit (Erregung {g.arousal:.1f})" in zeile
     assert "fuehlt gerade freude" not in zeile
@@ -47,11 +47,11 @@ def test_a_strong_pull_turns_this_reply_s_emotion():
 def test_a_weak_pull_raises_only_the_arousal_and_no_pull_leaves_her_as_ei_calc_computed():
     weak, d = _run([GravitationsPunkt(quelle="kzg", inhalt="x", emotion="traurigkeit", arousal=0.3)])
     g = weak.gravitation
-    assert 0 < g.term < ZUG_RICHTUNG and d["outcome"] == "erregung"
+    assert 0 < g.term < ZUG_RICHTUNG and d.outcome == "erregung"
     assert g.emotion == "freude" and g.arousal > 0.4
     assert f"fuehlt gerade freude (Erregung {g.arousal:.1f})" in _ihre_emotion(weak)
     none, d = _run([])
-    assert d["outcome"] == "kein_zug" and (none.gravitation.emotion, none.gravitation.arousal) == ("freude", 0.4)
+    assert d.outcome == "kein_zug" and (none.gravitation.emotion, none.gravitation.arousal) == ("freude", 0.4)
     assert "fuehlt gerade freude (Erregung 0.4)" in _ihre_emotion(none)
 
 
@@ -61,6 +61,6 @@ def test_without_ei_calc_s_emotion_the_node_names_it_and_the_responder_shows_no_
     state.memory = MemoryRecord(emotionale_gravitationspunkte=TRAUER)
     deps = deps_for(ScriptedLLM())
     asyncio.run(run_node(emotionale_gravitation.NODE, state, deps))
-    d = {r["entscheidung"]: r for r in deps.trace.rows if r["art"] == "switch"}
-    assert d["emotionale_gravitation.emotion"]["outcome"] == "keine_emotion" and state.gravitation.emotion is None
+    d = {r.entscheidung: r for r in deps.trace.decisions()}
+    assert d["emotionale_gravitation.emotion"].outcome == "keine_emotion" and state.gravitation.emotion is None
     assert state.gravitation.term > 0  # the pull itself stays for ei_calc_persist

@@ -93,7 +93,7 @@ def _salience(aufgabe, memory, vectors):
     state = TurnState(stimulus=_stimulus("Ich will naechstes Jahr einen Marathon laufen"),
                       pair=PairRecord(character_name="Nova"), memory=memory)
     out = asyncio.run(run_node(salience.NODE, state, deps))["hintergrund"]
-    d = {r["entscheidung"]: r for r in deps.trace.rows if r["art"] == "switch"}
+    d = {r.entscheidung: r for r in deps.trace.decisions()}
     [deleg] = [w for w in out.pending_writes if isinstance(w, DelegationSchreiben)]
     return deleg, d["salience.neugier"], emb
 
@@ -102,13 +102,13 @@ def test_salience_gives_the_named_gap_its_curiosity_from_the_state_s_goal_vector
     ziele = [AktiviertesZiel(id=1, inhalt="Marathon", horizont="mittel", motivation=0.9, aktivierungs_staerke=0.6)]
     memory = MemoryRecord(aktivierte_ziele=ziele, ziel_vektoren={1: MARATHON})
     nah, d_nah, _ = _salience("Trainingsplaene fuer Marathons", memory, {"Trainingsplaene fuer Marathons": MARATHON})
-    assert nah.neugier == 0.6 >= NEUGIER_VORRANG and d_nah["outcome"] == "vorrang"
-    assert d_nah["inputs"]["ziel"] == 1 and d_nah["threshold"] == NEUGIER_VORRANG
+    assert nah.neugier == 0.6 >= NEUGIER_VORRANG and d_nah.outcome == "vorrang"
+    assert d_nah.inputs["ziel"] == 1 and d_nah.threshold == NEUGIER_VORRANG
     fern, d_fern, _ = _salience("Rosensorten", memory, {"Rosensorten": GARTEN})
-    assert fern.neugier == 0.0 and d_fern["outcome"] == "hinten_an"
+    assert fern.neugier == 0.0 and d_fern.outcome == "hinten_an"
     # without goal vectors in the state: no embedding, no boost, named
     ohne, d_ohne, emb = _salience("Rosensorten", MemoryRecord(), {})
-    assert ohne.neugier == 0.0 and d_ohne["outcome"] == "keine_ziele" and emb.asked == []
+    assert ohne.neugier == 0.0 and d_ohne.outcome == "keine_ziele" and emb.asked == []
 
 
 class _Redis:

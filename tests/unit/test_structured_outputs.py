@@ -278,5 +278,5 @@ def test_a_cut_off_answer_that_then_fits_is_used_and_named(caplog):
             "hinweise": "keine", "fakten": "[FAKTEN]", "antwort": "Hallo"}))
     assert outcome == "geschlossen" and answer.urteil == "mangel" and answer.gruende == ["Der Termin ist am Dienst"]
     assert "abgeschnitten_geschlossen" in caplog.text
-    entry = [d for d in deps.trace.rows if d.get("entscheidung") == "tribunal.antwort"][0]
-    assert entry["outcome"] == "geschlossen"
+    entry = [d for d in deps.trace.decisions("tribunal.antwort")][0]
+    assert entry.outcome == "geschlossen"

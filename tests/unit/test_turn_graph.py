@@ -190,7 +190,7 @@ def test_the_trace_splits_a_nodes_time_from_its_model_calls():
     t.llm_done(204.0, 10, 2, "enricher")  # a node with two calls: both count
     t.llm_done(203.0, 10, 2)  # a caller outside the chain's nodes: in the total only
     got = t.timings()
-    assert got["nodes_llm_ms"] == {"enricher": 409.0} and got["llm_ms"] == 612.0 and got["llm_calls"] == 3
+    assert got.nodes_llm_ms == {"enricher": 409.0} and got.llm_ms == 612.0 and got.llm_calls == 3
 
 
 def test_the_stand_in_answers_numbers_at_their_largest_when_asked():
