@@ -16,6 +16,7 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from core.bestand import ApiKeyInfo, DecisionRate
 from core.state import NovaZustandRecord
 from core.wire import NodeLogRow, SwitchLogRow, TurnJob
 from memory import erasure, vorher
@@ -70,7 +71,7 @@ async def create_api_key(pool: AsyncConnectionPool, user_id: str | None, *, oper
     return key
 
 
-async def list_api_keys(pool: AsyncConnectionPool) -> list[dict[str, Any]]:
+async def list_api_keys(pool: AsyncConnectionPool) -> list[ApiKeyInfo]:
     """Every key without its secret, newest first: id, user, operator or not, label, created,
     expires, revoked, and whether it works now."""
     async with pool.connection() as conn:
@@ -79,8 +80,8 @@ async def list_api_keys(pool: AsyncConnectionPool) -> list[dict[str, Any]]:
             " revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) FROM api_keys ORDER BY id DESC")
         rows = await cur.fetchall()
     iso = lambda t: t.isoformat() if t is not None else None  # noqa: E731
-    return [{"id": r[0], "user_id": r[1], "is_operator": r[2], "label": r[3], "created_at": iso(r[4]),
-             "expires_at": iso(r[5]), "revoked_at": iso(r[6]), "active": r[7]} for r in rows]
+    return [ApiKeyInfo(id=r[0], user_id=r[1], is_operator=r[2], label=r[3], created_at=iso(r[4]), expires_at=iso(r[5]),
+                       revoked_at=iso(r[6]), active=r[7]) for r in rows]
 
 
 async def lookup_api_key(pool: AsyncConnectionPool, key: str) -> dict | None:
@@ -288,7 +289,7 @@ async def turn_ids(pool: AsyncConnectionPool, user_id: str, character_id: str) -
         return [r[0] for r in await cur.fetchall()]
 
 
-async def decision_rates(pool: AsyncConnectionPool, since: datetime | None = None) -> list[dict]:
+async def decision_rates(pool: AsyncConnectionPool, since: datetime | None = None) -> list[DecisionRate]:
     """How often each branching node took each outcome (art = switch), since a point in time."""
     sql = ("SELECT entscheidung, outcome, count(*) FROM pipeline_log WHERE art = 'switch'"
            + (" AND created_at >= %s" if since else "") + " GROUP BY entscheidung, outcome ORDER BY entscheidung, outcome")
@@ -298,7 +299,7 @@ async def decision_rates(pool: AsyncConnectionPool, since: datetime | None = Non
     totals: dict[str, int] = {}
     for e, _, n in rows:
         totals[e] = totals.get(e, 0) + n
-    return [{"entscheidung": e, "outcome": o, "count": n, "rate": round(n / totals[e], 6)} for e, o, n in rows]
+    return [DecisionRate(entscheidung=e, outcome=o, count=n, rate=round(n / totals[e], 6)) for e, o, n in rows]
 
 
 PRUNE_BATCH = 5000

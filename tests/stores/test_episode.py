@@ -199,14 +199,14 @@ def test_forgetting_a_memory_forgets_where_it_came_from(pool):
         await _turn(p, user, ch, "t1", "Ich habe Schulden.", "Das tut mir leid.", SPAET, merke=["Person B hat Schulden"])
         await _turn(p, user, ch, "t2", "Ich mag Tee.", "Ich auch!", SPAET + timedelta(minutes=1))
         items = await erinnerungen.auflisten(p, user, ch)
-        gemerkt = next(i for i in items if i["inhalt"] == "Person B hat Schulden")
-        assert await erinnerungen.vergessen(p, user, ch, gemerkt["id"])
-        assert not await erinnerungen.vergessen(p, user, ch, gemerkt["id"])  # gone: nothing left to forget
+        gemerkt = next(i for i in items if i.inhalt == "Person B hat Schulden")
+        assert await erinnerungen.vergessen(p, user, ch, gemerkt.id)
+        assert not await erinnerungen.vergessen(p, user, ch, gemerkt.id)  # gone: nothing left to forget
         return items, [n[1] for n in (await _nodes(p, user, ch))[0]]
 
     items, left = asyncio.run(with_pool(pool, go))
     # the list names the utterances apart from what was distilled
-    arten = {i["inhalt"]: i["art"] for i in items}
+    arten = {i.inhalt: i.art for i in items}
     assert arten["Person B hat Schulden"] == "erinnerung" and arten["[04 December 2026] Person B: Ich habe Schulden."] == "gespraech"
     assert not any("Schulden" in t or "leid" in t for t in left)
     assert "[04 December 2026] Person B: Ich mag Tee." in left
@@ -233,7 +233,7 @@ def test_the_memories_are_linked_only_to_resonating_nodes_of_the_pair(pool):
             verdichtungen=[Verdichtung(inhalt="Bello ist krank", embedding=_vec("krank"))]))
         async with p.connection() as conn:
             cur = await conn.execute("SELECT von_id, nach_id FROM lzg_synapsen WHERE art='praegung'"
-                                     " AND von_id = ANY(%s)", (out["verdichtungen"],))
+                                     " AND von_id = ANY(%s)", (out.verdichtungen,))
             links = await cur.fetchall()
             cur = await conn.execute("SELECT id FROM lzg_knoten WHERE id = ANY(%s) AND zuletzt > now() - interval '1 hour'",
                                      ([eigen, vergessen, fremd],))
@@ -241,5 +241,5 @@ def test_the_memories_are_linked_only_to_resonating_nodes_of_the_pair(pool):
         return out, links, beruehrt, eigen
 
     out, links, beruehrt, eigen = asyncio.run(with_pool(pool, go))
-    (neu,) = out["verdichtungen"]
-    assert out["resonanz"] == [eigen] and links == [(neu, eigen)] and beruehrt == [eigen]
+    (neu,) = out.verdichtungen
+    assert out.resonanz == [eigen] and links == [(neu, eigen)] and beruehrt == [eigen]

@@ -134,7 +134,7 @@ def test_a_redelivered_background_job_imprints_its_memories_once(pool):
     # ways to the exchange and to the two resonating anchors
     assert after_first == (2 + 2 + 2, 4, 2 + 2 * 2 * 2 + 2 * 2 * 2, "Person B sorgt sich um Bello.")
     assert again == [("praegung.ergebnis", "schon_erledigt")] and llm.calls == []
-    assert (race["neu"], race["ids"]) == (False, ids) and len(ids) == 4
+    assert (race.neu, race.ids) == (False, ids) and len(ids) == 4
     assert after == after_first
 
 

@@ -7,6 +7,7 @@ the enricher searches the index of a pair that holds nothing but a file."""
 import asyncio
 import json
 
+from core.bestand import DateienUmfang
 from core.wire import ChatResponse
 from memory import aufzeichnungen, dateien
 from memory.config import MemoryConfig, for_model
@@ -90,37 +91,37 @@ def test_indexing_once_and_both_channels(pool, minilm):
         w = _werkzeuge(p, minilm, json.dumps(MODELL), calls)
         out = await erschliessung.indizieren(w, dok, user, ch)
         d = out["datei"]
-        assert out["neu"] and d["name"] == "bello.md" and d["art"] == "markdown" and d["abschnitte"] == 1
-        assert d["thema"] == MODELL["thema"] and d["stichworte"] == MODELL["stichworte"]
-        assert d["erschliessung"] == {"antwort": "ok", "thema": "modell", "zusammenfassung": "modell",
+        assert out["neu"] and d.name == "bello.md" and d.art == "markdown" and d.abschnitte == 1
+        assert d.thema == MODELL["thema"] and d.stichworte == MODELL["stichworte"]
+        assert d.erschliessung == {"antwort": "ok", "thema": "modell", "zusammenfassung": "modell",
                                       "stichworte": "modell"}
         assert calls[0].caller == "erschliessung" and "carprofen" in calls[0].messages[1]["content"]
         assert calls[0].response_schema["properties"]["stichworte"]["maxItems"] == erschliessung.STICHWORTE_MAX
         again = await erschliessung.indizieren(w, dok, user, ch)  # the same content: found, not indexed again
-        assert not again["neu"] and again["datei"]["id"] == d["id"] and len(calls) == 1
-        assert [x["id"] for x in await dateien.liste(p, user, ch)] == [d["id"]]
+        assert not again["neu"] and again["datei"].id == d.id and len(calls) == 1
+        assert [x.id for x in await dateien.liste(p, user, ch)] == [d.id]
         # what the pair and its user hold, for the upload quotas: the pair's files, the user's bytes
-        assert await dateien.umfang(p, user, ch) == {"dateien_paar": 1, "bytes_user": dok.bytes}
-        assert await dateien.umfang(p, user, ch + "-other") == {"dateien_paar": 0, "bytes_user": dok.bytes}
+        assert await dateien.umfang(p, user, ch) == DateienUmfang(dateien_paar=1, bytes_user=dok.bytes)
+        assert await dateien.umfang(p, user, ch + "-other") == DateienUmfang(dateien_paar=0, bytes_user=dok.bytes)
 
         async def ask(q):
             return (await aufzeichnungen.suchen(p, user, ch, q, encode(minilm, [q])[0], cfg)).treffer
 
         # a natural question that names none of its keywords: the dense channel, over the floor
         hits = await ask("What do we give the dog for his joint pain?")
-        assert [(h.datei_id, h.kanal) for h in hits] == [(d["id"], "dicht")]
+        assert [(h.datei_id, h.kanal) for h in hits] == [(d.id, "dicht")]
         assert hits[0].cosinus >= cfg.files_dense_floor and hits[0].datei == "bello.md"
         # a named term in an unrelated sentence: the keyword channel, without a floor
         hits = await ask("Did Krueger send the invoice for the car repair?")
-        assert [(h.datei_id, h.kanal) for h in hits] == [(d["id"], "stichwort")]
+        assert [(h.datei_id, h.kanal) for h in hits] == [(d.id, "stichwort")]
         assert hits[0].cosinus < cfg.files_dense_floor
         # both, one hit per file, the excerpt around the words asked for
         hits = await ask("How much carprofen does Bello get in the morning?")
-        assert [(h.datei_id, h.kanal) for h in hits] == [(d["id"], "beide")]
+        assert [(h.datei_id, h.kanal) for h in hits] == [(d.id, "beide")]
         assert "carprofen" in hits[0].auszug and hits[0].zusammenfassung == MODELL["zusammenfassung"]
         assert await ask("What will the weather be like tomorrow?") == []
         # removing the file removes its chunks
-        assert await dateien.loeschen(p, user, ch, d["id"]) and not await dateien.loeschen(p, user, ch, d["id"])
+        assert await dateien.loeschen(p, user, ch, d.id) and not await dateien.loeschen(p, user, ch, d.id)
         assert await aufzeichnungen.bestand(p, user, ch) == 0 and await dateien.liste(p, user, ch) == []
 
     asyncio.run(with_pool(pool, go))
@@ -145,7 +146,7 @@ def test_an_upload_embeds_its_chunks_a_few_at_a_time(pool):
         w = _werkzeuge(p, None, json.dumps(MODELL), [])
         w.embed, w.embed_concurrency = embed, 3
         out = await erschliessung.indizieren(w, dok, user, ch)
-        assert out["datei"]["abschnitte"] > 3 and most == 3
+        assert out["datei"].abschnitte > 3 and most == 3
 
     asyncio.run(with_pool(pool, go))
 
@@ -162,12 +163,12 @@ def test_unusable_answers_get_named_fallbacks(pool, minilm, caplog):
         return out
 
     out = asyncio.run(with_pool(pool, go))
-    assert [d["erschliessung"]["antwort"] for d in out.values()] == ["aufruf_gescheitert", "ok", "kein_json"]
+    assert [d.erschliessung["antwort"] for d in out.values()] == ["aufruf_gescheitert", "ok", "kein_json"]
     for d in out.values():
-        assert {k: v for k, v in d["erschliessung"].items() if k != "antwort"} == {
+        assert {k: v for k, v in d.erschliessung.items() if k != "antwort"} == {
             "thema": "ueberschrift", "zusammenfassung": "anfang", "stichworte": "haeufigkeit"}
-        assert d["thema"] == "Bello's medication" and d["zusammenfassung"].startswith("Bello's medication Bello, our")
-        assert d["stichworte"][0] == "Bello" and "carprofen" in d["stichworte"]
+        assert d.thema == "Bello's medication" and d.zusammenfassung.startswith("Bello's medication Bello, our")
+        assert d.stichworte[0] == "Bello" and "carprofen" in d.stichworte
     assert "fallback aufruf_gescheitert" in caplog.text and "stichworte=haeufigkeit" in caplog.text
 
 

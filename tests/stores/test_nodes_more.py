@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 from pipeline.nodes import (aufgriff, ei_calc_persist, erinnerungsanker, perzeption_assistant, praegung, sachlage,
                             salience, verfasser)
+from core.bestand import EpisodeReceipt
 from core.state import (DraftRecord, EmotionRecord, HaltungRecord, HintergrundRecord, KontextRecord, MemoryRecord,
                             NovaPerzeptionRecord, PairRecord, PerzeptionRecord, PlanRecord, Stimulus, TurnState)
 from tests.scripted_llm import ScriptedLLM, deps_for
@@ -149,9 +150,8 @@ class _Embedder:
 
 
 def test_praegung_imprints_and_links_to_the_resonating_anchors():
-    store = RecordingStore({"lzg.knoten_der_quelle": [], "lzg.episode_schreiben": {
-        "neu": True, "ids": [99, 100, 101], "episode": [99, 100], "verdichtungen": [101], "anschluss": None,
-        "resonanz": [5, 6]}})
+    store = RecordingStore({"lzg.knoten_der_quelle": [], "lzg.episode_schreiben": EpisodeReceipt(
+        neu=True, ids=[99, 100, 101], episode=[99, 100], verdichtungen=[101], anschluss=None, resonanz=[5, 6])})
     deps = deps_for(ScriptedLLM({"praegung": ['{"erinnerungen": [{"inhalt": "Bello war krank", "dimension": "erlebnis"}], '
                                               '"profil_mensch": "sorgt sich um Bello"}']}), store=store, embedder=_Embedder())
     st = _state("Bello ist krank", draft=DraftRecord(reply="Oh.", model="m"), hintergrund=HintergrundRecord(kern="Bello krank"),
