@@ -120,6 +120,28 @@ class NovaEmotion(_Eintrag):
     """Her emotion history as the turn's commit wrote it: free-form, as `NovaZustandRecord.verlauf`."""
 
 
+class PaarZiel(_Eintrag):
+    """An active goal of the pair as the store reads it (`ziele.load_goals`), its motivation faded
+    by the goal's forgetting curve."""
+
+    id: int
+    inhalt: str
+    horizont: str
+    """`kurz`, `mittel` or `lang`."""
+    motivation: float
+    """The motivation as it stands now: `motivation_basis` × `behalten`."""
+    motivation_basis: float
+    """The motivation as stored."""
+    behalten: float
+    """The retention, 0–1, since the goal's curve last restarted."""
+    embedding: list[float] | None
+    """The goal's vector (None: a goal stored without one, which never activates)."""
+    anker: str
+    """When the goal was formed, ISO 8601."""
+    verstaerkt_am: str
+    """When its forgetting curve last restarted, ISO 8601."""
+
+
 class Zielbildung(_Eintrag):
     """A goal formed (`ziele.bilden`)."""
 

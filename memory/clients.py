@@ -22,12 +22,12 @@ if TYPE_CHECKING:
     from datetime import date, datetime
 
     from core.beziehung import (Anweisung, AnweisungsAenderung, AnweisungsLage, Beziehungsprofil, Direktive, Notiz,
-                                NotizUebersicht, NovaEmotion, ProfilGewachsen, ZielEreignis, Zielbildung)
+                                NotizUebersicht, NovaEmotion, PaarZiel, ProfilGewachsen, ZielEreignis, Zielbildung)
     from core.bestand import (ApiKeyInfo, BibliothekEintrag, Charakter, CharakterWissen, CharakterZeile, Datei,
                               DateienUmfang, DecisionRate, EpisodeReceipt, ErinnerungQuelle, ErinnerungsEintrag,
                               Nachvergessen, NodeStats, PairTurn, RecentPair, Swipe, TurnStats,
                               ZurueckgenommeneZeilen)
-    from core.state import BibliothekTreffer, Dateisuche, Resonanz
+    from core.state import AktiviertesZiel, BibliothekTreffer, Dateisuche, Resonanz
     from core.wire import Episode
     from memory.beziehung import Beobachtung
     from memory.config import MemoryConfig
@@ -134,13 +134,13 @@ class Ziele(StoreModule):
     ) -> int: ...
 
     @op
-    async def load_goals(self, character_id: str, user_id: str) -> list[dict[str, Any]]:
+    async def load_goals(self, character_id: str, user_id: str) -> list[PaarZiel]:
         """The pair's active goals with their faded motivation (`motivation_basis` as stored,
         `behalten` the retention). Goals whose retention fell below VERGESSEN_SCHWELLE are forgotten
         here, on their own read, and are not returned."""
 
     @op
-    async def verstaerken(self, aktivierte: list[dict[str, Any]], *,
+    async def verstaerken(self, aktivierte: list[AktiviertesZiel], *,
                           turn: tuple[str, str, str] | None = None) -> list[int]:
         """An activated medium-term goal restarts its forgetting curve; its anchor stays."""
 

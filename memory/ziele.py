@@ -22,7 +22,8 @@ from typing import Any, Literal
 import numpy as np
 from typing import TYPE_CHECKING
 
-from core.beziehung import ZielEreignis, Zielbildung
+from core.beziehung import PaarZiel, ZielEreignis, Zielbildung
+from core.state import AktiviertesZiel
 from memory import vorher
 from memory.config import MemoryConfig
 from memory.vectors import cosine, normalise, to_list
@@ -117,7 +118,7 @@ def behalten(horizont: str, verstaerkt_am: datetime, jetzt: datetime) -> float:
     return 0.5 ** (tage / HALBWERTSZEIT_TAGE.get(horizont, HALBWERTSZEIT_TAGE["mittel"]))
 
 
-async def load_goals(pool: AsyncConnectionPool, character_id: str, user_id: str) -> list[dict[str, Any]]:
+async def load_goals(pool: AsyncConnectionPool, character_id: str, user_id: str) -> list[PaarZiel]:
     """The pair's active goals with their faded motivation (`motivation_basis` as stored,
     `behalten` the retention). Goals whose retention fell below VERGESSEN_SCHWELLE are forgotten
     here, on their own read, and are not returned."""
@@ -132,15 +133,15 @@ async def load_goals(pool: AsyncConnectionPool, character_id: str, user_id: str)
     for r, b in vergessen:
         log.info("ziele: goal %d (%s, %r) of %s:%s forgotten: retention %.3f below %.2f since %s", r[0], r[2], r[1],
                  character_id, user_id, b, VERGESSEN_SCHWELLE, r[6].isoformat())
-    return [{"id": r[0], "inhalt": r[1], "horizont": r[2], "motivation": round(r[3] * b, 6), "motivation_basis": r[3],
-             "behalten": round(b, 6), "embedding": to_list(r[4]),
-             "anker": r[5].isoformat(), "verstaerkt_am": r[6].isoformat()} for r, b in rows if b >= VERGESSEN_SCHWELLE]
+    return [PaarZiel(id=r[0], inhalt=r[1], horizont=r[2], motivation=round(r[3] * b, 6), motivation_basis=r[3],
+                     behalten=round(b, 6), embedding=to_list(r[4]), anker=r[5].isoformat(),
+                     verstaerkt_am=r[6].isoformat()) for r, b in rows if b >= VERGESSEN_SCHWELLE]
 
 
 @dataclass
 class Aktivierung:
-    aktivierte: list[dict[str, Any]]
-    """Goals at or above the threshold, with `aktivierungs_staerke`; without vectors."""
+    aktivierte: list[AktiviertesZiel]
+    """Goals at or above the threshold, with their `aktivierungs_staerke`; without vectors."""
     ziel_vektoren: dict[int, list[float]]
     zielsog_roh: float
     """The strongest ungated strength of the turn."""
@@ -151,7 +152,7 @@ class Aktivierung:
     """Per horizon: the goals at or above the threshold (seed 001: in the node's log entry, both chains)."""
 
 
-def aktivieren(goals: list[dict[str, Any]], raw_query, threshold: float) -> Aktivierung:
+def aktivieren(goals: list[PaarZiel], raw_query, threshold: float) -> Aktivierung:
     """activation = similarity(raw query, goal) × motivation. Always against the raw embedding:
     the shifted key would be its own input."""
     aktivierte, vektoren, ohne = [], {}, []
@@ -159,25 +160,25 @@ def aktivieren(goals: list[dict[str, Any]], raw_query, threshold: float) -> Akti
     ueber: dict[str, int] = {}
     roh = 0.0
     for g in goals:
-        if g["embedding"] is None:
-            ohne.append(g["id"])
+        if g.embedding is None:
+            ohne.append(g.id)
             continue
-        staerke = cosine(raw_query, g["embedding"]) * g["motivation"]
+        staerke = cosine(raw_query, g.embedding) * g.motivation
         roh = max(roh, staerke)
-        geprueft[g["horizont"]] = geprueft.get(g["horizont"], 0) + 1
+        geprueft[g.horizont] = geprueft.get(g.horizont, 0) + 1
         if staerke >= threshold:
-            ueber[g["horizont"]] = ueber.get(g["horizont"], 0) + 1
-            aktivierte.append({k: g[k] for k in ("id", "inhalt", "horizont", "motivation")}
-                              | {"aktivierungs_staerke": round(staerke, 6)})
-            vektoren[g["id"]] = g["embedding"]
+            ueber[g.horizont] = ueber.get(g.horizont, 0) + 1
+            aktivierte.append(AktiviertesZiel(id=g.id, inhalt=g.inhalt, horizont=g.horizont, motivation=g.motivation,
+                                              aktivierungs_staerke=round(staerke, 6)))
+            vektoren[g.id] = g.embedding
     return Aktivierung(aktivierte, vektoren, round(roh, 6), ohne, geprueft, ueber)
 
 
-async def verstaerken(pool: AsyncConnectionPool, aktivierte: list[dict[str, Any]], *,
+async def verstaerken(pool: AsyncConnectionPool, aktivierte: list[AktiviertesZiel], *,
                       turn: tuple[str, str, str] | None = None) -> list[int]:
     """An activated medium-term goal restarts its forgetting curve; its anchor stays. `turn`
     (user_id, character_id, turn_id): the curves as they were are kept for taking the turn back."""
-    ids = [g["id"] for g in aktivierte if g["horizont"] == "mittel"]
+    ids = [g.id for g in aktivierte if g.horizont == "mittel"]
     if ids:
         async with pool.connection() as conn:
             async with conn.transaction():
@@ -213,13 +214,13 @@ def wahrnehmung_verschieben(raw_query, aktivierung: Aktivierung | None, cluster:
     q = np.asarray(raw, dtype=np.float64)
     pull = np.zeros_like(q)
     for g in aktivierung.aktivierte:
-        v = aktivierung.ziel_vektoren.get(g["id"])
+        v = aktivierung.ziel_vektoren.get(g.id)
         if v is None:
-            return raw, "kein_ziel_embedding", {"ziel": g["id"]}
+            return raw, "kein_ziel_embedding", {"ziel": g.id}
         v = np.asarray(v, dtype=np.float64)
         if v.shape != q.shape:
-            return raw, "dimension_ungleich", {"ziel": g["id"], "dim": int(v.shape[0]), "erwartet": int(q.shape[0])}
-        pull += v * g["aktivierungs_staerke"]
+            return raw, "dimension_ungleich", {"ziel": g.id, "dim": int(v.shape[0]), "erwartet": int(q.shape[0])}
+        pull += v * g.aktivierungs_staerke
     shifted = q * (1 - f) + pull * f
     cos = cosine(q, shifted)
     if not (0.0 < cos <= 1.0 + 1e-9):

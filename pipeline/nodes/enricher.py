@@ -136,7 +136,7 @@ def _load_goals(deps: Deps, character_id: str, user_id: str) -> asyncio.Future:
 
 def gravitationsterm(a: Aktivierung) -> float:
     """The summed strengths of the activated goals, normalised onto [0, 1]."""
-    total = sum(g["aktivierungs_staerke"] for g in a.aktivierte)
+    total = sum(g.aktivierungs_staerke for g in a.aktivierte)
     return round(total / (1.0 + total), 6)
 
 
@@ -304,7 +304,7 @@ async def _basis(deps: Deps, state: TurnState) -> tuple[dict, list[SessionTurn],
     base = dict(session_turns=turns, query_embedding=raw_vec, user_intentionen=intentionen,
                 aktivierte_ziele=a.aktivierte, ziel_vektoren=a.ziel_vektoren, zielsog_roh=a.zielsog_roh)
     deps.trace.decision(NAME, "enricher.ziele", "aktiviert" if a.aktivierte else "keine", {
-        "ziele": [g["id"] for g in a.aktivierte], "aktivierte_ziele_count": len(a.aktivierte),
+        "ziele": [g.id for g in a.aktivierte], "aktivierte_ziele_count": len(a.aktivierte),
         "aktiviert_je_horizont": a.aktiviert_je_horizont, "ueber_schwelle_je_horizont": a.ueber_schwelle_je_horizont,
         "zielsog_roh": a.zielsog_roh, "gravitationsterm": gravitationsterm(a)})
     deps.trace.decision(NAME, "enricher.verlauf", "verlauf" if turns else "verlauf_leer",

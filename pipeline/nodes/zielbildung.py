@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
+from core.beziehung import PaarZiel
 from memory.vectors import cosine
 from memory.ziele import HORIZONTE, ziel_paar_bestimmen
 from pipeline.llm_json import ask_json, wort
@@ -79,24 +80,24 @@ def ziel_aus(answer: _Antwort | None) -> Ziel | None:
     return Ziel(answer.ziel.strip()[:200], horizont, round(min(max(answer.motivation, 0.0), 1.0), 4))
 
 
-def naechstes(goals: list[dict], vec) -> tuple[dict | None, float | None]:
+def naechstes(goals: list[PaarZiel], vec) -> tuple[PaarZiel | None, float | None]:
     """The active goal closest to the named one and its cosine; (None, None) without goals."""
-    scored = [(cosine(vec, g["embedding"]), g) for g in goals if g["embedding"] is not None]
+    scored = [(cosine(vec, g.embedding), g) for g in goals if g.embedding is not None]
     if not scored:
         return None, None
     c, best = max(scored, key=lambda x: x[0])
     return best, round(c, 6)
 
 
-async def _festhalten(deps: Deps, pair: tuple[str, str], turn_id: str, ziel: Ziel, goals: list[dict],
+async def _festhalten(deps: Deps, pair: tuple[str, str], turn_id: str, ziel: Ziel, goals: list[PaarZiel],
                       vec) -> tuple[str, dict]:
     """Reinforce the same goal or form a new one, once for the turn; (outcome, decision inputs)."""
     gleich, aehnlichkeit = naechstes(goals, vec)
     inputs = {"ziel": ziel.inhalt, "horizont": ziel.horizont, "motivation": ziel.motivation,
-              "aehnlichstes": gleich["id"] if gleich else None, "aehnlichkeit": aehnlichkeit}
+              "aehnlichstes": gleich.id if gleich else None, "aehnlichkeit": aehnlichkeit}
     if gleich is not None and aehnlichkeit >= ZIEL_GLEICH_SCHWELLE:
-        neu = await deps.store.ziele.wiederholung_verstaerken(gleich["id"], turn_id, ziel.motivation)
-        return ("verstaerkt" if neu else "schon_erledigt"), {**inputs, "id": gleich["id"]}
+        neu = await deps.store.ziele.wiederholung_verstaerken(gleich.id, turn_id, ziel.motivation)
+        return ("verstaerkt" if neu else "schon_erledigt"), {**inputs, "id": gleich.id}
     out = await deps.store.ziele.bilden(*pair, ziel.inhalt, ziel.horizont, ziel.motivation, vec,
                                 quelle_turn=turn_id)
     return ("gebildet" if out.neu else "schon_erledigt"), {**inputs, "id": out.id}

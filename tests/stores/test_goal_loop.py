@@ -95,12 +95,12 @@ def test_a_stated_goal_is_formed_and_pulls_the_search_key_of_a_later_related_tur
         return state, deps, goals, (mit, mit_deps), (ohne, ohne_deps)
 
     state, deps, goals, (mit, mit_deps), (ohne, ohne_deps) = _on_world(stores, pool, minilm, go)
-    assert [g["inhalt"] for g in goals] == ["Nächstes Jahr einen Marathon laufen"]
+    assert [g.inhalt for g in goals] == ["Nächstes Jahr einen Marathon laufen"]
     goal = goals[0]
     [entry] = _decisions(deps)
-    assert entry.outcome == "gebildet" and entry.inputs["id"] == goal["id"]
+    assert entry.outcome == "gebildet" and entry.inputs["id"] == goal.id
     # the later related turn activates the goal and shifts the search key towards it
-    assert [g.id for g in mit.aktivierte_ziele] == [goal["id"]] and mit.zielsog_roh > 0 and not ohne.aktivierte_ziele
+    assert [g.id for g in mit.aktivierte_ziele] == [goal.id] and mit.zielsog_roh > 0 and not ohne.aktivierte_ziele
     [shift_mit], [shift_ohne] = _decisions(mit_deps, "enricher.verschiebung"), _decisions(ohne_deps, "enricher.verschiebung")
     assert shift_mit.outcome == "verschoben" and shift_ohne.outcome == "keine_ziele"
     assert 0 < shift_mit.inputs["cosinus"] < 1  # the search key left the raw question, towards the goal
@@ -110,8 +110,8 @@ def test_a_stated_goal_is_formed_and_pulls_the_search_key_of_a_later_related_tur
     assert z_mit.inputs["gravitationsterm"] > z_ohne.inputs["gravitationsterm"] == 0
     # seed 001: the entry counts the goals per horizon, computed and above the threshold
     assert z_mit.inputs["aktivierte_ziele_count"] == 1
-    assert z_mit.inputs["ueber_schwelle_je_horizont"] == {goal["horizont"]: 1}
-    assert z_mit.inputs["aktiviert_je_horizont"][goal["horizont"]] >= 1
+    assert z_mit.inputs["ueber_schwelle_je_horizont"] == {goal.horizont: 1}
+    assert z_mit.inputs["aktiviert_je_horizont"][goal.horizont] >= 1
     assert z_ohne.inputs["aktivierte_ziele_count"] == 0 and z_ohne.inputs["ueber_schwelle_je_horizont"] == {}
 
 
@@ -139,9 +139,9 @@ def test_a_redelivered_job_forms_and_reinforces_nothing_twice(stores, pool, mini
     assert [d.outcome for d in _decisions(rep)] == ["verstaerkt"]
     assert [d.outcome for d in _decisions(rep_again)] == ["schon_erledigt"] and llm3.calls == []
     assert _decisions(rep_again)[0].inputs["war"] == "verstaerkt"
-    stable = ("id", "inhalt", "motivation_basis", "anker", "verstaerkt_am")
+    stable = {"id", "inhalt", "motivation_basis", "anker", "verstaerkt_am"}
     assert len(after_rep) == 1  # the second delivery touched nothing
-    assert [{k: g[k] for k in stable} for g in after_again] == [{k: g[k] for k in stable} for g in after_rep]
+    assert [g.model_dump(include=stable) for g in after_again] == [g.model_dump(include=stable) for g in after_rep]
     assert race[0].neu and not race[1].neu and race[0].id == race[1].id
 
 
@@ -159,15 +159,15 @@ def test_a_repeated_goal_is_reinforced_and_another_goal_formed_beside_it(stores,
 
     before, rep, after, other, last = _on_world(stores, pool, minilm, go)
     [d] = _decisions(rep)
-    assert d.outcome == "verstaerkt" and d.inputs["id"] == before[0]["id"]
+    assert d.outcome == "verstaerkt" and d.inputs["id"] == before[0].id
     assert d.inputs["aehnlichkeit"] >= d.threshold
-    assert len(after) == 1 and after[0]["id"] == before[0]["id"]
-    assert after[0]["verstaerkt_am"] > before[0]["verstaerkt_am"] and after[0]["anker"] == before[0]["anker"]
-    assert after[0]["motivation_basis"] > before[0]["motivation_basis"]  # the stronger statement counts
+    assert len(after) == 1 and after[0].id == before[0].id
+    assert after[0].verstaerkt_am > before[0].verstaerkt_am and after[0].anker == before[0].anker
+    assert after[0].motivation_basis > before[0].motivation_basis  # the stronger statement counts
     [o] = _decisions(other)
     assert o.outcome == "gebildet" and o.inputs["aehnlichkeit"] < o.threshold
-    assert [g["inhalt"] for g in last] == ["Nächstes Jahr einen Marathon laufen", "Spanisch lernen"]
-    assert [g["horizont"] for g in last] == ["mittel", "lang"]
+    assert [g.inhalt for g in last] == ["Nächstes Jahr einen Marathon laufen", "Spanisch lernen"]
+    assert [g.horizont for g in last] == ["mittel", "lang"]
 
 
 def test_no_goal_named_and_an_own_thought_form_nothing(stores, pool, minilm):
@@ -197,22 +197,22 @@ def test_goals_fade_without_reinforcement_and_are_forgotten_on_their_read(pool):
         mid = await ziele.add_goal(p, ch, user, "Marathon laufen", "mittel", 0.8, [1.0] + [0.0] * 383)
         old = await ziele.add_goal(p, ch, user, "Umzug planen", "mittel", 0.8, [0.0, 1.0] + [0.0] * 382)
         long_ = await ziele.add_goal(p, ch, user, "Haus bauen", "lang", 0.8, [0.0, 0.0, 1.0] + [0.0] * 381)
-        fresh = {g["id"]: g for g in await ziele.load_goals(p, ch, user)}
+        fresh = {g.id: g for g in await ziele.load_goals(p, ch, user)}
         age(pool, mid, ziele.HALBWERTSZEIT_TAGE["mittel"])
         for g in (old, long_):
             age(pool, g, 200)
-        aged = {g["id"]: g for g in await ziele.load_goals(p, ch, user)}
+        aged = {g.id: g for g in await ziele.load_goals(p, ch, user)}
         activated = ziele.aktivieren(list(aged.values()), [1.0] + [0.0] * 383, 0.1).aktivierte
         await ziele.verstaerken(p, activated)  # an activated medium-term goal restarts its curve
-        renewed = {g["id"]: g for g in await ziele.load_goals(p, ch, user)}
+        renewed = {g.id: g for g in await ziele.load_goals(p, ch, user)}
         return mid, old, long_, fresh, aged, renewed
 
     mid, old, long_, fresh, aged, renewed = asyncio.run(with_pool(pool, go))
-    assert all(abs(g["motivation"] - g["motivation_basis"]) < 1e-4 for g in fresh.values())
+    assert all(abs(g.motivation - g.motivation_basis) < 1e-4 for g in fresh.values())
     assert set(aged) == {mid, long_}  # the old medium-term goal was forgotten; the long one fades slower
-    assert abs(aged[mid]["motivation"] - aged[mid]["motivation_basis"] / 2) < 1e-3
-    assert aged[mid]["motivation_basis"] / 2 < aged[long_]["motivation"] < aged[long_]["motivation_basis"]
-    assert renewed[mid]["motivation"] > aged[mid]["motivation"] and renewed[mid]["anker"] == aged[mid]["anker"]
+    assert abs(aged[mid].motivation - aged[mid].motivation_basis / 2) < 1e-3
+    assert aged[mid].motivation_basis / 2 < aged[long_].motivation < aged[long_].motivation_basis
+    assert renewed[mid].motivation > aged[mid].motivation and renewed[mid].anker == aged[mid].anker
     assert set(renewed) == {mid, long_}
     with psycopg.connect(pool) as conn:  # forgotten, not deleted
         assert conn.execute("SELECT aktiv FROM ziele WHERE id = %s", (old,)).fetchone() == (False,)

@@ -5,6 +5,8 @@ import asyncio
 import numpy as np
 import pytest
 
+from core.beziehung import PaarZiel
+from core.state import AktiviertesZiel
 from memory import ziele
 from memory.config import MemoryConfig
 from memory.vectors import cosine
@@ -19,16 +21,18 @@ def test_both_chains_read_the_same_goal_pair():
         ziel_paar_bestimmen(("a", "b"), "agent")
 
 
-def _goal(i, cos, motivation, horizont="mittel", axis=1):
-    return {"id": i, "inhalt": f"Ziel {i}", "horizont": horizont, "motivation": motivation,
-            "embedding": at_cosine(cos, axis=axis).tolist()}
+def _goal(i, cos, motivation, horizont="mittel", axis=1, inhalt=None, embedding=True):
+    return PaarZiel(id=i, inhalt=inhalt or f"Ziel {i}", horizont=horizont, motivation=motivation,
+                    motivation_basis=motivation, behalten=1.0,
+                    embedding=at_cosine(cos, axis=axis).tolist() if embedding else None,
+                    anker="2026-01-01T00:00:00+00:00", verstaerkt_am="2026-01-01T00:00:00+00:00")
 
 
 def test_activation_threshold_and_ungated_pull():
     goals = [_goal(1, 0.8001, 0.5), _goal(2, 0.7999, 0.5, axis=2), _goal(3, 0.3, 1.0, axis=3),
-             {"id": 4, "inhalt": "ohne Vektor", "horizont": "lang", "motivation": 1.0, "embedding": None}]
+             _goal(4, 0.0, 1.0, "lang", inhalt="ohne Vektor", embedding=False)]
     a = aktivieren(goals, unit(0), threshold=0.4)
-    assert [g["id"] for g in a.aktivierte] == [1]  # 0.40005 ≥ 0.4 > 0.39995
+    assert [g.id for g in a.aktivierte] == [1]  # 0.40005 ≥ 0.4 > 0.39995
     assert set(a.ziel_vektoren) == {1} and a.ohne_embedding == [4]
     assert abs(a.zielsog_roh - 0.40005) < 1e-4
     none = aktivieren(goals[2:3], unit(0), threshold=0.4)
@@ -40,14 +44,14 @@ def test_goals_in_the_store_and_the_forgetting_restart(pool):
         user, ch = new_pair("ziel")
         mid = await ziele.add_goal(p, ch, user, "Gitarre lernen", "mittel", 0.9, at_cosine(0.9))
         long_ = await ziele.add_goal(p, ch, user, "Haus bauen", "lang", 0.9, at_cosine(0.9, axis=2))
-        before = {g["id"]: g for g in await ziele.load_goals(p, ch, user)}
+        before = {g.id: g for g in await ziele.load_goals(p, ch, user)}
         a = aktivieren(list(before.values()), unit(0), 0.4)
-        assert {g["id"] for g in a.aktivierte} == {mid, long_}
+        assert {g.id for g in a.aktivierte} == {mid, long_}
         assert await ziele.verstaerken(p, a.aktivierte) == [mid]
-        after = {g["id"]: g for g in await ziele.load_goals(p, ch, user)}
-        assert after[mid]["verstaerkt_am"] > before[mid]["verstaerkt_am"]
-        assert after[mid]["anker"] == before[mid]["anker"]
-        assert after[long_]["verstaerkt_am"] == before[long_]["verstaerkt_am"]
+        after = {g.id: g for g in await ziele.load_goals(p, ch, user)}
+        assert after[mid].verstaerkt_am > before[mid].verstaerkt_am
+        assert after[mid].anker == before[mid].anker
+        assert after[long_].verstaerkt_am == before[long_].verstaerkt_am
         assert await ziele.load_goals(p, user, ch) == []  # the reversed pair reads nothing
 
     asyncio.run(with_pool(pool, go))
@@ -59,7 +63,7 @@ def test_every_gravity_exit():
     act = aktivieren([_goal(1, 0.9, 0.9)], unit(0), 0.4)
     v, ex, _ = wahrnehmung_verschieben(q, act, "feuerwerk", cfg)
     assert ex == "verschoben"
-    expected = np.asarray(q) * 0.7 + np.asarray(act.ziel_vektoren[1]) * act.aktivierte[0]["aktivierungs_staerke"] * 0.3
+    expected = np.asarray(q) * 0.7 + np.asarray(act.ziel_vektoren[1]) * act.aktivierte[0].aktivierungs_staerke * 0.3
     assert np.allclose(v, expected, atol=1e-6) and 0 < cosine(q, v) < 1
     assert wahrnehmung_verschieben(q, act, "feuerwerk", cfg, gedaechtnis_suche=False)[1] == "keine_gedaechtnis_suche"
     assert wahrnehmung_verschieben(None, act, "feuerwerk", cfg)[1] == "kein_anfrage_embedding"
@@ -71,6 +75,6 @@ def test_every_gravity_exit():
     short = Aktivierung(act.aktivierte, {1: [1.0] * 10}, act.zielsog_roh, [])
     assert wahrnehmung_verschieben(q, short, "feuerwerk", cfg)[1] == "dimension_ungleich"
     # a pull that points away from the question is rejected, not clipped
-    away = Aktivierung([{**act.aktivierte[0], "aktivierungs_staerke": 50.0}], {1: (-unit(0)).tolist()}, 50.0, [])
+    away = Aktivierung([act.aktivierte[0].model_copy(update={"aktivierungs_staerke": 50.0})], {1: (-unit(0)).tolist()}, 50.0, [])
     v, ex, info = wahrnehmung_verschieben(q, away, "feuerwerk", cfg)
     assert ex == "verworfen_ausser_spanne" and v == q and info["cosinus"] <= 0

@@ -13,6 +13,7 @@ from memory import (ausstehender_auftrag, beziehung, erasure, kzg, lzg, notizen,
                     session, timeline, ziele)
 from pipeline.nodes.gv_node import gv_key
 from tests.conftest import unit
+from core.state import AktiviertesZiel
 from core.wire import Episode, TurnJob, Verdichtung
 from tests.commit_jobs import commit, turn_job
 
@@ -71,7 +72,8 @@ async def _zweiter(pool, r, user: str, ch: str, t: str, ids: dict[str, int]) -> 
     await notizen.create(pool, user, "Hunde", "meiden", turn_id=t, schritt="n:0")
     await timeline.move(pool, user, ch, ids["entry"], datetime(2026, 12, 8, 9), BERLIN, turn_id=t)
     await timeline.add(pool, user, ch, "Tierarzt", datetime(2026, 12, 9, 9), BERLIN, turn_id=t, schritt="t:0")
-    await ziele.verstaerken(pool, [{"id": ids["goal"], "horizont": "mittel"}], turn=(user, ch, t))
+    await ziele.verstaerken(pool, [AktiviertesZiel(id=ids["goal"], inhalt="", horizont="mittel", motivation=0.9,
+                                                   aktivierungs_staerke=0.9)], turn=(user, ch, t))
     await ziele.wiederholung_verstaerken(pool, ids["goal"], t, 0.9)
     await ziele.bilden(pool, ch, user, "Hunde meiden", "kurz", 0.4, unit(4), quelle_turn=t)
     new = (await lzg.episode_schreiben(pool, user, ch, Episode(quelle=t, zeitpunkt=datetime.now(timezone.utc), verdichtungen=[

@@ -2,6 +2,7 @@
 the curiosity boost of a knowledge gap, decides where the gap stands in the pixie's queue."""
 import asyncio
 
+from core.beziehung import PaarZiel
 from memory.clients import StoreOps
 from pipeline.nodes import enricher, salience
 from pipeline.runner import run_node
@@ -37,12 +38,14 @@ class _Ziele(StoreOps):
         if op == "ziele.load_goals":
             return self.goals
         if op == "ziele.verstaerken":
-            return [g["id"] for g in args[0] if g["horizont"] == "mittel"]
+            return [g.id for g in args[0] if g.horizont == "mittel"]
         raise AssertionError(f"unexpected store call {op}")
 
 
 def _goal(id_, inhalt, vec, motivation=0.9):
-    return {"id": id_, "inhalt": inhalt, "horizont": "mittel", "motivation": motivation, "embedding": vec}
+    return PaarZiel(id=id_, inhalt=inhalt, horizont="mittel", motivation=motivation, motivation_basis=motivation,
+                    behalten=1.0, embedding=vec, anker="2026-01-01T00:00:00+00:00",
+                    verstaerkt_am="2026-01-01T00:00:00+00:00")
 
 
 def _stimulus(text):

@@ -63,7 +63,7 @@ TYPED_RELATIONSHIP_READS = {
     "beziehung.anweisungen_lage": "AnweisungsLage", "beziehung.anweisungen_aendern": "AnweisungsAenderung",
     "beziehung.profile": "Beziehungsprofil", "beziehung.profil_wachsen": "ProfilGewachsen",
     "beziehung.load_emotion": "NovaEmotion | None", "ziele.bilden": "Zielbildung",
-    "ziele.turn_ereignis": "ZielEreignis | None", "notizen.find_by_keyword": "list[Notiz]",
+    "ziele.turn_ereignis": "ZielEreignis | None", "ziele.load_goals": "list[PaarZiel]", "notizen.find_by_keyword": "list[Notiz]",
     "notizen.find_fulltext": "list[Notiz]", "notizen.proactive_listing": "list[NotizUebersicht]",
 }
 
