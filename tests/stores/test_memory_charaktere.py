@@ -70,14 +70,14 @@ def test_knowledge_by_key_by_topic_and_for_every_pair(pool, minilm):
         # by its key in the message, any case; placed in insertion order (equal orders: as added)
         q = "was macht eigentlich fenja so?"
         hits = await charaktere.wissen_suchen(p, cid, embed([q])[0], q, cfg, top_k=5)
-        assert [h["titel"] for h in hits][:2] == ["Fenja", "Immer"]
-        assert {h["weg"] for h in hits if h["titel"] in ("Fenja", "Immer")} == {"schluessel", "immer"}
-        assert "Abgeschaltet" not in [h["titel"] for h in hits]
+        assert [h.titel for h in hits][:2] == ["Fenja", "Immer"]
+        assert {h.weg for h in hits if h.titel in ("Fenja", "Immer")} == {"schluessel", "immer"}
+        assert "Abgeschaltet" not in [h.titel for h in hits]
         # a question about the lighthouse finds it by topic
         q = "When was the lighthouse on the island built?"
         hits = await charaktere.wissen_suchen(p, cid, embed([q])[0], q, cfg, top_k=5)
-        by = {h["titel"]: h for h in hits}
-        assert by["Leuchtturm"]["weg"] == "thema" and by["Leuchtturm"]["similarity"] >= cfg.library_threshold
+        by = {h.titel: h for h in hits}
+        assert by["Leuchtturm"].weg == "thema" and by["Leuchtturm"].similarity >= cfg.library_threshold
         assert "Fenja" not in by
         # the enricher's pre-check sees it for any pair of the character, none of another
         assert (await bibliothek.bestand(p, "anyone", cid))["charakter"] == 3
@@ -106,7 +106,7 @@ def test_lorebook_scans_the_newest_messages_within_its_budget(pool, minilm):
 
     async def titles(p, cid, nachrichten):
         hits = await charaktere.wissen_suchen(p, cid, embed([nachrichten[0]])[0], nachrichten, cfg)
-        return [h["titel"] for h in hits if h["weg"] != "thema"]
+        return [h.titel for h in hits if h.weg != "thema"]
 
     async def go(p):
         cid = _cid("sera")
@@ -166,7 +166,7 @@ def test_slow_regex_keys_cost_one_budget_a_turn_off_the_event_loop(pool, minilm,
         frei.set()
         hits = await turn
         assert other["name"] == "Nova" and gewartet == [True]
-        assert [h["titel"] for h in hits if h["weg"] == "schluessel"] == ["Drachen"]
+        assert [h.titel for h in hits if h.weg == "schluessel"] == ["Drachen"]
 
     with caplog.at_level(logging.WARNING, logger="novaberg.memory"):
         asyncio.run(with_pool(pool, go))

@@ -122,7 +122,7 @@ def test_delegation_becomes_bericht_and_wissen_under_the_real_name(stores, migra
         assert "Wissen »Magnetare« geschrieben" in bericht.inhalt
         # the reading path finds the wissen, never the bericht
         got = await bibliothek.suchen(p, user, ch, unit(len("Magnetare") % 300), MemoryConfig(library_threshold=0.9))
-        assert [h["titel"] for h in got] == ["Magnetare"]
+        assert [h.titel for h in got] == ["Magnetare"]
         assert await bibliothek.eintraege(p, user, "nova") == []  # the pair's library, no other's
 
     try:
@@ -276,7 +276,7 @@ def test_the_round_decays_the_librarys_weights(stores, migrated):
         assert w["inaktiv"] == 5.0 and w["frisch"] == 5.0  # not active; decayed less than a day ago
         # the reader: the library plugin's search gets the decayed weight divided by the cap
         hit = (await bibliothek.suchen(p, user, ch, unit(3), cfg))[0]
-        assert hit["titel"] == "wissen-3" and hit["gewicht"] == pytest.approx(5.0 * rest ** 30 / 10.0, rel=1e-4)
+        assert hit.titel == "wissen-3" and hit.gewicht == pytest.approx(5.0 * rest ** 30 / 10.0, rel=1e-4)
 
         # a round right after decays nothing twice; thirty days more continue the same curve
         await pixie.pixie_round(services)
