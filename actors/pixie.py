@@ -290,7 +290,7 @@ async def _ausgang(services, trace, user_id: str, character_id: str, task: Deleg
                        f"aufgegeben nach {task.versuche} abgebrochenen Versuchen", None)
         outcome = "aufgegeben"
     else:
-        outcome = await _arbeiten(services, trace, user_id, character_id, charakter["name"], task)
+        outcome = await _arbeiten(services, trace, user_id, character_id, charakter.name, task)
     return outcome
 
 
@@ -322,8 +322,8 @@ async def gewicht_decay(services) -> dict[str, Any]:
                     "time at the next round", type(e).__name__)
         return {"status": "gewicht_decay_ausgefallen"}
     log.info("pixie: gewicht_decay: %d library weight(s) decayed at %.3f a day (smallest now %s)",
-             out["verfallen"], services.memory_cfg.lzg_decay_per_day, out["kleinstes"])
-    return {"status": "verfallen", **out}
+             out.verfallen, services.memory_cfg.lzg_decay_per_day, out.kleinstes)
+    return {"status": "verfallen", **out.model_dump()}
 
 
 async def pixie_round(services, max_tasks: int = 3) -> dict[str, Any]:

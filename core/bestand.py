@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.result import TurnResult
+from core.wire import KeptTurn
 
 
 class _Bestand(BaseModel):
@@ -128,6 +131,26 @@ class BibliothekEintrag(_Bestand):
     """The idempotency key of the delegation that wrote it."""
 
 
+class BibliothekBestand(_Bestand):
+    """What a pair's library holds (`bibliothek.bestand`, the enricher's pre-check)."""
+
+    lesbar: int
+    """The active `wissen` entries with a topic vector: what the reading path can reach."""
+    aktiv: int
+    """Every active entry, both types."""
+    charakter: int
+    """The character's own active background knowledge (`charakter_wissen`, shared by all its pairs)."""
+
+
+class BibliothekZerfall(_Bestand):
+    """What one decay of the library's weights did (`bibliothek.zerfall`)."""
+
+    verfallen: int
+    """How many entries' weights decayed."""
+    kleinstes: float | None
+    """The smallest weight among them now (None: none decayed)."""
+
+
 # ------------------------------------------------------------------------------------- memories
 class ErinnerungAus(_Bestand):
     """The turn an item of the memory view came from: its message and date."""
@@ -189,6 +212,51 @@ class ZurueckgenommeneZeilen(_Bestand):
     tabellen: dict[str, int]
     """Rows changed per table, by the table's name (`antwort_varianten:gekuerzt`: the swipes
     dropped beyond their limits); a count per table, one entry for each table the step touches."""
+
+
+# ------------------------------------------------------------------------------------- timeline
+class Termin(_Bestand):
+    """One entry of a pair's timeline (`timeline.find_by_date_range`, `find_by_keyword`): an
+    appointment or a memory anchor, its start in UTC and in the pair's zone."""
+
+    id: int
+    typ: str
+    """`termin`, or `erinnerungs_anker` (a date a memory is anchored to)."""
+    titel: str
+    personen: list[str]
+    beginn_utc: str
+    """ISO 8601."""
+    beginn_lokal: str
+    """ISO 8601 with the zone's offset."""
+    wochentag: str
+    """The German weekday of the local start."""
+    ende_utc: str | None
+    turn_id: str | None
+    """The turn that wrote it (None: written by none)."""
+
+
+class FensterTermin(Termin):
+    """An appointment of the proactive window (`timeline.proaktives_fenster`)."""
+
+    bezug: str
+    """Its relation to today: `heute`, `morgen`, `in 3 Tagen`, `vor 2 Tagen`, …"""
+
+
+# ---------------------------------------------------------------------------------------- turns
+class StoredTurn(_Bestand):
+    """One of a pair's stored turns (Postgres `turns`, `pg.recent_turn_records`): what the session
+    history is rebuilt from."""
+
+    turn_id: str
+    user_text: str | None
+    """The human's message (or Nova's own thought) as the turn stored it."""
+    reply: str | None
+    """Her reply ("" or None: it failed)."""
+    result: TurnResult | KeptTurn | None = Field(default=None, union_mode="left_to_right")
+    """The turn's result as stored: a `TurnResult`, or a `KeptTurn` for a turn whose character
+    chain failed while the message was kept."""
+    created_at: str
+    """ISO 8601."""
 
 
 # ------------------------------------------------------------------------------------ operators

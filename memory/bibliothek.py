@@ -6,11 +6,10 @@ divided by the cap (10.0) onto 0–1.
 """
 from __future__ import annotations
 
-from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
-from core.bestand import BibliothekEintrag
+from core.bestand import BibliothekBestand, BibliothekEintrag, BibliothekZerfall
 from core.state import BibliothekTreffer
 from memory import erasure
 from memory.config import MemoryConfig
@@ -63,7 +62,7 @@ async def eintraege(pool: AsyncConnectionPool, user_id: str, character_id: str) 
             for r in rows]
 
 
-async def bestand(pool: AsyncConnectionPool, user_id: str, character_id: str) -> dict[str, int]:
+async def bestand(pool: AsyncConnectionPool, user_id: str, character_id: str) -> BibliothekBestand:
     """What the reading path can reach (`wissen` with a topic vector) next to everything active, and
     the character's own background knowledge (`charakter_wissen`, shared by all its pairs)."""
     async with pool.connection() as conn:
@@ -75,7 +74,7 @@ async def bestand(pool: AsyncConnectionPool, user_id: str, character_id: str) ->
         cur = await conn.execute("SELECT count(*) FROM charakter_wissen WHERE character_id=%s AND aktiv",
                                  (character_id,))
         charakter = (await cur.fetchone())[0]
-    return {"lesbar": lesbar, "aktiv": alle, "charakter": charakter}
+    return BibliothekBestand(lesbar=lesbar, aktiv=alle, charakter=charakter)
 
 
 async def suchen(pool: AsyncConnectionPool, user_id: str, character_id: str, vector, cfg: MemoryConfig,
@@ -108,17 +107,17 @@ RETURNING gewicht
 
 
 async def zerfall(pool: AsyncConnectionPool, cfg: MemoryConfig,
-                  schritt_tage: float = ZERFALL_SCHRITT_TAGE) -> dict[str, Any]:
+                  schritt_tage: float = ZERFALL_SCHRITT_TAGE) -> BibliothekZerfall:
     """`gewicht_decay` (seed 001 §3.2a): the library's weights on the LZG nodes' forgetting curve,
     gewicht × (1 − `lzg_decay_per_day`)^days since each entry's `zerfall_stand`, capped at
     `library_weight_cap` (LZG_KNOTEN_GEWICHT_CAP, 10.0), no floor. Every pair's active entries,
     both types, whose last decay is `schritt_tage` old; an inactive one catches up if it comes back.
-    Returns {"verfallen": how many, "kleinstes": the smallest weight now among them, or None}."""
+    Returns how many decayed (`verfallen`) and the smallest weight now among them (`kleinstes`, or None)."""
     async with pool.connection() as conn, conn.transaction():
         cur = await conn.execute(_ZERFALL, {"cap": cfg.library_weight_cap, "rate": cfg.lzg_decay_per_day,
                                             "schritt_s": schritt_tage * 86400})
         weights = [r[0] for r in await cur.fetchall()]
-    return {"verfallen": len(weights), "kleinstes": round(min(weights), 6) if weights else None}
+    return BibliothekZerfall(verfallen=len(weights), kleinstes=round(min(weights), 6) if weights else None)
 
 
 async def aus_turns_loeschen(conn, user_id: str, character_id: str, turn_ids: list[str]) -> int:

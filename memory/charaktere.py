@@ -105,11 +105,11 @@ async def create(pool: AsyncConnectionPool, character_id: str, fields: dict[str,
     return Charakter.model_validate(_row(row))
 
 
-async def get(pool: AsyncConnectionPool, character_id: str) -> dict[str, Any] | None:
+async def get(pool: AsyncConnectionPool, character_id: str) -> Charakter | None:
     async with pool.connection() as conn:
         cur = await conn.execute(f"SELECT {_COLUMNS} FROM characters WHERE character_id=%s", (character_id,))
         r = await cur.fetchone()
-    return None if r is None else _row(r)
+    return None if r is None else Charakter.model_validate(_row(r))
 
 
 async def exists(pool: AsyncConnectionPool, character_id: str) -> bool:
@@ -134,8 +134,7 @@ async def update(pool: AsyncConnectionPool, character_id: str, fields: dict[str,
     if unknown:
         raise ValueError(f"unknown character fields {sorted(unknown)}")
     if not fields:
-        stored = await get(pool, character_id)
-        return None if stored is None else Charakter.model_validate(stored)
+        return await get(pool, character_id)
     sets = ", ".join(f"{k}=%s" for k in fields)
     vals = [Jsonb(v) if k == "karte_rest" else v for k, v in fields.items()]
     async with pool.connection() as conn:

@@ -23,10 +23,10 @@ if TYPE_CHECKING:
 
     from core.beziehung import (Anweisung, AnweisungsAenderung, AnweisungsLage, Beziehungsprofil, Direktive, Notiz,
                                 NotizUebersicht, NovaEmotion, PaarZiel, ProfilGewachsen, ZielEreignis, Zielbildung)
-    from core.bestand import (ApiKeyInfo, BibliothekEintrag, Charakter, CharakterWissen, CharakterZeile, Datei,
+    from core.bestand import (ApiKeyInfo, BibliothekBestand, BibliothekEintrag, BibliothekZerfall, Charakter, CharakterWissen, CharakterZeile, Datei,
                               DateienUmfang, DecisionRate, EpisodeReceipt, ErinnerungQuelle, ErinnerungsEintrag,
-                              Nachvergessen, NodeStats, PairTurn, RecentPair, Swipe, TurnStats,
-                              ZurueckgenommeneZeilen)
+                              FensterTermin, Nachvergessen, NodeStats, PairTurn, RecentPair, StoredTurn, Swipe, Termin,
+                              TurnStats, ZurueckgenommeneZeilen)
     from core.state import AktiviertesZiel, BibliothekTreffer, Dateisuche, Resonanz
     from core.wire import Episode
     from memory.beziehung import Beobachtung
@@ -192,12 +192,12 @@ class Bibliothek(StoreModule):
         entry's id and changes nothing."""
 
     @op
-    async def zerfall(self, cfg: MemoryConfig, schritt_tage: float = 1.0) -> dict[str, Any]:
+    async def zerfall(self, cfg: MemoryConfig, schritt_tage: float = 1.0) -> BibliothekZerfall:
         """`gewicht_decay` (seed 001 §3.2a): the library's weights on the LZG nodes' forgetting
-        curve, capped at `library_weight_cap`; {"verfallen": how many, "kleinstes": smallest or None}."""
+        curve, capped at `library_weight_cap`; how many decayed and the smallest weight now."""
 
     @op
-    async def bestand(self, user_id: str, character_id: str) -> dict[str, int]:
+    async def bestand(self, user_id: str, character_id: str) -> BibliothekBestand:
         """What the reading path can reach (`wissen` with a topic vector) next to everything active,
         and the character's own background knowledge (`charakter_wissen`, shared by all its pairs)."""
 
@@ -310,13 +310,13 @@ class Timeline(StoreModule):
         *,
         limit: int = 50,
         include_anchors: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Termin]:
         """Entries whose start lies on a local day from `von` to `bis` (inclusive)."""
 
     @op
     async def find_by_keyword(
         self, user_id: str, character_id: str, keyword: str, tz: str, *, limit: int = 5, now: datetime | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[Termin]:
         """Titles and persons, in both directions of time (nearest to now first), anchors excluded
         in the query, before the limit."""
 
@@ -330,7 +330,7 @@ class Timeline(StoreModule):
         back_days: int = 3,
         ahead_days: int = 14,
         now: datetime | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[FensterTermin]:
         """Appointments from `back_days` ago to `ahead_days` ahead (local days), each with its
         German weekday and its relation to today."""
 
@@ -511,7 +511,7 @@ class Charaktere(StoreModule):
         replaced."""
 
     @op
-    async def get(self, character_id: str) -> dict[str, Any] | None: ...
+    async def get(self, character_id: str) -> Charakter | None: ...
 
     @op
     async def exists(self, character_id: str) -> bool: ...
@@ -563,7 +563,7 @@ class Pg(StoreModule):
         """Every key without its secret, newest first, with its expiry and whether it works now."""
 
     @op
-    async def recent_turn_records(self, user_id: str, character_id: str, limit: int) -> list[dict]:
+    async def recent_turn_records(self, user_id: str, character_id: str, limit: int) -> list[StoredTurn]:
         """The pair's last `limit` stored turns, oldest first: what the session history is rebuilt
         from."""
 
@@ -596,11 +596,14 @@ class Erasure(StoreModule):
 
     @op
     async def count_rows(self, user_id: str | None = None, character_id: str | None = None) -> dict[str, int]:
-        """Rows per table in the scope (a user, or every pair of a character)."""
+        """Rows per table in the scope (a user, or every pair of a character): a map by table name
+        (the tables are data here, `memory.erasure.TABLES`, merged with the Redis part's counts),
+        each a count."""
 
     @op
     async def erase_rows(self, user_id: str | None = None, character_id: str | None = None) -> dict[str, int]:
-        """Delete the scope's rows in one transaction; returns the rows deleted per table."""
+        """Delete the scope's rows in one transaction; returns the rows deleted per table (a map by
+        table name, as `count_rows`)."""
 
     @op
     async def markieren(self, user_id: str, frist_s: float) -> None:
@@ -608,11 +611,14 @@ class Erasure(StoreModule):
 
     @op
     async def export_table(self, user_id: str, table: str) -> list[dict[str, Any]]:
-        """A user's rows of one table (`memory.erasure.EXPORT_TABLES`), each a JSON object of its columns."""
+        """A user's rows of one table (`memory.erasure.EXPORT_TABLES`), each a JSON object of its
+        columns: free-form on purpose, since each table has its own columns and the export hands
+        them to the user as the database holds them; nothing reads them by key."""
 
     @op
     async def bekannte_paare(self, user_id: str) -> dict[str, list[str]]:
-        """The user's pairs in Postgres, each with its turns' ids (where the Redis part looks besides its index)."""
+        """The user's pairs in Postgres, each with its turns' ids (where the Redis part looks besides
+        its index): a map from character id to turn ids."""
 
 
 class Ruecknahme(StoreModule):

@@ -16,7 +16,7 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from core.bestand import ApiKeyInfo, DecisionRate
+from core.bestand import ApiKeyInfo, DecisionRate, StoredTurn
 from core.state import NovaZustandRecord
 from core.wire import NodeLogRow, SwitchLogRow, TurnJob
 from memory import erasure, vorher
@@ -262,14 +262,15 @@ async def count_turn_records(pool: AsyncConnectionPool, user_id: str, character_
         return (await cur.fetchone())[0]
 
 
-async def recent_turn_records(pool: AsyncConnectionPool, user_id: str, character_id: str, limit: int) -> list[dict]:
+async def recent_turn_records(pool: AsyncConnectionPool, user_id: str, character_id: str,
+                              limit: int) -> list[StoredTurn]:
     """The pair's last `limit` stored turns, oldest first: what the session history is rebuilt from."""
     async with pool.connection() as conn:
         cur = await conn.execute(
             "SELECT turn_id, user_text, reply, result, created_at FROM (SELECT * FROM turns WHERE user_id = %s"
             " AND character_id = %s ORDER BY created_at DESC LIMIT %s) t ORDER BY created_at",
             (user_id, character_id, limit))
-        return [{"turn_id": r[0], "user_text": r[1], "reply": r[2], "result": r[3], "created_at": r[4].isoformat()}
+        return [StoredTurn(turn_id=r[0], user_text=r[1], reply=r[2], result=r[3], created_at=r[4].isoformat())
                 for r in await cur.fetchall()]
 
 

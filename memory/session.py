@@ -19,6 +19,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from core.bestand import StoredTurn
 from core.wire import HumanCommit, PairSuperseded, TurnCommit, TurnResult, job_json, session_entry, zustand_json
 from memory import redis_vorher, schluessel_index
 from memory.outbox import OUTBOX_STREAM
@@ -509,7 +510,7 @@ return 1
 """
 
 
-def eintraege_aus_records(records: list[dict]) -> list[dict]:
+def eintraege_aus_records(records: list[StoredTurn]) -> list[dict]:
     """Session entries from stored turn records (oldest first), as the dispatcher wrote them: the
     human's message (or Nova's own thought, by its speaker; none for a Thinker retry), then her
     reply, each with `quelle: postgres`. The name his client sent and an operator's date come back
@@ -517,19 +518,21 @@ def eintraege_aus_records(records: list[dict]) -> list[dict]:
     perception added to an entry (emotion, intentions) is not in the record."""
     out = []
     for rec in records:
-        res = rec.get("result") or {}
-        name, herkunft = res.get("character_name") or "Nova", res.get("herkunft", "user")
-        base = {"turn_id": rec["turn_id"], "herkunft": herkunft, "time": res.get("zeitpunkt") or rec["created_at"],
-                "quelle": "postgres"}
-        if not res.get("ursprung_turn_id") and rec.get("user_text"):
+        res = rec.result
+        ergebnis = res if isinstance(res, TurnResult) else None  # a kept message's record names no character
+        name = (ergebnis.character_name if ergebnis else None) or "Nova"
+        herkunft = res.herkunft if res is not None else "user"
+        zeitpunkt, person = (res.zeitpunkt, res.name) if res is not None else (None, None)
+        base = {"turn_id": rec.turn_id, "herkunft": herkunft, "time": zeitpunkt or rec.created_at, "quelle": "postgres"}
+        if not (ergebnis and ergebnis.ursprung_turn_id) and rec.user_text:
             label = sprecher(name, herkunft == "eigener_impuls")
             rolle = "assistant" if herkunft == "eigener_impuls" else "user"
-            nachricht = {"name": res["name"]} if res.get("name") else {}
-            if res.get("zeitpunkt"):
+            nachricht = {"name": person} if person else {}
+            if zeitpunkt:
                 nachricht["datiert"] = True
-            out.append({**base, "rolle": rolle, "sprecher": label, "inhalt": rec["user_text"], **nachricht})
-        if rec.get("reply"):  # a turn whose reply failed keeps the human's message alone
-            out.append({**base, "rolle": "assistant", "sprecher": name, "inhalt": rec["reply"]})
+            out.append({**base, "rolle": rolle, "sprecher": label, "inhalt": rec.user_text, **nachricht})
+        if rec.reply:  # a turn whose reply failed keeps the human's message alone
+            out.append({**base, "rolle": "assistant", "sprecher": name, "inhalt": rec.reply})
     return out
 
 

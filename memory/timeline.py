@@ -8,11 +8,11 @@ five and return no appointment at all.
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from psycopg_pool import AsyncConnectionPool
 
+from core.bestand import FensterTermin, Termin
 from memory import vorher
 
 WOCHENTAGE = ("Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag")
@@ -41,12 +41,12 @@ def relation(day: date, today: date) -> str:
     return f"in {d} Tagen" if d > 0 else f"vor {-d} Tagen"
 
 
-def _row(r, tz: str) -> dict[str, Any]:
+def _row(r, tz: str) -> Termin:
     z = ZoneInfo(tz)
     beginn_local = r[4].astimezone(z)
-    return {"id": r[0], "typ": r[1], "titel": r[2], "personen": list(r[3]), "beginn_utc": r[4].isoformat(),
-            "beginn_lokal": beginn_local.isoformat(), "wochentag": WOCHENTAGE[beginn_local.weekday()],
-            "ende_utc": r[5].isoformat() if r[5] else None, "turn_id": r[6]}
+    return Termin(id=r[0], typ=r[1], titel=r[2], personen=list(r[3]), beginn_utc=r[4].isoformat(),
+                  beginn_lokal=beginn_local.isoformat(), wochentag=WOCHENTAGE[beginn_local.weekday()],
+                  ende_utc=r[5].isoformat() if r[5] else None, turn_id=r[6])
 
 
 async def add(pool: AsyncConnectionPool, user_id: str, character_id: str, titel: str, beginn: datetime, tz: str, *,
@@ -104,7 +104,7 @@ async def delete(pool: AsyncConnectionPool, user_id: str, character_id: str, ent
 
 
 async def find_by_date_range(pool: AsyncConnectionPool, user_id: str, character_id: str, von: date, bis: date,
-                             tz: str, *, limit: int = 50, include_anchors: bool = False) -> list[dict[str, Any]]:
+                             tz: str, *, limit: int = 50, include_anchors: bool = False) -> list[Termin]:
     """Entries whose start lies on a local day from `von` to `bis` (inclusive)."""
     start, _ = day_bounds_utc(von, tz)
     _, end = day_bounds_utc(bis, tz)
@@ -117,7 +117,7 @@ async def find_by_date_range(pool: AsyncConnectionPool, user_id: str, character_
 
 
 async def find_by_keyword(pool: AsyncConnectionPool, user_id: str, character_id: str, keyword: str, tz: str, *,
-                          limit: int = 5, now: datetime | None = None) -> list[dict[str, Any]]:
+                          limit: int = 5, now: datetime | None = None) -> list[Termin]:
     """Titles and persons, in both directions of time (nearest to now first), anchors excluded
     in the query, before the limit."""
     now = now or datetime.now(timezone.utc)
@@ -133,13 +133,12 @@ async def find_by_keyword(pool: AsyncConnectionPool, user_id: str, character_id:
 
 async def proaktives_fenster(pool: AsyncConnectionPool, user_id: str, character_id: str, tz: str, *,
                              back_days: int = 3, ahead_days: int = 14, now: datetime | None = None
-                             ) -> list[dict[str, Any]]:
+                             ) -> list[FensterTermin]:
     """Appointments from `back_days` ago to `ahead_days` ahead (local days), each with its German
     weekday and its relation to today."""
     now = now or datetime.now(timezone.utc)
     today = now.astimezone(ZoneInfo(tz)).date()
     rows = await find_by_date_range(pool, user_id, character_id, today - timedelta(days=back_days),
                                     today + timedelta(days=ahead_days), tz)
-    for r in rows:
-        r["bezug"] = relation(datetime.fromisoformat(r["beginn_lokal"]).date(), today)
-    return rows
+    return [FensterTermin(**r.model_dump(), bezug=relation(datetime.fromisoformat(r.beginn_lokal).date(), today))
+            for r in rows]

@@ -23,6 +23,7 @@ from ray.serve.handle import DeploymentHandle
 
 from actors import activation, registry
 from actors.registry import pair_name
+from core.bestand import Charakter
 from core.names import INGRESS_DEPLOYMENT
 from core.settings import OPENAI_MESSAGES_CEILING, Settings
 from core.wire import ErrorEvent, PairTurnRequest, RestartEvent, TurnFailure, TurnResult, TurnStreamEvent
@@ -419,7 +420,7 @@ class Ingress:
         self._characters.pop(character_id, None)
         raise unknown_character(character_id)
 
-    async def character_or_404(self, character_id: str) -> dict:
+    async def character_or_404(self, character_id: str) -> Charakter:
         ch = await self.store_ops.charaktere.get(character_id)
         if ch is None:
             self._characters.pop(character_id, None)

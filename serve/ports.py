@@ -11,6 +11,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar
 from ray.actor import ActorHandle
 from ray.serve.handle import DeploymentHandle
 
+from core.bestand import Charakter
 from core.settings import Settings
 from core.wire import TurnFailure, TurnResult, TurnStreamEvent
 from memory.clients import StoreOps
@@ -68,7 +69,7 @@ class IngressPort(Protocol):
     # characters
     async def known_character(self, character_id: str) -> None: ...
 
-    async def character_or_404(self, character_id: str) -> dict: ...
+    async def character_or_404(self, character_id: str) -> Charakter: ...
 
     def remember_character(self, character_id: str) -> None: ...
 

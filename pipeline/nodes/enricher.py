@@ -260,7 +260,7 @@ def vorab(deps: Deps, s: Stimulus) -> None:
 
 
 def _etwas_zu_suchen(n_kzg: int, has_lzg: bool, bib: dict, n_dateien: int) -> bool:
-    return bool(n_kzg > 0 or has_lzg or bib["aktiv"] or bib["charakter"] or n_dateien)
+    return bool(n_kzg > 0 or has_lzg or bib.aktiv or bib.charakter or n_dateien)
 
 
 async def _frueh_umschreiben(deps: Deps, s: Stimulus) -> tuple[str, str] | None:

@@ -68,10 +68,11 @@ async def read_appointments(deps: Deps, state: TurnState, query: dict | None) ->
     try:
         if art == "range":
             von, bis = date.fromisoformat(query["von"]), date.fromisoformat(query.get("bis") or query["von"])
-            return await deps.store.timeline.find_by_date_range(s.user_id, s.character_id, von, bis, tz), "range"
+            rows = await deps.store.timeline.find_by_date_range(s.user_id, s.character_id, von, bis, tz)
+            return [t.model_dump(mode="json") for t in rows], "range"
         if art == "search" and str(query.get("stichwort", "")).strip():
-            return await deps.store.timeline.find_by_keyword(s.user_id, s.character_id,
-                                         str(query["stichwort"]), tz), "search"
+            rows = await deps.store.timeline.find_by_keyword(s.user_id, s.character_id, str(query["stichwort"]), tz)
+            return [t.model_dump(mode="json") for t in rows], "search"
     except (KeyError, ValueError) as e:
         log.warning("router: fallback timeline_anfrage_unlesbar: %s (%s)", deps.settings.said(query), type(e).__name__)
         return [], "anfrage_unlesbar"

@@ -16,6 +16,7 @@ from urllib.parse import unquote_plus, urlsplit
 
 from pipeline import dienste
 from pipeline.services import Deps
+from core.bestand import Termin
 from core.state import BibliothekTreffer, DateiTreffer, Erinnerung, Stimulus
 from pipeline.thinker.budget import LEITTEXT, SearchBudget
 from pipeline.thinker.cache import HINWEIS_TREFFER, ToolCache
@@ -47,10 +48,10 @@ def parse_datum(text: str) -> date | None:
     return None
 
 
-def format_termin(e: dict) -> str:
-    beginn = datetime.fromisoformat(e["beginn_lokal"])
-    personen = f" (mit {', '.join(e['personen'])})" if e.get("personen") else ""
-    return f"[{e['typ']}] {beginn.strftime('%d.%m.%Y %H:%M')}: {e['titel']}{personen}"
+def format_termin(e: Termin) -> str:
+    beginn = datetime.fromisoformat(e.beginn_lokal)
+    personen = f" (mit {', '.join(e.personen)})" if e.personen else ""
+    return f"[{e.typ}] {beginn.strftime('%d.%m.%Y %H:%M')}: {e.titel}{personen}"
 
 
 def format_faktencheck_treffer(rows: list[Erinnerung]) -> str:

@@ -69,7 +69,7 @@ async def import_character(request: Request, ing: TheIngress,
 async def get_character(ing: TheIngress, character_id: str = Path(pattern=ID_PATTERN),
                         authorization: str | None = Header(None)):
     await ing.principal(authorization)
-    return await ing.character_or_404(character_id)
+    return (await ing.character_or_404(character_id)).model_dump(mode="json")
 
 
 @router.patch("/v1/characters/{character_id}", response_model=Character)
@@ -109,4 +109,4 @@ async def export_character(ing: TheIngress, character_id: str = Path(pattern=ID_
     await ing.principal(authorization)
     ch = await ing.character_or_404(character_id)
     wissen = await ing.store_ops.charaktere.wissen(character_id)
-    return charakterkarte.exportieren(ch, wissen)
+    return charakterkarte.exportieren(ch.model_dump(mode="json"), wissen)

@@ -76,7 +76,7 @@ async def _aufgabe(ing: IngressPort, body: ChatCompletionRequest, character_id: 
     empty but for a title (the character's name). Nova's memory never holds it."""
     log.info("ingress: request %s over the OpenAI door is a client's task asking for %r: answered without a turn "
              "(fallback client_aufgabe)", turn_id, key)
-    name = (await ing.character_or_404(character_id))["name"]
+    name = (await ing.character_or_404(character_id)).name
     content = json.dumps({key: name if key in ("title", "text") else []}, ensure_ascii=False)
     headers = {HISTORY_HEADER: "aufgabe"}
     base = {"id": f"chatcmpl-{turn_id}", "created": int(time.time()), "model": character_id}

@@ -282,11 +282,11 @@ async def greeting(ing: TheIngress, user_id: str = Path(pattern=ID_PATTERN),
     principal = await ing.principal(authorization)
     ing.owner(principal, user_id)
     ch = await ing.character_or_404(character_id)
-    text = einsetzen(ch["begruessung"], ch["name"], "du").strip()
-    out = {"user_id": user_id, "character_id": character_id, "name": ch["name"], "begruessung": text or None,
+    text = einsetzen(ch.begruessung, ch.name, "du").strip()
+    out = {"user_id": user_id, "character_id": character_id, "name": ch.name, "begruessung": text or None,
            "neu_im_verlauf": False}
     if text:
-        turn = {"rolle": "assistant", "sprecher": ch["name"], "inhalt": text, "turn_id": "begruessung",
+        turn = {"rolle": "assistant", "sprecher": ch.name, "inhalt": text, "turn_id": "begruessung",
                 "herkunft": "begruessung", "time": datetime.now(timezone.utc).isoformat()}
         out["neu_im_verlauf"] = await session.begruessen(await ing.redis_client(), user_id, character_id, turn)
     return out

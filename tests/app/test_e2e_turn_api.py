@@ -90,6 +90,6 @@ def test_memory_operations_run_in_the_store_deployment(system):
     user = f"ops-{uuid.uuid4().hex[:6]}"
     tid = store.call.remote("timeline.add", user, "nova", "Konzert", datetime(2026, 12, 24, 20), "Europe/Berlin").result()
     found = store.call.remote("timeline.find_by_keyword", user, "nova", "konzert", "Europe/Berlin").result()
-    assert [f["id"] for f in found] == [tid]
+    assert [f.id for f in found] == [tid]
     with pytest.raises(Exception, match="no memory operation"):
         store.call.remote("drop.everything").result()

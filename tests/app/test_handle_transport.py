@@ -28,7 +28,7 @@ class Caller:
 
         svc = Services.connect(self.settings)
         out: dict = {}
-        out["character"] = (await svc.store.charaktere.get("nova"))["name"]
+        out["character"] = (await svc.store.charaktere.get("nova")).name
         # two in the same moment travel as one `batch` request
         missing, alle = await asyncio.gather(svc.store.charaktere.get("gibt-es-nicht"),
                                              svc.store.charaktere.list_all())

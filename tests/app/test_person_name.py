@@ -44,8 +44,8 @@ def test_a_named_and_dated_message_is_remembered_under_the_name_and_date(client,
     # the turn's record in Postgres keeps both, so a history rebuilt from it gives them back
     body = r.json()
     assert body["name"] == "Caroline" and body["zeitpunkt"].startswith("2023-05-08T12:00:00"), body
-    record = pg_call(settings.database_url, pg.recent_turn_records, user, ch, 5)[-1]["result"]
-    assert (record["name"], record["zeitpunkt"]) == (body["name"], body["zeitpunkt"]), record
+    record = pg_call(settings.database_url, pg.recent_turn_records, user, ch, 5)[-1].result
+    assert (record.name, record.zeitpunkt) == (body["name"], body["zeitpunkt"]), record
     # the replay goes on in order
     r = client.post(f"/v1/pairs/{user}/{ch}/turns", headers=auth(keys["operator"]),
                     json={"text": "Die Band war grossartig.", "turn_id": "nm1b", "name": "Caroline",

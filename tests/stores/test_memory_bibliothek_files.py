@@ -24,7 +24,7 @@ def test_library_reading_path(pool):
         hits = await bibliothek.suchen(p, user, ch, unit(0), cfg)
         assert len(hits) == 3 and [h.titel for h in hits] == ["W0", "W1", "W2"]
         assert hits[0].gewicht == 0.3
-        assert await bibliothek.bestand(p, user, ch) == {"lesbar": 7, "aktiv": 8, "charakter": 0}
+        assert (await bibliothek.bestand(p, user, ch)).model_dump() == {"lesbar": 7, "aktiv": 8, "charakter": 0}
 
     asyncio.run(with_pool(pool, go))
 

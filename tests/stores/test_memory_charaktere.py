@@ -19,9 +19,9 @@ def _cid(prefix="ch") -> str:
 def test_nova_is_created_by_the_migration(pool):
     async def go(p):
         nova = await charaktere.get(p, "nova")
-        assert nova["name"] == "Nova" and nova["identitaet"] and nova["sprechweise"]
+        assert nova.name == "Nova" and nova.identitaet and nova.sprechweise
         row = await pg.load_pair(p, "someone", "nova")
-        assert row["character_found"] and row["identitaet"] == nova["identitaet"]
+        assert row["character_found"] and row["identitaet"] == nova.identitaet
 
     asyncio.run(with_pool(pool, go))
 
@@ -80,8 +80,8 @@ def test_knowledge_by_key_by_topic_and_for_every_pair(pool, minilm):
         assert by["Leuchtturm"].weg == "thema" and by["Leuchtturm"].similarity >= cfg.library_threshold
         assert "Fenja" not in by
         # the enricher's pre-check sees it for any pair of the character, none of another
-        assert (await bibliothek.bestand(p, "anyone", cid))["charakter"] == 3
-        assert (await bibliothek.bestand(p, "anyone", "nova"))["charakter"] == 0
+        assert (await bibliothek.bestand(p, "anyone", cid)).charakter == 3
+        assert (await bibliothek.bestand(p, "anyone", "nova")).charakter == 0
         # removing the character removes its knowledge
         await charaktere.delete(p, cid)
         assert await charaktere.wissen(p, cid) == []
@@ -165,7 +165,7 @@ def test_slow_regex_keys_cost_one_budget_a_turn_off_the_event_loop(pool, minilm,
         other = await charaktere.get(p, "nova")  # another pair's work, while the keys are matched
         frei.set()
         hits = await turn
-        assert other["name"] == "Nova" and gewartet == [True]
+        assert other.name == "Nova" and gewartet == [True]
         assert [h.titel for h in hits if h.weg == "schluessel"] == ["Drachen"]
 
     with caplog.at_level(logging.WARNING, logger="novaberg.memory"):
@@ -195,7 +195,7 @@ def test_a_character_with_deeply_nested_kept_fields_stays_readable(pool, caplog)
         await charaktere.create(p, cid, {"name": "Tief", "karte_rest": {"extensions": tief}})
         with caplog.at_level(logging.WARNING, logger="novaberg.memory"):
             ch = await charaktere.get(p, cid)
-        body = Character(**ch).model_dump(mode="json")  # what the API answers (a 500 before)
+        body = Character(**ch.model_dump()).model_dump(mode="json")  # what the API answers (a 500 before)
         y, n = body["karte_rest"]["extensions"], 2
         while isinstance(y, dict):
             y, n = y["a"], n + 1

@@ -17,13 +17,13 @@ def test_stored_in_utc_and_dst_days(pool):
         late_sat = await timeline.add(p, user, ch, "Samstagnacht", datetime(2026, 3, 28, 23, 30), TZ)
         autumn = await timeline.add(p, user, ch, "Herbstnacht", datetime(2026, 10, 25, 2, 30), TZ)
         rows = await timeline.find_by_date_range(p, user, ch, date(2026, 3, 29), date(2026, 3, 29), TZ)
-        assert [r["id"] for r in rows] == [spring]
-        assert rows[0]["beginn_utc"] == "2026-03-29T21:30:00+00:00"  # CEST, UTC+2
-        assert rows[0]["wochentag"] == "Sonntag"
+        assert [r.id for r in rows] == [spring]
+        assert rows[0].beginn_utc == "2026-03-29T21:30:00+00:00"  # CEST, UTC+2
+        assert rows[0].wochentag == "Sonntag"
         sat = await timeline.find_by_date_range(p, user, ch, date(2026, 3, 28), date(2026, 3, 28), TZ)
-        assert [r["id"] for r in sat] == [late_sat] and sat[0]["beginn_utc"] == "2026-03-28T22:30:00+00:00"
+        assert [r.id for r in sat] == [late_sat] and sat[0].beginn_utc == "2026-03-28T22:30:00+00:00"
         oct_ = await timeline.find_by_date_range(p, user, ch, date(2026, 10, 25), date(2026, 10, 25), TZ)
-        assert [r["id"] for r in oct_] == [autumn]
+        assert [r.id for r in oct_] == [autumn]
         start, end = timeline.day_bounds_utc(date(2026, 10, 25), TZ)
         assert (end - start).total_seconds() == 25 * 3600
 
@@ -40,9 +40,9 @@ def test_anchors_are_excluded_before_the_limit(pool):
                                   personen=["Dr. Weber"])
         found = await timeline.find_by_keyword(p, user, ch, "zahnarzt", TZ, limit=5,
                                                now=datetime(2026, 12, 1, tzinfo=timezone.utc))
-        assert [r["id"] for r in found] == [real]
+        assert [r.id for r in found] == [real]
         by_person = await timeline.find_by_keyword(p, user, ch, "weber", TZ)
-        assert [r["id"] for r in by_person] == [real]
+        assert [r.id for r in by_person] == [real]
         day = await timeline.find_by_date_range(p, user, ch, date(2026, 12, 1), date(2026, 12, 1), TZ)
         assert day == []
         with_anchors = await timeline.find_by_date_range(p, user, ch, date(2026, 12, 1), date(2026, 12, 1), TZ,
@@ -66,7 +66,7 @@ def test_proactive_window(pool):
         await timeline.add(p, user, ch, "in zwei Wochen", datetime(2026, 12, 14, 8), TZ)
         await timeline.add(p, user, ch, "zu weit", datetime(2026, 12, 15, 8), TZ)
         rows = await timeline.proaktives_fenster(p, user, ch, TZ, now=now)
-        assert [(r["titel"], r["wochentag"], r["bezug"]) for r in rows] == [
+        assert [(r.titel, r.wochentag, r.bezug) for r in rows] == [
             ("vor drei Tagen", "Freitag", "vor 3 Tagen"), ("heute Abend", "Montag", "heute"),
             ("morgen", "Dienstag", "morgen"), ("in zwei Wochen", "Montag", "in 14 Tagen")]
 
@@ -79,7 +79,7 @@ def test_move_and_delete(pool):
         i = await timeline.add(p, user, ch, "Kino", datetime(2026, 12, 5, 20), TZ)
         assert await timeline.move(p, user, ch, i, datetime(2026, 12, 6, 21), TZ)
         rows = await timeline.find_by_date_range(p, user, ch, date(2026, 12, 6), date(2026, 12, 6), TZ)
-        assert rows[0]["beginn_lokal"].startswith("2026-12-06T21:00")
+        assert rows[0].beginn_lokal.startswith("2026-12-06T21:00")
         assert not await timeline.delete(p, "intruder", ch, i)
         assert await timeline.delete(p, user, ch, i)
 

@@ -2,6 +2,7 @@
 import asyncio
 from datetime import datetime, timezone
 
+from core.bestand import Termin
 from pipeline.nodes import gv_node, reducer, responder, router
 from pipeline.chains import TRIBUNAL_LOOP
 from pipeline.runner import ChainRunner
@@ -47,12 +48,15 @@ def test_router_fallback_and_asked_appointments():
     flags = next(r.inputs for r in deps.trace.decisions("router.management"))
     assert flags["needs_memory"] is True and flags["needs_timeline"] is False
     assert ("router.antwort", "kein_json") in _decisions(deps)
-    store = RecordingStore({"timeline.find_by_keyword": [{"id": 5, "titel": "Zahnarzt"}]})
+    zahnarzt = Termin(id=5, typ="termin", titel="Zahnarzt", personen=[], beginn_utc="2026-12-07T13:00:00+00:00",
+                      beginn_lokal="2026-12-07T14:00:00+01:00", wochentag="Montag", ende_utc=None, turn_id=None)
+    store = RecordingStore({"timeline.find_by_keyword": [zahnarzt]})
     ans = ('{"intent": "frage", "management": "keins", "needs_timeline": true, '
            '"timeline_query": {"art": "search", "stichwort": "Zahnarzt"}, "momentum": "sehr hoch"}')
     deps = deps_for(ScriptedLLM({"router": [ans]}), store=store, redis=Zaehler())
     out = asyncio.run(run_node(router.NODE, _state("Wann war nochmal der Zahnarzt?", memory=MemoryRecord()), deps))["route"]
-    assert out.termine == [{"id": 5, "titel": "Zahnarzt"}] and out.momentum == "mid"
+    assert out.termine == [zahnarzt.model_dump(mode="json")] and out.termine[0]["titel"] == "Zahnarzt"
+    assert out.momentum == "mid"
     assert store.calls[0][0] == "timeline.find_by_keyword"
     assert ("router.termine", "search") in _decisions(deps)
 

@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from core.bestand import Termin
 from memory.clients import StoreOps
 from pipeline.nodes import reducer, thinker
 from pipeline.runner import run_node
@@ -31,7 +32,8 @@ NACHRICHTEN = ("system", "user", "verlauf")
 MONTAG = datetime(2026, 12, 7, 9, 30, tzinfo=ZoneInfo("Europe/Berlin"))
 PRAXIS = "https://praxis.example/"
 TEAM = "https://praxis.example/team"
-TERMIN = {"typ": "termin", "titel": "Zahnarzt", "beginn_lokal": "2026-12-07T14:00:00+01:00", "personen": ["Dr. Weber"]}
+TERMIN = Termin(id=1, typ="termin", titel="Zahnarzt", personen=["Dr. Weber"], beginn_utc="2026-12-07T13:00:00+00:00",
+                beginn_lokal="2026-12-07T14:00:00+01:00", wochentag="Montag", ende_utc=None, turn_id=None)
 LZG = [{"id": 11, "dimension": "fakt", "beobachter": "user", "inhalt": "Der Zahnarzt heisst Dr. Weber.",
         "gewicht": 0.93},
        {"id": 12, "dimension": "fakt", "beobachter": "nova", "inhalt": "Die Praxis liegt am Markt.", "gewicht": 0.41}]

@@ -96,3 +96,45 @@ def test_a_relationship_model_is_read_by_attribute_not_by_key():
                               "mensch_kern", "mensch_beziehung", "mensch_themen")
     note = Notiz(id=3, name="Einkauf", updated_at="2026-01-01T10:00:00+00:00")
     assert list(note.model_dump()) == ["id", "name", "inhalt", "zusammenfassung", "themen", "aktiv", "updated_at"]
+
+
+TYPED_STORE_READS = {
+    "pg.recent_turn_records": "list[StoredTurn]", "charaktere.get": "Charakter | None",
+    "bibliothek.bestand": "BibliothekBestand", "bibliothek.zerfall": "BibliothekZerfall", "timeline.find_by_date_range": "list[Termin]",
+    "timeline.find_by_keyword": "list[Termin]", "timeline.proaktives_fenster": "list[FensterTermin]",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TYPED_STORE_READS))
+def test_the_stores_remaining_reads_are_declared_to_return_core_models(name):
+    """What else crosses the store's seam (stored turns, characters, the library's figures, the
+    timeline's entries, the erasure's counts) is a model of core/bestand.py."""
+    from core import bestand
+
+    declared = inspect.signature(_declared()[name]).return_annotation
+    assert declared == TYPED_STORE_READS[name]
+    model = declared.removeprefix("list[").removesuffix("]").removesuffix(" | None")
+    assert issubclass(getattr(bestand, model), bestand.BaseModel)
+
+
+def test_a_stored_turn_reads_its_result_typed_and_a_kept_message_rebuilds_its_entry():
+    from core.bestand import StoredTurn
+    from core.result import TurnResult
+    from core.wire import KeptTurn
+    from memory.session import eintraege_aus_records
+
+    kept = StoredTurn.model_validate({
+        "turn_id": "k1", "user_text": "Hallo?", "reply": None, "created_at": "2026-12-01T10:00:00+00:00",
+        "result": {"turn_id": "k1", "user_id": "u", "character_id": "mira", "herkunft": "user",
+                   "fehler_knoten": "responder", "name": "Tom", "created_at": "2026-12-01T10:00:00+00:00"}})
+    assert isinstance(kept.result, KeptTurn) and kept.result.fehler_knoten == "responder"
+    assert eintraege_aus_records([kept]) == [
+        {"turn_id": "k1", "herkunft": "user", "time": "2026-12-01T10:00:00+00:00", "quelle": "postgres",
+         "rolle": "user", "sprecher": "Person B", "inhalt": "Hallo?", "name": "Tom"}]
+    done = StoredTurn.model_validate({
+        "turn_id": "t1", "user_text": "Hi", "reply": "Hallo!", "created_at": "2026-12-01T10:00:00+00:00",
+        "result": {"turn_id": "t1", "user_id": "u", "character_id": "mira", "character_name": "Mira",
+                   "reply": "Hallo!", "herkunft": "user", "model": "m", "usage": {},
+                   "created_at": "2026-12-01T10:00:00+00:00", "neu_in_einer_neueren_version": 1}})
+    assert isinstance(done.result, TurnResult)
+    assert [e["sprecher"] for e in eintraege_aus_records([done])] == ["Person B", "Mira"]

@@ -114,13 +114,13 @@ async def dispatch_timeline(state, deps) -> AgentResult:
         return AgentResult(agent_name="timeline", status="verworfen", ergebnis={"grund": f"kein Termin '{titel}' gefunden"})
     target = found[0]
     if aktion == "verschieben":
-        await deps.store.timeline.move(s.user_id, s.character_id, target["id"], when, tz, turn_id=s.turn_id)
+        await deps.store.timeline.move(s.user_id, s.character_id, target.id, when, tz, turn_id=s.turn_id)
         return AgentResult(agent_name="timeline", status="abgeschlossen", ergebnis={
-            "aktion": "verschieben", "id": target["id"],
-            "beschreibung": f"Termin '{target['titel']}' auf {when.strftime('%d.%m.%Y um %H:%M')} verschoben"})
-    await deps.store.timeline.delete(s.user_id, s.character_id, target["id"], turn_id=s.turn_id)
+            "aktion": "verschieben", "id": target.id,
+            "beschreibung": f"Termin '{target.titel}' auf {when.strftime('%d.%m.%Y um %H:%M')} verschoben"})
+    await deps.store.timeline.delete(s.user_id, s.character_id, target.id, turn_id=s.turn_id)
     return AgentResult(agent_name="timeline", status="abgeschlossen",
-                       ergebnis={"aktion": "loeschen", "id": target["id"], "beschreibung": f"Termin '{target['titel']}' geloescht"})
+                       ergebnis={"aktion": "loeschen", "id": target.id, "beschreibung": f"Termin '{target.titel}' geloescht"})
 
 
 AGENT = Agent(name="timeline", dispatch=dispatch_timeline, bedarf=("plan",), ergaenzen=ergaenzen,
