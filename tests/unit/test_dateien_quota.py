@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.testclient import TestClient
 
+from core.bestand import DateienUmfang
 from core.settings import Settings
 from serve.body_limit import BodyLimit
 from serve.routes import files
@@ -17,7 +18,7 @@ def _app(held_bytes: int, quota: int, file_limit: int = 1_000_000):
     from serve.ingress import _http_error
 
     async def umfang(user_id, character_id):
-        return {"dateien_paar": 0, "bytes_user": held_bytes}
+        return DateienUmfang(dateien_paar=0, bytes_user=held_bytes)
 
     ing = SimpleNamespace(settings=Settings(file_bytes_per_user=quota),
                           store_ops=SimpleNamespace(dateien=SimpleNamespace(umfang=umfang)))

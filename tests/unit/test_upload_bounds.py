@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from fastapi import HTTPException
 
+from core.bestand import DateienUmfang
 from core.settings import Settings
 from serve import body_limit, parse_worker
 from serve.routes import files
@@ -19,7 +20,7 @@ from serve.routes.common import Upload
 
 def _ing(held: dict, **settings):
     async def umfang(user_id, character_id):
-        return held
+        return DateienUmfang(**held)
 
     return SimpleNamespace(settings=Settings(**settings), store_ops=SimpleNamespace(dateien=SimpleNamespace(umfang=umfang)))
 
