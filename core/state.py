@@ -646,8 +646,12 @@ class DispatchRecord(_Record):
     """What the client receives, and what a repeated turn_id returns."""
 
 
-class TurnState(_Record):
-    stimulus: Stimulus
+class TurnRecords(_Record):
+    """Part of a turn state: the records a node reads or writes, each optional (what the runner and
+    the node deployment exchange, `core.wire.NodeRunRequest`). Which records it holds are the ones
+    it was made with (`set_records`), a record written as None among them."""
+
+    stimulus: Stimulus | None = None
     pair: PairRecord | None = None
     perzeption: PerzeptionRecord | None = None
     emotion: EmotionRecord | None = None
@@ -668,6 +672,16 @@ class TurnState(_Record):
     nova_zustand: NovaZustandRecord | None = None
     hintergrund: HintergrundRecord | None = None
     dispatch: DispatchRecord | None = None
+
+    def set_records(self) -> dict[str, Any]:
+        """The records it was made with, by name."""
+        return {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
+
+
+class TurnState(TurnRecords):
+    """The whole turn: the stimulus and every record written so far."""
+
+    stimulus: Stimulus
 
 
 def current_reply(state: TurnState) -> str:

@@ -20,10 +20,9 @@ from pydantic import (BaseModel, ConfigDict, Field, TypeAdapter, computed_field,
 
 from core.errors import ServiceError
 from core.result import TurnCheck, TurnResult, TurnUsage  # noqa: F401  (the ingress ↔ pair actor seam's result)
-from core.state import (AnkerRecord, DispatchRecord, DraftRecord, EmotionRecord, GravitationRecord, HaltungRecord,
-                        HintergrundRecord, KontextRecord, LandschaftRecord, MemoryRecord, NovaPerzeptionRecord,
-                        NovaZustandRecord, PairRecord, PerzeptionRecord, PlanRecord, PruefungRecord, RetryNutzlast,
-                        RouteRecord, SachlageRecord, SessionTurn, Stimulus, UrteilRecord, VerfasserRecord)
+from core.state import (DraftRecord, MemoryRecord, NovaPerzeptionRecord, NovaZustandRecord, PairRecord,
+                        PerzeptionRecord, PruefungRecord, RetryNutzlast, SessionTurn, Stimulus, TurnRecords,
+                        UrteilRecord)
 
 # ---------------------------------------------------------------------------- ingress ↔ pair actor
 
@@ -167,40 +166,6 @@ then `token` and `final`, or `error`; `restart` comes from the ingress."""
 
 
 # ---------------------------------------------------------------------------- runner ↔ node deployment
-
-
-class TurnRecords(BaseModel):
-    """Part of a turn state (`core.state.TurnState`): the records a node reads or writes, each
-    optional. Which records it holds are the ones it was made with (`set_records`), a record written
-    as None among them."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    stimulus: Stimulus | None = None
-    pair: PairRecord | None = None
-    perzeption: PerzeptionRecord | None = None
-    emotion: EmotionRecord | None = None
-    memory: MemoryRecord | None = None
-    gravitation: GravitationRecord | None = None
-    kontext: KontextRecord | None = None
-    sachlage: SachlageRecord | None = None
-    anker: AnkerRecord | None = None
-    route: RouteRecord | None = None
-    plan: PlanRecord | None = None
-    landschaft: LandschaftRecord | None = None
-    haltung: HaltungRecord | None = None
-    verfasser: VerfasserRecord | None = None
-    draft: DraftRecord | None = None
-    pruefung: PruefungRecord | None = None
-    urteil: UrteilRecord | None = None
-    nova_perzeption: NovaPerzeptionRecord | None = None
-    nova_zustand: NovaZustandRecord | None = None
-    hintergrund: HintergrundRecord | None = None
-    dispatch: DispatchRecord | None = None
-
-    def set_records(self) -> dict[str, Any]:
-        """The records it was made with, by name."""
-        return {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
 
 
 class NodeRunRequest(BaseModel):
