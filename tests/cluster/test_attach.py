@@ -5,6 +5,7 @@ import pytest
 import ray
 from ray import cloudpickle
 
+from core.errors import ConfigError
 from tests import scripted_engine
 from tests.cluster.conftest import local_cluster
 from tests.conftest import auth
@@ -21,7 +22,7 @@ def test_attach_to_a_running_cluster_and_leave_it_running(settings, migrated):
     cluster = local_cluster(num_cpus=2)
     try:
         attached = settings.model_copy(update={"ray_address": cluster.address})
-        with pytest.raises(ValueError, match="needs external stores"):
+        with pytest.raises(ConfigError, match="needs external stores"):
             runtime.start(attached.model_copy(update={"redis_url": None}))
         rt = runtime.start(attached, engine=scripted_engine.ScriptedEngine.with_script(latency_s=0.05))
         try:

@@ -48,7 +48,7 @@ def test_note_and_appointment_through_the_agents_are_found_later(client, keys, s
     assert any(n.inhalt == "Milch, Brot und Kaese" for n in notes), f"{notes}\n{_agents(settings, 'alice', ch)}"
     window = store.call.remote("timeline.proaktives_fenster", "alice", ch, settings.timezone).result()
     assert [(t.titel, t.bezug) for t in window] == [("Zahnarzt", "morgen")], _agents(settings, "alice", ch)
-    assert window[0]["beginn_lokal"][11:16] == "14:00"
+    assert window[0].beginn_lokal[11:16] == "14:00"
     d3 = _decisions(settings, "alice", ch, third["turn_id"])
     assert ("reducer.zusammenfuehrung", "eintraege") in d3  # both reached the memory context
 
