@@ -91,6 +91,14 @@ class Lzg(StoreModule):
     async def has_nodes(self, user_id: str, character_id: str) -> bool: ...
 
     @op
+    async def abloesen(self, user_id: str, character_id: str, alt_id: int, neu_id: int | None, turn_id: str | None, *,
+                       seit: datetime | None = None) -> bool:
+        """Mark the pair's node `alt_id` superseded by `neu_id` (None: ended): `gueltig_bis` =
+        `seit` (default now) and a synapse `abgeloest_durch` from old to new, with their
+        before-images under `turn_id` (a rewind removes the mark). Idempotent; False: nothing
+        changed."""
+
+    @op
     async def touch(self, ids: list[int], *, turn: tuple[str, str, str] | None = None) -> None:
         """Activation restarts a node's forgetting curve."""
 

@@ -333,3 +333,53 @@ async def touch(pool: AsyncConnectionPool, ids: list[int], *, turn: tuple[str, s
     if ids:
         async with pool.connection() as conn, conn.transaction():
             await _touch(conn, ids, turn)
+
+
+# ------------------------------------------------------------------------------------ supersession
+ABLOESUNG_GEWICHT = 0.8
+"""The synapse from a superseded memory to its successor (`abgeloest_durch`, one direction): the
+old one, recalled, brings the current one with it."""
+
+
+async def _abloesen(conn, user_id: str, character_id: str, alt_id: int, neu_id: int | None, turn_id: str | None,
+                    seit: datetime) -> bool:
+    """The mark in the caller's transaction: `gueltig_bis` once (an ended node keeps its first end),
+    the synapse to the successor, each with its before-image for taking the turn back."""
+    if neu_id is not None and int(neu_id) == int(alt_id):
+        return False
+    ids = [int(alt_id)] + ([int(neu_id)] if neu_id is not None else [])
+    cur = await conn.execute("SELECT id, gueltig_bis FROM lzg_knoten WHERE user_id=%s AND character_id=%s AND id = ANY(%s)",
+                             (user_id, character_id, ids))
+    da = {r[0]: r[1] for r in await cur.fetchall()}
+    if any(i not in da for i in ids):
+        return False
+    neu = da[int(alt_id)] is None
+    if neu:
+        await vorher.festhalten(conn, user_id, character_id, turn_id, "lzg_knoten", "t.id = %s", (int(alt_id),),
+                                ("gueltig_bis",))
+        await conn.execute("UPDATE lzg_knoten SET gueltig_bis = %s WHERE id = %s", (seit, int(alt_id)))
+    if neu_id is not None:
+        await vorher.zeile_festhalten(conn, user_id, character_id, turn_id, "lzg_synapsen",
+                                      {"von_id": int(alt_id), "nach_id": int(neu_id)})
+        cur = await conn.execute(
+            "INSERT INTO lzg_synapsen (von_id, nach_id, gewicht, art) VALUES (%s,%s,%s,'abgeloest_durch')"
+            " ON CONFLICT (von_id, nach_id) DO UPDATE SET art = 'abgeloest_durch',"
+            " gewicht = GREATEST(lzg_synapsen.gewicht, EXCLUDED.gewicht) WHERE lzg_synapsen.art <> 'abgeloest_durch'",
+            (int(alt_id), int(neu_id), ABLOESUNG_GEWICHT))
+        neu = neu or cur.rowcount > 0
+    return neu
+
+
+async def abloesen(conn, user_id: str, character_id: str, alt_id: int, neu_id: int | None, turn_id: str | None, *,
+                   seit: datetime | None = None) -> bool:
+    """Mark the pair's node `alt_id` superseded by `neu_id` (None: ended, nothing takes its place):
+    `gueltig_bis` = `seit` (default now; kept when the node was ended before) and a synapse
+    `abgeloest_durch` from old to new. With `turn_id` the before-images are kept, so taking the
+    turn back removes the mark. `conn`: a connection (the caller's transaction: the episode's
+    write) or the pool (its own transaction). Idempotent; False: nothing changed (marked already,
+    or a node is not the pair's)."""
+    seit = seit or datetime.now(timezone.utc)
+    if isinstance(conn, AsyncConnectionPool):
+        async with conn.connection() as c, c.transaction():
+            return await _abloesen(c, user_id, character_id, alt_id, neu_id, turn_id, seit)
+    return await _abloesen(conn, user_id, character_id, alt_id, neu_id, turn_id, seit)

@@ -19,7 +19,7 @@ log = logging.getLogger("novaberg.vorher")
 TABELLEN: dict[str, tuple[str, ...]] = {
     "pair_profiles": ("user_id", "character_id"), "nova_emotion": ("user_id", "character_id"),
     "ziele": ("id",), "lzg_knoten": ("id",), "notizen": ("id",), "timeline": ("id",), "direktiven": ("id",),
-    "charakter_anweisungen": ("id",),
+    "charakter_anweisungen": ("id",), "lzg_synapsen": ("von_id", "nach_id"),
 }
 """The tables whose rows a turn updates in place, with their key columns."""
 
