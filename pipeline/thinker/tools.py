@@ -24,6 +24,8 @@ from pipeline.thinker.cache import HINWEIS_TREFFER, ToolCache
 log = logging.getLogger("novaberg.thinker.tools")
 
 TIMELINE_LIMIT = 5
+"""What `timeline_search` hands the model (seed 000 §4.2: "Limit (5) fest konfiguriert");
+`timeline_check` has no cap of its own (§4.1): a day's appointments come as the store reads them."""
 FETCH_CHARS = 3000
 """Page text handed to the model per fetch (the prompt stays small on small engines)."""
 WISSEN_CHARS = 500
@@ -166,7 +168,8 @@ def dienst_werkzeuge(deps: Deps, stimulus: Stimulus, such_vektor: list[float] | 
 
 
 def timeline_werkzeuge(deps: Deps, stimulus: Stimulus) -> dict[str, Tool]:
-    """`timeline_check` (the pair's dates of one day) and `timeline_search` (by keyword)."""
+    """`timeline_check` (the pair's dates of one day, every one of them) and `timeline_search`
+    (by keyword, the nearest `TIMELINE_LIMIT`)."""
     store, tz = deps.store, deps.settings.timezone
     user_id, character_id = stimulus.user_id, stimulus.character_id
 
@@ -174,8 +177,7 @@ def timeline_werkzeuge(deps: Deps, stimulus: Stimulus) -> dict[str, Tool]:
         day = parse_datum(arg)
         if day is None:
             return f"Kein Datum erkannt in '{arg}'. Erwartet: JJJJ-MM-TT."
-        rows = await store.timeline.find_by_date_range(user_id, character_id, day, day, tz,
-                                limit=TIMELINE_LIMIT)
+        rows = await store.timeline.find_by_date_range(user_id, character_id, day, day, tz)
         if not rows:
             return f"Keine Termine am {day.isoformat()}."
         return f"Termine am {day.isoformat()}:\n" + "\n".join(format_termin(r) for r in rows)
