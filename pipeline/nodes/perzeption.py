@@ -39,9 +39,14 @@ class _Antwort(BaseModel):
 
 
 def kurzverlauf(turns: list[SessionTurn]) -> str:
+    """The history form of perception and router (seed 001 §3.1: "Gekürzter Text + Emotion als
+    Annotation", numbered as by `format_session_turns_numbered()`): each turn numbered, its
+    speaker, the emotion stored with it in parentheses (none where the turn carries none), and
+    its first `VERLAUF_ZEICHEN` characters."""
     if not turns:
         return "(noch kein Verlauf)"
-    return "\n".join(f"{t.sprecher}: {t.inhalt[:VERLAUF_ZEICHEN]}" for t in turns)
+    return "\n".join(f"{i}. {t.sprecher}{f' ({t.emotion})' if t.emotion else ''}: {t.inhalt[:VERLAUF_ZEICHEN]}"
+                     for i, t in enumerate(turns, 1))
 
 
 def normalise(a: _Antwort) -> tuple[PerzeptionRecord, list[str]]:
