@@ -353,6 +353,11 @@ class MemoryRecord(_Record):
     zusammenfassung: str | None = None
     """The session summary (seed 001 §3.1): the older turns that left the window, compressed;
     None while none has left it. Written by the background node `zusammenfassung`."""
+    cluster_vorturn: str = "paradox"
+    """The landscape cluster the pair's previous turn chose (seed 001 §5: read from
+    `gv:detail:{user}:{character}`, `paradox` when no turn wrote one): the cluster this turn's
+    search shift and spreading read take, and the landscape its reply is shaped by (seed 004 §4.1:
+    the landscape follows with a lag). The character chain's enricher reads it; gv_node passes it on."""
 
 
 class GravitationRecord(_Record):
@@ -482,6 +487,9 @@ class LandschaftRecord(_Record):
     """Written by gv_node."""
 
     cluster: str = "paradox"
+    """The landscape the reply is shaped by: the previous turn's choice (`MemoryRecord.cluster_vorturn`,
+    seed 004 §4.1: "die Landschaft mit ein bis zwei Turns Verzug"); this turn's choice is stored
+    for the next turn (`gv:detail:{user}:{character}`)."""
     gv_detail: str = ""
     werkzeug: str = "Impuls"
     vehikel: str = "Aussage"

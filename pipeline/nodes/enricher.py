@@ -184,10 +184,19 @@ def _sprecher(s, turns: list[SessionTurn]) -> str:
     return session.sprecher(name, True) if name else session.GEDANKE.strip()
 
 
-async def _cluster(deps: Deps, user_id: str, character_id: str) -> str:
-    """The landscape cluster of the previous turn (gv_node writes it), `paradox` as fallback."""
-    cluster = await deps.landschaft.cluster(user_id, character_id)
-    return "paradox" if cluster is None else cluster
+async def _cluster(deps: Deps, user_id: str, character_id: str) -> str | None:
+    """The landscape cluster of the previous turn (gv_node writes it); None: no turn wrote one."""
+    return await deps.landschaft.cluster(user_id, character_id) if deps.landschaft is not None else None
+
+
+def _cluster_vorturn(deps: Deps, cluster: str | None) -> str:
+    """The cluster this turn works with (seed 001 §5: always the previous turn's, `paradox` as
+    fallback): the named fallback `kein_vorturn` when no turn of the pair wrote one."""
+    if cluster is None:
+        log.info("enricher: fallback kein_vorturn: no previous turn's landscape cluster; paradox")
+    deps.trace.decision(NAME, "enricher.landschaft", "vorturn" if cluster is not None else "kein_vorturn",
+                        {"cluster": cluster or "paradox"})
+    return cluster or "paradox"
 
 
 async def _aufzeichnungen(deps: Deps, state: TurnState, suchtext: str, such_vektor) -> list[DateiTreffer]:
@@ -364,8 +373,9 @@ async def run(state: TurnState, deps: Deps) -> dict:
         return {"memory": MemoryRecord(**base)}
     # pre-check: rewrite, shift and search only when KZG, LZG, the library, the character's knowledge or the
     # file index hold something (`vorab` started it at the turn's start)
-    base["zusammenfassung"], n_kzg, has_lzg, bib, n_dateien, cluster = await vorpruefung_starten(
+    base["zusammenfassung"], n_kzg, has_lzg, bib, n_dateien, vorturn = await vorpruefung_starten(
         deps, s.user_id, s.character_id)
+    base["cluster_vorturn"] = cluster = _cluster_vorturn(deps, vorturn)
     has_kzg = n_kzg > 0
     if not _etwas_zu_suchen(n_kzg, has_lzg, bib, n_dateien):
         _nichts_gesucht(deps, raw_vec, a, cfg)

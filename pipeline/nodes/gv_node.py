@@ -1,6 +1,12 @@
 """gv_node: the conversation vector — the landscape cluster, its description (third person, as
 an analyst), tool and vehicle. Stored in Redis `gv:detail:{user}:{character}` for the next
-turn's enricher."""
+turn's enricher.
+
+The cluster chosen here is the next turn's: this turn's reply is shaped by the previous turn's
+(seed 004 §4.1: "Der Ton folgt dem Nutzer sofort, die Landschaft mit ein bis zwei Turns Verzug";
+seed 001 §5: "Der GV-Cluster kommt immer aus dem Vorturn"), which the enricher read
+(`memory.cluster_vorturn`, `paradox` when no turn wrote one). Description, tool and vehicle are
+this turn's."""
 from __future__ import annotations
 
 import logging
@@ -59,5 +65,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
                                vehikel=answer.vehikel[:40] or "Aussage")
     # the detail as it was, for taking the turn back
     await deps.landschaft.schreiben(s.user_id, s.character_id, s.turn_id, rec)
-    deps.trace.decision(NAME, "gv_node.cluster", rec.cluster, {"status": status})
-    return {"landschaft": rec}
+    vorturn = state.memory.cluster_vorturn if state.memory else "paradox"
+    deps.trace.decision(NAME, "gv_node.cluster", rec.cluster, {"status": status, "landschaft": vorturn})
+    return {"landschaft": rec.model_copy(update={"cluster": vorturn})}
