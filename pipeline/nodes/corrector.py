@@ -2,40 +2,74 @@
 [FAKTEN] the tribunal judged with (today, the turn's appointments, what agents completed, the
 memory shaped for the judging nodes) and the human's directives. An empty rewrite keeps the
 previous version (the last acceptable one ships). `umschreiben` is the one way to ask for a
-rewrite: the leak guard uses it too. A rewrite the token budget cut is closed at its last full
-sentence, as the responder's reply is (`pipeline/satzende.py`, decision `corrector.kappung`)."""
+rewrite: the leak guard uses it too. A rewrite asks for the budget of the reply it rewrites: the
+turn's span, as `responder.antwort_budget` asks for it (seed 004 §3.3: "Der Raum setzt `umfang`,
+die Tabelle `UMFANG_SPANNE` übersetzt ihn in Zeichen"), not a default of its own, so a corrected
+long reply keeps its length (`rewrite_budget`). A rewrite the budget still cut is closed at its
+last full sentence, as the responder's reply is (`pipeline/satzende.py`, decision
+`corrector.kappung`)."""
 from __future__ import annotations
 
 import logging
 
 from pipeline import satzende
 from pipeline.fakten import block as fakten_block
-from pipeline.llm_json import ask
 from pipeline.node import Node
-from pipeline.node_config import budget
+from pipeline.node_config import antwort_budget
+from pipeline.satzende import GEKAPPT
 from pipeline.services import Deps
-from core.state import TurnState
+from core.state import HaltungRecord, TurnState
 
 NAME = "corrector"
 NODE = Node(
     name=NAME,
-    reads=("stimulus", "pair", "kontext", "route", "plan", "urteil"),
+    reads=("stimulus", "pair", "kontext", "route", "plan", "haltung", "urteil"),
     writes=("urteil",),
 )
 
 log = logging.getLogger("novaberg.node.corrector")
 
 
-async def umschreiben(deps: Deps, state: TurnState, antwort: str, gruende: list[str]) -> tuple[str | None, str]:
-    """The corrector's rewrite of `antwort` for the named defects: (text or None, outcome)."""
+def rewrite_budget(state: TurnState, deps: Deps) -> int:
+    """The tokens a rewrite asks for: the budget of the reply it rewrites, the one the responder
+    asked for this turn's span (`responder.antwort_budget`: the span's top with its room, capped by
+    the responder's budget; the record's default span when haltungsraum did not run); an override
+    the settings name for the corrector itself caps it too."""
+    spanne = antwort_budget("responder", (state.haltung or HaltungRecord()).spanne_zeichen, deps.settings)
+    eigenes = deps.settings.node_max_tokens.get(NAME)
+    return spanne if eigenes is None else min(spanne, eigenes)
+
+
+async def _rewrite_call(deps: Deps, variables: dict, max_tokens: int) -> tuple[str | None, str]:
+    """One call for the rewrite with its budget: (text or None, outcome) as `llm_json.ask` names
+    them (`ok`, `gekappt`, `leer`, `aufruf_gescheitert`)."""
     model = await deps.llm.model_name()
-    text, outcome = await ask(deps, NAME, {
+    *system, user = deps.prompts.render_parts(NAME, ("identity", "rules", "task"), model, variables)
+    log.debug("%s: prompt:\n%s\n\n%s", NAME, "\n\n".join(system), user)
+    try:
+        res = await deps.llm.chat(deps.trace, NAME, [{"role": "system", "content": "\n\n".join(system)},
+                                                     {"role": "user", "content": user}], max_tokens=max_tokens)
+    except Exception as e:  # the engine is down or refused: the previous version stays
+        log.warning("%s: fallback aufruf_gescheitert: %s: %s", NAME, type(e).__name__, e)
+        return None, "aufruf_gescheitert"
+    text = res.content.strip()
+    if not text:
+        return None, "leer"
+    return text, "gekappt" if res.finish_reason == GEKAPPT else "ok"
+
+
+async def umschreiben(deps: Deps, state: TurnState, antwort: str, gruende: list[str]) -> tuple[str | None, str]:
+    """The corrector's rewrite of `antwort` for the named defects, with the reply's budget
+    (`rewrite_budget`): (text or None, outcome)."""
+    model = await deps.llm.model_name()
+    max_tokens = rewrite_budget(state, deps)
+    text, outcome = await _rewrite_call(deps, {
         "character_name": state.pair.character_name, "fakten": fakten_block(state, deps, model),
         "direktiven": "\n".join(f"- {d}" for d in state.pair.direktiven) or "- keine",
         "nachricht": state.stimulus.text, "antwort": antwort,
-        "gruende": "\n".join(f"- {g}" for g in gruende) or "- (ohne Begruendung)"})
+        "gruende": "\n".join(f"- {g}" for g in gruende) or "- (ohne Begruendung)"}, max_tokens)
     if outcome == "gekappt":
-        text = satzende.gekappt(deps, NAME, text, {"budget_token": budget(NAME, deps.settings)})
+        text = satzende.gekappt(deps, NAME, text, {"budget_token": max_tokens, "zeichen_vorlage": len(antwort)})
     return text, outcome
 
 

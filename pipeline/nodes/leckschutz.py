@@ -12,10 +12,11 @@ What the human wrote himself is no leak: a fragment or marker that stands in his
 counted.
 
 A caught reply is replaced, in this order, each named in the log and in `leckschutz.ergebnis`:
-`korrigiert` — the corrector's rewrite (`corrector.umschreiben`, the leak as its defect), when
-it is clean; `bereinigt` — the reply without the leaked sentences and markers, when something of
-it is left and clean; `ersatzantwort` — ERSATZ_ANTWORT. The replacement goes to `urteil.reply`,
-which `current_reply` — and so the dispatcher's commit — takes first.
+`korrigiert` — the corrector's rewrite (`corrector.umschreiben`, the leak as its defect, with the
+budget of the reply it rewrites: the turn's span), when it is clean; `bereinigt` — the reply
+without the leaked sentences and markers, when something of it is left and clean;
+`ersatzantwort` — ERSATZ_ANTWORT. The replacement goes to `urteil.reply`, which `current_reply` —
+and so the dispatcher's commit — takes first.
 
 A node that runs remote (`Settings.remote_nodes`) returns the system messages it sent with its
 result, so they are compared as well. Where the responder's is missing all the same (it sent none
@@ -48,7 +49,8 @@ from core.state import TurnState, UrteilRecord, current_reply
 NAME = "leckschutz"
 NODE = Node(
     name=NAME,
-    reads=("stimulus", "pair", "memory", "kontext", "sachlage", "route", "plan", "draft", "pruefung", "urteil"),
+    reads=("stimulus", "pair", "memory", "kontext", "sachlage", "route", "plan", "haltung", "draft", "pruefung",
+           "urteil"),
     writes=("urteil",),
 )
 QUELLEN = ("responder", "thinker", "thinker_nachfass", "corrector", "fakten")

@@ -71,8 +71,10 @@ def test_optional_reads_are_only_optional_on_the_human_chain():
 
 def test_loops_are_checked_as_loops():
     loop = next(s for s in CHARACTER_CHAIN if isinstance(s, Loop) and s.name == "tribunal_schleife")
-    # the judging nodes read the facts of the turn too: the reducer's block, the route, the plan
-    upstream = tuple(NODES[n] for n in ("db_zugriff", "reducer", "router", "planner", "responder", "thinker"))
+    # the judging nodes read the facts of the turn too: the reducer's block, the route, the plan;
+    # the corrector the span its rewrite keeps (haltungsraum)
+    upstream = tuple(NODES[n] for n in ("db_zugriff", "reducer", "router", "planner", "haltungsraum", "responder",
+                                        "thinker"))
     assert [g for g in contract.record_gaps((*upstream, loop)) if g.kind == "ungeschrieben"
             and g.node in loop.names()] == []
 

@@ -239,7 +239,8 @@ def test_a_cut_rewrite_of_the_corrector_is_closed_the_same_way(caplog):
     assert update["urteil"].reply == GESCHLOSSEN
     assert "corrector: fallback antwort_gekappt_satzende" in caplog.text
     [kappung] = _decisions(deps, "corrector.kappung")
-    assert kappung.outcome == "satzende" and kappung.inputs["budget_token"] == budget("corrector", Settings())
+    # the rewrite's budget is the reply's, the turn's span (tests/unit/test_rewrite_budget.py)
+    assert kappung.outcome == "satzende" and kappung.inputs["budget_token"] == antwort_token(175)
     assert [r.outcome for r in _decisions(deps, "corrector.ergebnis")] == ["korrigiert"]
 
 
