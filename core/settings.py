@@ -352,6 +352,11 @@ class LLMSettings(Section):
     (`~/.cache/huggingface/hub`, or `HF_HUB_CACHE`)."""
     llm_replicas: int = Field(default=1, ge=1)
     """Replicas of the LLM deployment."""
+    llm_routing: Literal["pow2", "pair"] = "pair"
+    """How a model call finds its replica: `pair` sends a pair's calls to the replica that holds
+    the pair's prompt prefix (bounded-load consistent hashing over `ChatRequest.pair`, least-loaded
+    when that replica is full or gone; with vLLM, Ray Serve LLM's prefix-aware router), `pow2`
+    leaves Serve's power-of-two choices."""
     llm_threads: int = Field(default=2, ge=1)
     """llama.cpp's threads in each LLM replica."""
     llm_ctx: int = Field(default=4096, ge=512)

@@ -6,7 +6,7 @@ from core.settings import Settings, load_settings
 from pipeline.node_config import check_budgets
 from serve.embedder import EmbedderDeployment
 from serve.ingress import Ingress
-from serve.llm import LLMDeployment, vllm_server_app
+from serve.llm import LLMDeployment, router_config, vllm_server_app
 from serve.nodes import NodeDeployment
 from serve.store import StoreDeployment
 from serve.web import WebDeployment
@@ -29,9 +29,12 @@ def build_app(settings: Settings, engine=None, *, hintergrund: bool = False):
     embedder = EmbedderDeployment.options(
         ray_actor_options={"num_cpus": settings.embedder_num_cpus}, num_replicas=1, **quiet).bind(settings.embedder)
     vllm = vllm_server_app(settings.llm) if settings.llm_backend == "vllm" and engine is None else None
-    # llama.cpp serialises its calls on one thread per replica; requests wait in that replica's queue
+    # llama.cpp serialises its calls on one thread per replica; requests wait in that replica's queue.
+    # A pair's calls go to the replica that holds its prompt prefix (with vLLM, the LLMServer's router)
+    router = router_config(settings.llm) if vllm is None else None
     llm = LLMDeployment.options(
         num_replicas=settings.llm_replicas, max_ongoing_requests=64, **quiet,
+        **({"request_router_config": router} if router is not None else {}),
         ray_actor_options={"num_cpus": settings.llm_num_cpus if settings.llm_num_cpus is not None
                            else 0.5 if settings.llm_backend == "llamacpp" else 0},
     ).bind(settings.llm, vllm, engine)

@@ -132,11 +132,39 @@ def _serve_llm():
     return serve_llm
 
 
+def router_config(settings: LLMSettings):
+    """The request router of the deployment whose replicas hold the prompt cache, as `llm_routing`
+    says: by pair (`serve/routing.py`, llama.cpp, OpenAI-compatible, an injected engine) or None:
+    Serve's power of two choices."""
+    from ray.serve.config import RequestRouterConfig
+
+    from serve.routing import BOUND, ROUTER_PATH
+
+    if settings.llm_routing != "pair":
+        return None
+    return RequestRouterConfig(request_router_class=ROUTER_PATH, request_router_kwargs={"bound": BOUND})
+
+
+VLLM_ROUTER_PATH = "ray.serve.llm.request_router.PrefixCacheAffinityRouter"
+"""Ray Serve LLM's prefix-aware router: the vLLM server's replica by the longest cached prefix of
+the prompt (a pair's calls share theirs), balanced load first."""
+
+
+def vllm_deployment_config(settings: LLMSettings) -> dict:
+    """The `LLMServer`'s deployment options: its replicas, and with `llm_routing = "pair"`
+    Ray Serve LLM's prefix-aware router."""
+    config: dict = {"num_replicas": settings.llm_replicas, "max_ongoing_requests": 256}
+    if settings.llm_routing == "pair":
+        config["request_router_config"] = {"request_router_class": VLLM_ROUTER_PATH}
+    return config
+
+
 def vllm_llm_config(settings: LLMSettings):
-    """Ray Serve LLM's `LLMConfig` for the vllm backend: the model, its replicas, the engine's options."""
+    """Ray Serve LLM's `LLMConfig` for the vllm backend: the model, its replicas and router, the
+    engine's options."""
     return _serve_llm().LLMConfig(
         model_loading_config={"model_id": settings.llm_model, "model_source": vllm_source(settings)},
-        deployment_config={"num_replicas": settings.llm_replicas, "max_ongoing_requests": 256},
+        deployment_config=vllm_deployment_config(settings),
         engine_kwargs=vllm_engine_kwargs(settings),
     )
 

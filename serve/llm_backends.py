@@ -307,6 +307,22 @@ class LlamaCppBackend(LLMEngine):
 
 
 # ---------------------------------------------------------------------------- OpenAI-compatible
+REPLICA_HEADER = "X-Novaberg-Replica"
+"""The header naming the LLM replica a call comes from (a server that models a prefix cache per
+replica, `bench/standin.py`, keeps one per name)."""
+
+
+def replica_name() -> str:
+    """This Serve replica's id; `lokal` outside a Serve replica."""
+    from ray import serve
+    from ray.serve.exceptions import RayServeException
+
+    try:
+        return serve.get_replica_context().replica_id.unique_id
+    except RayServeException:
+        return "lokal"
+
+
 class OpenAICompatBackend(LLMEngine):
     """Any OpenAI-compatible server (vLLM server, llama.cpp server, Ollama) over aiohttp.
 
@@ -334,7 +350,7 @@ class OpenAICompatBackend(LLMEngine):
         import aiohttp
 
         self._session = aiohttp.ClientSession(
-            headers={"Authorization": f"Bearer {self.settings.openai_api_key}"},
+            headers={"Authorization": f"Bearer {self.settings.openai_api_key}", REPLICA_HEADER: replica_name()},
             # the time limit is per read (a long stream is not cut), as the server's own answers go
             timeout=aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=self.settings.openai_timeout_s),
             connector=aiohttp.TCPConnector(limit=self.CONNECTIONS),
