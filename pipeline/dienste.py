@@ -1,7 +1,8 @@
 """The services `wissen` and `dateien` (seed 001, *Query Rewriting*): they read the pair's library
 and its file index with the turn's search key, `such_vektor`, which travels to them as their
-declared need. The Thinker calls them as tools (pipeline/thinker/tools.py); an agent calls them
-with the same key.
+declared need. The agents of the same names call them when the planner orders a look-up
+(pipeline/agents/wissen, pipeline/agents/dateien: their declared need names the memory record that
+carries the key), and the Thinker calls them as tools (pipeline/thinker/tools.py) with the same key.
 
 - `wissen`: the library's own query (`bibliothek.suchen`, the one the enricher's library plugin
   reads), the same threshold (`library_threshold`, 0.50 in the seed), capped at 5 instead of 3.

@@ -9,6 +9,8 @@ _NOTIZ = re.compile(r"\bnotiz\w*\b", re.I)
 _TERMIN = re.compile(r"\b(?:termin\w*|kalender|trag\w*\b.*\bein\b)", re.I)
 _DIREKTIVE = re.compile(r"\b(?:ab jetzt|von nun an|in zukunft)\b.*\b(?:immer|nie|bitte)\b", re.I)
 _CHARAKTER = re.compile(r"\b(?:sei|werde)\b.{0,40}\b(?:mehr|weniger|frecher|lockerer|ernster)\b", re.I)
+_BIBLIOTHEK = re.compile(r"\bdeine[rnm]?\s+bibliothek\b", re.I)
+_DATEIEN = re.compile(r"\b(?:in|aus)\s+(?:meine[nrm]?|den|unsere[nm]?)\s+(?:dateien|unterlagen|dokumenten)\b", re.I)
 _LOESCH = re.compile(r"\bl(?:oe|ö)sch", re.I)
 _VERSCHIEB = re.compile(r"\bverschieb", re.I)
 _AENDERUNG = re.compile(r"\b(?:l(?:oe|ö)sch|entfern|streich|(?:ver)?(?:ae|ä)nder|verschieb|verleg|ersetz|korrigier"
@@ -47,6 +49,10 @@ def management(text: str) -> str:
         return "direktiven"
     if _CHARAKTER.search(text):
         return "charakter"
+    if _BIBLIOTHEK.search(text):
+        return "wissen"
+    if _DATEIEN.search(text):
+        return "dateien"
     return "keins"
 
 
@@ -95,6 +101,8 @@ def auftrag(management_: str, text: str) -> dict | None:
         return {"agent": "direktiven", "aktion": "anlegen", "parameter": {"text": t}}
     if management_ == "charakter":
         return {"agent": "charakter", "aktion": "anweisung", "parameter": {"text": t}}
+    if management_ in ("wissen", "dateien"):  # a look-up: the agent reads with the turn's search key
+        return {"agent": management_, "aktion": "suchen", "parameter": {}}
     return None
 
 

@@ -29,7 +29,7 @@ USER_INTENTIONEN = LEICHTE_INTENTIONEN + ("anweisung", "hilferuf", "emotionaler_
                                          "frage")
 GESPRAECHSMODI = ("plaudern", "austausch", "beratung", "anliegen", "konflikt")
 MOMENTUM = ("low", "mid", "high")
-MANAGEMENT = ("keins", "notizen", "timeline", "direktiven", "charakter")
+MANAGEMENT = ("keins", "notizen", "timeline", "direktiven", "charakter", "wissen", "dateien")
 HERKUNFT = ("user", "eigener_impuls", "self_trigger")
 AGENT_STATUS = ("abgeschlossen", "fehler", "rueckfrage", "verworfen")
 

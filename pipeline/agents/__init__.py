@@ -12,16 +12,18 @@ from typing import Callable
 from pipeline.agents.agent import (BEDARF_STANDARD, Agent, Dispatch, Ergaenzen, schreibschluessel,
                                    verzeichnis)
 from pipeline.agents.charakter.dispatch import AGENT as _CHARAKTER
+from pipeline.agents.dateien.dispatch import AGENT as _DATEIEN
 from pipeline.agents.direktiven.dispatch import AGENT as _DIREKTIVEN
 from pipeline.agents.notizen.dispatch import AGENT as _NOTIZEN
 from pipeline.agents.timeline.dispatch import AGENT as _TIMELINE
+from pipeline.agents.wissen.dispatch import AGENT as _WISSEN
 
 __all__ = ["AGENTS", "Agent", "BEDARF_STANDARD", "DECLARED", "Dispatch", "Ergaenzen", "bedarf", "ergaenzung",
            "get_dispatch", "registry", "schreibschluessel", "vorwaermen_starten"]
 
 log = logging.getLogger("novaberg.agents")
 
-DECLARED: tuple[Agent, ...] = (_CHARAKTER, _DIREKTIVEN, _NOTIZEN, _TIMELINE)
+DECLARED: tuple[Agent, ...] = (_CHARAKTER, _DIREKTIVEN, _NOTIZEN, _TIMELINE, _WISSEN, _DATEIEN)
 """Every agent, in the order the planner knows them."""
 
 AGENTS: dict[str, Agent] = verzeichnis(DECLARED)

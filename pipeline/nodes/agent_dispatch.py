@@ -2,8 +2,9 @@
 agent gets the state cut to its declared need (`BEDARF`, each record withheld logged). A
 missing dispatch and an agent's exception become `AgentResult(status="fehler")` and the chain
 goes on; `agent_name` is reset after each call. An agent that declares `memory` gets the turn's
-memory record, and with it the search key (`such_vektor`) the services `wissen` and `dateien`
-read with (pipeline/dienste.py; seed 001: "denen `such_vektor` als angemeldeter Bedarf mitwandert"). Delivered and processed counts per agent and
+memory record, and with it the search key (`such_vektor`): the agents `wissen` and `dateien`
+declare it and read the services of those names with it (pipeline/dienste.py; seed 001: "denen
+`such_vektor` als angemeldeter Bedarf mitwandert"). Delivered and processed counts per agent and
 chain live in Redis, so a restart does not zero them (memory/agent_quoten.py; the router counts
 the denominator)."""
 from __future__ import annotations

@@ -61,11 +61,18 @@ class _Antwort(BaseModel):
 
 
 def task_block(name: str, results) -> tuple[str, bool]:
-    """The [AUFGABE] block and whether the responder's context is cut (success, error, refusal)."""
+    """The [AUFGABE] block and whether the responder's context is cut (success, error, refusal).
+    A look-up's success (an agent whose result carries `fundstellen`: wissen, dateien) brings what
+    it found, under the label its agent gave it, or says that it found nothing."""
     lines, cut = [], False
     for r in results:
         e = r.ergebnis or {}
-        if r.status == "abgeschlossen":
+        if r.status == "abgeschlossen" and "fundstellen" in e:  # a look-up (wissen, dateien): what it found
+            lines.append(f"Erfolg: {name} hat soeben selbst erledigt: {e.get('beschreibung', r.agent_name)}. "
+                         + (f"Sie antwortet mit dem, was sie gefunden hat:\n{e['fundstellen']}" if e["fundstellen"]
+                            else "Sie sagt offen, dass sie dazu nichts gefunden hat."))
+            cut = True
+        elif r.status == "abgeschlossen":
             lines.append(f"Erfolg: {name} hat soeben selbst erledigt: {e.get('beschreibung', r.agent_name)}. "
                          f"Sie sagt kurz, was sie getan hat.")
             cut = True

@@ -36,7 +36,7 @@ def _state(text, management="keins", **plan):
 
 
 def test_registry_discovers_every_agent_folder():
-    assert set(agents.registry()) == {"notizen", "timeline", "direktiven", "charakter"}
+    assert set(agents.registry()) == {"notizen", "timeline", "direktiven", "charakter", "wissen", "dateien"}
 
 
 def test_missing_dispatch_and_failing_agent_become_fehler(stores, monkeypatch):

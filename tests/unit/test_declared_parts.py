@@ -54,7 +54,7 @@ def test_the_scan_sees_every_form_of_it(tmp_path):
 
 def test_every_agent_folder_is_listed_and_each_name_is_its_folder():
     folders = {p.parent.name for p in (ROOT / "pipeline" / "agents").glob("*/dispatch.py")}
-    assert set(agents.AGENTS) == folders == {"notizen", "timeline", "direktiven", "charakter"}
+    assert set(agents.AGENTS) == folders == {"notizen", "timeline", "direktiven", "charakter", "wissen", "dateien"}
     for a in agents.DECLARED:
         assert a.dispatch.__module__ == f"pipeline.agents.{a.name}.dispatch"
     assert agents.registry() == {n: a.dispatch for n, a in agents.AGENTS.items()}
