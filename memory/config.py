@@ -39,6 +39,10 @@ class MemoryConfig(BaseModel):
     spreading_depth: int = Field(default=2, ge=0, le=5)
     spreading_decay: float = Field(default=0.5, gt=0, le=1)
     spreading_min_activation: float = Field(default=0.05, ge=0, le=1)
+    spreading_sector_damping: float = Field(default=0.1, ge=0, le=0.25)
+    """How much less activation a spreading step carries per step of distance on Plutchik's wheel
+    between Nova's sector and the memory's emotion (0–4 steps: 1.0 to 0.6 at 0.1; 0 switches it
+    off; memory/lzg.py `sektor_faktor`)."""
     lzg_decay_per_day: float = Field(default=0.01, ge=0, le=1)
     """Weight decay of LZG nodes per day without activation."""
     goal_threshold: float = Field(default=0.40, ge=0, le=1)

@@ -246,19 +246,38 @@ WITH RECURSIVE nah(id, tiefe) AS (
     JOIN lzg_synapsen s ON s.von_id = nah.id JOIN lzg_knoten k ON k.id = s.nach_id
     WHERE k.aktiv AND nah.tiefe + 1 < %(tiefe)s
 )
-SELECT s.von_id, s.nach_id, s.gewicht FROM lzg_synapsen s JOIN lzg_knoten k ON k.id = s.nach_id
+SELECT s.von_id, s.nach_id, s.gewicht, k.emotion FROM lzg_synapsen s JOIN lzg_knoten k ON k.id = s.nach_id
 WHERE s.von_id = ANY(ARRAY(SELECT DISTINCT id FROM nah)) AND k.aktiv ORDER BY s.von_id, s.nach_id
 """
 
 
-async def _neighbours(conn, ids: list[int], tiefe: int) -> dict[int, list[tuple[int, float]]]:
+async def _neighbours(conn, ids: list[int], tiefe: int) -> dict[int, list[tuple[int, float, str | None]]]:
     """The synapses to active nodes from `ids` and from every node within `tiefe - 1` synapses of
-    them, by node, each node's in `nach_id` order."""
+    them, by node, each node's in `nach_id` order, with the emotion of the node it leads to."""
     cur = await conn.execute(_UMGEBUNG, {"ids": ids, "tiefe": tiefe})
-    out: dict[int, list[tuple[int, float]]] = {}
-    for von, nach, w in await cur.fetchall():
-        out.setdefault(von, []).append((nach, float(w)))
+    out: dict[int, list[tuple[int, float, str | None]]] = {}
+    for von, nach, w, emotion in await cur.fetchall():
+        out.setdefault(von, []).append((nach, float(w), emotion))
     return out
+
+
+SEKTOREN = ("freude", "vertrauen", "angst", "ueberraschung", "traurigkeit", "ekel", "aerger", "erwartung")
+"""Plutchik's wheel, in its order (pipeline/vocab.py `SEKTOR` maps each emotion onto one of them;
+tests/unit/test_lesepfad_rahmen.py keeps the two alike)."""
+EMOTION_SEKTOR = {"zufriedenheit": "freude", "frustration": "aerger"}
+"""The emotions that are no sector themselves, and the sector each lies in."""
+
+
+def sektor_faktor(nova_sektor: str | None, emotion: str | None, cfg: MemoryConfig) -> float:
+    """How much of the activation flows into a memory of `emotion` while Nova is in `nova_sektor`
+    (seed 001 §3.3: the spreading read takes Nova's dominant emotion): 1 − `spreading_sector_damping`
+    × the two sectors' distance on the wheel (0–4). A side without a sector (neutral, none, unknown)
+    colours nothing: 1."""
+    a, b = (EMOTION_SEKTOR.get(x, x) for x in (nova_sektor, emotion))
+    if a not in SEKTOREN or b not in SEKTOREN:
+        return 1.0
+    d = abs(SEKTOREN.index(a) - SEKTOREN.index(b))
+    return 1.0 - cfg.spreading_sector_damping * min(d, len(SEKTOREN) - d)
 
 
 async def ausbreiten(conn, anchors: list[tuple[int, float]], cfg: MemoryConfig, *, limit: int,
@@ -266,7 +285,11 @@ async def ausbreiten(conn, anchors: list[tuple[int, float]], cfg: MemoryConfig, 
                      nova_sektor: str | None = None) -> Resonanz:
     """Spreading activation along the synapses from anchors given as (id, activation), best
     first; returns at most `limit` memories, each with its path ("eingefallen über …"), spreading
-    `tiefe` synapses far (default `cfg.spreading_depth`; 0: the anchors alone).
+    `tiefe` synapses far (default `cfg.spreading_depth`; 0: the anchors alone). Nova's sector
+    colours the paths: a step into a memory whose emotion lies far from it on Plutchik's wheel
+    carries less (`sektor_faktor`). The cluster (the previous turn's) chose the anchors through the
+    search key (seed 001 §3.3a); with the sector it frames the result (`rahmen`, rendered with the
+    memories in [GEDAECHTNIS]).
     Deterministic: the frontier is handled by activation (then id), neighbours by id; a node keeps
     its strongest path. The memory read path (memory/lesepfad.py) is its one caller."""
     reached: dict[int, dict[str, Any]] = {}
@@ -280,8 +303,8 @@ async def ausbreiten(conn, anchors: list[tuple[int, float]], cfg: MemoryConfig, 
             break
         nxt: dict[int, dict[str, Any]] = {}
         for f in frontier:
-            for nid, w in nbrs.get(f["id"], []):
-                act = f["aktivierung"] * w * cfg.spreading_decay
+            for nid, w, emotion in nbrs.get(f["id"], []):
+                act = f["aktivierung"] * w * cfg.spreading_decay * sektor_faktor(nova_sektor, emotion, cfg)
                 if act < cfg.spreading_min_activation:
                     continue
                 best = reached.get(nid) or nxt.get(nid)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pipeline.figur import einsetzen, sein_name
 from pipeline.node import Node
 from pipeline.services import Deps
-from core.state import KontextRecord, MemoryRecord, Resonanz, TurnState
+from core.state import ErinnerungsRahmen, KontextRecord, MemoryRecord, Resonanz, TurnState
 from pipeline.timefmt import termin_text
 
 NAME = "reducer"
@@ -92,11 +92,21 @@ def reduce(raw: list[dict]) -> list[dict]:
     return sorted(out, key=lambda e: rang.get(e["quelle"], len(GRUPPEN)))  # stable: strongest first in a group
 
 
+def rahmen_zeile(rahmen: ErinnerungsRahmen) -> str:
+    """The frame of the long-term read (seed 001 §4: "Kontext-Rahmen (Anker-Anzahl, Sprung-Tiefe,
+    Cluster, Nova-Sektor)"), the line that heads its memories in a [GEDAECHTNIS]."""
+    sektor = f", Sektor {rahmen.nova_sektor}" if rahmen.nova_sektor else ""
+    return (f"Rahmen der Erinnerungen: {rahmen.anker_anzahl} Anker, Sprung-Tiefe {rahmen.sprung_tiefe}, "
+            f"Landschaft {rahmen.cluster}{sektor}")
+
+
 def block(kept: list[dict], resonanz: Resonanz | None, ohne: tuple[str, ...] = ()) -> str:
-    """A [GEDAECHTNIS]: the kept entries by source group, then the LZG memories with their paths;
-    the sources in `ohne` left out (the Verfasser's: the appointment window)."""
+    """A [GEDAECHTNIS]: the kept entries by source group, then the LZG memories with their paths
+    under the frame of their read (seed 001 §3.3: the reducer passes `lzg_resonanz` through to the
+    formatter whole); the sources in `ohne` left out (the Verfasser's: the appointment window)."""
     lines = [f"- ({e['quelle']}) {e['inhalt']}" for e in kept if e["quelle"] not in ohne]
-    if resonanz:
+    if resonanz and resonanz.erinnerungen:
+        lines.append(rahmen_zeile(resonanz.rahmen))
         for m in resonanz.erinnerungen:
             via = "" if m.tiefe == 0 else f" [{m.eingefallen_ueber}]"
             lines.append(f"- (erinnerung) {m.inhalt}{via}")
