@@ -83,6 +83,11 @@ class Scenario:
     settled: Any = None
     """An async callable awaited after the unmeasured turns, before the clock starts: the system's
     own settling after the activations (`wait_reserve_full`)."""
+    engine_stats: Any = None
+    """The stand-in engine's record (`standin.stats` bound to its URL), when it answers: the
+    calls of every LLM replica, their tokens and times (`token_figures`)."""
+    llm_replicas: int | None = None
+    """Replicas of the LLM deployment (a replica no call reached counts in the load's mean)."""
 
     def earlier(self, pair: int) -> list[str]:
         """The texts of a pair's unmeasured turns: the greeting, then `history` drawn from the mix."""
@@ -183,6 +188,44 @@ def summarise(rows: list[dict], wall_s: float, records: list[dict], llm_before: 
     }
 
 
+def token_figures(calls: list[dict], turns: int, replicas: int | None = None) -> dict[str, Any]:
+    """The stand-in's calls of the measured turns: prompt, cached and completion tokens per turn
+    and per node, the cached share, time to first token, calls per replica and, from the cost
+    model (`standin --cache`), GPU-seconds per turn (an estimate). `replicas`: the LLM replicas
+    there are (the load's mean is over them all, those no call reached too)."""
+    n = max(1, turns)
+
+    def sums(cs: list[dict]) -> dict[str, float]:
+        return {k: sum(c.get(k) or 0 for c in cs) for k in ("prompt_tokens", "cached_tokens", "completion_tokens", "gpu_s")}
+
+    def share(t: dict[str, float]) -> float | None:
+        return round(t["cached_tokens"] / t["prompt_tokens"], 4) if t["prompt_tokens"] else None
+
+    def per_turn(t: dict[str, float]) -> dict[str, float]:
+        return {"prompt": round(t["prompt_tokens"] / n, 1), "cached": round(t["cached_tokens"] / n, 1),
+                "completion": round(t["completion_tokens"] / n, 1)}
+
+    modelled = any(c.get("gpu_s") is not None for c in calls)
+    total, nodes = sums(calls), sorted({c["caller"] for c in calls})
+    per_replica = Counter(c["replica"] for c in calls)
+    responder = [c["ttft_ms"] for c in calls if c["caller"] == "responder"]
+    by_node = {}
+    for node in nodes:
+        cs = [c for c in calls if c["caller"] == node]
+        t = sums(cs)
+        by_node[node] = {"calls_per_turn": round(len(cs) / n, 2), "tokens_per_turn": per_turn(t), "cached_share": share(t),
+                         "ttft_p50_ms": pct([c["ttft_ms"] for c in cs], 50),
+                         "gpu_s_per_turn": round(t["gpu_s"] / n, 4) if modelled else None}
+    mean = len(calls) / max(replicas or 0, len(per_replica), 1)
+    return {"calls": len(calls), "cached_share": share(total), "tokens_per_turn": per_turn(total),
+            "gpu_s_per_turn": round(total["gpu_s"] / n, 4) if modelled else None,
+            "responder_ttft_p50_ms": pct(responder, 50), "responder_ttft_p95_ms": pct(responder, 95),
+            "ttft_p50_ms": pct([c["ttft_ms"] for c in calls], 50),
+            "replica_calls": dict(sorted(per_replica.items())),
+            "replica_load_max_over_mean": round(max(per_replica.values()) / mean, 3) if mean else None,
+            "by_node": by_node}
+
+
 # ------------------------------------------------------------------------------------- drivers
 class HttpDriver:
     def __init__(self, url: str, key: str, concurrency: int):
@@ -271,11 +314,13 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
         for text in sc.earlier(i):
             await driver.turn(f"bench{i}-{tag}", "nova", text)
 
+    probe = engine_probe(sc.engine_stats)
     if sc.warm:  # each pair's actor made and its earlier turns done before the clock starts
         await asyncio.gather(*(earlier(i) for i in range(sc.pairs)))
-        await wait_llm_idle(llm)
+        await wait_llm_idle(llm, probe=probe)
         if sc.settled is not None:
             await sc.settled()
+    mark = (await asyncio.to_thread(sc.engine_stats, 1 << 62))["count"] if sc.engine_stats else 0
     before = await llm.load.remote()
     await llm.record.remote(True)
     cpu0, parts0 = turn_graph.cpu_seconds(sc.cpu_exclude), turn_graph.cpu_by_part(sc.cpu_exclude)
@@ -284,7 +329,7 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
         await asyncio.gather(*(one_pair(i) for i in range(sc.pairs)))
     finally:
         wall = time.perf_counter() - t0
-        await wait_llm_idle(llm)  # the background chain of the last turns belongs to them
+        await wait_llm_idle(llm, probe=probe)  # the background chain of the last turns belongs to them
         cpu = turn_graph.cpu_seconds(sc.cpu_exclude) - cpu0
         parts = turn_graph.cpu_profile(parts0, turn_graph.cpu_by_part(sc.cpu_exclude), len(rows))
         records = await llm.record.remote(False)
@@ -292,7 +337,22 @@ async def run_scenario(driver, sc: Scenario, llm, progress=None, tag: str | None
     figures = summarise(rows, wall, records, before, after)
     figures["turn_graph"] = graph_figures(rows, records, sc.latency_ms, cpu)
     figures["turn_graph"]["cpu_s_per_turn_by_part"] = parts
+    if sc.engine_stats is not None:
+        figures["llm"] = token_figures((await asyncio.to_thread(sc.engine_stats, mark))["calls"], len(rows),
+                                       sc.llm_replicas)
     return {"rows": rows, "records": records, "figures": figures}
+
+
+def engine_probe(engine_stats):
+    """What says the stand-in engine is busy, over all LLM replicas (the deployment's own `load`
+    answers for the one replica that takes the call): its calls so far and those in flight."""
+    if engine_stats is None:
+        return None
+
+    async def probe() -> tuple[int, int]:
+        out = await asyncio.to_thread(engine_stats, 1 << 62)
+        return out["count"], out["in_flight"]
+    return probe
 
 
 def graph_figures(rows: list[dict], records: list[dict], latency_ms: float | None, cpu_s: float) -> dict[str, Any]:
@@ -345,16 +405,22 @@ async def wait_reserve_full(settings, quiet_s: float = 3.0, timeout_s: float = 1
     return round(time.perf_counter() - t0, 1)
 
 
-async def wait_llm_idle(llm, quiet_s: float = 3.0, timeout_s: float = 900.0) -> float:
+async def wait_llm_idle(llm, quiet_s: float = 3.0, timeout_s: float = 900.0, probe=None) -> float:
     """Wait until the engine has had nothing to do for `quiet_s` (the background chain of the
-    scenario's last turns runs after their replies): the replay must have the engine to itself."""
+    scenario's last turns runs after their replies): the replay must have the engine to itself.
+    `probe`: an async callable answering (calls so far, calls in flight) for the whole engine;
+    unset, the LLM deployment's `load` (one replica's)."""
     t0 = time.perf_counter()
     last = None
     quiet_since = time.perf_counter()
     while time.perf_counter() - t0 < timeout_s:
-        load = await llm.load.remote()
-        mark = (load.get("requests"), load.get("queued"))
-        if mark != last or load.get("queued"):
+        if probe is not None:
+            mark = await probe()
+            busy = mark[1]
+        else:
+            load = await llm.load.remote()
+            mark, busy = (load.get("requests"), load.get("queued")), load.get("queued")
+        if mark != last or busy:
             last, quiet_since = mark, time.perf_counter()
         elif time.perf_counter() - quiet_since >= quiet_s:
             break
@@ -485,7 +551,7 @@ async def run_all(driver_factory, llm, scenario: Scenario, sweep: list[int], eng
                 bar.close()
         point = {"pairs": pairs, "pipeline": run["figures"]}
         if engine_baseline and run["records"]:
-            await wait_llm_idle(llm)
+            await wait_llm_idle(llm, probe=engine_probe(scenario.engine_stats))
             bar = _progress(len(run["records"]), f"{pairs} pairs: engine replay") if show_progress else None
             try:
                 point["engine"] = await replay(llm, run["records"], concurrency=pairs, progress=bar)
@@ -497,7 +563,8 @@ async def run_all(driver_factory, llm, scenario: Scenario, sweep: list[int], eng
         if pairs == scenario.pairs:
             if dump is not None:
                 dump.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in run["records"]))
-            main = {"scenario": {k: v for k, v in asdict(sc).items() if k != "settled"}, **{k: v for k, v in point.items() if k != "pairs"}}
+            main = {"scenario": {k: v for k, v in asdict(sc).items() if k not in ("settled", "engine_stats")},
+                    **{k: v for k, v in point.items() if k != "pairs"}}
             main_rows = run["rows"]
     return {"main": main, "sweep": points}, main_rows
 
@@ -523,6 +590,12 @@ def print_summary(report: dict) -> None:
         f"{k} {v['mean']:.2f}" + (f" ({v['bricht_bei']})" if v.get("bricht_bei") else "")
         for k, v in p["prefix_reuse"].items()))
     print("nodes p50 ms: " + ", ".join(f"{k} {v['p50']}" for k, v in p["nodes_ms"].items()))
+    if p.get("llm"):
+        t = p["llm"]
+        print(f"tokens per turn (stand-in) prompt {t['tokens_per_turn']['prompt']} cached {t['tokens_per_turn']['cached']} "
+              f"completion {t['tokens_per_turn']['completion']}, cached share {t['cached_share']}, responder time to "
+              f"first token p50 {t['responder_ttft_p50_ms']} ms, GPU-seconds per turn (estimate) {t['gpu_s_per_turn']}, "
+              f"calls per replica {list(t['replica_calls'].values())} (max/mean {t['replica_load_max_over_mean']})")
     g = p.get("turn_graph", {})
     print(f"turn graph: LLM calls in flight max {g['llm_in_flight']['max']} mean {g['llm_in_flight']['mean_while_busy']}, "
           f"reply starts p50 {g['reply_start_ms_p50']} ms, CPU per turn {g['cpu_s_per_turn']} s"
@@ -545,6 +618,22 @@ def print_summary(report: dict) -> None:
               f"{pt['pipeline']['llm_busy_share']}, pipeline/engine tokens/s {ratio}, CPU per turn "
               f"{pt['pipeline']['turn_graph']['cpu_s_per_turn']} s")
     print(f"GPU: {report['gpu'].get('gpus') or report['gpu'].get('note')}")
+
+
+def standin_kosten(args: argparse.Namespace):
+    """The cost model the stand-in runs with (`--standin-cache`), or None."""
+    if not args.standin_cache:
+        return None
+    over = {"cache_tokens": args.standin_cache_tokens, "prefill_tps": args.standin_prefill_tps}
+    return standin.Kosten(**{k: v for k, v in over.items() if v is not None})
+
+
+def llm_summary(main: dict) -> dict[str, Any]:
+    """The report's `llm`: the measured level's token figures (with a stand-in engine) beside its
+    turn latency and throughput."""
+    p = main["pipeline"]
+    return {**(p.get("llm") or {}), "turn_p50_ms": p["latency_ms"]["p50"], "turn_p95_ms": p["latency_ms"]["p95"],
+            "turns_per_s": p["turns_per_s"]}
 
 
 def _free_port() -> int:
@@ -576,6 +665,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="the stand-in's free text (with --standin-ms): always `x` (fest, the default), or worded "
                          "anew for every request (neu), so profiles and memories grow turn by turn as with a real "
                          "engine (prefix reuse as in use)")
+    ap.add_argument("--standin-cache", action="store_true",
+                    help="answer every LLM call from the cost-modelling stand-in (bench/standin.py --cache): a prefix "
+                         "cache, a prefill and a batch per LLM replica, with published figures of an 8B model on one "
+                         "H100; the report's `llm` carries cached tokens, time to first token and calls per replica")
+    ap.add_argument("--standin-cache-tokens", type=int, default=None,
+                    help=f"the modelled prefix cache per replica in tokens (default {standin.Kosten.cache_tokens})")
+    ap.add_argument("--standin-prefill-tps", type=float, default=None,
+                    help=f"the modelled prefill rate per replica in tokens/s (default {standin.Kosten.prefill_tps:.0f})")
+    ap.add_argument("--llm-replicas", type=int, default=None, help="replicas of the LLM deployment (Settings.llm_replicas)")
+    ap.add_argument("--routing", choices=("pow2", "pair"), default=None,
+                    help="how a model call finds its LLM replica (Settings.llm_routing): Serve's power-of-two choices "
+                         "or the pair's replica")
     ap.add_argument("--schedule", choices=("data", "written"), default="data", help="the runner's schedule")
     ap.add_argument("--transport", choices=("grpc", "ray"), default="grpc",
                     help="how the internal deployments are called (Settings.handle_transport)")
@@ -589,9 +690,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     if args.cold and args.history:
         ap.error("--history needs the unmeasured turns that --cold leaves out")
-    if args.standin_worte is not None and args.standin_ms is None:
-        ap.error("--standin-worte words the stand-in engine's answers: it needs --standin-ms")
-    if args.standin_ms is not None and args.standin_worte is None:
+    if args.standin_cache and args.standin_ms is not None:
+        ap.error("--standin-cache models each call's latency: it takes no fixed --standin-ms")
+    if (args.standin_cache_tokens is not None or args.standin_prefill_tps is not None) and not args.standin_cache:
+        ap.error("--standin-cache-tokens and --standin-prefill-tps set the cost model: they need --standin-cache")
+    if args.llm_replicas is not None and args.llm_replicas < 1:
+        ap.error("--llm-replicas takes 1 or more")
+    stand_in = args.standin_ms is not None or args.standin_cache
+    if args.standin_worte is not None and not stand_in:
+        ap.error("--standin-worte words the stand-in engine's answers: it needs --standin-ms or --standin-cache")
+    if stand_in and args.standin_worte is None:
         args.standin_worte = "fest"
     try:
         args.mix = {k: float(v) for k, v in (x.split("=") for x in args.mix.split(",") if x)}
@@ -608,13 +716,17 @@ def main() -> None:
     mix = args.mix
     engine: dict = {}
     proc = None
-    if args.standin_ms is not None:
+    kosten = standin_kosten(args)
+    if args.standin_ms is not None or kosten is not None:
         port = _free_port()
-        proc = standin.start(port, args.standin_ms, args.standin_worte)
+        proc = standin.start(port, args.standin_ms or 0.0, args.standin_worte, kosten=kosten)
         engine = {"llm_backend": "openai", "openai_base_url": f"http://127.0.0.1:{port}/v1", "llm_model": "standin"}
+    engine.update({k: v for k, v in (("llm_replicas", args.llm_replicas), ("llm_routing", args.routing)) if v is not None})
+    base_url = engine.get("openai_base_url")
     scenario = Scenario(pairs=args.pairs, turns=args.turns, think_s=args.think_s, mix=mix, seed=args.seed,
                         latency_ms=args.standin_ms, cpu_exclude=(proc.pid,) if proc else (), warm=not args.cold,
-                        history=args.history)
+                        history=args.history,
+                        engine_stats=(lambda since: standin.stats(base_url, since)) if proc else None)
     sweep = [int(x) for x in args.sweep.split(",") if x.strip()]
     out = args.out or Path("bench/results") / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
@@ -630,6 +742,7 @@ def main() -> None:
     settings = load_settings(home=home, http_port=int(os.environ.get("NOVABERG_HTTP_PORT", "8765")),
                              node_max_tokens=capped(args.max_tokens), schedule=args.schedule,
                              handle_transport=args.transport, **engine)
+    scenario.llm_replicas = settings.llm_replicas
     rt = runtime.start(settings)
     scenario.settled = lambda: wait_reserve_full(rt.settings)
     try:
@@ -653,11 +766,14 @@ def main() -> None:
     report.update(system={"llm_backend": load["backend"], "llm_model": load["model"], "driver": args.driver,
                           "http_front": rt.front,
                           "max_tokens": args.max_tokens, "cpus": os.cpu_count(),
-                          "llm_replicas": settings.llm_replicas, "schedule": args.schedule, "transport": args.transport,
+                          "llm_replicas": settings.llm_replicas, "llm_routing": settings.llm_routing,
+                          "schedule": args.schedule, "transport": args.transport,
                           "standin_ms": args.standin_ms,
+                          "standin_kosten": asdict(kosten) if kosten is not None else None,
                           "standin_worte": args.standin_worte,
                           "history": args.history},
                   gpu=gpu_info(), measured_at=datetime.now(timezone.utc).isoformat())
+    report["llm"] = llm_summary(report["main"])
     (out / "turns.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     report["files"] = ["report.json", "turns.jsonl"] + plots(report, rows, out)
     (out / "report.json").write_text(json.dumps(report, indent=2))

@@ -323,6 +323,14 @@ def replica_name() -> str:
         return "lokal"
 
 
+CALLER_HEADER = "X-Novaberg-Caller"
+"""The header naming the node that asks (`ChatRequest.caller`; the stand-in counts tokens per node)."""
+
+
+def caller_header(req: ChatRequest) -> dict[str, str]:
+    return {CALLER_HEADER: req.caller} if req.caller else {}
+
+
 class OpenAICompatBackend(LLMEngine):
     """Any OpenAI-compatible server (vLLM server, llama.cpp server, Ollama) over aiohttp.
 
@@ -384,7 +392,7 @@ class OpenAICompatBackend(LLMEngine):
         import aiohttp
 
         try:
-            async with self._session.post(self._url, json=self._body(req, False)) as r:
+            async with self._session.post(self._url, json=self._body(req, False), headers=caller_header(req)) as r:
                 return r.status, await r.text()
         except (aiohttp.ClientError, asyncio.TimeoutError) as e:
             raise self._unreachable(e) from None
@@ -421,7 +429,7 @@ class OpenAICompatBackend(LLMEngine):
         t = time.perf_counter()
         self.queued += 1
         try:
-            async with self._session.post(self._url, json=self._body(req, True)) as r:
+            async with self._session.post(self._url, json=self._body(req, True), headers=caller_header(req)) as r:
                 if r.status >= 400:
                     raise http_error(r.status, await r.text())
                 async for c in self._chunks(r.content):
