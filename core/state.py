@@ -240,7 +240,9 @@ class ErinnerungsRahmen(_Eintrag):
     sprung_tiefe: int = 0
     """The deepest hop the spreading reached."""
     cluster: str = "paradox"
+    """The landscape cluster the read was made in (the enricher's: the previous turn's)."""
     nova_sektor: str | None = None
+    """Nova's sector, which coloured the spreading (memory/lzg.py `sektor_faktor`; None: uncoloured)."""
     kaltstart: bool = False
     """The named fallback `cold_start`: the best anchor's cosine stayed below the floor; nothing recalled."""
     bester_kosinus: float | None = None
