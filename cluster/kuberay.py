@@ -5,7 +5,10 @@ the Serve config embedded (`cluster.serve_config.config`), so the two cannot dri
 
 A head group, a CPU worker group for pair actors and the deployments, an optional GPU worker group
 for vLLM (0 replicas; raise it and set NOVABERG_LLM_BACKEND=vllm), the stores by secret
-(`novaberg-stores`: DATABASE_URL, REDIS_URL) and Ray's token authentication on.
+(`novaberg-stores`: DATABASE_URL, REDIS_URL) and Ray's token authentication on. A pair's model calls
+go to the replica holding its prefix (`NOVABERG_LLM_ROUTING=pair`): the LLM deployment's
+`request_router_config` in the embedded Serve config names `serve.routing.PairRouter`; with vLLM the
+app builder gives the `LLMServer` Ray Serve LLM's `PrefixCacheAffinityRouter`.
 `tests/cluster/test_kuberay.py` checks it against the RayService CRD kept in `cluster/kuberay/`."""
 from __future__ import annotations
 
@@ -31,7 +34,8 @@ def _container(name: str, cpu: str, memory: str, gpu: int = 0) -> dict:
     env = [{"name": var, "valueFrom": {"secretKeyRef": {"name": STORES_SECRET, "key": var}}}
            for var in ("DATABASE_URL", "REDIS_URL")]
     return {"name": name, "image": IMAGE, "resources": {"limits": limits, "requests": dict(limits)},
-            "env": env + [{"name": "NOVABERG_LLM_BACKEND", "value": "vllm" if gpu else "llamacpp"}]}
+            "env": env + [{"name": "NOVABERG_LLM_BACKEND", "value": "vllm" if gpu else "llamacpp"},
+                          {"name": "NOVABERG_LLM_ROUTING", "value": "pair"}]}
 
 
 def _worker_group(name: str, replicas: int, cpu: str, memory: str, gpu: int = 0) -> dict:

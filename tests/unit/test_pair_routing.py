@@ -8,6 +8,7 @@ import logging
 import math
 import random
 from collections import Counter
+from types import SimpleNamespace
 
 from ray.serve._private.common import DeploymentHandleSource, DeploymentID, ReplicaID, RequestMetadata
 from ray.serve.request_router import PendingRequest
@@ -167,7 +168,9 @@ def test_the_llm_deployment_routes_by_pair_unless_told_otherwise():
 def test_the_built_app_and_the_serve_config_carry_the_router():
     from ray.serve._private.build_app import build_app as serve_build
 
-    from cluster import serve_config
+    import yaml
+
+    from cluster import kuberay, serve_config
     from serve.app import build_app
 
     s = Settings(database_url="postgresql://x", redis_url="redis://x")
@@ -176,6 +179,12 @@ def test_the_built_app_and_the_serve_config_carry_the_router():
     assert not built["Ingress"]._deployment_config.request_router_config.request_router_class.endswith("PairRouter")
     llm = next(d for d in serve_config.config(s)["applications"][0]["deployments"] if d["name"] == "LLM")
     assert llm["request_router_config"]["request_router_class"] == routing.ROUTER_PATH
+    for text in (serve_config.PATH.read_text(encoding="utf-8"), kuberay.PATH.read_text(encoding="utf-8")):
+        assert f"request_router_class: {routing.ROUTER_PATH}" in text
+    manifest = yaml.safe_load(kuberay.PATH.read_text(encoding="utf-8"))
+    gpu = next(g for g in manifest["spec"]["rayClusterConfig"]["workerGroupSpecs"] if g["groupName"] == "gpu")
+    env = {e["name"]: e.get("value") for e in gpu["template"]["spec"]["containers"][0]["env"]}
+    assert env["NOVABERG_LLM_BACKEND"] == "vllm" and env["NOVABERG_LLM_ROUTING"] == "pair"
 
 
 def test_the_openai_backend_names_its_replica_on_every_call():
@@ -192,3 +201,35 @@ def test_the_openai_backend_names_its_replica_on_every_call():
             await b.close()
 
     assert asyncio.run(go())[REPLICA_HEADER] == "lokal"
+
+
+def test_every_model_call_of_a_pair_carries_its_pair():
+    """The LLM client (pair actors, background workers, the pixie, the node deployment, the OpenAI
+    door's turns) and the files route's indexing both name the pair on the request, not in the prompt."""
+    from pipeline.services import LLMClient
+    from pipeline.trace import TurnTrace
+    from serve import erschliessung
+    from serve.llm_backends import completion
+
+    sent: list[ChatRequest] = []
+
+    async def answer(request):
+        sent.append(request)
+        return completion("m", "{}", None, 3, 1, "stop")
+
+    class Handle:
+        class chat:  # noqa: N801 - the handle's method, as Serve names it
+            @staticmethod
+            def remote(request):
+                return answer(request)
+
+    async def go():
+        await LLMClient(Handle(), Settings()).chat(TurnTrace("alice", "nova", "t1"), "responder",
+                                                   [{"role": "user", "content": "Hallo"}])
+        w = SimpleNamespace(chat=answer, model_name=lambda: asyncio.sleep(0, "m"), max_tokens=64, deadline_s=5.0,
+                            prompts=SimpleNamespace(render_parts=lambda *a: ["regeln", "aufgabe"]))
+        await erschliessung._fragen(w, SimpleNamespace(name="notiz.txt", text="Inhalt"), "bob:nova")
+
+    asyncio.run(go())
+    assert [r.pair for r in sent] == ["alice:nova", "bob:nova"]
+    assert not any("alice" in m["content"] or "bob" in m["content"] for r in sent for m in r.messages)
