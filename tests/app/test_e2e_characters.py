@@ -132,6 +132,9 @@ def test_png_card_holds_a_conversation(client, keys, settings):
     assert "Mira: Komm rein, du, bevor dich der Wind mitnimmt." in responder  # the greeting is in the history
     # the lorebook entry was found by the question about her and reached the content notes
     assert any("Fenja ist Miras Schwester" in p for p in by_node["verfasser"])
+    # and the memory block the engine receives carries the seed's usage lines before its entries (004 §3a 3.4)
+    assert all("[GEDAECHTNIS]\nInformationen aus dem Langzeitgedaechtnis und aktuellen Notizen.\n"
+               "Nutze sie nur wenn die Nachricht von Person B darauf Bezug nimmt." in p for p in by_node["verfasser"])
 
     card = client.get(f"/v1/characters/{cid}/export", headers=user).json()
     assert card["spec"] == "chara_card_v2" and card["data"]["name"] == "Mira"

@@ -2,24 +2,29 @@
 names for every block and rule where it lives and the phrase that shows it, or why it is not
 there. The prompt is rendered from one fixed turn state (and its impulse variant); every phrase
 of the table must stand in the message and case the row names, and the blocks must come in the
-table's order. The table is read here, so it cannot drift from the prompt."""
+table's order. The seed's [GEDAECHTNIS] (§3a 3.4) is read by the Verfasser, whose notes become
+[INHALT]: its user message (`verfasser`) is rendered from the same state, its memory shaped by the
+reducer, as the chain sends it. The table is read here, so it cannot drift from the prompt."""
 from __future__ import annotations
 
+import asyncio
 import re
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from pipeline.nodes import responder
-from core.state import (EmotionRecord, HaltungRecord, LandschaftRecord, MemoryRecord, PairRecord,
-                            PerzeptionRecord, PlanRecord, SessionTurn, Stimulus, TurnState, VerfasserRecord)
+from pipeline.nodes import reducer, responder, verfasser
+from pipeline.runner import run_node
+from core.state import (EmotionRecord, HaltungRecord, KzgTreffer, LandschaftRecord, MemoryRecord, PairRecord,
+                            PerzeptionRecord, PlanRecord, Resonanz, SessionTurn, Stimulus, TurnState,
+                            VerfasserRecord)
 from tests.scripted_llm import ScriptedLLM, deps_for
 
 README = Path(__file__).resolve().parents[2] / "prompts" / "README.md"
 SECTION = "## Responder"
 FAELLE = ("reiz", "impuls")
-NACHRICHTEN = ("system", "user")
+NACHRICHTEN = ("system", "user", "verfasser")
 T0 = datetime(2026, 8, 20, 10, 0, tzinfo=timezone.utc)  # a Thursday; 12:00 in Europe/Berlin
 
 
@@ -67,9 +72,34 @@ def golden_state(impulse: bool = False) -> TurnState:
         verfasser=VerfasserRecord(inhalt="Nova stellt fest, dass der Anruf abrupt endete."))
 
 
+ERINNERUNGEN = {"erinnerungen": [{"id": 1, "inhalt": "Bello war beim Tierarzt", "tiefe": 0, "eingefallen_ueber": ""},
+                               {"id": 2, "inhalt": "Der Park im Regen", "tiefe": 1, "eingefallen_ueber": "Bello"}],
+                "ids": [1, 2]}
+"""The long-term memories of the golden turn: an anchor and one that came by spreading."""
+
+
+def verfasser_prompt(impulse: bool = False) -> str:
+    """The user message the Verfasser sends for the golden turn: its memory (a KZG hit, a note, the
+    long-term memories) shaped by the reducer, as the chain runs them."""
+    state = golden_state(impulse)
+    state.memory = state.memory.model_copy(update={
+        "kzg": [KzgTreffer(inhalt="Bello ist ein Beagle", similarity=0.8)],
+        "plugins": {"notizen": [{"name": "Einkauf", "zusammenfassung": "Milch und Brot"}]},
+        "lzg_resonanz": Resonanz.model_validate(ERINNERUNGEN)})
+    llm = ScriptedLLM({"verfasser": ["Nova stellt fest, dass der Anruf abrupt endete."]})
+    deps = deps_for(llm)
+
+    async def go():
+        for node in (reducer, verfasser):
+            await run_node(node.NODE, state, deps)
+    asyncio.run(go())
+    [call] = [c for c in llm.calls if c["node"] == "verfasser"]
+    return call["messages"][-1]["content"]
+
+
 def render(impulse: bool = False) -> dict[str, str]:
     (system, user), _ = responder.build_messages(golden_state(impulse), deps_for(ScriptedLLM()), "m")
-    return {"system": system["content"], "user": user["content"]}
+    return {"system": system["content"], "user": user["content"], "verfasser": verfasser_prompt(impulse)}
 
 
 def _cells(line: str) -> list[str]:
