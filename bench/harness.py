@@ -169,6 +169,7 @@ def summarise(rows: list[dict], wall_s: float, records: list[dict], llm_before: 
     busy = (llm_after.get("busy_s", 0) - llm_before.get("busy_s", 0))
     completion = sum(r["usage"].get("completion_tokens", 0) for r in records)
     prompt = sum(r["usage"].get("prompt_tokens", 0) for r in records)
+    cached = sum(r["usage"].get("cached_tokens", 0) for r in records)
     n = max(1, len(rows))
     return {
         "turns": len(rows), "errors": sum(1 for r in rows if r.get("error")), "wall_s": round(wall_s, 2),
@@ -184,6 +185,7 @@ def summarise(rows: list[dict], wall_s: float, records: list[dict], llm_before: 
         "llm_requests": len(records), "llm_requests_per_s": round(len(records) / wall_s, 4) if wall_s else None,
         "llm_completion_tokens_per_s": round(completion / wall_s, 3) if wall_s else None,
         "llm_prompt_tokens_per_s": round(prompt / wall_s, 3) if wall_s else None,
+        "llm_cached_share_recorded": round(cached / prompt, 4) if prompt else None,
         "prefix_reuse": prefix_reuse(records),
     }
 
@@ -629,10 +631,11 @@ def standin_kosten(args: argparse.Namespace):
 
 
 def llm_summary(main: dict) -> dict[str, Any]:
-    """The report's `llm`: the measured level's token figures (with a stand-in engine) beside its
-    turn latency and throughput."""
+    """The report's `llm`: the measured level's token figures (with a stand-in engine; with a real
+    one, the cached share of the recorded calls: all of them with one LLM replica) beside its turn
+    latency and throughput."""
     p = main["pipeline"]
-    return {**(p.get("llm") or {}), "turn_p50_ms": p["latency_ms"]["p50"], "turn_p95_ms": p["latency_ms"]["p95"],
+    return {"cached_share": p.get("llm_cached_share_recorded"), **(p.get("llm") or {}), "turn_p50_ms": p["latency_ms"]["p50"], "turn_p95_ms": p["latency_ms"]["p95"],
             "turns_per_s": p["turns_per_s"]}
 
 

@@ -236,6 +236,9 @@ class ChatUsage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0
+    """Of the prompt tokens, those the engine found in its prefix cache (vLLM's
+    `prompt_tokens_details.cached_tokens`); 0 where the engine does not say."""
 
 
 class AnswerMessage(BaseModel):

@@ -56,8 +56,14 @@ def split_reasoning(text: str) -> tuple[str, str | None]:
     return _THINK.sub("", text).strip(), "\n".join(p.strip() for p in parts)
 
 
+def cached_tokens(usage: dict[str, Any] | None) -> int:
+    """The prompt tokens an engine found in its prefix cache, as vLLM reports them
+    (`usage.prompt_tokens_details.cached_tokens`); 0 where it does not say."""
+    return int(((usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+
+
 def completion(model: str, content: str, reasoning: str | None, prompt_tokens: int, completion_tokens: int,
-               finish_reason: str | None) -> ChatResponse:
+               finish_reason: str | None, cached: int = 0) -> ChatResponse:
     return ChatResponse.model_validate({
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
@@ -66,7 +72,7 @@ def completion(model: str, content: str, reasoning: str | None, prompt_tokens: i
         "choices": [{"index": 0, "finish_reason": finish_reason,
                      "message": {"role": "assistant", "content": content, "reasoning_content": reasoning}}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+                  "total_tokens": prompt_tokens + completion_tokens, "cached_tokens": cached},
     })
 
 
@@ -421,7 +427,7 @@ class OpenAICompatBackend(LLMEngine):
         content, inline = split_reasoning(msg.get("content") or "")
         u = out.get("usage") or {}
         return completion(out.get("model", self.model), content, reasoning or inline, u.get("prompt_tokens", 0),
-                          u.get("completion_tokens", 0), choice.get("finish_reason"))
+                          u.get("completion_tokens", 0), choice.get("finish_reason"), cached_tokens(u))
 
     async def chat_stream(self, req: ChatRequest) -> AsyncIterator[ChatChunk]:
         import aiohttp
@@ -469,7 +475,7 @@ class OpenAICompatBackend(LLMEngine):
         yield chunk(self.model, cid, {}, finish or "stop",
                     {"prompt_tokens": u.get("prompt_tokens", 0),
                      "completion_tokens": u.get("completion_tokens", 0),
-                     "total_tokens": u.get("total_tokens", 0)})
+                     "total_tokens": u.get("total_tokens", 0), "cached_tokens": cached_tokens(u)})
 
     def load(self) -> dict[str, Any]:
         return {"queued": self.queued, "busy_s": round(self.busy_s, 3)}
@@ -486,7 +492,8 @@ def vllm_completion(model: str, data: dict[str, Any]) -> ChatResponse:
     content, inline = split_reasoning(msg.get("content") or "")
     u = data.get("usage") or {}
     return completion(model, content, msg.get("reasoning_content") or msg.get("reasoning") or inline,
-                      u.get("prompt_tokens", 0), u.get("completion_tokens", 0), choice.get("finish_reason"))
+                      u.get("prompt_tokens", 0), u.get("completion_tokens", 0), choice.get("finish_reason"),
+                      cached_tokens(u))
 
 
 async def vllm_stream(model: str, items: AsyncIterator[Any]) -> AsyncIterator[ChatChunk]:
@@ -512,7 +519,8 @@ async def vllm_stream(model: str, items: AsyncIterator[Any]) -> AsyncIterator[Ch
         yield chunk(model, cid, {kind: text})
     yield chunk(model, cid, {}, finish or "stop", {"prompt_tokens": usage.get("prompt_tokens", 0),
                                                   "completion_tokens": usage.get("completion_tokens", 0),
-                                                  "total_tokens": usage.get("total_tokens", 0)})
+                                                  "total_tokens": usage.get("total_tokens", 0),
+                                                  "cached_tokens": cached_tokens(usage)})
 
 
 

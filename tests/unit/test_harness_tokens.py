@@ -55,6 +55,18 @@ def test_the_report_carries_the_llm_figures_beside_turn_latency_and_throughput()
     assert (out["turn_p50_ms"], out["turn_p95_ms"], out["turns_per_s"]) == (900.0, 1500.0, 2.5)
 
 
+def test_without_a_stand_in_the_cached_share_comes_from_the_engines_usage_as_recorded():
+    records = [{"usage": {"prompt_tokens": 100, "completion_tokens": 5, "cached_tokens": 60}, "started": 1.0,
+                "request": {"messages": [{"role": "user", "content": "a"}], "caller": "router", "pair": "u:nova"}},
+               {"usage": {"prompt_tokens": 100, "completion_tokens": 5}, "started": 2.0,
+                "request": {"messages": [{"role": "user", "content": "b"}], "caller": "router", "pair": "u:nova"}}]
+    rows = [{"client_ms": 900.0, "actor_ms": 800.0, "llm_ms": 0.0, "embed_ms": 0.0, "nodes_ms": {}, "category": "smalltalk",
+             "llm_calls": 2, "prompt_tokens": 200, "completion_tokens": 10}]
+    p = harness.summarise(rows, 10.0, records, {}, {})
+    assert p["llm_cached_share_recorded"] == 0.3
+    assert harness.llm_summary({"pipeline": p})["cached_share"] == 0.3
+
+
 def test_the_cost_modelling_stand_in_caches_a_replicas_prefix_through_the_openai_backend():
     from core.settings import Settings
     from core.wire import ChatRequest

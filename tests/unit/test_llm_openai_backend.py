@@ -26,12 +26,14 @@ def _server(seen):
             return web.json_response({
                 "model": "m", "choices": [{"finish_reason": "stop", "message": {
                     "role": "assistant", "content": "Hallo!", "reasoning_content": "kurz nachdenken"}}],
-                "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}})
+                "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14,
+                          "prompt_tokens_details": {"cached_tokens": 8}}})
         lines = [
             {"choices": [{"delta": {"reasoning": "erst denken"}}]},
             {"choices": [{"delta": {"content": "Hal"}}]},
             {"choices": [{"delta": {"content": "lo"}, "finish_reason": "stop"}]},
-            {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}},
+            {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13,
+                                      "prompt_tokens_details": {"cached_tokens": 8}}},
         ]
         text = "".join(f"data: {json.dumps(x)}\n\n" for x in lines) + "data: [DONE]\n\n"
         return web.Response(text=text, content_type="text/event-stream")
@@ -72,7 +74,8 @@ def test_plain_completion_with_reasoning_and_usage():
 
     out = asyncio.run(go())
     assert out.content == "Hallo!" and out.reasoning == "kurz nachdenken"
-    assert out.usage.model_dump() == {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}
+    # the prompt tokens the engine found in its prefix cache come through, as vLLM reports them
+    assert out.usage.model_dump() == {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14, "cached_tokens": 8}
     assert seen[0]["temperature"] == 0.15 and seen[0]["max_tokens"] == 7
     assert seen[0]["chat_template_kwargs"] == {"enable_thinking": True}
     assert seen[0]["model"] == "qwen3.8-test"
@@ -90,7 +93,7 @@ def test_streamed_completion():
     content = "".join(c.content or "" for c in chunks)
     reasoning = "".join(c.reasoning or "" for c in chunks)
     assert content == "Hallo" and reasoning == "erst denken"
-    assert chunks[-1].usage.completion_tokens == 2
+    assert chunks[-1].usage.completion_tokens == 2 and chunks[-1].usage.cached_tokens == 8
     assert seen[0]["stream_options"] == {"include_usage": True}
     assert seen[0]["chat_template_kwargs"] == {"enable_thinking": False}
 

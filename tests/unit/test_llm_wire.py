@@ -71,7 +71,7 @@ def test_the_recording_holds_plain_dicts_the_replay_can_send_again():
     assert rec["request"] == {"messages": [{"role": "user", "content": "Hallo"}], "temperature": 0.2,
                               "max_tokens": 16, "think": False, "caller": "tribunal", "pair": "u:nova",
                               "response_schema": schema}
-    assert rec["usage"] == {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+    assert rec["usage"] == {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12, "cached_tokens": 0}
     again = asyncio.run(d.chat(ChatRequest.model_validate({**rec["request"], "caller": "replay:tribunal"})))
     assert again.usage.prompt_tokens == 10  # as bench/harness.py replays
 
