@@ -174,6 +174,21 @@ class ErinnerungsEintrag(_Bestand):
     """Since when it is there, ISO 8601 (None: unknown)."""
     aus: ErinnerungAus | None = None
     """Its turn's message (None: the turn record is gone or the item came from no turn)."""
+    abgeloest: Abloesung | None = None
+    """A long-term memory that no longer holds: when, and what took its place (None: current)."""
+
+
+class Abloesung(_Bestand):
+    """A superseded memory's end in the memory view: it stays ended when its successor is forgotten."""
+
+    seit: str
+    """Since when it no longer holds, ISO 8601."""
+    durch: str | None = None
+    """The successor's memory id (`knoten-…`; None: ended without one, or the successor was forgotten)."""
+    inhalt: str | None = None
+    """The successor's text."""
+    nachfolger_vergessen: bool = False
+    """The successor was forgotten; the old memory is not revived by that, it stays ended."""
 
 
 class ErinnerungQuelle(_Bestand):
@@ -360,3 +375,5 @@ class EpisodeReceipt(_Bestand):
     """The pair's earlier utterance of the same session the episode was linked to."""
     resonanz: list[int]
     """The older nodes the distilled memories were linked to (their curves restarted)."""
+    abgeloest: list[int] = Field(default_factory=list)
+    """The older nodes the episode marked superseded (`Episode.abloesungen`, those of the pair)."""

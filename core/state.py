@@ -231,6 +231,26 @@ class Erinnerung(_Eintrag):
     """The keyword channel's BM25 score (None: reached by spreading only)."""
     score: float | None = None
     """The fused score (None: reached by spreading only)."""
+    gueltig_bis: str | None = None
+    """Until when what it holds was true, ISO 8601 (None: current): a later memory superseded or
+    ended it (memory/lzg.py `abloesen`)."""
+    nachfolger: str | None = None
+    """The memory that took its place (its text; None: current, ended without one, or forgotten)."""
+
+    def als_text(self) -> str:
+        """Its text as a prompt reads it: a superseded memory marked as past (`früher: …, seit …: …`)."""
+        return zeitlich(self.inhalt, self.gueltig_bis, self.nachfolger)
+
+
+def zeitlich(inhalt: str, gueltig_bis: str | float | None, nachfolger: str | None) -> str:
+    """A memory's text marked as past when it was superseded: `früher: {inhalt}, seit {day}: {successor}`
+    (ended without one: `früher: {inhalt} (bis {day})`); a current one as it is."""
+    if gueltig_bis is None:
+        return inhalt
+    bis = (datetime.fromtimestamp(gueltig_bis, timezone.utc) if isinstance(gueltig_bis, (int, float))
+           else datetime.fromisoformat(gueltig_bis))
+    tag = bis.strftime("%d %B %Y")
+    return f"früher: {inhalt}, seit {tag}: {nachfolger}" if nachfolger else f"früher: {inhalt} (bis {tag})"
 
 
 class ErinnerungsRahmen(_Eintrag):
@@ -270,6 +290,14 @@ class KzgTreffer(_Eintrag):
     """When it was written, epoch seconds."""
     similarity: float
     """Its cosine to the search key."""
+    abgeloest_seit: float | None = None
+    """When a later turn superseded what it holds, epoch seconds (None: current; memory/kzg.py `abloesen`)."""
+    nachfolger: str | None = None
+    """What took its place (None: current, or ended without a successor)."""
+
+    def als_text(self) -> str:
+        """Its text as a prompt reads it: a superseded entry marked as past."""
+        return zeitlich(self.inhalt, self.abgeloest_seit, self.nachfolger)
 
 
 class BibliothekTreffer(_Eintrag):

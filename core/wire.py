@@ -431,6 +431,11 @@ class Episode(BaseModel):
     to them (`praegung`, `resonanz_gewicht`) and their forgetting curves restart, in the same
     transaction as the nodes (a live turn's; an import has none)."""
     resonanz_gewicht: float = 0.5
+    abloesungen: list[int] = Field(default_factory=list)
+    """Older nodes of the pair this exchange supersedes or ends (praegung's `abgeloest`): each is
+    marked (`lzg.abloesen`: `gueltig_bis` = `zeitpunkt`, a synapse `abgeloest_durch` to the first
+    distilled memory, or to the human's utterance without one), in the same transaction, with the
+    before-images under `quelle` (a live turn's id: taking the turn back removes the marks)."""
 
 
 # ---------------------------------------------------------------------------- the turn's commit: stored and queued shapes

@@ -34,6 +34,13 @@ class MemoryConfig(BaseModel):
     Antwort"): a read whose best anchor's cosine to the question stays below it returns nothing.
     The seed's anchor floor 0.40; measured for MiniLM on the anchorless set (memory/LESEPFAD.md,
     "A floor"). -1 switches it off."""
+    lesepfad_thema_kosinus: float = Field(default=0.80, ge=-1, le=1)
+    """Two recalled memories are of the same subject when their embeddings' cosine reaches this: then,
+    near-equal and neither marked superseded, the newer one ranks first (memory/LESEPFAD.md, "Knowledge
+    that changes"). Above 1 in effect: off (a value of 1 leaves only identical vectors)."""
+    lesepfad_gleichauf: float = Field(default=0.10, ge=0, le=1)
+    """Near-equal: the newer memory's activation is at most this below the older one's (the tie-break
+    by recency is gentle, it does not reweight the read)."""
     thinker_top_k: int = Field(default=20, ge=1)
     """The Thinker's memory_search: the read path's top 20 (seed 000), no floor."""
     spreading_depth: int = Field(default=2, ge=0, le=5)

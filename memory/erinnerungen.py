@@ -137,6 +137,7 @@ async def auflisten(pool: AsyncConnectionPool, user_id: str, character_id: str, 
             items = [i for i in items if q.casefold() in i["inhalt"].casefold()]
         items.sort(key=lambda i: (i["seit"] is not None, i["seit"] or 0), reverse=True)
         items = items[:limit]
+        await _abgeloest(conn, items)
         turn_ids = sorted({i["turn_id"] for i in items if i["turn_id"]})
         cur = await conn.execute("SELECT turn_id, user_text, created_at FROM turns WHERE user_id=%s AND character_id=%s"
                                  " AND turn_id = ANY(%s)", (user_id, character_id, turn_ids))
@@ -145,6 +146,23 @@ async def auflisten(pool: AsyncConnectionPool, user_id: str, character_id: str, 
         i["aus"] = turns.get(i["turn_id"]) if i["turn_id"] else None
         i["seit"] = i["seit"].isoformat() if i["seit"] is not None else None
     return [ErinnerungsEintrag.model_validate(i) for i in items]
+
+
+async def _abgeloest(conn, items: list[dict[str, Any]]) -> None:
+    """The long-term items that no longer hold get their end and their successor (`abgeloest`); one
+    whose successor was forgotten stays ended and says so (`nachfolger_vergessen`)."""
+    ids = [int(i["id"][len("knoten-"):]) for i in items if i["id"].startswith("knoten-")]
+    if not ids:
+        return
+    cur = await conn.execute("SELECT k.id, k.gueltig_bis, k.abgeloest_durch, n.id, n.inhalt FROM lzg_knoten k"
+                             " LEFT JOIN lzg_knoten n ON n.id = k.abgeloest_durch AND n.aktiv"
+                             " WHERE k.id = ANY(%s) AND k.gueltig_bis IS NOT NULL", (ids,))
+    ende = {f"knoten-{r[0]}": {"seit": r[1].isoformat(), "durch": f"knoten-{r[3]}" if r[3] else None,
+                               "inhalt": r[4], "nachfolger_vergessen": r[2] is not None and r[3] is None}
+            for r in await cur.fetchall()}
+    for i in items:
+        if i["id"] in ende:
+            i["abgeloest"] = ende[i["id"]]
 
 
 _VERGESSEN = {
@@ -173,8 +191,10 @@ def kurzzeit(eintraege: list[dict[str, Any]], q: str | None = None) -> list[Erin
         if q and q.casefold() not in (e.get("inhalt") or "").casefold():
             continue
         seit = datetime.fromtimestamp(e["time"], timezone.utc).isoformat() if e.get("time") else None
+        ende = {"seit": datetime.fromtimestamp(e["abgeloest_seit"], timezone.utc).isoformat(), "durch": None,
+                "inhalt": e.get("nachfolger")} if e.get("abgeloest_seit") else None
         out.append(ErinnerungsEintrag(id=f"kzg-{e['id']}", art="kurzzeit", inhalt=e.get("inhalt") or "",
-                              turn_id=e.get("quelle"), seit=seit, aus=None))
+                              turn_id=e.get("quelle"), seit=seit, aus=None, abgeloest=ende))
     return out
 
 

@@ -110,6 +110,64 @@ async def entfernen(r: Redis, user_id: str, character_id: str, entry_ids: list[s
     return int(await r.eval(_ENTFERNEN, 4, *keys, *entry_ids))
 
 
+_ABLOESEN = """
+local n = 0
+for i = 1, #ARGV - 3 do
+  local raw = redis.call('HGET', KEYS[1], ARGV[i])
+  if raw then
+    local e = cjson.decode(raw)
+    if not e['abgeloest_durch'] then
+      e['abgeloest_durch'] = ARGV[#ARGV - 2]
+      e['nachfolger'] = ARGV[#ARGV - 1]
+      e['abgeloest_seit'] = tonumber(ARGV[#ARGV])
+      redis.call('HSET', KEYS[1], ARGV[i], cjson.encode(e))
+      n = n + 1
+    end
+  end
+end
+return n
+"""
+"""Marks the entries there (one trimmed or taken back meanwhile is not made again), each once."""
+
+_WIEDER_GUELTIG = """
+local n = 0
+for _, id in ipairs(redis.call('HKEYS', KEYS[1])) do
+  local raw = redis.call('HGET', KEYS[1], id)
+  local ok, e = pcall(cjson.decode, raw)
+  if ok and e['abgeloest_durch'] then
+    for i = 1, #ARGV do
+      if e['abgeloest_durch'] == ARGV[i] then
+        e['abgeloest_durch'] = nil
+        e['nachfolger'] = nil
+        e['abgeloest_seit'] = nil
+        redis.call('HSET', KEYS[1], id, cjson.encode(e))
+        n = n + 1
+      end
+    end
+  end
+end
+return n
+"""
+
+
+async def abloesen(r: Redis, user_id: str, character_id: str, entry_ids: list[str], turn_id: str, nachfolger: str,
+                   seit: float) -> int:
+    """Mark the entries superseded by the turn `turn_id` (what took their place: `nachfolger`, since
+    `seit`, epoch seconds): a search finds them as past (`KzgTreffer.als_text`). An entry marked
+    already keeps its first mark; the number marked now."""
+    if not entry_ids:
+        return 0
+    return int(await r.eval(_ABLOESEN, 1, _k(user_id, character_id, "entries"), *entry_ids, turn_id, nachfolger,
+                            repr(float(seit))))
+
+
+async def abloesung_zuruecknehmen(r: Redis, user_id: str, character_id: str, turn_ids: list[str]) -> int:
+    """The marks the turns set (`abloesen`) taken off again (the turns taken back); the number."""
+    if not turn_ids:
+        return 0
+    return int(await r.eval(_WIEDER_GUELTIG, 1, _k(user_id, character_id, "entries"), *turn_ids))
+
+
 async def eintraege(r: Redis, user_id: str, character_id: str) -> list[dict[str, Any]]:
     """The pair's entries without their vectors, newest first."""
     raw = await r.hgetall(_k(user_id, character_id, "entries"))

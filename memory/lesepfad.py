@@ -22,7 +22,7 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
-from core.state import ErinnerungsRahmen, Resonanz
+from core.state import Erinnerung, ErinnerungsRahmen, Resonanz
 from memory import lzg
 from memory.config import MemoryConfig
 from memory.vectors import normalise
@@ -99,9 +99,96 @@ async def erinnern(pool: AsyncConnectionPool, user_id: str, character_id: str, t
         anchors = [(a["id"], max(0.0, min(1.0, a["score"] / top))) for a in found]
         out = await lzg.ausbreiten(conn, anchors, cfg, limit=k, tiefe=None if ausbreiten else 0, cluster=cluster,
                                    nova_sektor=nova_sektor)
+        out = await zeitfolge(conn, out, cfg, k)
     kanal = {a["id"]: a for a in found}
     for e in out.erinnerungen:
         a = kanal.get(e.id)
         if a:
             e.cosinus, e.stichwort, e.score = round(a["cosinus"], 6), round(a["stichwort"], 6), round(a["score"], 6)
     return out
+
+
+# ------------------------------------------------------------------------------ knowledge that changes
+_NACHFOLGER = """
+WITH RECURSIVE kette(alt, id, schritt) AS (
+    SELECT k.id, k.abgeloest_durch, 1 FROM lzg_knoten k WHERE k.id = ANY(%(ids)s) AND k.abgeloest_durch IS NOT NULL
+    UNION ALL
+    SELECT kette.alt, n.abgeloest_durch, kette.schritt + 1 FROM kette JOIN lzg_knoten n ON n.id = kette.id
+    WHERE n.abgeloest_durch IS NOT NULL AND kette.schritt < 5
+)
+SELECT kette.alt, kette.schritt, n.*
+FROM kette JOIN LATERAL (SELECT {cols} FROM lzg_knoten WHERE id = kette.id AND aktiv) n ON true
+ORDER BY kette.alt, kette.schritt
+"""
+"""The successors of superseded nodes, step by step along `abgeloest_durch` (a successor since
+forgotten is not there: the old node stays ended without one)."""
+
+
+async def _nachfolger(conn, erinnerungen: list[Erinnerung], cfg: MemoryConfig) -> dict[int, tuple[Erinnerung, str]]:
+    """Per recalled superseded memory: the current memory at the end of its chain (built as reached
+    from it) and its direct successor's text."""
+    alt = [e for e in erinnerungen if e.gueltig_bis]
+    if not alt:
+        return {}
+    cur = await conn.execute(_NACHFOLGER.format(cols=lzg._COLS), {"ids": [e.id for e in alt]})
+    ketten: dict[int, list[dict[str, Any]]] = {}
+    for r in await cur.fetchall():
+        ketten.setdefault(r[0], []).append(lzg._row(r[2:]))
+    out = {}
+    for e in alt:
+        kette = ketten.get(e.id)
+        if not kette:
+            continue
+        jetzt = next((n for n in kette if not n["gueltig_bis"]), kette[-1])
+        nodes = {e.id: {"inhalt": e.inhalt}, jetzt["id"]: jetzt}
+        r = {"id": jetzt["id"], "aktivierung": e.aktivierung, "tiefe": e.tiefe + 1,
+             "pfad": [*(e.pfad or [e.id]), jetzt["id"]]}
+        out[e.id] = (lzg._erinnerung(nodes, r, cfg), kette[0]["inhalt"])
+    return out
+
+
+def _gleichauf(a: Erinnerung, b: Erinnerung, cfg: MemoryConfig) -> bool:
+    """Whether `b` (ranked after `a`) may pass it by recency: both current and dated, `b` newer and
+    near-equal."""
+    return (not a.gueltig_bis and not b.gueltig_bis and bool(a.zeitpunkt and b.zeitpunkt)
+            and b.zeitpunkt > a.zeitpunkt and b.aktivierung >= a.aktivierung - cfg.lesepfad_gleichauf)
+
+
+async def _kosinus(conn, erinnerungen: list[Erinnerung], cfg: MemoryConfig) -> dict[tuple[int, int], float]:
+    """The cosines between the recalled memories that could pass one another by recency."""
+    paare = {(a.id, b.id) for i, a in enumerate(erinnerungen) for b in erinnerungen[i + 1:] if _gleichauf(a, b, cfg)}
+    if not paare:
+        return {}
+    ids = sorted({i for p in paare for i in p})
+    cur = await conn.execute("SELECT a.id, b.id, 1 - (a.embedding <=> b.embedding) FROM lzg_knoten a"
+                             " JOIN lzg_knoten b ON a.id <> b.id WHERE a.id = ANY(%s) AND b.id = ANY(%s)", (ids, ids))
+    return {(a, b): float(c) for a, b, c in await cur.fetchall() if (a, b) in paare}
+
+
+async def zeitfolge(conn, out: Resonanz, cfg: MemoryConfig, k: int) -> Resonanz:
+    """The read knows time (memory/LESEPFAD.md, "Knowledge that changes"): a recalled memory that
+    was superseded comes after the current one of its chain (brought in right before it when the
+    read did not reach it) and carries its end and its successor (`gueltig_bis`, `nachfolger`: the
+    prompt reads it as past); between two current memories of the same subject
+    (`lesepfad_thema_kosinus`), near-equal (`lesepfad_gleichauf`), the newer ranks first. At most `k`."""
+    erinnerungen = list(out.erinnerungen)
+    nachfolger = await _nachfolger(conn, erinnerungen, cfg)
+    kosinus = await _kosinus(conn, erinnerungen, cfg)
+    for i in range(len(erinnerungen)):  # recency between near-equal memories of one subject: a stable pass
+        for j in range(i + 1, len(erinnerungen)):
+            a, b = erinnerungen[i], erinnerungen[j]
+            if kosinus.get((a.id, b.id), -1.0) >= cfg.lesepfad_thema_kosinus and _gleichauf(a, b, cfg):
+                erinnerungen.insert(i, erinnerungen.pop(j))
+    da = {e.id: e for e in erinnerungen}
+    gereiht: list[Erinnerung] = []
+    for e in erinnerungen:
+        if e.id in {g.id for g in gereiht}:
+            continue
+        if e.id in nachfolger:
+            jetzt, direkt = nachfolger[e.id]
+            e.nachfolger = direkt
+            if jetzt.id not in {g.id for g in gereiht}:
+                gereiht.append(da.get(jetzt.id, jetzt))
+        gereiht.append(e)
+    gereiht = gereiht[:k]
+    return out.model_copy(update={"erinnerungen": gereiht, "ids": [e.id for e in gereiht]})

@@ -19,15 +19,15 @@ from memory import erasure, vorher
 from memory.config import MemoryConfig
 from memory.vectors import normalise
 
-_COLS = "id, inhalt, dimension, beobachter, emotion, arousal, gewicht, zuletzt, quelle, zeitpunkt"
+_COLS = "id, inhalt, dimension, beobachter, emotion, arousal, gewicht, zuletzt, quelle, zeitpunkt, gueltig_bis"
 
 
 def _row(r) -> dict[str, Any]:
     keys = ("id", "inhalt", "dimension", "beobachter", "emotion", "arousal", "gewicht", "zuletzt", "quelle",
-            "zeitpunkt")
+            "zeitpunkt", "gueltig_bis")
     d = dict(zip(keys, r))
-    d["zuletzt"] = d["zuletzt"].isoformat() if d["zuletzt"] else None
-    d["zeitpunkt"] = d["zeitpunkt"].isoformat() if d["zeitpunkt"] else None
+    for k in ("zuletzt", "zeitpunkt", "gueltig_bis"):
+        d[k] = d[k].isoformat() if d.get(k) else None
     return d
 
 
@@ -173,8 +173,20 @@ async def episode_schreiben(pool: AsyncConnectionPool, user_id: str, character_i
         if resonanz:  # in the same transaction: a delivery cut off here leaves nothing to skip past
             await _synapsen(conn, [(v, r, ep.resonanz_gewicht) for v in verdichtet for r in resonanz], "praegung")
             await _touch(conn, resonanz, (user_id, character_id, ep.quelle))
+        abgeloest = await _abloesungen(conn, user_id, character_id, ep, gesagt, verdichtet)
     return EpisodeReceipt(neu=True, ids=gesagt + verdichtet, episode=gesagt, verdichtungen=verdichtet,
-                          anschluss=vorher, resonanz=resonanz)
+                          anschluss=vorher, resonanz=resonanz, abgeloest=abgeloest)
+
+
+async def _abloesungen(conn, user_id: str, character_id: str, ep: Episode, gesagt: list[int],
+                       verdichtet: list[int]) -> list[int]:
+    """The episode's supersession marks (`ep.abloesungen`), in its transaction: the successor is its
+    first distilled memory, else the human's utterance, else its first node."""
+    neu = verdichtet + [i for i, a in zip(gesagt, ep.aeusserungen) if a.beobachter == "mensch"] + gesagt
+    if not ep.abloesungen or not neu:
+        return []
+    return [alt for alt in dict.fromkeys(ep.abloesungen) if alt not in neu
+            and await _abloesen(conn, user_id, character_id, alt, neu[0], ep.quelle, ep.zeitpunkt)]
 
 
 _NACHBARN_2 = """
@@ -379,8 +391,9 @@ async def _abloesen(conn, user_id: str, character_id: str, alt_id: int, neu_id: 
     neu = da[int(alt_id)] is None
     if neu:
         await vorher.festhalten(conn, user_id, character_id, turn_id, "lzg_knoten", "t.id = %s", (int(alt_id),),
-                                ("gueltig_bis",))
-        await conn.execute("UPDATE lzg_knoten SET gueltig_bis = %s WHERE id = %s", (seit, int(alt_id)))
+                                ("gueltig_bis", "abgeloest_durch"))
+        await conn.execute("UPDATE lzg_knoten SET gueltig_bis = %s, abgeloest_durch = %s WHERE id = %s",
+                           (seit, None if neu_id is None else int(neu_id), int(alt_id)))
     if neu_id is not None:
         await vorher.zeile_festhalten(conn, user_id, character_id, turn_id, "lzg_synapsen",
                                       {"von_id": int(alt_id), "nach_id": int(neu_id)})

@@ -325,6 +325,7 @@ async def zuruecknehmen_redis(r: Redis, user_id: str, character_id: str, turn_id
     out["schluessel"] = await r.delete(*keys)
     out["session"] = int(await r.eval(_SESSION, 1, session.session_key(u, c), *ids))
     out["kzg"] = await kzg.entfernen(r, u, c, [f"turn-{t}" for t in ids])
+    out["kzg_abloesung"] = await kzg.abloesung_zuruecknehmen(r, u, c, sorted(ids))
     out["impulse"] = await _impulse(r, u, c, ids)
     out["delegationen"] = await _liste(r, f"delegationen:{u}:{c}", ids, "turn_id") \
         + await _liste(r, f"delegationen_in_arbeit:{u}:{c}", ids, "turn_id")

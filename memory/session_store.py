@@ -179,6 +179,11 @@ class KzgStore(_RedisClient):
         """Entries with cosine ≥ threshold, best first, at most top_k (`KZGIndex.search`)."""
         return await index.search(self.redis, query, threshold=threshold, top_k=top_k, refreshed=refreshed)
 
+    async def abloesen(self, user_id: str, character_id: str, entry_ids: list[str], turn_id: str, nachfolger: str,
+                       seit: float) -> int:
+        """Mark entries superseded by a turn (`kzg.abloesen`): found as past from then on."""
+        return await kzg.abloesen(self.redis, user_id, character_id, entry_ids, turn_id, nachfolger, seit)
+
 
 DUE_KEY = "impulse:faellig"
 """Planned impulses, scored by their due time (a worker delivers each to its pair when it is due)."""

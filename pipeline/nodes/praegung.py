@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import logging
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from core.wire import Aeusserung, Episode, Verdichtung, knoten_text
 from memory.session import PERSON_B
 from pipeline.llm_json import ask_json
 from pipeline.node import Node
 from pipeline.services import Deps
-from core.state import HintergrundRecord, Stimulus, TurnState, current_reply
+from core.state import Erinnerung, HintergrundRecord, Stimulus, TurnState, current_reply
 
 NAME = "praegung"
 ENTSCHEIDUNG = "praegung.ergebnis"
@@ -44,6 +46,8 @@ Set, not measured: the seeds name no session boundary for long-term memory."""
 MENSCH_KERN_SAETZE = 5
 """Sentences the human's core keeps; the oldest is dropped for a new one."""
 MENSCH_THEMEN_SAETZE = 3
+ABLOESBAR = 8
+"""The recalled memories praegung is shown with short ids, to name those the turn replaces or ends."""
 """Sentences of what occupies the human just now (`mensch_themen`): short-lived, like Nova's
 `nova_adaptiv` — three turns that named a concern, then the oldest gives way."""
 
@@ -61,6 +65,36 @@ class _Antwort(BaseModel):
     erinnerungen: list[_Erinnerung] = Field(default_factory=list)
     profil_mensch: str = ""
     beschaeftigt_mensch: str = ""
+    abgeloest: list[Annotated[str, WithJsonSchema({"type": "string", "maxLength": 4})]] = Field(
+        default_factory=list, json_schema_extra={"maxItems": 2})
+    """The short ids (`E1` …) of the recalled memories this turn replaces or ends (a change, a
+    correction); the engine's schema bounds them (two short ids), the validation does not."""
+
+
+def _gesehen(state: TurnState) -> list[Erinnerung]:
+    """The memories recalled for the turn that the model may name as replaced: the current ones, at
+    most `ABLOESBAR`, in the read's order (their short ids `E1` … are their places here)."""
+    r = state.memory.lzg_resonanz if state.memory else None
+    return [e for e in (r.erinnerungen if r else []) if not e.gueltig_bis][:ABLOESBAR]
+
+
+def _erinnerungen_block(gesehen: list[Erinnerung]) -> str:
+    return "\n".join(f"E{i}: {e.inhalt[:200]}" for i, e in enumerate(gesehen, 1)) or "(keine)"
+
+
+def _abgeloest(answer: _Antwort | None, gesehen: list[Erinnerung], s: Stimulus) -> list[Erinnerung]:
+    """The recalled memories the answer names as replaced or ended; a name that is none of the short
+    ids shown is left out (the named fallback `abloesung_unbekannt`)."""
+    kurz = {f"E{i}": e for i, e in enumerate(gesehen, 1)}
+    out: dict[int, Erinnerung] = {}
+    for name in (answer.abgeloest if answer else []):
+        e = kurz.get(name.strip().upper())
+        if e is None:
+            log.warning("praegung: fallback abloesung_unbekannt: the model named %r as replaced, which is none of "
+                        "the %d memories shown; nothing is marked for it (turn %s)", name, len(gesehen), s.turn_id)
+            continue
+        out[e.id] = e
+    return list(out.values())
 
 
 def _erinnerungen(answer: _Antwort | None, outcome: str, state: TurnState) -> tuple[list[dict], str]:
@@ -109,7 +143,8 @@ def _sprecher(s: Stimulus, figur: str) -> str:
     return s.person_name
 
 
-async def _episode(state: TurnState, deps: Deps, neu: list[dict], resonanz: list[int]) -> Episode:
+async def _episode(state: TurnState, deps: Deps, neu: list[dict], resonanz: list[int],
+                   abgeloest: list[Erinnerung]) -> Episode:
     """The exchange as long-term memory keeps it: his message (none on her own impulse) under the
     name his client sent (`Person B` without one) and her reply, each embedded as its node's text,
     and the distilled memories, to be linked to the older nodes that resonated."""
@@ -128,7 +163,16 @@ async def _episode(state: TurnState, deps: Deps, neu: list[dict], resonanz: list
                                  arousal=p.arousal if p else None) for e in neu]
     return Episode(quelle=s.turn_id, zeitpunkt=s.received_at, zeitzone=zone, aeusserungen=aeusserungen,
                    verdichtungen=verdichtungen, anschluss_s=SITZUNG_LUECKE_S,
-                   resonanz=resonanz, resonanz_gewicht=SYNAPSE_GEWICHT)
+                   resonanz=resonanz, resonanz_gewicht=SYNAPSE_GEWICHT, abloesungen=[e.id for e in abgeloest])
+
+
+async def _kzg_folgen(deps: Deps, s: Stimulus, abgeloest: list[Erinnerung], nachfolger: str) -> None:
+    """The short-term entries of the superseded memories' turns are marked so (`kzg-turn-…`): a later
+    search finds them as past, not as current. Idempotent: a redelivered job marks them the same."""
+    quellen = sorted({e.quelle for e in abgeloest if e.quelle and e.quelle != s.turn_id})
+    if quellen and deps.kzg is not None:
+        await deps.kzg.abloesen(s.user_id, s.character_id, [f"turn-{q}" for q in quellen], s.turn_id,
+                                nachfolger[:300], s.received_at.timestamp())
 
 
 @NODE.runs
@@ -139,10 +183,12 @@ async def run(state: TurnState, deps: Deps) -> dict:
     if schon:
         return _schon_erledigt(deps, s, schon, "vorab")
     h = state.hintergrund or HintergrundRecord()
+    gesehen = _gesehen(state)
     answer, outcome = await ask_json(deps, NAME, _Antwort, {
         "character_name": state.pair.character_name, "kern": h.kern or s.text, "mensch": s.text,
-        "antwort": current_reply(state)})
+        "antwort": current_reply(state), "erinnerungen": _erinnerungen_block(gesehen)})
     neu, quelle = _erinnerungen(answer, outcome, state)
+    abgeloest = _abgeloest(answer, gesehen, s)
     saetze = {feld: text.strip()[:200] for feld, text in (
         ("mensch_kern", answer.profil_mensch if answer else ""), ("mensch_themen", answer.beschaeftigt_mensch if answer else ""))
         if text.strip()}
@@ -156,11 +202,15 @@ async def run(state: TurnState, deps: Deps) -> dict:
     gelesen = state.memory.lzg_resonanz if state.memory else None
     resonanz = gelesen.ids[:3] if gelesen else []
     # the nodes, their links and the resonating nodes' curves in one transaction
-    out = await deps.store.lzg.episode_schreiben(s.user_id, s.character_id, await _episode(state, deps, neu, resonanz))
+    if abgeloest:  # the short-term entries of their turns follow; before the nodes, like the profile
+        await _kzg_folgen(deps, s, abgeloest, neu[0]["inhalt"] if neu else (s.user_prompt or ""))
+    out = await deps.store.lzg.episode_schreiben(s.user_id, s.character_id,
+                                                 await _episode(state, deps, neu, resonanz, abgeloest))
     if not out.neu:  # a second delivery raced past the check: the source's lock decided
         return _schon_erledigt(deps, s, out.ids, "beim_schreiben")
     ids = out.verdichtungen
     edges = len(ids) * len(out.resonanz)
     deps.trace.decision(NAME, ENTSCHEIDUNG, quelle, {"knoten": ids, "episode": out.episode,
-                                                     "anschluss": out.anschluss, "kanten": edges})
+                                                     "anschluss": out.anschluss, "kanten": edges,
+                                                     "abgeloest": out.abgeloest})
     return {}

@@ -37,6 +37,8 @@ NODE = Node(
     writes=("kontext",),
 )
 CAPS = {"kzg": 5, "bibliothek": 3, "notizen": 5, "timeline": 6}
+ABGELOEST_FAKTOR = 0.5
+"""A superseded short-term entry's weight against the current ones (it reads as past: `früher: …`)."""
 GRUPPEN = ("kzg", "bibliothek", "notizen", "timeline")
 """The order of the source groups in a block: the order the enricher reads its sources in."""
 NICHT_FUER_VERFASSER = ("timeline",)
@@ -50,7 +52,8 @@ def entries(memory: MemoryRecord, figur: str | None = None, person: str = "Perso
     gets for its placeholders (`{{char}}`, `<BOT>`, `{{user}}`, `<USER>`)."""
     out = []
     for h in memory.kzg:
-        out.append({"quelle": "kzg", "inhalt": h.inhalt, "gewicht": max(0.0, min(1.0, h.similarity))})
+        gewicht = max(0.0, min(1.0, h.similarity)) * (ABGELOEST_FAKTOR if h.abgeloest_seit else 1.0)
+        out.append({"quelle": "kzg", "inhalt": h.als_text(), "gewicht": gewicht})  # a superseded one as past
     for h in memory.bibliothek:
         text = f"{h.titel}: {h.inhalt}"
         if h.weg is not None and figur:  # the character's book, written for any user
@@ -70,7 +73,7 @@ def lore(memory: MemoryRecord, figur: str, person: str = "Person B") -> str:
     """The lorebook's triggered entries of the turn as lines, in their placement order (the store's
     token budget has bounded them), placeholders filled: what the responder reads on a turn whose
     context an agent cut, where no Verfasser brings them."""
-    return "\n".join(f"- {e['inhalt']}" for e in entries(memory, figur, person) if e["lore"])
+    return "\n".join(f"- {e['inhalt']}" for e in entries(memory, figur, person) if e.get("lore"))
 
 
 def reduce(raw: list[dict]) -> list[dict]:
@@ -109,7 +112,7 @@ def block(kept: list[dict], resonanz: Resonanz | None, ohne: tuple[str, ...] = (
         lines.append(rahmen_zeile(resonanz.rahmen))
         for m in resonanz.erinnerungen:
             via = "" if m.tiefe == 0 else f" [{m.eingefallen_ueber}]"
-            lines.append(f"- (erinnerung) {m.inhalt}{via}")
+            lines.append(f"- (erinnerung) {m.als_text()}{via}")
     return "\n".join(lines)
 
 
@@ -123,7 +126,7 @@ def block_tribunal(kept: list[dict], resonanz: Resonanz | None) -> str:
     repeats them byte for byte and an engine reuses them (a fact check reads a list, no ranking)."""
     ordered = [e for e in kept if e["quelle"] in BESTAND] + [e for e in kept if e["quelle"] not in BESTAND]
     lines = [f"- ({e['quelle']}) {e['inhalt']}" for e in ordered]
-    lines += [f"- (erinnerung) {m.inhalt}" for m in (resonanz.erinnerungen if resonanz else []) if m.tiefe == 0]
+    lines += [f"- (erinnerung) {m.als_text()}" for m in (resonanz.erinnerungen if resonanz else []) if m.tiefe == 0]
     return "\n".join(lines)
 
 

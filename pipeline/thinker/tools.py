@@ -57,8 +57,9 @@ def format_termin(e: Termin) -> str:
 
 
 def format_faktencheck_treffer(rows: list[Erinnerung]) -> str:
-    """The read path's order as retrieved (no reordering by weight), the observer as source, no weight."""
-    return "\n".join(f"[LZG/{r.dimension}, Quelle: {r.beobachter}]: {r.inhalt}" for r in rows)
+    """The read path's order as retrieved (no reordering by weight), the observer as source, no weight;
+    a superseded memory as past (`früher: …, seit …: …`): a change, not a conflict."""
+    return "\n".join(f"[LZG/{r.dimension}, Quelle: {r.beobachter}]: {r.als_text()}" for r in rows)
 
 
 def format_wissen(hits: list[BibliothekTreffer]) -> str:
