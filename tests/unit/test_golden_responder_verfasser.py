@@ -102,8 +102,6 @@ def test_on_a_context_cut_no_memory_reaches_the_engine():
     assert "[GEDAECHTNIS]" not in sent and "Beagle" not in sent and "[INHALT]" not in sent
 
 
-@pytest.mark.xfail(strict=True, raises=KeyError, reason="reducer.lore reads e['lore'], which only the library's "
-                   "entries carry: a KZG hit or a note on a turn whose context an agent cut stops the responder")
 def test_on_a_context_cut_a_kzg_hit_or_a_note_does_not_stop_the_responder():
     calls = _cut_turn({"kzg": [KzgTreffer(inhalt="Bello ist ein Beagle", similarity=0.8)],
                        "plugins": {"notizen": [{"name": "Einkauf"}]}})
