@@ -362,10 +362,11 @@ class LLMSettings(Section):
     llm_ctx: int = Field(default=4096, ge=512)
     """The model's context window in tokens (llama.cpp's `n_ctx`, vLLM's `max_model_len`); the
     responder's context leaves room in it for the responder's budget."""
-    llm_max_tokens: int = Field(default=512, ge=1, le=8192)
+    llm_max_tokens: int = Field(default=4096, ge=1, le=8192)
     """The most tokens one call may ask of the LLM deployment (the upper bound for one completion;
     nodes ask for less where they need less). A node whose budget is larger is a configuration
-    error at startup, never a quiet truncation."""
+    error at startup, never a quiet truncation. The Thinker's reasoning pass asks the most: its
+    answer budget plus `thinker_reasoning_tokens`."""
     node_max_tokens: dict[str, int] = Field(default_factory=dict)
     """Token budgets per node over those of `pipeline/node_config.py`; `*` sets every node without
     an entry of its own here (e.g. `{"*": 24}` for short test answers)."""
@@ -379,6 +380,13 @@ class LLMSettings(Section):
     """The sampling seed of every LLM call (llama.cpp, the OpenAI-compatible body, vLLM). Unset: each
     engine draws its own, and the same prompt can get another answer. Set it to replay a run of the
     model tier (`NOVABERG_LLM_SEED=7 ./test.sh tests/model`); prompts that carry the clock still differ."""
+    llm_think_switch: Literal["template", "tag", "none"] | None = None
+    """How the model is told to think or not (`ChatRequest.think`, on only for the Thinker's
+    reasoning pass): `template` through the chat template (`chat_template_kwargs.enable_thinking`,
+    vLLM and OpenAI-compatible servers), `tag` as `/think` or `/no_think` at the end of the last
+    user message (Qwen3's own switch, for an engine that passes no template arguments, llama.cpp),
+    `none` not at all (a model that does not reason). Unset: `template` on vllm and openai; on
+    llamacpp `tag` for a Qwen3 model (`qwen3` in its name or file), else `none`."""
     llm_structured_outputs: bool = True
     """Hold the engine to each structured node's JSON schema and the Thinker's protocol, where the
     backend can; off: the answers are only validated afterwards (for servers that refuse
@@ -521,6 +529,12 @@ class ThinkerSettings(Section):
     """Model names (substrings, any case) whose answer may land in the reasoning channel alone: the
     Thinker asks them a follow-up with that reasoning as material (seed 000 §3.4: `gemma4`, `qwen3.8`;
     `qwen3-8b` is the vLLM default model; the seed rejects the stem `qwen3`)."""
+    thinker_reasoning_tokens: int = Field(default=2048, ge=0, le=8192)
+    """The tokens the reasoning pass may think before its protocol line, on top of the Thinker's
+    answer budget (`pipeline/node_config.py`, 400): seed 000 §3 has it run a real reasoning chain
+    of about a minute, some 2,000 tokens at the 30–40 a second a local GPU gives the seed's models
+    (set, not measured). The pass asks answer plus thinking, never more than the context leaves
+    beside its prompt; 0 leaves it the answer budget alone (a model that does not reason)."""
 
 
 class WebSettings(Section):

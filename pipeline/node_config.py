@@ -78,10 +78,22 @@ def capped(limit: int) -> dict[str, int]:
     return {**{n: min(c.max_tokens, limit) for n, c in NODE_CONFIG.items()}, "*": min(NodeConfig().max_tokens, limit)}
 
 
+REASONING_PASS = "thinker (reasoning pass)"
+"""The name the Thinker's reasoning pass has among the budgets (`budgets`, `check_budgets`)."""
+
+
+def reasoning_budget(settings) -> int:
+    """The Thinker's reasoning pass (seed 000 §3, `think=True`): its answer budget plus the tokens it
+    may think first (`Settings.thinker_reasoning_tokens`), before the context bounds it."""
+    return budget("thinker", settings) + settings.thinker_reasoning_tokens
+
+
 def budgets(settings) -> dict[str, int]:
-    """Every budget the settings lead to: the configured nodes, the overrides and the default."""
+    """Every budget the settings lead to: the configured nodes, the overrides, the Thinker's
+    reasoning pass and the default."""
     names = {*NODE_CONFIG, *settings.node_max_tokens, "*"} - {"*"}
-    return {**{n: budget(n, settings) for n in names}, "*": settings.node_max_tokens.get("*", NodeConfig().max_tokens)}
+    return {**{n: budget(n, settings) for n in names}, REASONING_PASS: reasoning_budget(settings),
+            "*": settings.node_max_tokens.get("*", NodeConfig().max_tokens)}
 
 
 def check_budgets(settings) -> None:
@@ -91,4 +103,5 @@ def check_budgets(settings) -> None:
     over = {n: b for n, b in budgets(settings).items() if b > settings.llm_max_tokens}
     if over:
         raise ValueError(f"token budgets above llm_max_tokens ({settings.llm_max_tokens}): {over}; raise "
-                         "NOVABERG_LLM_MAX_TOKENS or lower NOVABERG_NODE_MAX_TOKENS")
+                         "NOVABERG_LLM_MAX_TOKENS or lower NOVABERG_NODE_MAX_TOKENS (the reasoning pass: "
+                         "NOVABERG_THINKER_REASONING_TOKENS)")

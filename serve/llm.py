@@ -58,22 +58,31 @@ class LLMDeployment:
         return constraints(self.settings, request)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        """The whole answer."""
+        """The whole answer; its content without reasoning, whatever the engine (`reasoning_apart`)."""
+        from serve.llm_backends import reasoning_apart
+
         req = _typed(request)
         await self._ensure_started()
         t0 = time.time()
-        out = await self.backend.chat(self._constraints(req))
+        out = reasoning_apart(await self.backend.chat(self._constraints(req)))
         self._count(req, out.usage, t0)
         return out
 
     async def chat_stream(self, request: ChatRequest) -> AsyncIterator[ChatChunk]:
-        """The answer in pieces; the last carries the usage."""
+        """The answer in pieces; the last carries the usage. No piece's content carries reasoning,
+        whatever the engine (`StreamReasoningApart`): the person reads the content as it comes."""
+        from serve.llm_backends import StreamReasoningApart
+
         req = _typed(request)
         await self._ensure_started()
         t0 = time.time()
-        async for c in self.backend.chat_stream(self._constraints(req)):
-            if c.usage is not None:
-                self._count(req, c.usage, t0)
+        apart = StreamReasoningApart()
+        async for piece in self.backend.chat_stream(self._constraints(req)):
+            for c in apart.feed(piece):
+                if c.usage is not None:
+                    self._count(req, c.usage, t0)
+                yield c
+        for c in apart.close():
             yield c
 
     async def model_name(self) -> str:  # async: answered on the replica's loop, no thread hop

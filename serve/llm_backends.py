@@ -6,8 +6,10 @@ chat-completion shapes.
 max_tokens, `think` (reasoning on or off), `caller` (the node) and the answer's constraints:
 `response_schema` (a JSON schema) and `protocol` (`gbnf` grammar, `regex`). Each backend hands the
 engine what it supports — llama.cpp a grammar, vLLM and OpenAI-compatible servers
-`response_format: json_schema`, vLLM also the protocol's regex. Reasoning is returned in a
-separate channel, `reasoning_content`, never mixed into `content`.
+`response_format: json_schema`, vLLM also the protocol's regex. `think` reaches the model as its
+switch says (`think_switch`: the chat template's `enable_thinking`, or Qwen3's `/think` and
+`/no_think` tag). Reasoning is returned in a separate channel, `reasoning_content`, never mixed
+into `content` (`split_reasoning`; the LLM deployment holds every engine to it, `reasoning_apart`).
 """
 from __future__ import annotations
 
@@ -49,11 +51,58 @@ def http_error(status: int, text: str) -> LLMBackendError:
 
 
 def split_reasoning(text: str) -> tuple[str, str | None]:
-    """Move `<think>…</think>` out of the content (models that think inline)."""
-    parts = _THINK.findall(text)
+    """Move the reasoning out of the content (models that think inline): every `<think>…</think>`
+    block; before a `</think>` that no `<think>` opened, all of it (the chat template opened the
+    block in the prompt); after a `<think>` never closed, all of it (the token budget cut the thought
+    off). None: the text held no reasoning."""
+    if "think>" not in text:
+        return text, None
+    parts: list[str] = []
+    opened, closed = text.find("<think>"), text.find("</think>")
+    if closed >= 0 and (opened < 0 or closed < opened):
+        parts.append(text[:closed])
+        text = text[closed + len("</think>"):]
+    parts += _THINK.findall(text)
+    text = _THINK.sub("", text)
+    cut = text.find("<think>")
+    if cut >= 0:
+        parts.append(text[cut + len("<think>"):])
+        text = text[:cut]
     if not parts:
         return text, None
-    return _THINK.sub("", text).strip(), "\n".join(p.strip() for p in parts)
+    return text.strip(), "\n".join(p.strip() for p in parts if p.strip())
+
+
+THINK_TAGS = {True: "/think", False: "/no_think"}
+"""Qwen3's own switch, written at the end of a user message: the model follows the latest one."""
+
+
+def think_switch(settings: LLMSettings) -> str:
+    """How the deployment's model is told `ChatRequest.think` (`Settings.llm_think_switch`); unset:
+    the chat template on vllm and openai, on llamacpp the tag for a Qwen3 model, else none
+    (llama-cpp-python hands its chat template no arguments)."""
+    if settings.llm_think_switch is not None:
+        return settings.llm_think_switch
+    if settings.llm_backend != "llamacpp":
+        return "template"
+    return "tag" if "qwen3" in f"{settings.llm_model} {settings.llm_model_path or ''}".lower() else "none"
+
+
+def think_fields(req: ChatRequest, settings: LLMSettings) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(the messages, the body's fields) that carry `req.think` as the model's switch wants it: the
+    tag at the end of the last user message, or `chat_template_kwargs.enable_thinking`."""
+    switch = think_switch(settings)
+    if switch == "template":
+        return req.messages, {"chat_template_kwargs": {"enable_thinking": req.think}}
+    if switch != "tag":
+        return req.messages, {}
+    messages = list(req.messages)
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.get("role") == "user" and isinstance(m.get("content"), str):
+            messages[i] = {**m, "content": f"{m['content'].rstrip()} {THINK_TAGS[req.think]}"}
+            break
+    return messages, {}
 
 
 def cached_tokens(usage: dict[str, Any] | None) -> int:
@@ -126,6 +175,46 @@ class _ThinkSplitter:
     def flush(self) -> list[tuple[str, str]]:
         rest, self.buf = self.buf, ""
         return [("reasoning_content" if self.inside else "content", rest)] if rest else []
+
+
+def reasoning_apart(resp: ChatResponse) -> ChatResponse:
+    """The answer with no reasoning left in its content: an inline `<think>` moved into
+    `reasoning_content` (the backends split it already; the LLM deployment holds every engine to
+    it, an injected one too)."""
+    if "think>" not in resp.content:
+        return resp
+    content, inline = split_reasoning(resp.content)
+    choice = resp.choices[0]
+    reasoning = "\n".join(p for p in (choice.message.reasoning_content, inline) if p) or inline
+    message = choice.message.model_copy(update={"content": content, "reasoning_content": reasoning})
+    return resp.model_copy(update={"choices": [choice.model_copy(update={"message": message}), *resp.choices[1:]]})
+
+
+class StreamReasoningApart:
+    """The streamed counterpart of `reasoning_apart`: content pieces pass a `_ThinkSplitter`; what
+    stands inside `<think>` goes on as `reasoning_content`, never as content."""
+
+    def __init__(self):
+        self.splitter = _ThinkSplitter()
+        self.last: ChatChunk | None = None
+
+    def feed(self, c: ChatChunk) -> list[ChatChunk]:
+        self.last = c
+        text = c.content or ""
+        tail = c.usage is not None or c.finish_reason is not None
+        if not (self.splitter.inside or self.splitter.buf or "<" in text) and not (tail and text):
+            return [c]  # nothing of a tag in sight: the piece passes as it is
+        out = [chunk(c.model, c.id, {"reasoning_content": c.reasoning})] if c.reasoning else []
+        pieces = self.splitter.feed(text) + (self.splitter.flush() if tail else [])
+        out += [chunk(c.model, c.id, {kind: t}) for kind, t in pieces]
+        if tail:
+            out.append(chunk(c.model, c.id, {}, c.finish_reason, c.usage.model_dump() if c.usage else None))
+        return out
+
+    def close(self) -> list[ChatChunk]:
+        """What is held back when the stream ended without a last piece (a part of a tag)."""
+        c = self.last
+        return [chunk(c.model, c.id, {kind: t}) for kind, t in self.splitter.flush()] if c is not None else []
 
 
 # ---------------------------------------------------------------------------- llama.cpp
@@ -228,7 +317,8 @@ class LlamaCppBackend(LLMEngine):
         return g
 
     def _kwargs(self, req: ChatRequest) -> dict[str, Any]:
-        kw = {"messages": req.messages, "temperature": req.temperature,
+        messages, _ = think_fields(req, self.settings)  # llama-cpp-python takes no template arguments
+        kw = {"messages": messages, "temperature": req.temperature,
               "max_tokens": _max_tokens(req, self.settings)}
         if self.settings.llm_seed is not None:
             kw["seed"] = self.settings.llm_seed
@@ -379,10 +469,10 @@ class OpenAICompatBackend(LLMEngine):
     def _body(self, req: ChatRequest, stream: bool) -> dict[str, Any]:
         """The HTTP body (bench/http_client.py sends the same body through this backend and through
         httpx)."""
-        body = {"model": self.model, "messages": req.messages, "temperature": req.temperature,
-                "max_tokens": _max_tokens(req, self.settings), "stream": stream,
-                # the `think` switch for templates that know it (Qwen3, vLLM's chat_template_kwargs)
-                "chat_template_kwargs": {"enable_thinking": req.think}}
+        # the `think` switch as the model knows it (Qwen3: the chat template's argument or its tag)
+        messages, switch = think_fields(req, self.settings)
+        body = {"model": self.model, "messages": messages, "temperature": req.temperature,
+                "max_tokens": _max_tokens(req, self.settings), "stream": stream, **switch}
         if self.settings.llm_seed is not None:
             body["seed"] = self.settings.llm_seed
         if req.response_schema and not self._ohne_schema:
@@ -541,9 +631,9 @@ class VLLMBackend(LLMEngine):
     def _request(self, req: ChatRequest, stream: bool):
         from ray.serve.llm.openai_api_models import ChatCompletionRequest
 
-        kw = dict(model=self.model, messages=req.messages, temperature=req.temperature,
-                  max_tokens=_max_tokens(req, self.settings), stream=stream,
-                  chat_template_kwargs={"enable_thinking": req.think})
+        messages, switch = think_fields(req, self.settings)
+        kw = dict(model=self.model, messages=messages, temperature=req.temperature,
+                  max_tokens=_max_tokens(req, self.settings), stream=stream, **switch)
         if self.settings.llm_seed is not None:
             kw["seed"] = self.settings.llm_seed
         if req.response_schema:

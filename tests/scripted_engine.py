@@ -6,18 +6,26 @@ that are not about the model; the product always runs a real engine.
 
 A structured node without a scripted answer gets the smallest answer its schema allows (the
 first word of each vocabulary, short strings), so every node runs its real path.
+
+With `reasoning` set it answers as a reasoning model does (Qwen3): a call with think on first
+thinks that text, a call with think off writes the block the model still writes under its switch
+(`stray`, empty by default); the output is cut at the call's `max_tokens` (a token per word), so a
+thought longer than the budget never reaches its answer. The thought stands inline as a
+`<think>…</think>` block of the content (a model without a reasoning parser), or with
+`reasoning_apart` in `reasoning_content` (vLLM's reasoning parser), the cut thought there too.
 """
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import uuid
 from functools import partial
 from typing import Any, AsyncIterator
 
 from bench.standin import instance  # noqa: F401  (the smallest answer a schema allows)
 from core.wire import ChatChunk, ChatRequest, ChatResponse, LLMEngine
-from serve.llm_backends import LLMBackendError, chunk, completion
+from serve.llm_backends import LLMBackendError, chunk, completion, split_reasoning
 
 DEFAULT_SCRIPT: dict[str, list[str]] = {
     "responder": ["Schoen, dass du da bist. Erzaehl mir mehr davon."],
@@ -34,9 +42,14 @@ class ScriptedEngine(LLMEngine):
     over a script."""
 
     def __init__(self, settings, script: dict[str, list[str]] | None = None, latency_s: float = 0.0,
-                 wenn: dict[str, dict[str, list]] | None = None, fehler: dict[str, dict[str, int]] | None = None):
+                 wenn: dict[str, dict[str, list]] | None = None, fehler: dict[str, dict[str, int]] | None = None,
+                 reasoning: str | None = None, reasoning_apart: bool = False, stray: str = ""):
         self.settings = settings
         self.model = "scripted-engine"
+        self.reasoning = reasoning
+        """Set: the engine answers as a reasoning model (the module's docstring)."""
+        self.reasoning_apart = reasoning_apart
+        self.stray = stray
         self.script = {k: list(v) for k, v in {**DEFAULT_SCRIPT, **(script or {})}.items()}
         self.wenn = wenn or {}
         """Per marker: a node's answers when the request's last message contains the marker; an
@@ -49,9 +62,24 @@ class ScriptedEngine(LLMEngine):
 
     @classmethod
     def with_script(cls, script: dict[str, list[str]] | None = None, latency_s: float = 0.0,
-                    wenn: dict[str, dict[str, list]] | None = None, fehler: dict[str, dict[str, int]] | None = None):
-        """The engine class as the app builder takes it, with its script bound."""
-        return partial(cls, script=script, latency_s=latency_s, wenn=wenn, fehler=fehler)
+                    wenn: dict[str, dict[str, list]] | None = None, fehler: dict[str, dict[str, int]] | None = None,
+                    **reasoning):
+        """The engine class as the app builder takes it, with its script (and its reasoning) bound."""
+        return partial(cls, script=script, latency_s=latency_s, wenn=wenn, fehler=fehler, **reasoning)
+
+    def _as_reasoning_model(self, req: ChatRequest, text: str) -> tuple[str, str | None, str, int]:
+        """(content, reasoning_content, finish reason, tokens) of a reasoning model's answer `text`:
+        the thought first, the whole cut at the call's budget."""
+        thought = self.reasoning if req.think else self.stray
+        raw = f"<think>\n{thought}\n</think>\n\n{text}"
+        tokens = re.findall(r"\S+\s*", raw)
+        budget = req.max_tokens if req.max_tokens is not None else self.settings.llm_max_tokens
+        finish = "length" if len(tokens) > budget else "stop"
+        raw = "".join(tokens[:budget])
+        if not self.reasoning_apart:
+            return raw, None, finish, min(len(tokens), budget)
+        content, reasoning = split_reasoning(raw)  # as vLLM's reasoning parser hands it on
+        return content, reasoning, finish, min(len(tokens), budget)
 
     def _fail(self, req: ChatRequest) -> None:
         last = str((req.messages or [{}])[-1].get("content", ""))
@@ -86,6 +114,9 @@ class ScriptedEngine(LLMEngine):
             await asyncio.sleep(self.latency_s)
         self._fail(req)
         text, reasoning = self._answer(req)
+        if self.reasoning is not None:
+            text, reasoning, finish, n = self._as_reasoning_model(req, text)
+            return completion(self.model, text, reasoning, 10, n, finish)
         return completion(self.model, text, reasoning, 10, len(text.split()), "stop")
 
     async def chat_stream(self, req: ChatRequest) -> AsyncIterator[ChatChunk]:
@@ -94,10 +125,22 @@ class ScriptedEngine(LLMEngine):
             await asyncio.sleep(self.latency_s)
         self._fail(req)
         (text, _), cid = self._answer(req), f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        if self.reasoning is not None:
+            async for c in self._stream_reasoning(req, text, cid):
+                yield c
+            return
         for word in text.split(" "):
             yield chunk(self.model, cid, {"content": word + " "})
         n = len(text.split())
         yield chunk(self.model, cid, {}, "stop", {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n})
+
+    async def _stream_reasoning(self, req: ChatRequest, text: str, cid: str) -> AsyncIterator[ChatChunk]:
+        """A reasoning model's stream: pieces of five characters, so a tag falls across pieces."""
+        content, reasoning, finish, n = self._as_reasoning_model(req, text)
+        for kind, whole in (("reasoning_content", reasoning or ""), ("content", content)):
+            for i in range(0, len(whole), 5):
+                yield chunk(self.model, cid, {kind: whole[i:i + 5]})
+        yield chunk(self.model, cid, {}, finish, {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n})
 
     def load(self) -> dict[str, Any]:
         return {"queued": 0, "busy_s": 0.0, "scripted_calls": self.calls}

@@ -2,7 +2,8 @@
 
 A quick check decides whether the reply carries checkable facts at all (no match → no LLM call;
 the router's `needs_web` forces the check). Then a ReAct loop of at most 5 iterations with real
-reasoning (`think=True`, only here) speaks a text protocol — `TOOL: name(arg)`, `ERGEBNIS: OK`,
+reasoning (`think=True`, only here; each call's budget holds the model's thinking and its answer,
+`budget.call_tokens`) speaks a text protocol — `TOOL: name(arg)`, `ERGEBNIS: OK`,
 `ERGEBNIS: KORREKTUR` — over seven tools made per turn (the five of seed 000 §4, and the services
 `wissen` and `dateien` of seed 001 with the turn's search key). A correction overwrites the reply
 and goes to the tribunal as an annotation. When the answering model leaves its content empty and writes
@@ -22,7 +23,7 @@ from pipeline.node import Node
 from pipeline.reiz import retry_nutzlast
 from pipeline.services import Deps
 from core.state import PruefungRecord, RetryNutzlast, Stimulus, TurnState
-from pipeline.thinker.budget import SearchBudget
+from pipeline.thinker.budget import SearchBudget, call_tokens
 from pipeline.thinker.cache import HINWEIS_ARGUMENTE, ToolCache
 from pipeline.thinker.normaliser import NACHFASS_MAX, normaliser_for
 from pipeline.thinker.protokoll import PROTOKOLL, lesen
@@ -216,7 +217,9 @@ async def _react(p: Pruefung, deps: Deps, s: Stimulus, model: str, messages: lis
     while p.iterationen < p.limit:
         p.iterationen += 1
         try:
-            res = await deps.llm.chat(deps.trace, NAME, messages, think=True, protocol=PROTOKOLL)
+            # a real reasoning chain (§3): the budget holds the model's thinking and its protocol line
+            res = await deps.llm.chat(deps.trace, NAME, messages, think=True, protocol=PROTOKOLL,
+                                      max_tokens=call_tokens(messages, deps.settings))
         except Exception as e:  # the engine failed: the reply passes unchecked, by name
             log.warning("thinker: fallback aufruf_gescheitert in iteration %d: %s: %s", p.iterationen,
                         type(e).__name__, deps.settings.said(e))

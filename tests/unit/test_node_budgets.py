@@ -46,11 +46,11 @@ def test_overrides_per_node_and_for_all():
 def test_a_budget_above_the_deployments_limit_is_refused_at_startup():
     with pytest.raises(ValueError, match=r"token budgets above llm_max_tokens \(300\): \{.*'thinker': 400"):
         check_budgets(Settings(llm_max_tokens=300))
-    with pytest.raises(ValueError, match="'responder': 900"):
-        check_budgets(Settings(node_max_tokens={"responder": 900}))
-    check_budgets(Settings(llm_max_tokens=360, node_max_tokens={"thinker": 360, "thinker_nachfass": 300, "planner": 360,
-                                                                "praegung": 360,
-                                                                "responder": 360}))  # fits
+    with pytest.raises(ValueError, match="'responder': 4100"):
+        check_budgets(Settings(node_max_tokens={"responder": 4100}))
+    check_budgets(Settings(llm_max_tokens=360, thinker_reasoning_tokens=0,  # a model that does not reason
+                           node_max_tokens={"thinker": 360, "thinker_nachfass": 300, "planner": 360, "praegung": 360,
+                                            "responder": 360}))  # fits
 
 
 def test_the_start_checks_the_budgets_before_anything_starts(monkeypatch):
