@@ -324,6 +324,28 @@ def _angefuegt(felder: list[str], alt_werte: tuple, saetze: dict[str, str], gren
     return neu
 
 
+ABLOESBARE_FELDER = ("mensch_kern", "mensch_themen")
+"""The person's fields whose sentences follow a supersession (praegung's `abgeloest`)."""
+
+
+def _ohne_abgeloeste(felder: list[str], alt_werte: tuple, neu: dict[str, str], saetze: dict[str, str],
+                     abgeloest: list[str]) -> dict[str, str]:
+    """The person's fields without the sentences that repeat a superseded memory (at least two of
+    its distinctive words); the step's own new sentence stays."""
+    from memory.erinnerungen import inhaltswoerter, verraet
+
+    woerter = [w for w in map(inhaltswoerter, abgeloest) if w]
+    out: dict[str, str] = {}
+    for feld, alt in zip(felder, alt_werte):
+        if feld not in ABLOESBARE_FELDER or not woerter:
+            continue
+        text, eigen = neu.get(feld, alt or ""), " ".join(saetze.get(feld, "").split())
+        rest = "\n".join(x for x in _saetze(text) if x == eigen or not verraet(x, woerter, 2))
+        if rest != "\n".join(_saetze(text)):
+            out[feld] = rest
+    return out
+
+
 async def _profil_vorher(conn, user_id: str, character_id: str, schritt: str, neu_angelegt: bool) -> None:
     """The profile as it was before the step's turn (`{node}:{turn_id}`) grows it: kept for taking
     the turn back; a row the step made goes with it."""
@@ -338,20 +360,24 @@ async def _profil_vorher(conn, user_id: str, character_id: str, schritt: str, ne
 
 async def profil_wachsen(pool: AsyncConnectionPool, user_id: str, character_id: str, schritt: str,
                          saetze: dict[str, str], grenzen: dict[str, int], *,
-                         beobachtet: dict[str, Beobachtung] | None = None) -> ProfilGewachsen:
+                         beobachtet: dict[str, Beobachtung] | None = None,
+                         abgeloest: list[str] | None = None) -> ProfilGewachsen:
     """Slow growth, once per step: each field's new sentence joins its last ones, the oldest
     dropped beyond the field's limit (`grenzen`, sentences); a sentence the field holds already is
     not added again. `beobachtet` counts a value per field (`profil_zaehlung`); a value that recurs
     in its window grows the field by its sentence. The step (`{node}:{turn_id}`) is recorded with
     the profile and the tally in the same transaction, under the row's lock: a second delivery of
     the step changes nothing. Returns `neu` False for a step done already, else `neu` True, the
-    fields grown (`gewachsen`) and how often each observed value stands in its tally (`wie_oft`)."""
+    fields grown (`gewachsen`) and how often each observed value stands in its tally (`wie_oft`).
+    `abgeloest`: the texts of memories the step supersedes; the person's sentences that repeat one
+    (`erinnerungen.verraet`) leave `ABLOESBARE_FELDER` in the step, the step's own new sentence stays
+    (the before-image brings them back when the turn is taken back)."""
     beobachtet = beobachtet or {}
     bad = (set(saetze) | set(beobachtet)) - set(PROFILE_FIELDS) or (set(saetze) | set(beobachtet)) - set(grenzen) \
         or set(saetze) & set(beobachtet)
     if bad:
         raise ValueError(f"unknown profile fields, no limit given or a field both said and observed: {sorted(bad)}")
-    felder = list(dict.fromkeys((*saetze, *beobachtet)))
+    felder = list(dict.fromkeys((*saetze, *beobachtet, *(ABLOESBARE_FELDER if abgeloest else ()))))
     async with pool.connection() as conn:
         async with conn.transaction():
             await erasure.pruefen(conn, user_id, f"the profile step {schritt}")
@@ -367,6 +393,7 @@ async def profil_wachsen(pool: AsyncConnectionPool, user_id: str, character_id: 
             await _profil_vorher(conn, user_id, character_id, schritt, neu_angelegt)
             zaehlung, wiederkehrend, wie_oft = _zaehlen(row[1] or {}, beobachtet)
             neu = _angefuegt(felder, row[2:], {**saetze, **wiederkehrend}, grenzen)
+            neu.update(_ohne_abgeloeste(felder, row[2:], neu, saetze, abgeloest or []))
             sets = "".join(f"{k}=%s, " for k in neu)
             await conn.execute(f"UPDATE pair_profiles SET {sets}profil_zaehlung=%s, profil_schritte=%s,"
                                " updated_at=now() WHERE user_id=%s AND character_id=%s",

@@ -471,10 +471,12 @@ class Beziehung(StoreModule):
         grenzen: dict[str, int],
         *,
         beobachtet: dict[str, Beobachtung] | None = None,
+        abgeloest: list[str] | None = None,
     ) -> ProfilGewachsen:
         """Slow growth, once per step: each field's new sentence joins its last ones, the oldest
         dropped beyond the field's limit (`grenzen`, sentences); a sentence the field holds already
-        is not added again. `beobachtet` counts a value per field (`profil_zaehlung`); a value that
+        is not added again. `abgeloest`: the texts of memories the step supersedes; the person's
+        sentences that repeat one leave the profile (the step's own new sentence stays). `beobachtet` counts a value per field (`profil_zaehlung`); a value that
         recurs in its window grows the field by its sentence. The step (`{node}:{turn_id}`) is
         recorded with the profile and the tally in the same transaction, under the row's lock: a
         second delivery of the step changes nothing. Returns `neu` False for a step done already,

@@ -192,13 +192,15 @@ async def run(state: TurnState, deps: Deps) -> dict:
     saetze = {feld: text.strip()[:200] for feld, text in (
         ("mensch_kern", answer.profil_mensch if answer else ""), ("mensch_themen", answer.beschaeftigt_mensch if answer else ""))
         if text.strip()}
-    if saetze:
-        # slow growth, once per turn: each new sentence joins the last few of its field, oldest dropped.
-        # Before the nodes: a delivery cut off between the two finds no nodes and does both again, and
-        # the profile's own record of the step keeps the growth once
+    if saetze or abgeloest:
+        # slow growth, once per turn: each new sentence joins the last few of its field, oldest dropped;
+        # a sentence repeating a memory the turn replaces leaves. Before the nodes: a delivery cut off
+        # between the two finds no nodes and does both again, and the profile's record of the step
+        # keeps it once
         grenzen = {"mensch_kern": MENSCH_KERN_SAETZE, "mensch_themen": MENSCH_THEMEN_SAETZE}
         await deps.store.beziehung.profil_wachsen(s.user_id, s.character_id, f"{NAME}:{s.turn_id}", saetze,
-                                                  {f: grenzen[f] for f in saetze})
+                                                  {f: grenzen[f] for f in saetze},
+                                                  abgeloest=[e.inhalt for e in abgeloest] or None)
     gelesen = state.memory.lzg_resonanz if state.memory else None
     resonanz = gelesen.ids[:3] if gelesen else []
     # the nodes, their links and the resonating nodes' curves in one transaction

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 from core.settings import Settings
 from core.state import (DraftRecord, Erinnerung, HintergrundRecord, MemoryRecord, PairRecord, PerzeptionRecord,
                         Resonanz, Stimulus, TurnState)
-from memory import erinnerungen, kzg, lzg, ruecknahme
+from memory import beziehung, erinnerungen, kzg, lzg, ruecknahme
 from memory.config import MemoryConfig
 from memory.lesepfad import erinnern
 from core.wire import Episode
@@ -72,9 +72,9 @@ def _state(user, ch, turn_id, text, when, gelesen: list[Erinnerung]) -> TurnStat
                      perzeption=PerzeptionRecord(emotion="trauer", arousal=0.5))
 
 
-async def _turn(p, r, user, ch, turn_id, text, when, merke, abgeloest=(), gelesen=()):
+async def _turn(p, r, user, ch, turn_id, text, when, merke, abgeloest=(), gelesen=(), profil=""):
     llm = ScriptedLLM({"praegung": [json.dumps({
-        "erinnerungen": [{"inhalt": m, "dimension": "erlebnis"} for m in merke], "profil_mensch": "",
+        "erinnerungen": [{"inhalt": m, "dimension": "erlebnis"} for m in merke], "profil_mensch": profil,
         "beschaeftigt_mensch": "", "abgeloest": list(abgeloest)})]})
     deps = deps_for(llm, store=PoolStore(p), redis=r, embedder=_Embedder(), turn=(user, ch, turn_id),
                     settings=Settings(timezone="Europe/Berlin"))
@@ -113,8 +113,10 @@ def test_praegung_marks_what_the_turn_replaces_once_and_a_rewind_takes_it_back(p
     async def go(p):
         r = Redis.from_url(stores.redis_url)
         alt, gelesen = await _alt_und_kzg(p, r, user, ch)
+        await beziehung.set_profile(p, user, ch, mensch_kern="Person B hat einen Hund, Bello.\nPerson B mag Tee.")
         d2, llm2 = await _turn(p, r, user, ch, "t2", "Bello ist gestorben.", SPAETER, ["Bellos Tod: er ist gestorben"],
-                            abgeloest=["E1"], gelesen=gelesen)
+                               abgeloest=["E1"], gelesen=gelesen, profil="Person B trauert um Bello, den Hund.")
+        profil = (await beziehung.profile(p, user, ch)).mensch_kern
         neu = await _gemerkt(p, user, ch, "t2")
         marked, bilder = await _mark(p, alt), await _vorher_zeilen(p, user, ch, "t2")
         # a retried job: nothing asked, nothing marked twice; a delivery racing past the check neither
@@ -126,11 +128,15 @@ def test_praegung_marks_what_the_turn_replaces_once_and_a_rewind_takes_it_back(p
         kurz = {e["id"]: e for e in await kzg.eintraege(r, user, ch)}["turn-t1"]
         await ruecknahme.zuruecknehmen(p, user, ch, ["t2"])
         await ruecknahme.zuruecknehmen_redis(r, user, ch, ["t2"])
-        zurueck = (await _mark(p, alt), {e["id"]: e for e in await kzg.eintraege(r, user, ch)}["turn-t1"])
+        zurueck = (await _mark(p, alt), {e["id"]: e for e in await kzg.eintraege(r, user, ch)}["turn-t1"],
+                   (await beziehung.profile(p, user, ch)).mensch_kern)
         await r.aclose()
-        return alt, neu, d2, llm2, marked, bilder, nach_retry, race, kurz, zurueck
+        return alt, neu, d2, llm2, marked, bilder, nach_retry, race, kurz, zurueck, profil
 
-    alt, neu, d2, llm2, marked, bilder, nach_retry, race, kurz, zurueck = asyncio.run(with_pool(pool, go))
+    alt, neu, d2, llm2, marked, bilder, nach_retry, race, kurz, zurueck, profil = asyncio.run(with_pool(pool, go))
+    # the profile follows: the sentence that repeats the ended memory leaves, the turn's own stays
+    assert profil == "Person B mag Tee.\nPerson B trauert um Bello, den Hund."
+    assert zurueck[2] == "Person B hat einen Hund, Bello.\nPerson B mag Tee."
     gezeigt = "\n".join(m["content"] for m in llm2.calls[0]["messages"])
     assert "[ERINNERUNGEN]\nE1: Bello, der Hund von Person B, lebt\n" in gezeigt
     assert marked == (SPAETER, neu, [neu])
