@@ -1,6 +1,7 @@
 """Routing by pair survives a replica kill: an LLM deployment of two replicas (the router of
 `llm_routing = "pair"`, the scripted engine answering with the name of the replica it runs on),
-deployed as an application of its own on the tier's cluster. A pair's calls go to one replica; that
+deployed as an application of its own on the tier's cluster. A pair's calls go to one replica, the
+same from every process (the driver's handle, a pair actor's LLM client over gRPC); that
 replica is killed (`ray.kill`): the pair's calls go to the other with no error, the router names its
 fallback; once the controller's replacement is up, every pair keeps to one replica again, the
 replacement holding pairs too."""
@@ -67,15 +68,42 @@ def _stable(handle, rounds: int = 3) -> dict[str, str]:
     return first
 
 
+@ray.remote(num_cpus=0)
+class PairCaller:
+    """Asks as a pair actor does: the LLM client over the configured transport (gRPC), the pair
+    from the turn's trace."""
+
+    def __init__(self, settings: dict):
+        from core.settings import Settings
+
+        self.settings = Settings(**settings)
+
+    async def replicas(self, pairs: list[str]) -> dict[str, str]:
+        from pipeline.services import LLMClient, transport
+        from pipeline.trace import TurnTrace
+
+        client = LLMClient(transport(serve.get_deployment_handle(LLM_DEPLOYMENT, app_name=APP), self.settings),
+                           self.settings)
+        out = {}
+        for pair in pairs:
+            user, character = pair.split(":")
+            out[pair] = (await client.chat(TurnTrace(user, character, "t"), "responder",
+                                           [{"role": "user", "content": "Hallo"}])).content
+        return out
+
+
 def _kill(replica: str) -> None:
     name = f"SERVE_REPLICA::{APP}#{LLM_DEPLOYMENT}#{replica}"
     actor = next(a for a in ray.util.list_named_actors(all_namespaces=True) if a["name"] == name)
     ray.kill(ray.get_actor(name, namespace=actor["namespace"]), no_restart=True)  # the controller replaces it
 
 
-def test_routing_by_pair_survives_a_replica_kill(llm, caplog):
+def test_routing_by_pair_survives_a_replica_kill(llm, system, caplog):
     before = _stable(llm)
     assert len(set(before.values())) == 2, f"both replicas hold pairs: {before}"
+    caller = PairCaller.remote(system.settings.model_dump(mode="json"))
+    assert ray.get(caller.replicas.remote(PAIRS), timeout=120) == before, \
+        "a pair actor's client, on its own handle and transport, routes each pair to the same replica"
     pair = PAIRS[0]
     killed = before[pair]
     _kill(killed)
