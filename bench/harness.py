@@ -219,12 +219,19 @@ def token_figures(calls: list[dict], turns: int, replicas: int | None = None) ->
                          "ttft_p50_ms": pct([c["ttft_ms"] for c in cs], 50),
                          "gpu_s_per_turn": round(t["gpu_s"] / n, 4) if modelled else None}
     mean = len(calls) / max(replicas or 0, len(per_replica), 1)
+    by_pair: dict[str, Counter] = {}
+    for c in calls:
+        if c.get("pair"):
+            by_pair.setdefault(c["pair"], Counter())[c["replica"]] += 1
     return {"calls": len(calls), "cached_share": share(total), "tokens_per_turn": per_turn(total),
             "gpu_s_per_turn": round(total["gpu_s"] / n, 4) if modelled else None,
             "responder_ttft_p50_ms": pct(responder, 50), "responder_ttft_p95_ms": pct(responder, 95),
             "ttft_p50_ms": pct([c["ttft_ms"] for c in calls], 50),
             "replica_calls": dict(sorted(per_replica.items())),
             "replica_load_max_over_mean": round(max(per_replica.values()) / mean, 3) if mean else None,
+            # the share of a pair's calls on the replica that served most of them, averaged over pairs
+            "pair_affinity": round(statistics.mean(max(r.values()) / sum(r.values()) for r in by_pair.values()), 4)
+            if by_pair else None,
             "by_node": by_node}
 
 

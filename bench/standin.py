@@ -122,6 +122,8 @@ REPLICA_HEADER = "X-Novaberg-Replica"
 """The header naming the LLM replica a call comes from (serve/llm_backends.py sends it)."""
 CALLER_HEADER = "X-Novaberg-Caller"
 """The node that asks, where the client names it; else read from the request (`caller_of`)."""
+PAIR_HEADER = "X-Novaberg-Pair"
+"""The pair the call belongs to, where the client names it (the harness's pair affinity)."""
 DEFAULT_REPLICA = "-"
 CHARS_PER_TOKEN = 4
 """Tokens counted by characters where the packaged model's tokenizer is not at hand."""
@@ -315,7 +317,8 @@ def app(latency_s: float, worte: str = "fest", zahlen: str = "null", transkript:
         text = answer(body, worte, zahlen, antworten)
         cid, model = f"chatcmpl-{uuid.uuid4().hex[:24]}", body.get("model", "standin")
         call = {"replica": request.headers.get(REPLICA_HEADER) or DEFAULT_REPLICA, "t": time.time(),
-                "caller": caller_of(body, request.headers.get(CALLER_HEADER)), "stream": bool(body.get("stream"))}
+                "caller": caller_of(body, request.headers.get(CALLER_HEADER)), "stream": bool(body.get("stream")),
+                "pair": request.headers.get(PAIR_HEADER)}
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"}) if body.get("stream") else None
 
         async def first():

@@ -421,10 +421,12 @@ def replica_name() -> str:
 
 CALLER_HEADER = "X-Novaberg-Caller"
 """The header naming the node that asks (`ChatRequest.caller`; the stand-in counts tokens per node)."""
+PAIR_HEADER = "X-Novaberg-Pair"
+"""The header naming the pair a call belongs to (`ChatRequest.pair`; the stand-in measures affinity)."""
 
 
 def caller_header(req: ChatRequest) -> dict[str, str]:
-    return {CALLER_HEADER: req.caller} if req.caller else {}
+    return {k: v for k, v in ((CALLER_HEADER, req.caller), (PAIR_HEADER, req.pair)) if v}
 
 
 class OpenAICompatBackend(LLMEngine):

@@ -7,9 +7,10 @@ import pytest
 from bench import harness, standin
 
 
-def call(caller: str, replica: str, prompt: int, cached: int, ttft: float, gpu_s: float | None = 0.01) -> dict:
+def call(caller: str, replica: str, prompt: int, cached: int, ttft: float, gpu_s: float | None = 0.01,
+         pair: str | None = None) -> dict:
     return {"caller": caller, "replica": replica, "prompt_tokens": prompt, "cached_tokens": cached,
-            "completion_tokens": 4, "ttft_ms": ttft, "gpu_s": gpu_s}
+            "completion_tokens": 4, "ttft_ms": ttft, "gpu_s": gpu_s, "pair": pair}
 
 
 def test_token_figures_count_tokens_per_turn_and_node_and_calls_per_replica():
@@ -24,6 +25,13 @@ def test_token_figures_count_tokens_per_turn_and_node_and_calls_per_replica():
     assert f["by_node"]["router"]["cached_share"] == 0.8 and f["by_node"]["router"]["calls_per_turn"] == 1.0
     assert f["replica_calls"] == {"a": 3, "b": 1}
     assert f["replica_load_max_over_mean"] == 3.0  # four calls over four replicas, two of them idle
+
+
+def test_pair_affinity_is_the_share_of_a_pairs_calls_on_its_most_used_replica():
+    calls = [call("router", "a", 10, 0, 1.0, pair="u1:nova"), call("router", "a", 10, 0, 1.0, pair="u1:nova"),
+             call("router", "b", 10, 0, 1.0, pair="u1:nova"), call("router", "c", 10, 0, 1.0, pair="u2:nova")]
+    assert harness.token_figures(calls, turns=1)["pair_affinity"] == round((2 / 3 + 1) / 2, 4)
+    assert harness.token_figures([call("router", "a", 10, 0, 1.0)], turns=1)["pair_affinity"] is None
 
 
 def test_a_fixed_latency_stand_in_has_no_gpu_estimate():
@@ -83,8 +91,9 @@ def test_the_cost_modelling_stand_in_caches_a_replicas_prefix_through_the_openai
         backend = OpenAICompatBackend(Settings(openai_base_url=url, llm_model="standin"))
         await backend.start()
         try:
-            first = await backend.chat(ChatRequest(messages=messages, caller="verfasser"))
-            chunks = [c async for c in backend.chat_stream(ChatRequest(messages=messages, caller="verfasser"))]
+            first = await backend.chat(ChatRequest(messages=messages, caller="verfasser", pair="u:nova"))
+            chunks = [c async for c in backend.chat_stream(ChatRequest(messages=messages, caller="verfasser",
+                                                                       pair="u:nova"))]
             return first, chunks
         finally:
             await backend.close()
@@ -98,4 +107,5 @@ def test_the_cost_modelling_stand_in_caches_a_replicas_prefix_through_the_openai
     one, two = out["calls"]
     assert one["cached_tokens"] == 0 and two["cached_tokens"] >= two["prompt_tokens"] - 16
     assert two["ttft_ms"] < two["ms"] and one["caller"] == two["caller"] == "verfasser"  # the node named by its header
+    assert one["pair"] == "u:nova"
     assert out["count"] == 2 and sum(r["calls"] for r in out["replicas"].values()) == 2
