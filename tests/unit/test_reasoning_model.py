@@ -217,3 +217,25 @@ def test_the_person_reads_no_reasoning_in_the_drafts_of_the_stream():
     assert SPUR in result.reasoning
     [rec] = client.handle.deployment.record(False)
     assert rec["request"]["think"] is False
+
+
+def test_only_the_thinkers_reasoning_pass_asks_with_thinking_on():
+    """Every model call in the code leaves `think` at its default (False) or sets it False, except
+    the Thinker's reasoning pass; `llm_json.ask` and the LLM client hand on their caller's, and no
+    other caller sets it."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    thinking = []
+    for package in ("pipeline", "actors", "serve", "memory", "cluster"):
+        for path in sorted((root / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+                for call in [n for n in ast.walk(fn) if isinstance(n, ast.Call)]:
+                    for kw in call.keywords:
+                        if kw.arg == "think" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
+                            thinking.append((str(path.relative_to(root)), fn.name, ast.unparse(kw.value)))
+    assert sorted(set(thinking)) == [("pipeline/llm_json.py", "ask", "think"),
+                                     ("pipeline/nodes/thinker.py", "_react", "True"),
+                                     ("pipeline/services.py", "chat", "think")], thinking
