@@ -137,6 +137,8 @@ def zusammenfassen(zeilen: list[dict]) -> dict:
         n = len(rows)
         out[arm] = {"scenarios": n,
                     "current_above_outdated": round(sum(r["oben"] for r in rows) / n, 4),
+                    "current_above_outdated_where_either_recalled": round(
+                        sum(r["oben"] for r in rows) / max(1, sum(not r["neu_fehlt"] or r["alt_im_prompt"] for r in rows)), 4),
                     "current_not_recalled": round(sum(r["neu_fehlt"] for r in rows) / n, 4),
                     "nothing_recalled": round(sum(bool(r.get("kaltstart")) for r in rows) / n, 4),
                     "outdated_in_prompt": round(sum(r["alt_im_prompt"] for r in rows) / n, 4),
@@ -228,11 +230,11 @@ async def run_import(szenarien: list[dict], overrides: dict | None = None, mit_h
         stores.stop()
 
 
-def locomo() -> dict:
-    """LoCoMo dev recall of the same checkout beside the baseline."""
+def locomo(overrides: dict | None = None) -> dict:
+    """LoCoMo dev recall of the same checkout (and the same configuration) beside the baseline."""
     from bench.locomo_recall import DEFAULT_DATA, run
 
-    lc = asyncio.run(run(DEFAULT_DATA, None))
+    lc = asyncio.run(run(DEFAULT_DATA, None, overrides))
     at10 = lc["read_path"]["recall@10"]
     return {"questions": lc["questions"], "recall@5": lc["read_path"]["recall@5"], "recall@10": at10,
             "baseline_recall@10": LOCOMO_BASELINE_RECALL10, "change": round(at10 - LOCOMO_BASELINE_RECALL10, 4),
@@ -299,18 +301,22 @@ def run_live(szenarien: list[dict], standin_ms: float) -> tuple[dict, list[dict]
 
 
 def auswahl(szenarien: list[dict], n: int | None) -> list[dict]:
-    """The first n scenarios alternating by language (all of them without n)."""
+    """n scenarios spread over the categories and both languages: rounds over the categories, the
+    languages alternating (all of them without n)."""
     if n is None:
         return szenarien
-    de = [s for s in szenarien if s["sprache"] == "de"]
-    en = [s for s in szenarien if s["sprache"] == "en"]
-    return [s for pair in zip(de, en) for s in pair][:n]
+    reihe: list[dict] = []
+    for runde in range(len(szenarien)):
+        for i, k in enumerate(KATEGORIEN):
+            passend = [s for s in szenarien if s["kategorie"] == k and s["sprache"] == SPRACHEN[(runde + i) % 2]]
+            reihe += passend[runde // 2:runde // 2 + 1]
+    return reihe[:n]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
-    ap.add_argument("--scenarios", type=int, help="only N scenarios, alternating German and English")
+    ap.add_argument("--scenarios", type=int, help="only N scenarios, spread over the categories and both languages")
     ap.add_argument("--live", action="store_true", help="replay through the live turn path (starts Ray)")
     ap.add_argument("--standin-ms", type=float, default=0, help="--live: the stand-in engine's latency")
     ap.add_argument("--no-locomo", action="store_true", help="skip LoCoMo dev recall beside the set")
@@ -341,7 +347,7 @@ def main() -> None:
     report["scenarios"] = zeilen
     ausgeben(report, a.out)
     if not a.live and not a.no_locomo:
-        report["locomo_dev"] = locomo()
+        report["locomo_dev"] = locomo(overrides)
         ausgeben(report, a.out)
 
 
