@@ -12,6 +12,7 @@ from core.beziehung import (Anweisung, AnweisungsAenderung, AnweisungsLage, Anwe
                             Direktive, NovaEmotion, ProfilGewachsen)
 from core.errors import RefusedError
 from memory import erasure, vorher
+from memory.woerter import inhaltswoerter, verraet
 
 PROFILE_FIELDS: tuple[str, ...] = tuple(Beziehungsprofil.model_fields)
 """The profile's fields, in their columns' order (`core.beziehung.Beziehungsprofil`)."""
@@ -332,8 +333,6 @@ def _ohne_abgeloeste(felder: list[str], alt_werte: tuple, neu: dict[str, str], s
                      abgeloest: list[str]) -> dict[str, str]:
     """The person's fields without the sentences that repeat a superseded memory (at least two of
     its distinctive words); the step's own new sentence stays."""
-    from memory.erinnerungen import inhaltswoerter, verraet
-
     woerter = [w for w in map(inhaltswoerter, abgeloest) if w]
     out: dict[str, str] = {}
     for feld, alt in zip(felder, alt_werte):
