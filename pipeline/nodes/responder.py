@@ -122,20 +122,48 @@ CHARS_PER_TOKEN = 2.0
 markers and figures at 2.2–2.7 (a prompt estimated at 2.5 ran past a 4096-token context at 2.39);
 tests/stores/test_nodes_chain_parts.py counts the built prompt with the real tokenizer."""
 TRIM_BLOCK = 4  # the history is cut in blocks, not turn by turn, so the cached prefix survives
+LAGE_RESERVE_TOKENS = 1500
+"""The room the history's cut keeps for the blocks after it (the turn's blocks, the prompt, the
+style and the direction), in tokens: a fixed reserve, not their length this turn. Their length
+changes every turn; a cut reckoned against it moved back and forth from turn to turn, and each move
+changed the history's start, so the engine reused nothing of the prompt after the system message.
+Against the reserve the cut moves only as the history itself grows: between the session window's
+block cuts the history grows at its end. Turns whose blocks outgrow the reserve cut further
+(`fallback verlauf_ueber_reserve`). A context too small for it keeps half of what the stable part
+of the prompt leaves."""
 
 
-def fit_history(turns: list[SessionTurn], other_chars: int, deps: Deps) -> tuple[list[SessionTurn], int]:
-    """Drop the oldest turns, a block at a time, until the prompt fits the engine's context. The
-    reply's room is the widest span's budget, not this turn's: the same every turn, so the cut does
-    not move with the span and the cached prefix survives."""
-    from pipeline.node_config import budget as node_budget
-
-    budget = (deps.settings.llm_ctx - node_budget(NAME, deps.settings)) * CHARS_PER_TOKEN
+def _cut(turns: list[SessionTurn], fits) -> tuple[list[SessionTurn], int]:
+    """The oldest turns dropped, a block at a time, until `fits(history's characters)`."""
     dropped = 0
-    while turns and other_chars + len(_verlauf(turns)) > budget:
+    while turns and not fits(len(_verlauf(turns))):
         turns = turns[TRIM_BLOCK:]
         dropped += TRIM_BLOCK
     return turns, dropped
+
+
+def fit_history(turns: list[SessionTurn], stable_chars: int, turn_chars: int,
+                deps: Deps) -> tuple[list[SessionTurn], int, int]:
+    """Drop the oldest turns, a block at a time, until the prompt fits the engine's context: first
+    against the fixed reserve for the blocks after the history (`LAGE_RESERVE_TOKENS`), so the cut
+    does not move with this turn's blocks; then, only when this turn's blocks (`turn_chars`) are
+    longer than the reserve and the prompt would not fit, further blocks (the second count,
+    `fallback verlauf_ueber_reserve`). `stable_chars`: what stands before the history (the system
+    message, the session summary). The reply's room is the widest span's budget, not this turn's:
+    the same every turn, so the cut does not move with the span either. Returns the turns, the
+    count dropped in all and the count the fallback dropped."""
+    from pipeline.node_config import budget as node_budget
+
+    budget = (deps.settings.llm_ctx - node_budget(NAME, deps.settings)) * CHARS_PER_TOKEN
+    # a small context keeps half of what the stable part leaves for the history (it, too, the same every turn)
+    reserve = min(LAGE_RESERVE_TOKENS * CHARS_PER_TOKEN, (budget - stable_chars) / 2)
+    turns, dropped = _cut(turns, lambda n: stable_chars + reserve + n <= budget)
+    turns, extra = _cut(turns, lambda n: stable_chars + turn_chars + n <= budget)
+    if extra:
+        log.warning("responder: fallback verlauf_ueber_reserve: the blocks after the history (%d chars) exceed "
+                    "their reserve (%d chars); %d more oldest turns left out to fit the context", turn_chars,
+                    reserve, extra)
+    return turns, dropped + extra, extra
 
 
 def _person_a(p, person: str = "Person B") -> str:
@@ -363,8 +391,9 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
     mikro = ei_mikro(state)
     stil = sprachstil(state, pr, model)
     schluss = [x for x in (stil, regie(state, pr, model, mikro)) if x]
-    fixed = len(system) + sum(len(x) for x in lage + schluss) + len(frueher) + len(s.text) + 300
-    turns, dropped = fit_history(m.session_turns, fixed, deps)
+    stable = len(system) + len(frueher) + 300  # 300: the markers and the chat template around them
+    turn_chars = sum(len(x) for x in lage + schluss) + len(s.text)
+    turns, dropped, ueber = fit_history(m.session_turns, stable, turn_chars, deps)
     if dropped:
         log.warning("responder: fallback verlauf_gekuerzt: %d oldest turns left out to fit the context of %d tokens",
                     min(dropped, len(m.session_turns)), deps.settings.llm_ctx)
@@ -379,7 +408,8 @@ def build_messages(state: TurnState, deps: Deps, model: str) -> tuple[list[dict]
     inputs = {"eigener_gedanke": s.eigener_gedanke is not None, "verlauf_beitraege": len(m.session_turns),
               "reiz_zeichen": len(s.text), "system_zeichen": len(system), "bloecke": blocks,
               "sprachstil_block": bool(stil), "kontext_schnitt": bool(state.plan and state.plan.task_context_cut),
-              "verlauf_gekuerzt": min(dropped, len(m.session_turns)), "farbton": farbton_status,
+              "verlauf_gekuerzt": min(dropped, len(m.session_turns)),
+              "verlauf_ueber_reserve": min(ueber, len(m.session_turns)), "farbton": farbton_status,
               "ei_mikro": [k for k, _ in mikro], "zusammenfassung_zeichen": len(m.zusammenfassung or "")}
     return [{"role": "system", "content": system}, {"role": "user", "content": user}], {"form": form, **inputs}
 

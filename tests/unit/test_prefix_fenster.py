@@ -1,6 +1,7 @@
 """Prompts an engine can cache (issue #16): the history windows move in blocks, the responder's
 history grows only at its end, and store calls made in the same moment travel as one request."""
 import asyncio
+import logging
 from datetime import datetime, timezone
 
 import pytest
@@ -8,7 +9,9 @@ import pytest
 from memory import session
 from pipeline.nodes import responder
 from pipeline.services import StoreClient
-from core.state import MemoryRecord, PairRecord, SessionTurn, Stimulus, TurnState
+from core.settings import Settings
+from core.state import MemoryRecord, PairRecord, SessionTurn, Stimulus, TurnState, VerfasserRecord
+from pipeline.node_config import budget as node_budget
 from tests.scripted_llm import ScriptedLLM, deps_for
 
 B = session.FENSTER_BLOCK
@@ -54,6 +57,47 @@ def test_the_responders_prompt_of_the_next_turn_begins_with_this_ones_history():
     assert nxt[:end_of_history] == now[:end_of_history]
     assert "----- Turn 3 (freude, a=0.5) -----\nPerson B: Beitrag 2" in nxt
     assert "----- 8 Turns, Turn 8 ist der neueste -----" in nxt and " von " not in nxt.split("[GESPRAECHSVERLAUF]")[1].split("[SZENE]")[0]
+
+
+def _long_turn(i: int) -> SessionTurn:
+    t = _turn(i)
+    return t.model_copy(update={"inhalt": f"Beitrag {i}: " + "Bello war heute im Park und hat gebellt. " * 4})
+
+
+def _long_prompt(n_entries: int, inhalt_chars: int, ctx: int = 4096) -> tuple[str, dict]:
+    """The responder's prompt over a history too long for the context, with this turn's blocks
+    (its content notes) `inhalt_chars` long."""
+    state = TurnState(stimulus=Stimulus(user_id="u", character_id="nova", turn_id="t", user_prompt="Und dann?",
+                                        received_at=datetime(2026, 12, 1, 12, tzinfo=timezone.utc)),
+                      pair=PairRecord(character_name="Nova"),
+                      memory=MemoryRecord(session_turns=[_long_turn(i) for i in range(n_entries)]),
+                      verfasser=VerfasserRecord(inhalt="Nova weiss noch etwas. " * (inhalt_chars // 23)))
+    messages, info = responder.build_messages(state, deps_for(ScriptedLLM(), settings=Settings(llm_ctx=ctx)), "m")
+    return "".join(f"<{m['role']}>{m['content']}" for m in messages), info
+
+
+def test_the_cut_history_stays_a_prefix_when_the_turns_blocks_change_length(caplog):
+    # turn by turn the history grows by two entries and the blocks after it are short, long, short
+    turns = [_long_prompt(12, 200), _long_prompt(14, 1600), _long_prompt(16, 200)]
+    cuts = [info["verlauf_gekuerzt"] for _, info in turns]
+    assert all(cuts) and cuts == sorted(cuts), "the cut is at work and never moves back"
+    assert cuts[0] == cuts[1], "the turn's longer blocks do not move the cut"
+    for (now, a), (nxt, b) in zip(turns, turns[1:]):
+        if a["verlauf_gekuerzt"] == b["verlauf_gekuerzt"]:
+            end = now.rindex("\n----- ", 0, now.index(" ist der neueste -----"))  # this history's closing line
+            assert nxt[:end] == now[:end], "the next prompt begins with this one's whole history"
+    assert [info["verlauf_ueber_reserve"] for _, info in turns] == [0, 0, 0]
+    assert "verlauf_ueber_reserve" not in caplog.text
+    budget = (4096 - node_budget("responder", Settings())) * responder.CHARS_PER_TOKEN
+    assert all(len(p) <= budget for p, _ in turns), "each prompt fits the context"
+
+
+def test_blocks_beyond_their_reserve_cut_the_history_further_logged(caplog):
+    with caplog.at_level(logging.WARNING, logger="novaberg.node.responder"):
+        prompt, info = _long_prompt(16, 4000)
+    assert info["verlauf_ueber_reserve"] > 0 and info["verlauf_ueber_reserve"] % responder.TRIM_BLOCK == 0
+    assert "fallback verlauf_ueber_reserve" in caplog.text
+    assert len(prompt) <= (4096 - node_budget("responder", Settings())) * responder.CHARS_PER_TOKEN
 
 
 class _Methode:
