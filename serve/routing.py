@@ -7,7 +7,9 @@ Serve's request router for the LLM deployment (`llm_routing = "pair"`): it keys 
 pair's replica by bounded-load consistent hashing — a ring of points per replica, the pair's
 replica the first one its hash meets; a replica holding more than `bound` × its share of the calls
 in flight passes the call on to the next replica on the ring, so no replica takes more than about
-1.25 × its share and a pair's overflow, too, lands on one stable second replica. When the pair's
+1.25 × its share and a pair's overflow, too, lands on one stable second replica. Below `FLOOR` calls
+in flight a replica takes the call whatever its share: a turn's calls of one pair fired at once stay
+on the pair's replica when few calls are in flight. When the pair's
 replica does not take the call (its queue is full, it died) the call goes to the less loaded of two
 replicas drawn at random (Serve's power of two choices), logged as `fallback paar_ausweich`; a
 replica that leaves hands its pairs to the next one on the ring (`fallback paar_replica_weg`).
@@ -30,6 +32,12 @@ log = logging.getLogger("novaberg.llm")
 
 BOUND = 1.25
 """The most a replica may hold of the calls in flight, as a multiple of its share."""
+FLOOR = 4
+"""The calls a replica may hold before its bounded share counts: about the model calls one turn of
+a pair fires at once. Without it the bound is tiny when few calls are in flight (⌈1.25 × 2 / 4⌉ = 1
+with one call out of four replicas) and a turn's second parallel call already went to another
+replica, which had never seen the pair's prefix; with many calls in flight the share is above it and
+bounds the load alone."""
 POINTS = 64
 """Points per replica on the ring (more: shares closer to even)."""
 ROUTER_PATH = "serve.routing.PairRouter"
@@ -68,15 +76,17 @@ class PairRing:
         return list(seen)
 
 
-def capacity(loads: Mapping[str, int], bound: float = BOUND) -> int:
-    """The calls a replica may hold when the next call comes: `bound` × the mean with that call."""
-    return max(1, math.ceil(bound * (sum(loads.values()) + 1) / max(len(loads), 1)))
+def capacity(loads: Mapping[str, int], bound: float = BOUND, floor: int = FLOOR) -> int:
+    """The calls a replica may hold when the next call comes: `bound` × the mean with that call, and
+    never fewer than `floor`."""
+    return max(1, floor, math.ceil(bound * (sum(loads.values()) + 1) / max(len(loads), 1)))
 
 
-def choose(ring: PairRing, pair: str, loads: Mapping[str, int], bound: float = BOUND) -> tuple[str, int]:
+def choose(ring: PairRing, pair: str, loads: Mapping[str, int], bound: float = BOUND,
+           floor: int = FLOOR) -> tuple[str, int]:
     """The replica for the pair's next call and its place in the pair's order (0: the pair's own):
     the first replica on the pair's walk below `capacity`. `loads`: calls in flight per replica."""
-    cap = capacity(loads, bound)
+    cap = capacity(loads, bound, floor)
     order = ring.order(pair)
     for place, replica in enumerate(order):
         if loads.get(replica, 0) < cap:
@@ -96,8 +106,9 @@ class PairRouter(LocalityMixin, MultiplexMixin, RequestRouter):
     """The LLM deployment's router by pair (module docstring). Calls without a pair (the model's
     name, the counters, health) go by Serve's power of two choices."""
 
-    def initialize_state(self, bound: float = BOUND, points: int = POINTS, **_: Any) -> None:
+    def initialize_state(self, bound: float = BOUND, points: int = POINTS, floor: int = FLOOR, **_: Any) -> None:
         self._bound = bound
+        self._floor = floor
         self._ring_points = points
         self._ring: PairRing | None = None
         self._in_flight: Counter[ReplicaID] = Counter()
@@ -131,7 +142,8 @@ class PairRouter(LocalityMixin, MultiplexMixin, RequestRouter):
                             "go by power of two choices")
             return await PowerOfTwoChoicesRequestRouter.choose_replicas(self, candidate_replicas, pending_request)
         by_id = {r.replica_id.unique_id: r for r in candidate_replicas}
-        chosen, _ = choose(self._ring_over(by_id), pair, {u: self._load(r) for u, r in by_id.items()}, self._bound)
+        chosen, _ = choose(self._ring_over(by_id), pair, {u: self._load(r) for u, r in by_id.items()}, self._bound,
+                           self._floor)
         call = pending_request.metadata.internal_request_id
         if call not in self._first:
             self._first[call] = chosen

@@ -16,7 +16,7 @@ from ray.serve.request_router import PendingRequest
 from core.settings import Settings
 from core.wire import ChatRequest
 from serve import routing
-from serve.routing import BOUND, PairRing, PairRouter, capacity, choose
+from serve.routing import BOUND, FLOOR, PairRing, PairRouter, capacity, choose
 
 REPLICAS = ["r-a", "r-b", "r-c", "r-d"]
 PAIRS = [f"user{i}:nova" for i in range(64)]
@@ -51,6 +51,7 @@ def test_no_replica_takes_more_than_its_bounded_share():
     ring, rng = PairRing(REPLICAS), random.Random(7)
     loads = dict.fromkeys(REPLICAS, 0)
     hot = PAIRS[0]
+    bounded = 0
     for step in range(400):
         pair = hot if step % 2 else rng.choice(PAIRS)  # one pair makes half the calls
         replica, _ = choose(ring, pair, loads)
@@ -59,7 +60,26 @@ def test_no_replica_takes_more_than_its_bounded_share():
             busiest = max(loads, key=loads.get)
             loads[busiest] -= 1
         total = sum(loads.values())
-        assert max(loads.values()) <= math.ceil(BOUND * total / len(loads)), (step, loads)
+        share = math.ceil(BOUND * total / len(loads))
+        # a replica holds up to FLOOR calls whatever its share; above that, the share bounds it
+        assert max(loads.values()) <= max(FLOOR, share), (step, loads)
+        bounded += share > FLOOR
+    assert bounded > 300, "most of the run is at a load where the share alone bounds each replica"
+
+
+def test_a_turns_parallel_calls_of_one_pair_stay_on_its_replica_at_low_load():
+    ring = PairRing(REPLICAS)
+    own = ring.order(PAIRS[7])[0]
+    loads = dict.fromkeys(REPLICAS, 0)
+    loads[next(r for r in REPLICAS if r != own)] = 1  # another pair's call in flight
+    for _ in range(FLOOR):  # the calls one turn fires at once
+        replica, place = choose(ring, PAIRS[7], loads)
+        assert (replica, place) == (own, 0), loads
+        loads[replica] += 1
+    # one more goes on to the pair's next replica; at high load the share, not the floor, counts
+    assert choose(ring, PAIRS[7], loads) == (ring.order(PAIRS[7])[1], 1)
+    busy = dict.fromkeys(REPLICAS, 40)
+    assert capacity(busy) == math.ceil(BOUND * 161 / 4) > FLOOR
 
 
 def test_a_full_replica_passes_the_pair_to_its_next_one():
