@@ -27,6 +27,7 @@ import logging
 
 from core.errors import StoreError
 from memory import session
+from memory.lzg import SEKTOREN
 from memory.config import MemoryConfig
 from memory.kzg import KZGIndex
 from memory.ziele import Aktivierung, aktivieren, wahrnehmung_verschieben, ziel_paar_bestimmen
@@ -393,7 +394,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
                                                                intention_anweisung=anweisung)
     deps.trace.decision(NAME, "enricher.verschiebung", verschiebung, {"cluster": cluster, **info})
 
-    nova_sektor = state.emotion.nova_sektor if state.emotion else None
+    nova_sektor = _sektor_oder_none(state.emotion.nova_sektor if state.emotion else None)
     await kzg_gelesen
     # the sources read side by side: KZG, the read path, the plugins, the file index
     kzg_hits, resonanz, plugin_out, aufzeichnungen, plugin_frueh = await asyncio.gather(
@@ -412,6 +413,13 @@ async def run(state: TurnState, deps: Deps) -> dict:
         **base, kzg=kzg_hits, lzg_resonanz=resonanz, bibliothek=plugin_out.pop("bibliothek", []), plugins=plugin_out,
         such_vektor=[float(x) for x in such_vektor],
         aufzeichnungen=aufzeichnungen, emotionale_gravitationspunkte=_gravitationspunkte(kzg_hits, resonanz))}
+
+
+def _sektor_oder_none(sektor: str | None) -> str | None:
+    """Nova's sector as an input of the spreading read: a sector of Plutchik's wheel
+    (pipeline/vocab.py `SEKTOR`'s targets), anything else (`neutral`, the EmotionRecord's default,
+    an unknown word, none) None — it colours nothing, so the frame names no sector."""
+    return sektor if sektor in SEKTOREN else None
 
 
 def _resonanz_melden(deps: Deps, resonanz: Resonanz | None) -> list[int]:

@@ -49,7 +49,7 @@ def test_novas_sector_chooses_the_paths_the_activation_takes(pool):
     assert got[None].ids == [a, froh, traurig, weiter]
 
 
-def test_the_enricher_reads_with_the_previous_turns_cluster_and_novas_sector(stores, migrated):
+def _lesen(stores, migrated, emotion: EmotionRecord):
     user, ch = new_pair("rahmen")
 
     async def go(p):
@@ -62,14 +62,26 @@ def test_the_enricher_reads_with_the_previous_turns_cluster_and_novas_sector(sto
             trace = TurnTrace(user, ch, "t1")
             trace.chain = "character"
             state = TurnState(stimulus=Stimulus(user_id=user, character_id=ch, turn_id="t1", user_prompt="Bello?"),
-                              pair=PairRecord(character_name="Nova"), emotion=EmotionRecord(nova_sektor="vertrauen"))
+                              pair=PairRecord(character_name="Nova"), emotion=emotion)
             state.memory = (await run_node(enricher.NODE, state, Deps(services, trace)))["memory"]
             return state, (await run_node(reducer.NODE, state, Deps(services, trace)))["kontext"]
         finally:
             await r.aclose()
 
-    state, kontext = asyncio.run(with_pool(migrated.database_url, go))
+    return asyncio.run(with_pool(migrated.database_url, go))
+
+
+def test_the_enricher_reads_with_the_previous_turns_cluster_and_novas_sector(stores, migrated):
+    state, kontext = _lesen(stores, migrated, EmotionRecord(nova_sektor="vertrauen"))
     rahmen = state.memory.lzg_resonanz.rahmen
     assert (rahmen.cluster, rahmen.nova_sektor, rahmen.anker_anzahl) == ("hafen", "vertrauen", 1)
     zeile = "Rahmen der Erinnerungen: 1 Anker, Sprung-Tiefe 0, Landschaft hafen, Sektor vertrauen"
+    assert kontext.gedaechtnis_verfasser.split("\n") == [zeile, "- (erinnerung) Anna hat einen Hund namens Bello."]
+
+
+def test_a_neutral_nova_reads_uncoloured_and_the_frame_names_no_sector(stores, migrated):
+    # `neutral` (the EmotionRecord's default) is no sector of the wheel: the read is uncoloured (None)
+    state, kontext = _lesen(stores, migrated, EmotionRecord())
+    assert state.emotion.nova_sektor == "neutral" and state.memory.lzg_resonanz.rahmen.nova_sektor is None
+    zeile = "Rahmen der Erinnerungen: 1 Anker, Sprung-Tiefe 0, Landschaft hafen"
     assert kontext.gedaechtnis_verfasser.split("\n") == [zeile, "- (erinnerung) Anna hat einen Hund namens Bello."]
