@@ -6,8 +6,9 @@ reasoning (`think=True`, only here; each call's budget holds the model's thinkin
 `budget.call_tokens`) speaks a text protocol — `TOOL: name(arg)`, `ERGEBNIS: OK`,
 `ERGEBNIS: KORREKTUR` — over seven tools made per turn (the five of seed 000 §4, and the services
 `wissen` and `dateien` of seed 001 with the turn's search key). A correction overwrites the reply
-and goes to the tribunal as an annotation. When the answering model leaves its content empty and writes
-only reasoning, up to two follow-ups (`thinker_nachfass`, think=False) ask for the decision alone;
+and goes to the tribunal as an annotation; one the token budget cut is closed at its last full
+sentence first (`pipeline/satzende.py`, decision `thinker.kappung`). When the answering model
+leaves its content empty and writes only reasoning, up to two follow-ups (`thinker_nachfass`, think=False) ask for the decision alone;
 when both fail, the reply stays, a neutral gesture is appended and the turn is retried once
 through the pair's event queue. Two decision entries per turn record what happened.
 Its log lines show what the person said, the memory and what the tools returned or failed with
@@ -19,6 +20,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from pipeline import satzende
 from pipeline.node import Node
 from pipeline.reiz import retry_nutzlast
 from pipeline.services import Deps
@@ -103,6 +105,10 @@ class Pruefung:
     probleme: str = ""
     outcome: str = "max_iterationen"
     payload: RetryNutzlast | None = None
+    ende: str | None = None
+    """The finish reason of the call whose content the loop reads now (its step or its follow-up)."""
+    budget_token: int | None = None
+    """The token budget of the step's call."""
 
 
 def _entwurf(state: TurnState) -> str:
@@ -150,7 +156,7 @@ async def _nachfassen(p: Pruefung, deps: Deps, model: str, messages: list[dict],
         try:
             nf = await deps.llm.chat(deps.trace, NACHFASS, [{"role": "system", "content": nf_system},
                                                             {"role": "user", "content": nf_user}], think=False)
-            content = nf.content
+            content, p.ende = nf.content, nf.finish_reason
         except Exception as e:
             log.warning("thinker: follow-up %d failed: %s: %s", p.nachfass, type(e).__name__, deps.settings.said(e))
             content = ""
@@ -198,7 +204,7 @@ def _entscheidung(p: Pruefung, deps: Deps, step) -> bool:
     if step.art == "korrektur":
         p.outcome = "korrektur"
         p.probleme = step.probleme or ""
-        p.reply = step.antwort or p.reply
+        p.reply = _neue_antwort(p, deps, step.antwort) or p.reply
         p.annotations.append(f"Thinker-Korrektur: {p.probleme or 'ohne Angabe'}")
         return True
     if step.art == "korrektur_ohne_text":
@@ -211,6 +217,15 @@ def _entscheidung(p: Pruefung, deps: Deps, step) -> bool:
     return False
 
 
+def _neue_antwort(p: Pruefung, deps: Deps, antwort: str | None) -> str | None:
+    """The corrected reply; one the budget cut (finish reason `length`) closed at its last full
+    sentence as the responder's and the corrector's are (`pipeline/satzende.py`, decision
+    `thinker.kappung`), so a correction never replaces the reply mid-sentence."""
+    if not antwort or p.ende != satzende.GEKAPPT:
+        return antwort
+    return satzende.gekappt(deps, NAME, antwort, {"budget_token": p.budget_token, "zeichen_vorlage": len(p.reply)})
+
+
 async def _react(p: Pruefung, deps: Deps, s: Stimulus, model: str, messages: list[dict],
                  tools: dict[str, Tool], cache: ToolCache) -> None:
     """The ReAct loop: at most `p.limit` steps of real reasoning, each a tool call or a decision."""
@@ -218,13 +233,15 @@ async def _react(p: Pruefung, deps: Deps, s: Stimulus, model: str, messages: lis
         p.iterationen += 1
         try:
             # a real reasoning chain (§3): the budget holds the model's thinking and its protocol line
+            p.budget_token = call_tokens(messages, deps.settings)
             res = await deps.llm.chat(deps.trace, NAME, messages, think=True, protocol=PROTOKOLL,
-                                      max_tokens=call_tokens(messages, deps.settings))
+                                      max_tokens=p.budget_token)
         except Exception as e:  # the engine failed: the reply passes unchecked, by name
             log.warning("thinker: fallback aufruf_gescheitert in iteration %d: %s: %s", p.iterationen,
                         type(e).__name__, deps.settings.said(e))
             p.outcome = "aufruf_gescheitert"
             return
+        p.ende = res.finish_reason
         # the model that answered, not a profile name
         normaliser = normaliser_for(res.model or model, deps.settings.thinker_reasoning_models)
         content, erschoepft = await _nachfassen(p, deps, model, messages, normaliser, res.content, res.reasoning)
