@@ -4,6 +4,7 @@ the vocabularies fall back to their defaults, each counted and logged."""
 from __future__ import annotations
 
 import logging
+import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +23,8 @@ NODE = Node(
 )
 VERLAUF_TURNS = 6
 VERLAUF_ZEICHEN = 100  # seed 001: the history form for perception is cut to 100 characters per turn
+REGIEANWEISUNG = re.compile(r"\*([^*\s]+)\s[^*\n]*\*")
+"""A stage direction of more than one word in one of Nova's replies (`*lächelt und lehnt sich zurück*`)."""
 
 log = logging.getLogger("novaberg.node.perzeption")
 
@@ -39,14 +42,28 @@ class _Antwort(BaseModel):
 
 
 def kurzverlauf(turns: list[SessionTurn]) -> str:
-    """The history form of perception and router (seed 001 §3.1: "Gekürzter Text + Emotion als
-    Annotation", numbered as by `format_session_turns_numbered()`): each turn numbered, its
-    speaker, the emotion stored with it in parentheses (none where the turn carries none), and
-    its first `VERLAUF_ZEICHEN` characters."""
+    """The history form of perception and router (seed 001 §3.1: "Perzeption/Router: Gekürzter Text
+    + Emotion als Annotation (via `format_session_turns_numbered()`) — gekürzt heißt: 100 Zeichen je
+    Beitrag, bei Antworten mit Regieanweisung nur deren Anfang"): each turn numbered, its speaker,
+    the emotion stored with it in parentheses (none where the turn carries none), and its first
+    `VERLAUF_ZEICHEN` characters.
+
+    "nur deren Anfang" is read as the stage direction's beginning: in Nova's replies (the
+    assistant's turns) each stage direction keeps its first word and an ellipsis
+    (`*lächelt und lehnt sich zurück*` → `*lächelt …*`), so the 100 characters carry what Nova
+    said and not her gestures — the two nodes read the conversation's content; the emotion stands
+    in the annotation. A one-word direction stays whole; the person's turns stay as written."""
     if not turns:
         return "(noch kein Verlauf)"
-    return "\n".join(f"{i}. {t.sprecher}{f' ({t.emotion})' if t.emotion else ''}: {t.inhalt[:VERLAUF_ZEICHEN]}"
+    return "\n".join(f"{i}. {t.sprecher}{f' ({t.emotion})' if t.emotion else ''}: {_gekuerzt(t)}"
                      for i, t in enumerate(turns, 1))
+
+
+def _gekuerzt(t: SessionTurn) -> str:
+    """A turn's text in the short history: a reply's stage directions reduced to their beginning,
+    then its first `VERLAUF_ZEICHEN` characters."""
+    text = REGIEANWEISUNG.sub(r"*\1 …*", t.inhalt) if t.rolle == "assistant" else t.inhalt
+    return text[:VERLAUF_ZEICHEN]
 
 
 def normalise(a: _Antwort) -> tuple[PerzeptionRecord, list[str]]:

@@ -58,3 +58,18 @@ def test_the_router_sees_the_history_with_the_emotions():
     asyncio.run(run_node(router.NODE, _state(memory=MemoryRecord(session_turns=TURNS)), deps))
     user = llm.calls[0]["messages"][-1]["content"]
     assert "[GESPRAECHSVERLAUF]\n" + ERWARTET in user
+
+
+def test_a_replys_stage_direction_keeps_only_its_beginning():
+    # seed 001 §3.1: "bei Antworten mit Regieanweisung nur deren Anfang" — the 100 characters carry
+    # what Nova said, not the whole gesture
+    gesagt = "Eine Muenze im Beet? Das klingt nach einem kleinen Schatz, erzaehl mir mehr davon!"
+    antwort = "*lächelt und lehnt sich neugierig nach vorn, die Haende um die warme Tasse gelegt* " + gesagt
+    turns = [_turn("assistant", "Nova", antwort, "freude"),
+             _turn("assistant", "Nova", "*nickt* Gut. *schaut aus dem Fenster* Und dann?", None),
+             _turn("user", "Person B", "*seufzt tief und lange* Ja.", None)]
+    assert perzeption.kurzverlauf(turns).split("\n") == [
+        "1. Nova (freude): " + ("*lächelt …* " + gesagt)[:100],
+        "2. Nova: *nickt* Gut. *schaut …* Und dann?",
+        "3. Person B: *seufzt tief und lange* Ja."]  # the person's turn stays as written
+    assert gesagt in perzeption.kurzverlauf(turns[:1])
