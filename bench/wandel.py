@@ -12,7 +12,8 @@ enricher's own read (`pipeline.nodes.enricher.lzg_lesen`: the store's `lesepfad.
 the product's `MemoryConfig`, its floor included) twice:
 
 - **without marks**: as imported, nothing says the older memory was superseded; what the read does
-  with time alone (recency between near-equal memories of one subject) decides;
+  with time alone (recency between near-equal memories of one subject, for a question that asks
+  about the present state: `memory.lesart`; each row says how its question read) decides;
 - **with marks**: the older node then marked superseded by the newer one through the store's own
   operation (`lzg.abloesen`, via the store client), dated at the update's date — the set's ground
   truth, i.e. what praegung marks when it recognises the update correctly.
@@ -143,7 +144,8 @@ def zusammenfassen(zeilen: list[dict]) -> dict:
                     "nothing_recalled": round(sum(bool(r.get("kaltstart")) for r in rows) / n, 4),
                     "outdated_in_prompt": round(sum(r["alt_im_prompt"] for r in rows) / n, 4),
                     "outdated_unmarked_in_prompt": round(sum(r["alt_unmarkiert"] for r in rows) / n, 4),
-                    "outdated_first": round(sum(r["alt_zuerst"] for r in rows) / n, 4)}
+                    "outdated_first": round(sum(r["alt_zuerst"] for r in rows) / n, 4),
+                    "question_read_as_past": round(sum(r.get("lesart") == "vergangenheit" for r in rows) / n, 4)}
         for key, values in (("by_language", SPRACHEN), ("by_category", KATEGORIEN)):
             feld = "sprache" if key == "by_language" else "kategorie"
             out[arm][key] = {v: round(sum(z[arm]["oben"] for z in zeilen if z[feld] == v)
@@ -158,13 +160,15 @@ with), and as the person asks it (what a turn reads with when the rewrite exits)
 
 
 async def _lesen(store, user: str, character: str, sz: dict, vektoren: dict, cfg, ids: dict) -> dict:
+    from memory.lesart import lesart
     from pipeline.nodes.enricher import lzg_lesen
 
     out = {}
     for feld, form in FORMEN.items():
         read = await lzg_lesen(store, user, character, sz[feld], vektoren[feld], cfg)
         out[form] = bewerten(read.erinnerungen, ids["alt"], ids["neu"]) | {
-            "kaltstart": read.rahmen.kaltstart, "gelesen": [e.inhalt[:100] for e in read.erinnerungen[:3]]}
+            "kaltstart": read.rahmen.kaltstart, "gelesen": [e.inhalt[:100] for e in read.erinnerungen[:3]],
+            "lesart": lesart(sz[feld]).name}
     return out
 
 

@@ -34,13 +34,16 @@ class MemoryConfig(BaseModel):
     Antwort"): a read whose best anchor's cosine to the question stays below it returns nothing.
     The seed's anchor floor 0.40; measured for MiniLM on the anchorless set (memory/LESEPFAD.md,
     "A floor"). -1 switches it off."""
-    lesepfad_thema_kosinus: float = Field(default=0.80, ge=-1, le=1)
-    """Two recalled memories are of the same subject when their embeddings' cosine reaches this: then,
-    near-equal and neither marked superseded, the newer one ranks first (memory/LESEPFAD.md, "Knowledge
-    that changes"). Above 1 in effect: off (a value of 1 leaves only identical vectors)."""
-    lesepfad_gleichauf: float = Field(default=0.10, ge=0, le=1)
-    """Near-equal: the newer memory's activation is at most this below the older one's (the tie-break
-    by recency is gentle, it does not reweight the read)."""
+    lesepfad_thema_kosinus: float = Field(default=0.70, ge=-1, le=1)
+    """For a question that asks about the present state (memory/lesart.py: no past marker), two recalled
+    memories are of the same subject when their embeddings' cosine reaches this: then, near-equal and
+    neither marked superseded, the newer one ranks first; a question about a past event keeps the
+    read's relevance order whatever this is (memory/LESEPFAD.md, "Knowledge that changes"). A value
+    of 1 leaves only identical vectors: in effect off."""
+    lesepfad_gleichauf: float = Field(default=1.0, ge=0, le=1)
+    """Near-equal, for a question about the present state: the newer memory's activation is at most
+    this below the older one's (activation: 1.0 the read's top memory). 0 lets recency break exact
+    ties only, 1 lets it decide between any two recalled memories of one subject."""
     thinker_top_k: int = Field(default=20, ge=1)
     """The Thinker's memory_search: the read path's top 20 (seed 000), no floor."""
     spreading_depth: int = Field(default=2, ge=0, le=5)

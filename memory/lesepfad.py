@@ -25,6 +25,7 @@ from psycopg_pool import AsyncConnectionPool
 from core.state import Erinnerung, ErinnerungsRahmen, Resonanz
 from memory import lzg
 from memory.config import MemoryConfig
+from memory.lesart import GEGENWART, lesart
 from memory.vectors import normalise
 
 log = logging.getLogger("novaberg.lesepfad")
@@ -99,7 +100,7 @@ async def erinnern(pool: AsyncConnectionPool, user_id: str, character_id: str, t
         anchors = [(a["id"], max(0.0, min(1.0, a["score"] / top))) for a in found]
         out = await lzg.ausbreiten(conn, anchors, cfg, limit=k, tiefe=None if ausbreiten else 0, cluster=cluster,
                                    nova_sektor=nova_sektor)
-        out = await zeitfolge(conn, out, cfg, k)
+        out = await zeitfolge(conn, out, cfg, k, frage=text)
     kanal = {a["id"]: a for a in found}
     for e in out.erinnerungen:
         a = kanal.get(e.id)
@@ -165,20 +166,22 @@ async def _kosinus(conn, erinnerungen: list[Erinnerung], cfg: MemoryConfig) -> d
     return {(a, b): float(c) for a, b, c in await cur.fetchall() if (a, b) in paare}
 
 
-async def zeitfolge(conn, out: Resonanz, cfg: MemoryConfig, k: int) -> Resonanz:
+async def zeitfolge(conn, out: Resonanz, cfg: MemoryConfig, k: int, frage: str | None = None) -> Resonanz:
     """The read knows time (memory/LESEPFAD.md, "Knowledge that changes"): a recalled memory that
     was superseded comes after the current one of its chain (brought in right before it when the
     read did not reach it) and carries its end and its successor (`gueltig_bis`, `nachfolger`: the
-    prompt reads it as past); between two current memories of the same subject
-    (`lesepfad_thema_kosinus`), near-equal (`lesepfad_gleichauf`), the newer ranks first. At most `k`."""
+    prompt reads it as past). When the question `frage` asks about the present state
+    (`memory.lesart`; no question reads as present), between two current memories of the same
+    subject (`lesepfad_thema_kosinus`), near-equal (`lesepfad_gleichauf`), the newer ranks first;
+    a question about a past event keeps the read's relevance order (the decision is logged as
+    `zeitfolge: reading …`). At most `k`."""
     erinnerungen = list(out.erinnerungen)
     nachfolger = await _nachfolger(conn, erinnerungen, cfg)
-    kosinus = await _kosinus(conn, erinnerungen, cfg)
-    for i in range(len(erinnerungen)):  # recency between near-equal memories of one subject: a stable pass
-        for j in range(i + 1, len(erinnerungen)):
-            a, b = erinnerungen[i], erinnerungen[j]
-            if kosinus.get((a.id, b.id), -1.0) >= cfg.lesepfad_thema_kosinus and _gleichauf(a, b, cfg):
-                erinnerungen.insert(i, erinnerungen.pop(j))
+    if (reading := lesart(frage or "")).name == GEGENWART:
+        erinnerungen = await _recency(conn, erinnerungen, cfg)
+    log.debug("lesepfad: zeitfolge: reading %s (%s): %s", reading.name, reading.marker or "no past marker",
+              "the newer of near-equal memories of one subject first" if reading.name == GEGENWART
+              else "relevance order kept")
     da = {e.id: e for e in erinnerungen}
     gereiht: list[Erinnerung] = []
     for e in erinnerungen:
@@ -192,3 +195,16 @@ async def zeitfolge(conn, out: Resonanz, cfg: MemoryConfig, k: int) -> Resonanz:
         gereiht.append(e)
     gereiht = gereiht[:k]
     return out.model_copy(update={"erinnerungen": gereiht, "ids": [e.id for e in gereiht]})
+
+
+async def _recency(conn, erinnerungen: list[Erinnerung], cfg: MemoryConfig) -> list[Erinnerung]:
+    """Recency between near-equal current memories of one subject: a stable pass, the newer moved
+    right before the older it passes."""
+    erinnerungen = list(erinnerungen)
+    kosinus = await _kosinus(conn, erinnerungen, cfg)
+    for i in range(len(erinnerungen)):
+        for j in range(i + 1, len(erinnerungen)):
+            a, b = erinnerungen[i], erinnerungen[j]
+            if kosinus.get((a.id, b.id), -1.0) >= cfg.lesepfad_thema_kosinus and _gleichauf(a, b, cfg):
+                erinnerungen.insert(i, erinnerungen.pop(j))
+    return erinnerungen

@@ -218,6 +218,28 @@ def test_without_a_mark_recency_decides_between_near_equal_memories_of_one_subje
     assert streng.ids[:2] == [alt, neu] and fern.ids[:2] == [alt, neu]
 
 
+def test_recency_applies_to_a_question_about_the_present_not_to_one_about_a_past_event(pool):
+    user, ch = new_pair("abl-l")
+
+    async def go(p):
+        # the older memory the better match, the newer one of the same subject near-equal behind it
+        alt, neu = await lzg.add_nodes(p, user, ch, [
+            {"inhalt": "Person B wohnt in Hamburg", "embedding": unit(0), "zeitpunkt": DAMALS},
+            {"inhalt": "Person B wohnt in Leipzig", "embedding": at_cosine(0.97), "zeitpunkt": SPAETER}])
+        await lzg.add_nodes(p, user, ch, [{"inhalt": f"Anderes {i}", "embedding": unit(i)} for i in range(5, 25)])
+        fragen = ("Wo wohnt Person B?", "Where does Person B live now?", "Wo hat Person B damals gewohnt?",
+                  "Wann hast du Person B kennengelernt?", "When did Person B move?",
+                  "Where was Person B living in 2025?")
+        return alt, neu, [await erinnern(p, user, ch, f, unit(0), CFG, ausbreiten=False) for f in fragen]
+
+    alt, neu, (jetzt_de, jetzt_en, damals, perfekt, when_did, datum) = asyncio.run(with_pool(pool, go))
+    # the present state: the newer memory of the subject answers
+    assert jetzt_de.ids[:2] == [neu, alt] and jetzt_en.ids[:2] == [neu, alt]
+    # a past event: the read's relevance order stands
+    for gelesen in (damals, perfekt, when_did, datum):
+        assert gelesen.ids[:2] == [alt, neu]
+
+
 def test_the_memory_view_shows_the_end_and_forgetting_the_successor_does_not_revive_the_old(pool):
     user, ch = new_pair("abl-v")
 
