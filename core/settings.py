@@ -387,6 +387,16 @@ class LLMSettings(Section):
     user message (Qwen3's own switch, for an engine that passes no template arguments, llama.cpp),
     `none` not at all (a model that does not reason). Unset: `template` on vllm and openai; on
     llamacpp `tag` for a Qwen3 model (`qwen3` in its name or file), else `none`."""
+    def think_switch(self) -> str:
+        """How the deployment's model is told `ChatRequest.think` (`llm_think_switch`); unset: the
+        chat template on vllm and openai, on llamacpp the tag for a Qwen3 model, else `none`
+        (llama-cpp-python hands its chat template no arguments). `none`: the model does not reason."""
+        if self.llm_think_switch is not None:
+            return self.llm_think_switch
+        if self.llm_backend != "llamacpp":
+            return "template"
+        return "tag" if "qwen3" in f"{self.llm_model} {self.llm_model_path or ''}".lower() else "none"
+
     llm_structured_outputs: bool = True
     """Hold the engine to each structured node's JSON schema and the Thinker's protocol, where the
     backend can; off: the answers are only validated afterwards (for servers that refuse

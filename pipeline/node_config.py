@@ -84,8 +84,11 @@ REASONING_PASS = "thinker (reasoning pass)"
 
 def reasoning_budget(settings) -> int:
     """The Thinker's reasoning pass (seed 000 §3, `think=True`): its answer budget plus the tokens it
-    may think first (`Settings.thinker_reasoning_tokens`), before the context bounds it."""
-    return budget("thinker", settings) + settings.thinker_reasoning_tokens
+    may think first (`Settings.thinker_reasoning_tokens`), before the context bounds it. A model
+    told of no switch (`think_switch` `none`: one that does not reason, SmolLM2 under llama.cpp)
+    gets the answer budget alone: it would spend the thinking budget rambling, not reasoning."""
+    reasons = settings.think_switch() != "none"
+    return budget("thinker", settings) + (settings.thinker_reasoning_tokens if reasons else 0)
 
 
 def budgets(settings) -> dict[str, int]:

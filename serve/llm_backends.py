@@ -78,14 +78,8 @@ THINK_TAGS = {True: "/think", False: "/no_think"}
 
 
 def think_switch(settings: LLMSettings) -> str:
-    """How the deployment's model is told `ChatRequest.think` (`Settings.llm_think_switch`); unset:
-    the chat template on vllm and openai, on llamacpp the tag for a Qwen3 model, else none
-    (llama-cpp-python hands its chat template no arguments)."""
-    if settings.llm_think_switch is not None:
-        return settings.llm_think_switch
-    if settings.llm_backend != "llamacpp":
-        return "template"
-    return "tag" if "qwen3" in f"{settings.llm_model} {settings.llm_model_path or ''}".lower() else "none"
+    """How the deployment's model is told `ChatRequest.think` (`LLMSettings.think_switch`)."""
+    return settings.think_switch()
 
 
 def think_fields(req: ChatRequest, settings: LLMSettings) -> tuple[list[dict[str, Any]], dict[str, Any]]:

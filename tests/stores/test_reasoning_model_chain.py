@@ -34,7 +34,7 @@ async def _turn(p, r):
     engine = ScriptedEngine.with_script({"responder": [ENTWURF], "thinker": ["ERGEBNIS: OK"]},
                                         reasoning=THOUGHT, stray=STRAY)
     # the scripted engine stands for a model that may answer in its reasoning alone (Qwen3-8B)
-    settings = Settings(thinker_reasoning_models=["scripted-engine"])
+    settings = Settings(thinker_reasoning_models=["scripted-engine"], llm_think_switch="template")
     client = engine_client(engine, settings)
     deps = deps_for(client, store=PoolStore(p), redis=r, embedder=_Embedder(), settings=settings,
                     turn=(user, "nova", "t1"))

@@ -16,7 +16,7 @@ import pytest
 from core.settings import Settings
 from core.state import DraftRecord, PairRecord, RouteRecord, Stimulus, TurnState
 from core.wire import ChatRequest
-from pipeline.node_config import REASONING_PASS, budget, check_budgets
+from pipeline.node_config import REASONING_PASS, budget, check_budgets, reasoning_budget
 from pipeline.nodes import thinker
 from pipeline.runner import run_node
 from pipeline.thinker.budget import PROMPT_CHARS_PER_TOKEN
@@ -49,10 +49,14 @@ def _decisions(deps) -> dict:
 
 
 # --- (a) the reasoning pass's budget -------------------------------------------------------------
+QWEN = {"llm_backend": "vllm", "llm_model": "Qwen/Qwen3-8B"}
+"""A deployment of a reasoning model (the vLLM default)."""
+
+
 def test_a_long_thought_reaches_its_decision_without_the_follow_up():
     assert len(THOUGHT.split()) > ANTWORT_BUDGET
     llm = ScriptedLLM({"thinker": ["ERGEBNIS: OK"]}, model="Qwen/Qwen3-8B", reasoning=THOUGHT)
-    deps = deps_for(llm)
+    deps = deps_for(llm, settings=Settings(**QWEN))
     p = asyncio.run(run_node(thinker.NODE, _state(), deps))["pruefung"]
     assert p.status == "ok" and p.reply is None
     assert [(c["node"], c["think"]) for c in llm.calls] == [("thinker", True)]  # no thinker_nachfass
@@ -66,7 +70,7 @@ def test_the_answer_budget_alone_cuts_the_thought_and_the_follow_up_repairs():
     # stays empty, and the follow-up (think=False) brings the decision — the repair, not the path
     llm = ScriptedLLM({"thinker": ["ERGEBNIS: OK"], "thinker_nachfass": ["ERGEBNIS: OK"]}, model="Qwen/Qwen3-8B",
                       reasoning=THOUGHT)
-    deps = deps_for(llm, settings=Settings(thinker_reasoning_tokens=0))
+    deps = deps_for(llm, settings=Settings(**QWEN, thinker_reasoning_tokens=0))
     p = asyncio.run(run_node(thinker.NODE, _state(), deps))["pruefung"]
     assert p.status == "ok"
     assert [(c["node"], c["think"], c["max_tokens"]) for c in llm.calls] == [
@@ -77,7 +81,7 @@ def test_the_answer_budget_alone_cuts_the_thought_and_the_follow_up_repairs():
 
 def test_the_pass_leaves_the_context_room_for_its_prompt(caplog):
     llm = ScriptedLLM({"thinker": ["ERGEBNIS: OK"]}, model="Qwen/Qwen3-8B", reasoning="kurz")
-    settings = Settings(llm_ctx=2048)
+    settings = Settings(**QWEN, llm_ctx=2048)
     with caplog.at_level(logging.INFO, logger="novaberg.thinker.budget"):
         asyncio.run(run_node(thinker.NODE, _state(), deps_for(llm, settings=settings)))
     (call,) = llm.calls
@@ -87,13 +91,22 @@ def test_the_pass_leaves_the_context_room_for_its_prompt(caplog):
 
 
 def test_the_start_refuses_a_reasoning_pass_the_cap_cannot_give():
-    check_budgets(Settings())  # the defaults fit: 400 + 2048 under 4096
+    check_budgets(Settings(**QWEN))  # the defaults fit: 400 + 2048 under 4096
     with pytest.raises(ValueError, match=r"'thinker \(reasoning pass\)': 2448"):
-        check_budgets(Settings(llm_max_tokens=1024))
-    check_budgets(Settings(llm_max_tokens=1024, thinker_reasoning_tokens=600))
+        check_budgets(Settings(**QWEN, llm_max_tokens=1024))
+    check_budgets(Settings(**QWEN, llm_max_tokens=1024, thinker_reasoning_tokens=600))
     s = Settings(node_max_tokens={"*": 24})
     assert budget("thinker", s) == 24 and REASONING_PASS in str(pytest.raises(
-        ValueError, check_budgets, Settings(node_max_tokens={"*": 24}, llm_max_tokens=1000)).value)
+        ValueError, check_budgets, Settings(**QWEN, node_max_tokens={"*": 24}, llm_max_tokens=1000)).value)
+
+
+def test_a_model_that_does_not_reason_gets_the_answer_budget_alone():
+    # SmolLM2 under llama.cpp knows no switch: thinking tokens would only let it ramble on
+    llm = ScriptedLLM({"thinker": ["ERGEBNIS: OK"]}, model="smollm2-135m-instruct")
+    asyncio.run(run_node(thinker.NODE, _state(), deps_for(llm, settings=Settings())))
+    assert [c["max_tokens"] for c in llm.calls] == [ANTWORT_BUDGET]
+    assert reasoning_budget(Settings()) == ANTWORT_BUDGET < reasoning_budget(Settings(**QWEN)) == 2448
+    assert reasoning_budget(Settings(llm_model="Qwen/Qwen3-8B-GGUF:Q4_K_M")) == 2448  # the tag switch under llama.cpp
 
 
 # --- (b) thinking off for every other call, as the model knows the switch --------------------------
