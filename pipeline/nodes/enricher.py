@@ -27,11 +27,10 @@ import logging
 
 from core.errors import StoreError
 from memory import session
-from memory.lzg import SEKTOREN
 from memory.config import MemoryConfig
 from memory.kzg import KZGIndex
 from memory.ziele import Aktivierung, aktivieren, wahrnehmung_verschieben, ziel_paar_bestimmen
-from pipeline import plugins
+from pipeline import plugins, vocab
 from pipeline.llm_json import ask
 from pipeline.node import Node
 from pipeline.services import Deps
@@ -420,6 +419,11 @@ def _sektor_oder_none(sektor: str | None) -> str | None:
     (pipeline/vocab.py `SEKTOR`'s targets), anything else (`neutral`, the EmotionRecord's default,
     an unknown word, none) None — it colours nothing, so the frame names no sector."""
     return sektor if sektor in SEKTOREN else None
+
+
+SEKTOREN = frozenset(vocab.SEKTOR.values()) - {"neutral"}
+"""The eight sectors of Plutchik's wheel (memory/lzg.py `SEKTOREN`, which the pair actor does not
+import: memory/lzg.py brings psycopg)."""
 
 
 def _resonanz_melden(deps: Deps, resonanz: Resonanz | None) -> list[int]:

@@ -64,3 +64,17 @@ def test_the_wheel_is_the_vocabularys():
     assert lzg.SEKTOREN == vocab.EMOTIONEN[:8]
     assert {e: lzg.EMOTION_SEKTOR.get(e, e) for e in vocab.EMOTIONEN if e != "neutral"} == {
         e: s for e, s in vocab.SEKTOR.items() if e != "neutral"}
+
+
+def test_the_enricher_knows_the_wheel_without_importing_the_store():
+    import subprocess
+    import sys
+
+    from memory.lzg import SEKTOREN
+    from pipeline.nodes import enricher
+
+    assert enricher.SEKTOREN == set(SEKTOREN)
+    # the pair actor runs the enricher and stays light: no Postgres driver comes with it
+    out = subprocess.run([sys.executable, "-c", "import sys, actors.pair, pipeline.chains; print('psycopg' in sys.modules)"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
