@@ -264,10 +264,10 @@ def _wartet(deps: Deps, e: BaseException) -> bool:
 
 async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] = ("identity", "rules", "task"),
               think: bool = False, prompt: str | None = None, timeout_s: float | None = None,
-              response_schema: dict | None = None) -> tuple[str | None, str]:
+              response_schema: dict | None = None, max_tokens: int | None = None) -> tuple[str | None, str]:
     """Plain text answer: (text or None, outcome). `prompt` names the prompt files when they are
     not the node's own; `timeout_s` is the call's deadline; `response_schema` holds the engine to
-    a JSON schema where the backend can. The outcome is `ok`, `gekappt` (the text as far as the
+    a JSON schema where the backend can; `max_tokens` the answer's budget (unset: the node's). The outcome is `ok`, `gekappt` (the text as far as the
     token budget let it go: `finish_reason` "length"), `leer` or `aufruf_gescheitert`."""
     import asyncio
 
@@ -278,7 +278,7 @@ async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] 
     try:
         call = deps.llm.chat(deps.trace, node, [{"role": "system", "content": system},
                                                  {"role": "user", "content": user}], think=think,
-                             response_schema=response_schema)
+                             response_schema=response_schema, **({"max_tokens": max_tokens} if max_tokens else {}))
         res = await (asyncio.wait_for(call, timeout_s) if timeout_s else call)
     except Exception as e:  # the engine is down or refused: the node goes on without it
         if _wartet(deps, e):

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import logging
 
-from pipeline import satzende
+from pipeline import llm_json, satzende
 from pipeline.fakten import block as fakten_block
 from pipeline.node import Node
 from pipeline.node_config import antwort_budget
-from pipeline.satzende import GEKAPPT
 from pipeline.services import Deps
 from core.state import HaltungRecord, TurnState
 
@@ -40,34 +39,16 @@ def rewrite_budget(state: TurnState, deps: Deps) -> int:
     return spanne if eigenes is None else min(spanne, eigenes)
 
 
-async def _rewrite_call(deps: Deps, variables: dict, max_tokens: int) -> tuple[str | None, str]:
-    """One call for the rewrite with its budget: (text or None, outcome) as `llm_json.ask` names
-    them (`ok`, `gekappt`, `leer`, `aufruf_gescheitert`)."""
-    model = await deps.llm.model_name()
-    *system, user = deps.prompts.render_parts(NAME, ("identity", "rules", "task"), model, variables)
-    log.debug("%s: prompt:\n%s\n\n%s", NAME, "\n\n".join(system), user)
-    try:
-        res = await deps.llm.chat(deps.trace, NAME, [{"role": "system", "content": "\n\n".join(system)},
-                                                     {"role": "user", "content": user}], max_tokens=max_tokens)
-    except Exception as e:  # the engine is down or refused: the previous version stays
-        log.warning("%s: fallback aufruf_gescheitert: %s: %s", NAME, type(e).__name__, e)
-        return None, "aufruf_gescheitert"
-    text = res.content.strip()
-    if not text:
-        return None, "leer"
-    return text, "gekappt" if res.finish_reason == GEKAPPT else "ok"
-
-
 async def umschreiben(deps: Deps, state: TurnState, antwort: str, gruende: list[str]) -> tuple[str | None, str]:
     """The corrector's rewrite of `antwort` for the named defects, with the reply's budget
     (`rewrite_budget`): (text or None, outcome)."""
     model = await deps.llm.model_name()
     max_tokens = rewrite_budget(state, deps)
-    text, outcome = await _rewrite_call(deps, {
+    text, outcome = await llm_json.ask(deps, NAME, {
         "character_name": state.pair.character_name, "fakten": fakten_block(state, deps, model),
         "direktiven": "\n".join(f"- {d}" for d in state.pair.direktiven) or "- keine",
         "nachricht": state.stimulus.text, "antwort": antwort,
-        "gruende": "\n".join(f"- {g}" for g in gruende) or "- (ohne Begruendung)"}, max_tokens)
+        "gruende": "\n".join(f"- {g}" for g in gruende) or "- (ohne Begruendung)"}, max_tokens=max_tokens)
     if outcome == "gekappt":
         text = satzende.gekappt(deps, NAME, text, {"budget_token": max_tokens, "zeichen_vorlage": len(antwort)})
     return text, outcome
