@@ -21,6 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bench import harness
+
 GOAL_CACHED = 0.9
 """Pair routing keeps at least this share of the one-replica cached share of prompt tokens."""
 GOAL_TTFT = 0.6
@@ -47,8 +49,7 @@ def levels(report: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """A harness report's token figures per level of pairs (the measured level and the sweep)."""
     out = {p["pairs"]: p["pipeline"] for p in report.get("sweep", [])}
     out[report["main"]["scenario"]["pairs"]] = report["main"]["pipeline"]
-    return {n: {**(p.get("llm") or {}), "turn_p50_ms": p["latency_ms"]["p50"], "turn_p95_ms": p["latency_ms"]["p95"],
-                "turns_per_s": p["turns_per_s"]} for n, p in out.items()}
+    return {n: harness.llm_summary({"pipeline": p}) for n, p in out.items()}
 
 
 def goals(one: dict[str, Any], pow2: dict[str, Any], pair: dict[str, Any]) -> dict[str, Any]:

@@ -43,6 +43,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, fields
 from typing import Any
 
+from core.names import CALLER_HEADER, PAIR_HEADER, REPLICA_HEADER
+
 SATZ = "Schoen, dass du da bist. Erzaehl mir mehr davon."
 
 
@@ -118,12 +120,6 @@ def answer(body: dict[str, Any], worte: str = "fest", zahlen: str = "null",
 
 
 # ------------------------------------------------------------------------------- cost model
-REPLICA_HEADER = "X-Novaberg-Replica"
-"""The header naming the LLM replica a call comes from (serve/llm_backends.py sends it)."""
-CALLER_HEADER = "X-Novaberg-Caller"
-"""The node that asks, where the client names it; else read from the request (`caller_of`)."""
-PAIR_HEADER = "X-Novaberg-Pair"
-"""The pair the call belongs to, where the client names it (the harness's pair affinity)."""
 DEFAULT_REPLICA = "-"
 CHARS_PER_TOKEN = 4
 """Tokens counted by characters where the packaged model's tokenizer is not at hand."""

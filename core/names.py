@@ -18,3 +18,11 @@ NODES_DEPLOYMENT = "Nodes"
 """The stateless node deployment (serve/nodes.py, `Settings.remote_nodes`)."""
 WEB_DEPLOYMENT = "Web"
 """The guarded web layer: search and fetch (serve/web.py)."""
+
+REPLICA_HEADER = "X-Novaberg-Replica"
+"""The header naming the LLM replica a call comes from (the OpenAI-compatible backend sends it; a
+server that models a prefix cache per replica, `bench/standin.py`, keeps one per name)."""
+CALLER_HEADER = "X-Novaberg-Caller"
+"""The header naming the node that asks (`ChatRequest.caller`; the stand-in counts tokens per node)."""
+PAIR_HEADER = "X-Novaberg-Pair"
+"""The header naming the pair a call belongs to (`ChatRequest.pair`; the stand-in measures affinity)."""

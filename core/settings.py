@@ -387,6 +387,7 @@ class LLMSettings(Section):
     user message (Qwen3's own switch, for an engine that passes no template arguments, llama.cpp),
     `none` not at all (a model that does not reason). Unset: `template` on vllm and openai; on
     llamacpp `tag` for a Qwen3 model (`qwen3` in its name or file), else `none`."""
+
     def think_switch(self) -> str:
         """How the deployment's model is told `ChatRequest.think` (`llm_think_switch`); unset: the
         chat template on vllm and openai, on llamacpp the tag for a Qwen3 model, else `none`

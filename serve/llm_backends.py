@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from core.errors import EngineError
+from core.names import CALLER_HEADER, PAIR_HEADER, REPLICA_HEADER
 from core.settings import LLMSettings
 from core.wire import ChatChunk, ChatRequest, ChatResponse, LLMEngine
 
@@ -77,15 +78,10 @@ THINK_TAGS = {True: "/think", False: "/no_think"}
 """Qwen3's own switch, written at the end of a user message: the model follows the latest one."""
 
 
-def think_switch(settings: LLMSettings) -> str:
-    """How the deployment's model is told `ChatRequest.think` (`LLMSettings.think_switch`)."""
-    return settings.think_switch()
-
-
 def think_fields(req: ChatRequest, settings: LLMSettings) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(the messages, the body's fields) that carry `req.think` as the model's switch wants it: the
     tag at the end of the last user message, or `chat_template_kwargs.enable_thinking`."""
-    switch = think_switch(settings)
+    switch = settings.think_switch()
     if switch == "template":
         return req.messages, {"chat_template_kwargs": {"enable_thinking": req.think}}
     if switch != "tag":
@@ -397,11 +393,6 @@ class LlamaCppBackend(LLMEngine):
 
 
 # ---------------------------------------------------------------------------- OpenAI-compatible
-REPLICA_HEADER = "X-Novaberg-Replica"
-"""The header naming the LLM replica a call comes from (a server that models a prefix cache per
-replica, `bench/standin.py`, keeps one per name)."""
-
-
 def replica_name() -> str:
     """This Serve replica's id; `lokal` outside a Serve replica."""
     from ray import serve
@@ -411,12 +402,6 @@ def replica_name() -> str:
         return serve.get_replica_context().replica_id.unique_id
     except RayServeException:
         return "lokal"
-
-
-CALLER_HEADER = "X-Novaberg-Caller"
-"""The header naming the node that asks (`ChatRequest.caller`; the stand-in counts tokens per node)."""
-PAIR_HEADER = "X-Novaberg-Pair"
-"""The header naming the pair a call belongs to (`ChatRequest.pair`; the stand-in measures affinity)."""
 
 
 def caller_header(req: ChatRequest) -> dict[str, str]:

@@ -115,6 +115,8 @@ class PairRouter(LocalityMixin, MultiplexMixin, RequestRouter):
         self._first: OrderedDict[str, str] = OrderedDict()
         """Per call being routed: the replica chosen first ("" once its fallback is logged)."""
         self._without_pair = False
+        self._fallbacks = 0
+        """Calls that went to the fallback; the log names the 1st, 2nd, 4th, 8th … (not every call)."""
 
     def _ring_over(self, ids: Iterable[str]) -> PairRing:
         ids = tuple(sorted(ids))
@@ -152,9 +154,11 @@ class PairRouter(LocalityMixin, MultiplexMixin, RequestRouter):
             return [[by_id[chosen]]]
         first, self._first[call] = self._first[call], ""  # logged once per call
         if first:
-            why = "is gone" if first not in by_id else "did not take it (full or not answering)"
-            log.warning("llm: fallback paar_ausweich: pair %s's replica %s %s; the call goes to the less loaded "
-                        "of two", pair, first, why)
+            self._fallbacks += 1
+            if self._fallbacks & (self._fallbacks - 1) == 0:
+                why = "is gone" if first not in by_id else "did not take it (full or not answering)"
+                log.warning("llm: fallback paar_ausweich: pair %s's replica %s %s; the call goes to the less loaded "
+                            "of two (%d calls so far)", pair, first, why, self._fallbacks)
         fallback = await PowerOfTwoChoicesRequestRouter.choose_replicas(self, candidate_replicas, pending_request)
         return [[by_id[chosen]], *fallback]
 
