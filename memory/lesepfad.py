@@ -86,7 +86,7 @@ async def erinnern(pool: AsyncConnectionPool, user_id: str, character_id: str, t
     `cold_start` (seed 001 §3.3: "Cold Start ist bei ankerlosen Prompts die richtige Antwort";
     `rahmen.kaltstart` and `rahmen.bester_kosinus` say so)."""
     k = k or cfg.lesepfad_k
-    rahmen = ErinnerungsRahmen(cluster=cluster or "paradox", nova_sektor=nova_sektor)
+    rahmen = ErinnerungsRahmen(cluster=cluster or "paradox", nova_sektor=lzg.sektor(nova_sektor))
     async with pool.connection() as conn:
         found = await anker(conn, user_id, character_id, text, vector, cfg, k)
         if not found:

@@ -280,13 +280,19 @@ EMOTION_SEKTOR = {"zufriedenheit": "freude", "frustration": "aerger"}
 """The emotions that are no sector themselves, and the sector each lies in."""
 
 
+def sektor(emotion: str | None) -> str | None:
+    """The sector of the wheel an emotion lies in; None for one that has none (neutral, unknown)."""
+    s = EMOTION_SEKTOR.get(emotion, emotion) if emotion else None
+    return s if s in SEKTOREN else None
+
+
 def sektor_faktor(nova_sektor: str | None, emotion: str | None, cfg: MemoryConfig) -> float:
     """How much of the activation flows into a memory of `emotion` while Nova is in `nova_sektor`
     (seed 001 §3.3: the spreading read takes Nova's dominant emotion): 1 − `spreading_sector_damping`
     × the two sectors' distance on the wheel (0–4). A side without a sector (neutral, none, unknown)
     colours nothing: 1."""
-    a, b = (EMOTION_SEKTOR.get(x, x) for x in (nova_sektor, emotion))
-    if a not in SEKTOREN or b not in SEKTOREN:
+    a, b = sektor(nova_sektor), sektor(emotion)
+    if a is None or b is None:
         return 1.0
     d = abs(SEKTOREN.index(a) - SEKTOREN.index(b))
     return 1.0 - cfg.spreading_sector_damping * min(d, len(SEKTOREN) - d)
@@ -332,7 +338,7 @@ async def ausbreiten(conn, anchors: list[tuple[int, float]], cfg: MemoryConfig, 
     cur = await conn.execute(f"SELECT {_COLS} FROM lzg_knoten WHERE id = ANY(%s)", (ids,))
     nodes = {r[0]: _row(r) for r in await cur.fetchall()}
     rahmen = ErinnerungsRahmen(anker_anzahl=len(anchors), sprung_tiefe=max_depth, cluster=cluster or "paradox",
-                               nova_sektor=nova_sektor)
+                               nova_sektor=sektor(nova_sektor))
     return Resonanz(rahmen=rahmen, erinnerungen=[_erinnerung(nodes, r, cfg) for r in ranked],
                     ids=[r["id"] for r in ranked])
 

@@ -5,4 +5,3 @@
 -- The mark stays when its successor is forgotten: the old fact is not revived by forgetting the new one.
 ALTER TABLE lzg_knoten ADD COLUMN IF NOT EXISTS gueltig_bis timestamptz;
 ALTER TABLE lzg_knoten ADD COLUMN IF NOT EXISTS abgeloest_durch bigint;
-CREATE INDEX IF NOT EXISTS lzg_synapsen_abgeloest_idx ON lzg_synapsen (von_id) WHERE art = 'abgeloest_durch';

@@ -30,7 +30,7 @@ from memory import session
 from memory.config import MemoryConfig
 from memory.kzg import KZGIndex
 from memory.ziele import Aktivierung, aktivieren, wahrnehmung_verschieben, ziel_paar_bestimmen
-from pipeline import plugins, vocab
+from pipeline import plugins
 from pipeline.llm_json import ask
 from pipeline.node import Node
 from pipeline.services import Deps
@@ -393,7 +393,7 @@ async def run(state: TurnState, deps: Deps) -> dict:
                                                                intention_anweisung=anweisung)
     deps.trace.decision(NAME, "enricher.verschiebung", verschiebung, {"cluster": cluster, **info})
 
-    nova_sektor = _sektor_oder_none(state.emotion.nova_sektor if state.emotion else None)
+    nova_sektor = state.emotion.nova_sektor if state.emotion else None
     await kzg_gelesen
     # the sources read side by side: KZG, the read path, the plugins, the file index
     kzg_hits, resonanz, plugin_out, aufzeichnungen, plugin_frueh = await asyncio.gather(
@@ -413,17 +413,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
         such_vektor=[float(x) for x in such_vektor],
         aufzeichnungen=aufzeichnungen, emotionale_gravitationspunkte=_gravitationspunkte(kzg_hits, resonanz))}
 
-
-def _sektor_oder_none(sektor: str | None) -> str | None:
-    """Nova's sector as an input of the spreading read: a sector of Plutchik's wheel
-    (pipeline/vocab.py `SEKTOR`'s targets), anything else (`neutral`, the EmotionRecord's default,
-    an unknown word, none) None — it colours nothing, so the frame names no sector."""
-    return sektor if sektor in SEKTOREN else None
-
-
-SEKTOREN = frozenset(vocab.SEKTOR.values()) - {"neutral"}
-"""The eight sectors of Plutchik's wheel (memory/lzg.py `SEKTOREN`, which the pair actor does not
-import: memory/lzg.py brings psycopg)."""
 
 
 def _resonanz_melden(deps: Deps, resonanz: Resonanz | None) -> list[int]:

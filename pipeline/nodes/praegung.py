@@ -46,10 +46,10 @@ Set, not measured: the seeds name no session boundary for long-term memory."""
 MENSCH_KERN_SAETZE = 5
 """Sentences the human's core keeps; the oldest is dropped for a new one."""
 MENSCH_THEMEN_SAETZE = 3
-ABLOESBAR = 8
-"""The recalled memories praegung is shown with short ids, to name those the turn replaces or ends."""
 """Sentences of what occupies the human just now (`mensch_themen`): short-lived, like Nova's
 `nova_adaptiv` — three turns that named a concern, then the oldest gives way."""
+ABLOESBAR = 8
+"""The recalled memories praegung is shown with short ids, to name those the turn replaces or ends."""
 
 log = logging.getLogger("novaberg.node.praegung")
 
