@@ -145,22 +145,38 @@ def gv_key(user_id: str, character_id: str) -> str:
     return f"gv:detail:{user_id}:{character_id}"
 
 
+_LANDSCHAFT = """
+if redis.call('HGET', KEYS[1], 'turn_id') ~= ARGV[1] then
+  redis.call('HSET', KEYS[1], 'vorher', redis.call('HGET', KEYS[1], 'cluster') or '')
+end
+redis.call('HSET', KEYS[1], 'turn_id', ARGV[1], 'cluster', ARGV[2], 'gv_detail', ARGV[3], 'werkzeug', ARGV[4],
+           'vehikel', ARGV[5])
+return 1
+"""
+"""The turn's detail; the cluster before it kept as `vorher` once per turn (a turn run again under
+its id does not take its own first run's cluster for the previous turn's)."""
+
+
 class LandschaftStore(_RedisClient):
     """The landscape detail gv_node writes and the next turn's enricher reads."""
 
-    async def cluster(self, user_id: str, character_id: str) -> str | None:
-        """The previous turn's cluster (None: no turn wrote one)."""
-        raw = await self.redis.hget(gv_key(user_id, character_id), "cluster")
-        if raw is None:
-            return None
-        return raw.decode() if isinstance(raw, bytes) else raw
+    async def cluster(self, user_id: str, character_id: str, turn_id: str | None = None) -> str | None:
+        """The previous turn's cluster (None: no turn wrote one). For a turn run again (`turn_id`
+        wrote the detail already), the cluster before its first run."""
+        cluster, von, vorher = await self.redis.hmget(gv_key(user_id, character_id), "cluster", "turn_id", "vorher")
+        if turn_id is not None and von is not None and _text(von) == turn_id:
+            cluster = vorher
+        return _text(cluster) or None if cluster is not None else None
 
     async def schreiben(self, user_id: str, character_id: str, turn_id: str, rec: LandschaftRecord) -> None:
         """The turn's detail, the one before kept for taking the turn back."""
         key = gv_key(user_id, character_id)
         await redis_vorher.festhalten(self.redis, user_id, character_id, turn_id, key)
-        await self.redis.hset(key, mapping={"cluster": rec.cluster, "gv_detail": rec.gv_detail,
-                                            "werkzeug": rec.werkzeug, "vehikel": rec.vehikel})
+        await self.redis.eval(_LANDSCHAFT, 1, key, turn_id, rec.cluster, rec.gv_detail, rec.werkzeug, rec.vehikel)
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode() if isinstance(raw, bytes) else raw
 
 
 class KzgStore(_RedisClient):

@@ -186,7 +186,9 @@ def _sprecher(s, turns: list[SessionTurn]) -> str:
 
 async def _cluster(deps: Deps, user_id: str, character_id: str) -> str | None:
     """The landscape cluster of the previous turn (gv_node writes it); None: no turn wrote one."""
-    return await deps.landschaft.cluster(user_id, character_id) if deps.landschaft is not None else None
+    if deps.landschaft is None:
+        return None
+    return await deps.landschaft.cluster(user_id, character_id, deps.trace.turn_id)
 
 
 def _cluster_vorturn(deps: Deps, cluster: str | None) -> str:

@@ -126,6 +126,10 @@ def test_the_pending_order_the_landscape_and_the_counters(stores):
         await landschaft.schreiben(user, ch, "t1", LandschaftRecord(cluster="angst", gv_detail="Hunde"))
         await landschaft.schreiben(user, ch, "t2", LandschaftRecord(cluster="neugier", gv_detail="Segeln"))
         assert await landschaft.cluster(user, ch) == "neugier"
+        # t2 run again under its id: its previous turn is still t1's, however often it writes
+        assert await landschaft.cluster(user, ch, "t2") == "angst"
+        await landschaft.schreiben(user, ch, "t2", LandschaftRecord(cluster="nebel", gv_detail="Segeln"))
+        assert await landschaft.cluster(user, ch, "t2") == "angst" and await landschaft.cluster(user, ch, "t3") == "nebel"
         assert await redis_vorher.zuruecksetzen(r, user, ch, ["t2"]) == 1  # the detail before t2 was kept
         assert (await r.hgetall(gv_key(user, ch)))[b"gv_detail"] == b"Hunde"
 
