@@ -293,8 +293,10 @@ async def redis_nachvergessen(r: Redis, user_id: str, character_id: str, texte: 
                               mindestens: int = 2) -> dict[str, int]:
     """What Redis holds derived from forgotten items: the session summary's sentences that repeat
     one of `texte` (in the summary and its before-images), the research still queued or under way
-    from one of `turn_ids` and the impulses planned from them. Returns what went, by kind."""
-    from memory import ruecknahme, session
+    from one of `turn_ids` and the impulses planned from them, and the text of a successor from one
+    of `turn_ids` that short-term entries it superseded carry. Returns what went, by kind (the
+    successor's text is logged, not counted)."""
+    from memory import kzg, ruecknahme, session
 
     woerter = [w for w in (inhaltswoerter(t) for t in texte) if w]
     ids = {t for t in turn_ids if t}
@@ -308,6 +310,9 @@ async def redis_nachvergessen(r: Redis, user_id: str, character_id: str, texte: 
         out["recherchen"] = await ruecknahme._liste(r, f"delegationen:{user_id}:{character_id}", ids, "turn_id") \
             + await ruecknahme._liste(r, f"delegationen_in_arbeit:{user_id}:{character_id}", ids, "turn_id")
         out["impulse"] = await ruecknahme._impulse(r, user_id, character_id, ids)
+        if n := await kzg.nachfolger_vergessen(r, user_id, character_id, sorted(ids)):
+            log.info("vergessen.kzg_nachfolger: %d short-term entries of %s:%s keep their end, not the forgotten "
+                     "successor's text", n, user_id, character_id)
     if out["recherchen"] or out["impulse"]:
         log.info("vergessen.recherche_verworfen: %d pending research tasks and %d planned impulses of %s:%s came "
                  "from a forgotten turn", out["recherchen"], out["impulse"], user_id, character_id)

@@ -135,11 +135,13 @@ for _, id in ipairs(redis.call('HKEYS', KEYS[1])) do
   local raw = redis.call('HGET', KEYS[1], id)
   local ok, e = pcall(cjson.decode, raw)
   if ok and e['abgeloest_durch'] then
-    for i = 1, #ARGV do
+    for i = 2, #ARGV do
       if e['abgeloest_durch'] == ARGV[i] then
-        e['abgeloest_durch'] = nil
+        if ARGV[1] == 'ganz' then
+          e['abgeloest_durch'] = nil
+          e['abgeloest_seit'] = nil
+        end
         e['nachfolger'] = nil
-        e['abgeloest_seit'] = nil
         redis.call('HSET', KEYS[1], id, cjson.encode(e))
         n = n + 1
       end
@@ -148,6 +150,8 @@ for _, id in ipairs(redis.call('HKEYS', KEYS[1])) do
 end
 return n
 """
+"""The marks the turns in ARGV[2..] set: taken off whole (`ganz`, the turns taken back), or only
+their successor's text (`text`, the successors forgotten: the entry stays ended)."""
 
 
 async def abloesen(r: Redis, user_id: str, character_id: str, entry_ids: list[str], turn_id: str, nachfolger: str,
@@ -165,7 +169,15 @@ async def abloesung_zuruecknehmen(r: Redis, user_id: str, character_id: str, tur
     """The marks the turns set (`abloesen`) taken off again (the turns taken back); the number."""
     if not turn_ids:
         return 0
-    return int(await r.eval(_WIEDER_GUELTIG, 1, _k(user_id, character_id, "entries"), *turn_ids))
+    return int(await r.eval(_WIEDER_GUELTIG, 1, _k(user_id, character_id, "entries"), "ganz", *turn_ids))
+
+
+async def nachfolger_vergessen(r: Redis, user_id: str, character_id: str, turn_ids: list[str]) -> int:
+    """The successor's text the turns' marks carry, dropped (those turns' items forgotten): the
+    entries stay ended, as a long-term memory whose successor is forgotten does; the number."""
+    if not turn_ids:
+        return 0
+    return int(await r.eval(_WIEDER_GUELTIG, 1, _k(user_id, character_id, "entries"), "text", *turn_ids))
 
 
 async def eintraege(r: Redis, user_id: str, character_id: str) -> list[dict[str, Any]]:

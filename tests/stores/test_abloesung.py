@@ -287,3 +287,21 @@ def test_a_superseded_short_term_entry_is_recalled_as_past(stores):
         "Bello ist gestorben", "früher: Bello spielt im Garten, seit 14 September 2026: Bello ist gestorben"]
     ende = {i.id: i.abgeloest for i in view}
     assert ende["kzg-turn-t2"] is None and ende["kzg-turn-t1"].inhalt == "Bello ist gestorben"
+
+
+def test_forgetting_the_successor_leaves_no_word_of_it_in_the_short_term_entry_it_ended(stores):
+    from redis.asyncio import Redis
+
+    user, ch = new_pair("abl-kzg-vergessen")
+
+    async def go():
+        r = Redis.from_url(stores.redis_url)
+        await kzg.add_entry(r, user, ch, "Bello spielt im Garten", unit(0), quelle="t1", entry_id="turn-t1")
+        await kzg.abloesen(r, user, ch, ["turn-t1"], "t2", "Bello ist gestorben", SPAETER.timestamp())
+        await erinnerungen.redis_nachvergessen(r, user, ch, ["Bello ist gestorben"], ["t2"], 2)
+        hits = await kzg.KZGIndex(user, ch).search(r, unit(0), threshold=0.5, top_k=5)
+        await r.aclose()
+        return hits
+
+    (hit,) = asyncio.run(go())
+    assert hit.als_text() == "früher: Bello spielt im Garten (bis 14 September 2026)"  # ended, its successor gone
