@@ -34,12 +34,13 @@ class MemoryConfig(BaseModel):
     Antwort"): a read whose best anchor's cosine to the question stays below it returns nothing.
     The seed's anchor floor 0.40; measured for MiniLM on the anchorless set (memory/LESEPFAD.md,
     "A floor"). -1 switches it off."""
-    lesepfad_thema_kosinus: float = Field(default=0.70, ge=-1, le=1)
+    lesepfad_thema_kosinus: float = Field(default=0.45, ge=-1, le=1)
     """For a question that asks about the present state (memory/lesart.py: no past marker), two recalled
     memories are of the same subject when their embeddings' cosine reaches this: then, near-equal and
-    neither marked superseded, the newer one ranks first; a question about a past event keeps the
-    read's relevance order whatever this is (memory/LESEPFAD.md, "Knowledge that changes"). A value
-    of 1 leaves only identical vectors: in effect off."""
+    neither marked superseded, the newer one ranks first — each memory in one such pair at most, the
+    most alike first (`lesepfad.paarweise`); a question about a past event keeps the read's relevance
+    order whatever this is (memory/LESEPFAD.md, "Knowledge that changes"). A value of 1 leaves only
+    identical vectors: in effect off."""
     lesepfad_gleichauf: float = Field(default=1.0, ge=0, le=1)
     """Near-equal, for a question about the present state: the newer memory's activation is at most
     this below the older one's (activation: 1.0 the read's top memory). 0 lets recency break exact

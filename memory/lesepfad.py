@@ -198,13 +198,28 @@ async def zeitfolge(conn, out: Resonanz, cfg: MemoryConfig, k: int, frage: str |
 
 
 async def _recency(conn, erinnerungen: list[Erinnerung], cfg: MemoryConfig) -> list[Erinnerung]:
-    """Recency between near-equal current memories of one subject: a stable pass, the newer moved
-    right before the older it passes."""
+    """Recency between near-equal current memories of one subject, as pairs: the newer moved right
+    before the older it passes (`paarweise`)."""
+    return paarweise(erinnerungen, await _kosinus(conn, erinnerungen, cfg), cfg)
+
+
+def paarweise(erinnerungen: list[Erinnerung], kosinus: dict[tuple[int, int], float],
+              cfg: MemoryConfig) -> list[Erinnerung]:
+    """A newer memory passes at most one older memory of its subject, and an older one is passed at
+    most once: the pairs (older, newer) whose cosine reaches `lesepfad_thema_kosinus` are taken most
+    alike first, each memory in one pair at most, and in each the newer moves right before the
+    older. A newer memory replaces one fact, the one most like it; a conversation's run of related
+    turns does not carry its newest to the top past all of them (memory/LESEPFAD.md)."""
     erinnerungen = list(erinnerungen)
-    kosinus = await _kosinus(conn, erinnerungen, cfg)
-    for i in range(len(erinnerungen)):
-        for j in range(i + 1, len(erinnerungen)):
-            a, b = erinnerungen[i], erinnerungen[j]
-            if kosinus.get((a.id, b.id), -1.0) >= cfg.lesepfad_thema_kosinus and _gleichauf(a, b, cfg):
-                erinnerungen.insert(i, erinnerungen.pop(j))
+    da = {e.id: e for e in erinnerungen}
+    paare = sorted(((c, a, b) for (a, b), c in kosinus.items() if c >= cfg.lesepfad_thema_kosinus
+                    and a in da and b in da and _gleichauf(da[a], da[b], cfg)), key=lambda p: (-p[0], p[1], p[2]))
+    vergeben: set[int] = set()
+    for _, a, b in paare:
+        if a in vergeben or b in vergeben:
+            continue
+        vergeben |= {a, b}
+        reihe = [e.id for e in erinnerungen]
+        if reihe.index(b) > reihe.index(a):
+            erinnerungen.insert(reihe.index(a), erinnerungen.pop(reihe.index(b)))
     return erinnerungen
