@@ -211,18 +211,23 @@ def token_figures(calls: list[dict], turns: int, replicas: int | None = None) ->
     total, nodes = sums(calls), sorted({c["caller"] for c in calls})
     per_replica = Counter(c["replica"] for c in calls)
     responder = [c["ttft_ms"] for c in calls if c["caller"] == "responder"]
-    by_node = {}
-    for node in nodes:
-        cs = [c for c in calls if c["caller"] == node]
-        t = sums(cs)
-        by_node[node] = {"calls_per_turn": round(len(cs) / n, 2), "tokens_per_turn": per_turn(t), "cached_share": share(t),
-                         "ttft_p50_ms": pct([c["ttft_ms"] for c in cs], 50),
-                         "gpu_s_per_turn": round(t["gpu_s"] / n, 4) if modelled else None}
-    mean = len(calls) / max(replicas or 0, len(per_replica), 1)
     by_pair: dict[str, Counter] = {}
     for c in calls:
         if c.get("pair"):
             by_pair.setdefault(c["pair"], Counter())[c["replica"]] += 1
+    haupt = {p: r.most_common(1)[0][0] for p, r in by_pair.items()}
+    by_node = {}
+    for node in nodes:
+        cs = [c for c in calls if c["caller"] == node]
+        t = sums(cs)
+        mit_paar = [c for c in cs if c.get("pair") in haupt]
+        by_node[node] = {"calls_per_turn": round(len(cs) / n, 2), "tokens_per_turn": per_turn(t), "cached_share": share(t),
+                         "ttft_p50_ms": pct([c["ttft_ms"] for c in cs], 50),
+                         "gpu_s_per_turn": round(t["gpu_s"] / n, 4) if modelled else None,
+                         # the share of its calls on the replica that served most of its pair's calls
+                         "pair_affinity": round(sum(c["replica"] == haupt[c["pair"]] for c in mit_paar) / len(mit_paar), 4)
+                         if mit_paar else None}
+    mean = len(calls) / max(replicas or 0, len(per_replica), 1)
     return {"calls": len(calls), "cached_share": share(total), "tokens_per_turn": per_turn(total),
             "gpu_s_per_turn": round(total["gpu_s"] / n, 4) if modelled else None,
             "responder_ttft_p50_ms": pct(responder, 50), "responder_ttft_p95_ms": pct(responder, 95),
@@ -232,6 +237,11 @@ def token_figures(calls: list[dict], turns: int, replicas: int | None = None) ->
             # the share of a pair's calls on the replica that served most of them, averaged over pairs
             "pair_affinity": round(statistics.mean(max(r.values()) / sum(r.values()) for r in by_pair.values()), 4)
             if by_pair else None,
+            # a pair's calls by replica, most first, averaged over pairs: a bounded share's overflow lands
+            # on one second replica, a fallback's spreads over the others
+            "pair_replica_shares": [round(statistics.mean(x), 4) for x in zip(*(
+                sorted((v / sum(r.values()) for v in r.values()), reverse=True) + [0.0] * (len(per_replica) - len(r))
+                for r in by_pair.values()))] if by_pair else None,
             "by_node": by_node}
 
 
@@ -683,6 +693,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help=f"the modelled prefix cache per replica in tokens (default {standin.Kosten.cache_tokens})")
     ap.add_argument("--standin-prefill-tps", type=float, default=None,
                     help=f"the modelled prefill rate per replica in tokens/s (default {standin.Kosten.prefill_tps:.0f})")
+    ap.add_argument("--standin-antwort-zeichen", type=int, default=None,
+                    help="the stand-in's reply to the person in characters (0: a short sentence; default with "
+                         f"--standin-cache {standin.ANTWORT_ZEICHEN}, a real reply's length, else 0)")
+    ap.add_argument("--probe-deadline-s", type=float, default=None,
+                    help="how long a Serve handle waits for a replica's queue length before it routes elsewhere "
+                         "(RAY_SERVE_QUEUE_LENGTH_RESPONSE_DEADLINE_S, Serve's default 0.1 s; on a machine whose "
+                         "cores the system saturates the replicas answer late and calls leave their replica)")
     ap.add_argument("--llm-replicas", type=int, default=None, help="replicas of the LLM deployment (Settings.llm_replicas)")
     ap.add_argument("--routing", choices=("pow2", "pair"), default=None,
                     help="how a model call finds its LLM replica (Settings.llm_routing): Serve's power-of-two choices "
@@ -702,6 +719,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error("--history needs the unmeasured turns that --cold leaves out")
     if args.standin_cache and args.standin_ms is not None:
         ap.error("--standin-cache models each call's latency: it takes no fixed --standin-ms")
+    if args.standin_antwort_zeichen is not None and not (args.standin_cache or args.standin_ms is not None):
+        ap.error("--standin-antwort-zeichen sets the stand-in engine's replies: it needs --standin-ms or --standin-cache")
     if (args.standin_cache_tokens is not None or args.standin_prefill_tps is not None) and not args.standin_cache:
         ap.error("--standin-cache-tokens and --standin-prefill-tps set the cost model: they need --standin-cache")
     if args.llm_replicas is not None and args.llm_replicas < 1:
@@ -729,7 +748,8 @@ def main() -> None:
     kosten = standin_kosten(args)
     if args.standin_ms is not None or kosten is not None:
         port = _free_port()
-        proc = standin.start(port, args.standin_ms or 0.0, args.standin_worte, kosten=kosten)
+        proc = standin.start(port, args.standin_ms or 0.0, args.standin_worte, kosten=kosten,
+                             antwort_zeichen=args.standin_antwort_zeichen)
         engine = {"llm_backend": "openai", "openai_base_url": f"http://127.0.0.1:{port}/v1", "llm_model": "standin"}
     engine.update({k: v for k, v in (("llm_replicas", args.llm_replicas), ("llm_routing", args.routing)) if v is not None})
     base_url = engine.get("openai_base_url")
@@ -742,6 +762,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
 
     os.environ.setdefault("RAY_AUTH_MODE", "token")  # Ray reads it when first imported (cluster/runtime.py)
+    if args.probe_deadline_s is not None:  # before Serve is imported: the raylet's workers inherit it
+        os.environ["RAY_SERVE_QUEUE_LENGTH_RESPONSE_DEADLINE_S"] = str(args.probe_deadline_s)
     from ray import serve
 
     from cluster import runtime
@@ -781,6 +803,10 @@ def main() -> None:
                           "standin_ms": args.standin_ms,
                           "standin_kosten": asdict(kosten) if kosten is not None else None,
                           "standin_worte": args.standin_worte,
+                          "standin_antwort_zeichen": (args.standin_antwort_zeichen if args.standin_antwort_zeichen
+                                                      is not None else standin.ANTWORT_ZEICHEN if kosten else 0)
+                          if proc else None,
+                          "probe_deadline_s": args.probe_deadline_s or 0.1,
                           "history": args.history},
                   gpu=gpu_info(), measured_at=datetime.now(timezone.utc).isoformat())
     report["llm"] = llm_summary(report["main"])

@@ -44,8 +44,18 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from core.names import CALLER_HEADER, PAIR_HEADER, REPLICA_HEADER
+from pipeline import vocab
 
 SATZ = "Schoen, dass du da bist. Erzaehl mir mehr davon."
+REDE = ("Das klingt nach einem langen Tag.", "Ich hoere dir gern zu.", "Was hat dich daran am meisten bewegt?",
+        "Manchmal braucht so etwas einfach Zeit.", "Ich musste vorhin an unser letztes Gespraech denken.",
+        "Erzaehl ruhig weiter, ich bin da.", "Das haette ich an deiner Stelle auch so gesehen.",
+        "Und wie geht es dir jetzt damit?")
+"""The sentences of a reply to the person at a real reply's length (`antwort_text`)."""
+ANTWORT_ZEICHEN = sum(vocab.UMFANG_SPANNE["mittel"]) // 2
+"""A real reply's length in characters: the middle of the `mittel` span's corridor (175–350), the
+span a turn gets when nothing asks for another. With `--cache` the responder's replies are this
+long, so a conversation's history grows as it does with a model, not by a short sentence a turn."""
 
 
 WORTE = ("fest", "neu")
@@ -105,14 +115,28 @@ def transkript_antwort(body: dict[str, Any], antworten: dict[str, str]) -> str |
     return antworten.get(nachricht, "Mhm.")
 
 
+def antwort_text(body: dict[str, Any], zeichen: int) -> str:
+    """A reply to the person of about `zeichen` characters, whole sentences of `REDE` from a place
+    the request decides (the same request, the same reply)."""
+    start = int(hashlib.sha1(json.dumps(body.get("messages", []), sort_keys=True).encode()).hexdigest()[:8], 16)
+    saetze: list[str] = []
+    while sum(len(x) + 1 for x in saetze) < zeichen:
+        saetze.append(REDE[(start + len(saetze)) % len(REDE)])
+    return " ".join(saetze)
+
+
 def answer(body: dict[str, Any], worte: str = "fest", zahlen: str = "null",
-           antworten: dict[str, str] | None = None) -> str:
+           antworten: dict[str, str] | None = None, antwort_zeichen: int = 0) -> str:
+    """The stand-in's answer: the smallest a schema allows; the transcript's line; with
+    `antwort_zeichen` the reply to the person at that length; else a short sentence."""
     text = "" if antworten is not None else wort(body) if worte == "neu" else "x"
     fmt = body.get("response_format") or {}
     if fmt.get("type") == "json_schema":
         return json.dumps(instance(fmt["json_schema"]["schema"], text, hoch=zahlen == "hoch"))
     if antworten is not None and (zeile := transkript_antwort(body, antworten)) is not None:
         return zeile
+    if antwort_zeichen and AKTUELL in str((body.get("messages") or [{}])[-1].get("content", "")):
+        return antwort_text(body, antwort_zeichen)
     prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
     if "ERGEBNIS:" in prompt:
         return "ERGEBNIS: OK"
@@ -300,7 +324,7 @@ class Buch:
 
 
 def app(latency_s: float, worte: str = "fest", zahlen: str = "null", transkript: str | None = None,
-        kosten: Kosten | None = None):
+        kosten: Kosten | None = None, antwort_zeichen: int = 0):
     """The server: a fixed latency, or with `kosten` the modelled engine (`Motor`)."""
     from aiohttp import web
 
@@ -310,7 +334,7 @@ def app(latency_s: float, worte: str = "fest", zahlen: str = "null", transkript:
 
     async def completions(request):
         body = await request.json()
-        text = answer(body, worte, zahlen, antworten)
+        text = answer(body, worte, zahlen, antworten, antwort_zeichen)
         cid, model = f"chatcmpl-{uuid.uuid4().hex[:24]}", body.get("model", "standin")
         call = {"replica": request.headers.get(REPLICA_HEADER) or DEFAULT_REPLICA, "t": time.time(),
                 "caller": caller_of(body, request.headers.get(CALLER_HEADER)), "stream": bool(body.get("stream")),
@@ -380,12 +404,14 @@ def kosten_args(kosten: Kosten) -> list[str]:
 
 
 def start(port: int, latency_ms: float, worte: str = "fest", zahlen: str = "null",
-          transkript: str | None = None, kosten: Kosten | None = None) -> subprocess.Popen:
+          transkript: str | None = None, kosten: Kosten | None = None,
+          antwort_zeichen: int | None = None) -> subprocess.Popen:
     """The stand-in in its own process (it must not share the measured process's CPU); returns
     when it answers. With `kosten` the modelled engine instead of the fixed latency."""
     proc = subprocess.Popen([sys.executable, "-m", "bench.standin", "--port", str(port), "--latency-ms", str(latency_ms),
                              "--worte", worte, "--zahlen", zahlen, *(["--transkript", transkript] if transkript else []),
-                             *(kosten_args(kosten) if kosten is not None else [])],
+                             *(kosten_args(kosten) if kosten is not None else []),
+                             *(["--antwort-zeichen", str(antwort_zeichen)] if antwort_zeichen is not None else [])],
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -414,12 +440,16 @@ def main() -> None:
     ap.add_argument("--cache", action="store_true",
                     help="model a serving engine's cost (prefix cache, prefill, decode, batch per replica) "
                          "instead of the fixed latency")
+    ap.add_argument("--antwort-zeichen", type=int, default=None,
+                    help="the responder's reply to the person this many characters long (0: a short sentence; "
+                         f"default with --cache {ANTWORT_ZEICHEN}, the middle of the `mittel` corridor, else 0)")
     for f in fields(Kosten):
         ap.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default,
                         help=f"with --cache (default {f.default})")
     args = ap.parse_args()
     kosten = Kosten(**{f.name: getattr(args, f.name) for f in fields(Kosten)}) if args.cache else None
-    web.run_app(app(args.latency_ms / 1000, args.worte, args.zahlen, args.transkript, kosten), host="127.0.0.1",
+    zeichen = args.antwort_zeichen if args.antwort_zeichen is not None else ANTWORT_ZEICHEN if args.cache else 0
+    web.run_app(app(args.latency_ms / 1000, args.worte, args.zahlen, args.transkript, kosten, zeichen), host="127.0.0.1",
                 port=args.port, print=None, access_log=None)
 
 

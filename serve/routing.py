@@ -128,6 +128,17 @@ class PairRouter(LocalityMixin, MultiplexMixin, RequestRouter):
             self._ring = PairRing(ids, self._ring_points)
         return self._ring
 
+    async def _known(self, replicas: list[RunningReplica]) -> None:
+        """Every replica's calls in flight known before the bound is drawn: those without an entry in
+        Serve's queue-length cache are asked (as Ray Serve LLM's prefix-aware router asks them).
+        Unknown, a replica counted as empty: the mean fell, and the pair's own replica — the only
+        one this caller had asked — seemed over its share and lost the call."""
+        if not self._use_replica_queue_len_cache:
+            return
+        unknown = [r for r in replicas if self._replica_queue_len_cache.get(r.replica_id) is None]
+        if unknown:
+            await self._probe_queue_lens(unknown, 0)
+
     def _load(self, replica: RunningReplica) -> int:
         cached = self._replica_queue_len_cache.get(replica.replica_id) if self._use_replica_queue_len_cache else None
         return max(cached or 0, self._in_flight[replica.replica_id])
@@ -144,6 +155,7 @@ class PairRouter(LocalityMixin, MultiplexMixin, RequestRouter):
                             "go by power of two choices")
             return await PowerOfTwoChoicesRequestRouter.choose_replicas(self, candidate_replicas, pending_request)
         by_id = {r.replica_id.unique_id: r for r in candidate_replicas}
+        await self._known(candidate_replicas)
         chosen, _ = choose(self._ring_over(by_id), pair, {u: self._load(r) for u, r in by_id.items()}, self._bound,
                            self._floor)
         call = pending_request.metadata.internal_request_id

@@ -143,6 +143,33 @@ def test_the_router_sends_a_pair_to_its_replica_and_falls_back_when_it_does_not_
     asyncio.run(go())
 
 
+def test_the_bound_is_drawn_from_every_replicas_load_not_from_the_one_the_caller_asked():
+    """A caller knows the queue of the replica it sent to; the others it asks before it draws the
+    bound. Counted as empty they would have put the pair's own busy replica over its share."""
+    class Busy(FakeReplica):
+        def __init__(self, name: str, queue: int):
+            super().__init__(name)
+            self.queue = queue
+
+        async def get_queue_len(self, deadline_s: float) -> int:
+            return self.queue
+
+    async def go():
+        router = PairRouter(deployment_id=DeploymentID(name="LLM", app_name="t"),
+                            handle_source=DeploymentHandleSource.UNKNOWN, use_replica_queue_len_cache=True)
+        router.initialize_state()
+        own = PairRing(REPLICAS).order(PAIRS[5])[0]
+        replicas = [Busy(n, 6 if n == own else 5) for n in REPLICAS]
+        router.update_replicas(replicas)
+        router.on_new_queue_len_info(next(r for r in replicas if r.replica_id.unique_id == own).replica_id, 6)
+        # six in flight on its replica: over the bound of 4 (FLOOR; ⌈1.25 × 7 / 4⌉ = 3) if the others
+        # counted as empty, within ⌈1.25 × 22 / 4⌉ = 7 once their five each are known
+        assert _names(await router.choose_replicas(replicas, _call(PAIRS[5], 1))) == [[own]]
+        assert all(router._replica_queue_len_cache.get(r.replica_id) is not None for r in replicas)
+
+    asyncio.run(go())
+
+
 def test_a_gone_replica_hands_its_pairs_to_the_next_on_the_ring(caplog):
     async def go():
         router, replicas = _router(REPLICAS)
