@@ -639,6 +639,14 @@ def print_summary(report: dict) -> None:
     print(f"GPU: {report['gpu'].get('gpus') or report['gpu'].get('note')}")
 
 
+def probe_deadline_s() -> float:
+    """How long this run's handles wait for a replica's queue length: Serve's own setting, as it
+    read it (`--probe-deadline-s` sets it before Serve is imported)."""
+    from ray.serve._private.constants import RAY_SERVE_QUEUE_LENGTH_RESPONSE_DEADLINE_S
+
+    return RAY_SERVE_QUEUE_LENGTH_RESPONSE_DEADLINE_S
+
+
 def standin_kosten(args: argparse.Namespace):
     """The cost model the stand-in runs with (`--standin-cache`), or None."""
     if not args.standin_cache:
@@ -806,7 +814,7 @@ def main() -> None:
                           "standin_antwort_zeichen": (args.standin_antwort_zeichen if args.standin_antwort_zeichen
                                                       is not None else standin.ANTWORT_ZEICHEN if kosten else 0)
                           if proc else None,
-                          "probe_deadline_s": args.probe_deadline_s or 0.1,
+                          "probe_deadline_s": probe_deadline_s(),
                           "history": args.history},
                   gpu=gpu_info(), measured_at=datetime.now(timezone.utc).isoformat())
     report["llm"] = llm_summary(report["main"])

@@ -449,8 +449,8 @@ def main() -> None:
     args = ap.parse_args()
     kosten = Kosten(**{f.name: getattr(args, f.name) for f in fields(Kosten)}) if args.cache else None
     zeichen = args.antwort_zeichen if args.antwort_zeichen is not None else ANTWORT_ZEICHEN if args.cache else 0
-    web.run_app(app(args.latency_ms / 1000, args.worte, args.zahlen, args.transkript, kosten, zeichen), host="127.0.0.1",
-                port=args.port, print=None, access_log=None)
+    web.run_app(app(args.latency_ms / 1000, args.worte, args.zahlen, args.transkript, kosten, zeichen),
+                host="127.0.0.1", port=args.port, print=None, access_log=None)
 
 
 if __name__ == "__main__":

@@ -207,31 +207,18 @@ async def run_import(szenarien: list[dict], overrides: dict | None = None, mit_h
     """Every scenario through the import path into embedded stores of its own run; with
     `mit_hintergrund` each pair also holds the ordinary conversation of the other scenarios of
     its language (`hintergrund`, from `alle`)."""
-    from redis.asyncio import Redis
-
     from bench.locomo_recall import embedders
+    from bench.stores import embedded_stores
     from core.settings import Settings
-    from memory import pg
     from memory.config import for_model
-    from memory.embedded import EmbeddedStores
-    from memory.migrate import apply_migrations
     from memory.ops import PoolStore
 
     embed, _, dim = embedders("minilm")
-    stores = EmbeddedStores(home=Path(tempfile.mkdtemp(prefix="nbwandel-", dir="/tmp"))).start()
-    apply_migrations(stores.database_url, dim)
-    pool = pg.open_pool(stores.database_url, 1, 4)
-    await pool.open(wait=True)
-    r = Redis.from_url(stores.redis_url)
     cfg = for_model(Settings().embedding_model, **(overrides or {}))
-    try:
+    async with embedded_stores("nbwandel-", dim) as (pool, r):
         return [await _importiert(pool, r, PoolStore(pool), embed, sz, cfg,
                                   hintergrund(sz, alle or szenarien) if mit_hintergrund else [])
                 for sz in szenarien]
-    finally:
-        await pool.close()
-        await r.aclose()
-        stores.stop()
 
 
 def locomo(overrides: dict | None = None) -> dict:

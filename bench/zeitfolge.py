@@ -10,9 +10,9 @@ one run, with recency off as the baseline.
 
 Both are imported once through the one write path (as `bench.wandel` and `bench.locomo_recall`
 import them) and each question read once through the enricher's `lzg_lesen` with the product's
-`MemoryConfig`, recording the memories the read hands to its order in time; each setting then
-orders those with the product's own `paarweise` (the cosines from the stored embeddings), so a
-setting's figures are what the read path returns under it, without reading again.
+`MemoryConfig`, recording the memories the read hands to its order in time and the cosines between
+them (the read's own `_kosinus`); each setting then orders those with the product's own
+`paarweise`, so a setting's figures are what the read path returns under it, without reading again.
 
     python -m bench.zeitfolge [--thema 0.3,0.45,0.7] [--out report.json]
 """
@@ -21,23 +21,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import tempfile
 import time
 from pathlib import Path
-
-import numpy as np
 
 THEMEN = (0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.70, 0.80)
 """The cosines measured for "one subject" (`lesepfad_thema_kosinus`)."""
 
 
-async def _lesen(store, user: str, frage: str, vektor, cfg, aufnahme: dict) -> list:
-    """The read's memories before its order in time (recorded from `lesepfad.zeitfolge`)."""
+async def _lesen(store, user: str, frage: str, vektor, cfg, aufnahme: dict) -> dict:
+    """The read's memories before its order in time and the cosines between them (recorded from
+    `lesepfad.zeitfolge`): {"vor", "kosinus"}."""
     from pipeline.nodes.enricher import lzg_lesen
 
     aufnahme.clear()
     await lzg_lesen(store, user, "nova", frage, vektor, cfg)
-    return aufnahme.get("vor", [])
+    return {"vor": aufnahme.get("vor", []), "kosinus": aufnahme.get("kosinus", {})}
 
 
 async def _wandel(pool, r, store, embed, cfg, aufnahme: dict) -> list[dict]:
@@ -54,7 +52,7 @@ async def _wandel(pool, r, store, embed, cfg, aufnahme: dict) -> list[dict]:
         vektoren = wandel.vektoren(embed, sz)
         for feld, form in wandel.FORMEN.items():
             rows.append({"form": form, "frage": sz[feld], "alt": alt, "neu": neu,
-                         "vor": await _lesen(store, user, sz[feld], vektoren[feld], cfg, aufnahme)})
+                         **await _lesen(store, user, sz[feld], vektoren[feld], cfg, aufnahme)})
     return rows
 
 
@@ -69,21 +67,18 @@ async def _locomo(pool, r, store, embed, embed_q, cfg, aufnahme: dict) -> list[d
         asked = [qa for qa in data["qa"] if qa.get("category") in (1, 2, 3, 4) and qa.get("evidence")]
         for qa, qv in zip(asked, embed_q([qa["question"] for qa in asked]) if asked else []):
             rows.append({"frage": qa["question"], "evidence": qa["evidence"],
-                         "vor": await _lesen(store, f"locomo{ci}", qa["question"], qv, cfg, aufnahme)})
+                         **await _lesen(store, f"locomo{ci}", qa["question"], qv, cfg, aufnahme)})
     return rows
 
 
-async def einlesen() -> tuple[list[dict], list[dict], dict[int, np.ndarray]]:
-    """Both sets imported and read once: their rows and every recalled node's unit embedding."""
-    from redis.asyncio import Redis
-
+async def einlesen() -> tuple[list[dict], list[dict]]:
+    """Both sets imported and read once: their rows, each with the cosines between its memories
+    that could pass one another (`lesepfad._kosinus`, the read's own query)."""
     import memory.lesepfad as lesepfad
     from bench.locomo_recall import embedders
+    from bench.stores import embedded_stores
     from core.settings import Settings
-    from memory import pg
     from memory.config import for_model
-    from memory.embedded import EmbeddedStores
-    from memory.migrate import apply_migrations
     from memory.ops import PoolStore
 
     aufnahme: dict = {}
@@ -91,59 +86,48 @@ async def einlesen() -> tuple[list[dict], list[dict], dict[int, np.ndarray]]:
 
     async def aufnehmen(conn, out, cfg, k, frage=None):
         aufnahme["vor"] = list(out.erinnerungen)
+        aufnahme["kosinus"] = await lesepfad._kosinus(conn, aufnahme["vor"], cfg)
         return await zeitfolge(conn, out, cfg, k, frage=frage)
 
     lesepfad.zeitfolge = aufnehmen
     embed, embed_q, dim = embedders("minilm")
-    stores = EmbeddedStores(home=Path(tempfile.mkdtemp(prefix="nbzeitfolge-", dir="/tmp"))).start()
-    apply_migrations(stores.database_url, dim)
-    pool = pg.open_pool(stores.database_url, 1, 4)
-    await pool.open(wait=True)
-    r = Redis.from_url(stores.redis_url)
-    cfg, store = for_model(Settings().embedding_model), PoolStore(pool)
+    cfg = for_model(Settings().embedding_model)
     try:
-        wandel_rows = await _wandel(pool, r, store, embed, cfg, aufnahme)
-        locomo_rows = await _locomo(pool, r, store, embed, embed_q, cfg, aufnahme)
-        ids = sorted({e.id for row in wandel_rows + locomo_rows for e in row["vor"]})
-        async with pool.connection() as conn:
-            cur = await conn.execute("SELECT id, embedding::real[] FROM lzg_knoten WHERE id = ANY(%s)", (ids,))
-            emb = {i: np.asarray(v, dtype=np.float32) for i, v in await cur.fetchall()}
+        async with embedded_stores("nbzeitfolge-", dim) as (pool, r):
+            store = PoolStore(pool)
+            return (await _wandel(pool, r, store, embed, cfg, aufnahme),
+                    await _locomo(pool, r, store, embed, embed_q, cfg, aufnahme))
     finally:
         lesepfad.zeitfolge = zeitfolge
-        await pool.close()
-        await r.aclose()
-        stores.stop()
-    return wandel_rows, locomo_rows, {i: v / (np.linalg.norm(v) or 1.0) for i, v in emb.items()}
 
 
-def gereiht(row: dict, cfg, emb: dict[int, np.ndarray]) -> list:
+def gereiht(row: dict, cfg) -> list:
     """The row's memories in the order the read returns them under `cfg` (None: recency off)."""
     from memory.lesart import GEGENWART, lesart
     from memory.lesepfad import paarweise
 
-    vor = row["vor"]
     if cfg is None or lesart(row["frage"]).name != GEGENWART:
-        return vor
-    kosinus = {(a.id, b.id): float(emb[a.id] @ emb[b.id]) for i, a in enumerate(vor) for b in vor[i + 1:]}
-    return paarweise(vor, kosinus, cfg)
+        return row["vor"]
+    return paarweise(row["vor"], row["kosinus"], cfg)
 
 
-def auswerten(wandel_rows: list[dict], locomo_rows: list[dict], emb: dict, cfg) -> dict:
+def auswerten(wandel_rows: list[dict], locomo_rows: list[dict], cfg) -> dict:
     """One setting's figures: current above outdated (both forms), LoCoMo recall@5 and @10."""
     out: dict = {}
     for form in ("umgeschrieben", "roh"):
         rows = [w for w in wandel_rows if w["form"] == form]
         oben = 0
         for w in rows:
-            ids = [e.id for e in gereiht(w, cfg, emb)]
+            ids = [e.id for e in gereiht(w, cfg)]
             oben += w["neu"] in ids and (w["alt"] not in ids or ids.index(w["neu"]) < ids.index(w["alt"]))
         out["current_above_outdated" if form == "umgeschrieben" else "as_asked"] = round(oben / len(rows), 4)
     r5 = r10 = 0.0
     for row in locomo_rows:
-        quellen, ev = [e.quelle for e in gereiht(row, cfg, emb)], set(row["evidence"])
+        quellen, ev = [e.quelle for e in gereiht(row, cfg)], set(row["evidence"])
         r5 += len(ev & set(quellen[:5])) / len(ev)
         r10 += len(ev & set(quellen[:10])) / len(ev)
-    return out | {"locomo_recall@5": round(r5 / len(locomo_rows), 4), "locomo_recall@10": round(r10 / len(locomo_rows), 4)}
+    n = len(locomo_rows)
+    return out | {"locomo_recall@5": round(r5 / n, 4), "locomo_recall@10": round(r10 / n, 4)}
 
 
 def main() -> None:
@@ -155,13 +139,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     t0 = time.perf_counter()
-    wandel_rows, locomo_rows, emb = asyncio.run(einlesen())
+    wandel_rows, locomo_rows = asyncio.run(einlesen())
     cfg = for_model(Settings().embedding_model)
     settings = [("off (baseline)", None)] + [(f"{t:.2f}" + (" (set)" if t == cfg.lesepfad_thema_kosinus else ""),
                                               cfg.model_copy(update={"lesepfad_thema_kosinus": t}))
                                              for t in map(float, a.thema.split(","))]
     report = {"scenarios": len(wandel_rows) // 2, "locomo_questions": len(locomo_rows),
-              "settings": {name: auswerten(wandel_rows, locomo_rows, emb, c) for name, c in settings},
+              "settings": {name: auswerten(wandel_rows, locomo_rows, c) for name, c in settings},
               "seconds": round(time.perf_counter() - t0, 1)}
     print("| lesepfad_thema_kosinus | without marks | as asked | LoCoMo recall@5 | @10 |\n|---|---|---|---|---|")
     for name, f in report["settings"].items():

@@ -166,7 +166,7 @@ class LandschaftStore(_RedisClient):
         cluster, von, vorher = await self.redis.hmget(gv_key(user_id, character_id), "cluster", "turn_id", "vorher")
         if turn_id is not None and von is not None and _text(von) == turn_id:
             cluster = vorher
-        return _text(cluster) or None if cluster is not None else None
+        return (_text(cluster) or None) if cluster is not None else None
 
     async def schreiben(self, user_id: str, character_id: str, turn_id: str, rec: LandschaftRecord) -> None:
         """The turn's detail, the one before kept for taking the turn back."""

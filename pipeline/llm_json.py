@@ -267,8 +267,9 @@ async def ask(deps: Deps, node: str, variables: dict, *, parts: tuple[str, ...] 
               response_schema: dict | None = None, max_tokens: int | None = None) -> tuple[str | None, str]:
     """Plain text answer: (text or None, outcome). `prompt` names the prompt files when they are
     not the node's own; `timeout_s` is the call's deadline; `response_schema` holds the engine to
-    a JSON schema where the backend can; `max_tokens` the answer's budget (unset: the node's). The outcome is `ok`, `gekappt` (the text as far as the
-    token budget let it go: `finish_reason` "length"), `leer` or `aufruf_gescheitert`."""
+    a JSON schema where the backend can; `max_tokens` is the answer's budget (unset: the node's).
+    The outcome is `ok`, `gekappt` (the text as far as the token budget let it go: `finish_reason`
+    "length"), `leer` or `aufruf_gescheitert`."""
     import asyncio
 
     model = await deps.llm.model_name()

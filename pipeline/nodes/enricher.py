@@ -416,7 +416,6 @@ async def run(state: TurnState, deps: Deps) -> dict:
         aufzeichnungen=aufzeichnungen, emotionale_gravitationspunkte=_gravitationspunkte(kzg_hits, resonanz))}
 
 
-
 def _resonanz_melden(deps: Deps, resonanz: Resonanz | None) -> list[int]:
     """Seed 001 §4: every long-term read names how many memories it read and which
     (`lzg_resonanz_count`, `lzg_resonanz_ids`), a read that found nothing, or did not run, too —
